@@ -1,0 +1,29 @@
+# The two set-up commands of the README: `make reproduce` (main job) and `make test` (test suite).
+# Each creates .venv on first use (or when pyproject.toml changes) and installs what it needs.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+WORKDIR ?= workdir
+
+.PHONY: reproduce test benchmark lint
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+reproduce: $(VENV)/.installed
+	$(PY) -m experiments.demo --workdir $(WORKDIR)/demo
+
+test: $(VENV)/.installed
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m pytest
+
+benchmark: $(VENV)/.installed
+	$(PY) -m experiments.benchmark_attention
+
+lint: $(VENV)/.installed
+	$(PY) -m ruff check --fix .
+	$(PY) -m ruff format .

@@ -1,0 +1,51 @@
+"""rfa: random-feature (kernelized) attention in JAX.
+
+Functional primitives (projections, feature maps, kernel estimators, closed-form theory, exact and
+kernelized attention) that work under ``jit``, ``vmap`` and ``grad``. See README.md.
+"""
+
+from rfa import attention
+from rfa.attention import (
+    kernelized_attention,
+    make_attention_fn,
+    renormalize,
+    softmax_attention,
+    unnormalized_softmax_attention,
+)
+from rfa.random_features import (
+    FeatureMap,
+    estimate_gaussian_kernel,
+    estimate_softmax_kernel,
+    feature_map,
+    gaussian_kernel,
+    optimal_gerf_parameter,
+    register_feature_map,
+    registered_feature_maps,
+    sample_phases,
+    sample_projection,
+    softmax_kernel,
+    theory,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FeatureMap",
+    "attention",
+    "estimate_gaussian_kernel",
+    "estimate_softmax_kernel",
+    "feature_map",
+    "gaussian_kernel",
+    "kernelized_attention",
+    "make_attention_fn",
+    "optimal_gerf_parameter",
+    "register_feature_map",
+    "registered_feature_maps",
+    "renormalize",
+    "sample_phases",
+    "sample_projection",
+    "softmax_attention",
+    "softmax_kernel",
+    "theory",
+    "unnormalized_softmax_attention",
+]

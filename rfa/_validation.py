@@ -1,0 +1,86 @@
+"""Input checks shared by every public function.
+
+Each check raises ``TypeError`` (wrong kind of value) or ``ValueError`` (wrong shape or value)
+naming the argument, what was received and what was expected, so that bad input never reaches
+XLA and surfaces as an opaque compiler error.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def check_floating(x, name: str) -> jax.Array:
+    """Returns ``x`` as an array after checking it has a floating dtype."""
+    if not hasattr(x, "dtype") or not hasattr(x, "shape"):
+        raise TypeError(f"{name} must be a JAX or NumPy array, got {type(x).__name__}.")
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        raise TypeError(f"{name} must have a floating dtype (float32, bfloat16, ...), got {x.dtype}.")
+    return jnp.asarray(x)
+
+
+def check_rank(x, name: str, *, ndim: int | None = None, min_ndim: int | None = None, layout: str = ""):
+    """Checks the number of dimensions of ``x``; ``layout`` describes the expected axes."""
+    suffix = f" {layout}" if layout else ""
+    if ndim is not None and x.ndim != ndim:
+        raise ValueError(f"{name} must have rank {ndim}{suffix}, got shape {tuple(x.shape)}.")
+    if min_ndim is not None and x.ndim < min_ndim:
+        raise ValueError(f"{name} must have rank >= {min_ndim}{suffix}, got shape {tuple(x.shape)}.")
+
+
+def check_positive_int(n, name: str) -> int:
+    """Returns ``n`` as an int after checking it is an integer >= 1."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"{name} must be an int >= 1, got {n!r} of type {type(n).__name__}.")
+    if n < 1:
+        raise ValueError(f"{name} must be >= 1, got {n}.")
+    return int(n)
+
+
+def check_choice(value, name: str, choices: Sequence[str]) -> str:
+    """Checks that ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}.")
+    return value
+
+
+def check_same_last_dim(a, b, name_a: str, name_b: str, what: str = "feature dimension"):
+    """Checks that two arrays agree on their last axis."""
+    if a.shape[-1] != b.shape[-1]:
+        raise ValueError(
+            f"{name_a} and {name_b} must have the same {what} (last axis), got "
+            f"{name_a}.shape={tuple(a.shape)} and {name_b}.shape={tuple(b.shape)}."
+        )
+
+
+def check_broadcastable(shape_a, shape_b, name_a: str, name_b: str):
+    """Checks that two shapes broadcast together (NumPy rules)."""
+    try:
+        np.broadcast_shapes(tuple(shape_a), tuple(shape_b))
+    except ValueError:
+        raise ValueError(
+            f"{name_a} with shape {tuple(shape_a)} and {name_b} with shape {tuple(shape_b)} do not broadcast together."
+        ) from None
+
+
+def is_concrete(x) -> bool:
+    """True when ``x`` holds a value now (not a tracer inside ``jit``/``grad``)."""
+    return not isinstance(x, jax.core.Tracer)
+
+
+def check_key(key, name: str = "key"):
+    """Checks that ``key`` is a PRNG key (a typed key or a raw uint32[2] key)."""
+    dtype = getattr(key, "dtype", None)
+    if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key) and key.shape == ():
+        return key
+    if dtype == jnp.uint32 and tuple(key.shape) == (2,):
+        return key
+    raise TypeError(
+        f"{name} must be a single PRNG key from jax.random.key(seed) (or jax.random.PRNGKey), got "
+        f"{type(key).__name__} with dtype {dtype} and shape {getattr(key, 'shape', None)}."
+    )

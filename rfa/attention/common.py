@@ -1,0 +1,94 @@
+"""Shape checks and pieces shared by exact, kernelized and recurrent attention.
+
+Layout (Flax): ``q [batch..., q_len, heads, d_k]``, ``k [batch..., kv_len, heads, d_k]``,
+``v [batch..., kv_len, heads, d_v]``; ``mask`` broadcastable to
+``[batch..., heads, q_len, kv_len]`` with True = attend.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from rfa._validation import check_floating, check_rank
+
+Array = jax.Array
+
+
+def check_qkv(q, k, v) -> tuple[Array, Array, Array]:
+    """Checks the attention inputs' dtypes, ranks and agreeing dimensions."""
+    q, k, v = (check_floating(a, n) for a, n in ((q, "q"), (k, "k"), (v, "v")))
+    for a, name, last in ((q, "q", "d_k"), (k, "k", "d_k"), (v, "v", "d_v")):
+        length = "q_len" if name == "q" else "kv_len"
+        check_rank(a, name, min_ndim=3, layout=f"[batch..., {length}, heads, {last}]")
+    if k.shape[:-1] != v.shape[:-1]:
+        raise ValueError(
+            "k and v must agree on [batch..., kv_len, heads], got "
+            f"k.shape={tuple(k.shape)} and v.shape={tuple(v.shape)}."
+        )
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q and k must have the same head dim d_k (last axis), got q.shape={tuple(q.shape)} "
+            f"and k.shape={tuple(k.shape)}."
+        )
+    if q.ndim != k.ndim or q.shape[:-3] != k.shape[:-3] or q.shape[-2] != k.shape[-2]:
+        raise ValueError(
+            f"q and k must agree on [batch...] and heads, got q.shape={tuple(q.shape)} and k.shape={tuple(k.shape)}."
+        )
+    return q, k, v
+
+
+def check_causal_lengths(q, k):
+    if q.shape[-3] != k.shape[-3]:
+        raise ValueError(
+            f"is_causal=True needs q_len == kv_len, got q_len={q.shape[-3]} and kv_len={k.shape[-3]}; "
+            "for decoding one token at a time use rfa.attention.step."
+        )
+
+
+def check_mask(mask, q, k) -> Array:
+    """Checks that ``mask`` is boolean and broadcastable to ``[batch..., heads, q_len, kv_len]``."""
+    target = q.shape[:-3] + (q.shape[-2], q.shape[-3], k.shape[-3])
+    if not hasattr(mask, "dtype") or not hasattr(mask, "shape"):
+        raise TypeError(f"mask must be a boolean array, got {type(mask).__name__}.")
+    if mask.dtype != jnp.bool_:
+        raise TypeError(f"mask must have dtype bool (True = attend), got {mask.dtype}.")
+    ok = mask.ndim <= len(target) and all(m in (1, t) for m, t in zip(mask.shape[::-1], target[::-1], strict=False))
+    if not ok:
+        raise ValueError(
+            f"mask must be broadcastable to [batch..., heads, q_len, kv_len] = {target}, got shape {tuple(mask.shape)}."
+        )
+    return jnp.asarray(mask)
+
+
+def with_ones_column(v: Array) -> Array:
+    """``[v, 1]``: one contraction then yields both the numerator (``A v``) and the normalizer (``A 1``)."""
+    return jnp.concatenate([v, jnp.ones(v.shape[:-1] + (1,), v.dtype)], axis=-1)
+
+
+def renormalize(numerator: Array, normalizer: Array) -> Array:
+    """``D⁻¹ (A V)``: divides each query's numerator by its normalizer ``D = A 1``.
+
+    A normalizer of exactly 0 (a query that attends to no key) gives an output of 0 instead of NaN.
+
+    Args:
+      numerator: ``[..., q_len, heads, d_v]``, the unnormalized output ``A V``.
+      normalizer: ``[..., q_len, heads]``, the row sums ``A 1``.
+
+    Returns:
+      ``[..., q_len, heads, d_v]`` in the numerator's dtype.
+
+    Example:
+      >>> num, den = rfa.unnormalized_softmax_attention(q, k, v)  # doctest: +SKIP
+      >>> out = rfa.renormalize(num, den)  # equals rfa.softmax_attention(q, k, v)  # doctest: +SKIP
+    """
+    numerator = check_floating(numerator, "numerator")
+    normalizer = check_floating(normalizer, "normalizer")
+    if numerator.shape[:-1] != normalizer.shape:
+        raise ValueError(
+            f"normalizer must have shape numerator.shape[:-1] = {tuple(numerator.shape[:-1])}, "
+            f"got {tuple(normalizer.shape)}."
+        )
+    den = normalizer.astype(jnp.float32)
+    safe = jnp.where(den == 0, 1.0, den)
+    return (numerator.astype(jnp.float32) / safe[..., None]).astype(numerator.dtype)

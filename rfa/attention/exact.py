@@ -1,0 +1,101 @@
+"""Exact softmax attention, the reference every approximation is measured against.
+
+``Att(Q, K, V) = D⁻¹ A V`` with ``A = exp(QKᵀ/√d)`` (masked entries 0) and ``D = diag(A 1)``.
+Vaswani et al., "Attention Is All You Need", NeurIPS 2017; the ``A``/``D`` split follows
+Choromanski et al., "Rethinking Attention with Performers", ICLR 2021, Eq. 1.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from rfa.attention.common import (
+    check_causal_lengths,
+    check_mask,
+    check_qkv,
+    renormalize,
+    with_ones_column,
+)
+
+Array = jax.Array
+
+
+def _attention_matrix(q, k, mask, is_causal, stabilize: bool) -> Array:
+    """``A = exp(QKᵀ/√d)`` as ``[batch..., heads, q_len, kv_len]`` float32, masked entries 0.
+
+    With ``stabilize`` each row is divided by ``exp`` of its largest logit, which cancels in
+    ``D⁻¹ A V``.
+    """
+    logits = jnp.einsum("...qhd,...khd->...hqk", q.astype(jnp.float32), k.astype(jnp.float32)) / math.sqrt(q.shape[-1])
+    allowed = jnp.ones(logits.shape, jnp.bool_)
+    if mask is not None:
+        allowed = allowed & mask
+    if is_causal:
+        allowed = allowed & jnp.tril(jnp.ones(logits.shape[-2:], jnp.bool_))
+    logits = jnp.where(allowed, logits, -jnp.inf)
+    if stabilize:
+        row_max = jnp.max(logits, axis=-1, keepdims=True)
+        logits = logits - jax.lax.stop_gradient(jnp.where(jnp.isfinite(row_max), row_max, 0.0))
+    return jnp.exp(logits)
+
+
+def _numerator_and_normalizer(q, k, v, mask, is_causal, stabilize):
+    q, k, v = check_qkv(q, k, v)
+    if mask is not None:
+        mask = check_mask(mask, q, k)
+    if is_causal:
+        check_causal_lengths(q, k)
+    a = _attention_matrix(q, k, mask, is_causal, stabilize)
+    out = jnp.einsum("...hqk,...khd->...qhd", a, with_ones_column(v.astype(jnp.float32)))
+    return out[..., :-1], out[..., -1]
+
+
+def unnormalized_softmax_attention(q: Array, k: Array, v: Array, *, mask=None, is_causal: bool = False):
+    """The two pieces of softmax attention: ``A V`` and ``D = A 1`` with ``A = exp(QKᵀ/√d)``.
+
+    No max-subtraction is applied, so these are the exact values (they overflow where they are
+    not representable); :func:`rfa.renormalize` turns them into the attention output.
+
+    Args:
+      q: ``[batch..., q_len, heads, d_k]``.
+      k: ``[batch..., kv_len, heads, d_k]``.
+      v: ``[batch..., kv_len, heads, d_v]``.
+      mask: boolean, broadcastable to ``[batch..., heads, q_len, kv_len]``; True = attend.
+      is_causal: mask out keys after the query (needs q_len == kv_len).
+
+    Returns:
+      ``(numerator [batch..., q_len, heads, d_v], normalizer [batch..., q_len, heads])`` in
+      ``q.dtype``.
+
+    Example:
+      >>> num, den = rfa.unnormalized_softmax_attention(q, k, v)  # doctest: +SKIP
+    """
+    num, den = _numerator_and_normalizer(q, k, v, mask, is_causal, stabilize=False)
+    return num.astype(q.dtype), den.astype(q.dtype)
+
+
+def softmax_attention(q: Array, k: Array, v: Array, *, mask=None, is_causal: bool = False) -> Array:
+    """Exact softmax attention ``D⁻¹ exp(QKᵀ/√d) V``, computed in float32.
+
+    Rows are max-stabilized; a query that attends to no key outputs 0.
+
+    Args:
+      q: ``[batch..., q_len, heads, d_k]``.
+      k: ``[batch..., kv_len, heads, d_k]``.
+      v: ``[batch..., kv_len, heads, d_v]``.
+      mask: boolean, broadcastable to ``[batch..., heads, q_len, kv_len]``; True = attend.
+      is_causal: mask out keys after the query (needs q_len == kv_len).
+
+    Returns:
+      ``[batch..., q_len, heads, d_v]`` in ``q.dtype``.
+
+    Example:
+      >>> q = k = v = jnp.ones((2, 5, 4, 8))
+      >>> rfa.softmax_attention(q, k, v, is_causal=True).shape
+      (2, 5, 4, 8)
+    """
+    num, den = _numerator_and_normalizer(q, k, v, mask, is_causal, stabilize=True)
+    return renormalize(num, den).astype(q.dtype)

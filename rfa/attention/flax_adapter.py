@@ -1,0 +1,169 @@
+"""A drop-in ``attention_fn`` for ``flax.nnx.MultiHeadAttention`` and linen's ``MultiHeadDotProductAttention``.
+
+The projection W is a :class:`RandomProjection` variable of the returned module, so under
+``nnx.jit`` it is state, not a compiled-in constant: :meth:`KernelizedAttention.redraw` replaces it
+from an explicit key without retracing, and ``nnx.Optimizer(model, tx, wrt=nnx.Param)`` leaves it
+alone. Evaluation with the same state is deterministic. Choromanski et al., "Rethinking Attention
+with Performers", ICLR 2021 (feature redrawing, Sec. 4).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from rfa._validation import check_key, check_positive_int
+from rfa.attention.kernelized import kernelized_attention
+from rfa.random_features.feature_maps import FeatureMap
+from rfa.random_features.feature_maps import feature_map as lookup_feature_map
+from rfa.random_features.projections import sample_projection
+
+Array = jax.Array
+
+
+class RandomProjection(nnx.Variable):
+    """The random projection W ``[m, d_k]`` of a kernelized attention: redrawn, never trained."""
+
+
+class KernelizedAttention(nnx.Module):
+    """Callable attention function with the signature of ``flax.nnx.dot_product_attention``.
+
+    Build it with :func:`make_attention_fn`. Attention-weight dropout, additive biases and sowing
+    attention weights need the explicit L×L matrix, which kernelized attention never forms: they
+    raise a ValueError instead of being ignored.
+    """
+
+    def __init__(
+        self,
+        feature_map: str | FeatureMap,
+        num_features: int,
+        head_dim: int,
+        *,
+        key: Array | None,
+        projection_kind: str,
+        scaling: str,
+        renormalize: bool,
+        chunk_size: int,
+        feature_params: dict | None,
+    ):
+        self.feature_map = lookup_feature_map(feature_map)
+        self.num_features = check_positive_int(num_features, "num_features")
+        self.head_dim = check_positive_int(head_dim, "head_dim")
+        self.projection_kind = projection_kind
+        self.scaling = scaling
+        self.renormalize = renormalize
+        self.chunk_size = check_positive_int(chunk_size, "chunk_size")
+        self.feature_params = nnx.static(dict(feature_params or {}))
+        if self.feature_map.needs_projection:
+            if key is None:
+                raise ValueError(f"feature map {self.feature_map.name!r} needs a key to sample its projection.")
+            self.projection = RandomProjection(self._sample(key))
+        else:
+            self.projection = None
+
+    def _sample(self, key: Array) -> Array:
+        return sample_projection(
+            check_key(key), self.num_features, self.head_dim, kind=self.projection_kind, scaling=self.scaling
+        )
+
+    def redraw(self, key: Array) -> None:
+        """Replaces W with a fresh draw from ``key`` (use a new key each time, e.g. split per step)."""
+        if self.projection is not None:
+            self.projection.value = self._sample(key)
+
+    def __call__(
+        self,
+        query: Array,
+        key: Array,
+        value: Array,
+        bias: Array | None = None,
+        mask: Array | None = None,
+        broadcast_dropout: bool = True,
+        dropout_rng: Array | None = None,
+        dropout_rate: float = 0.0,
+        deterministic: bool = False,
+        dtype=None,
+        precision=None,
+        module=None,
+        is_causal: bool = False,
+        **kwargs,
+    ) -> Array:
+        """Kernelized attention on ``[batch..., length, heads, head_dim]`` inputs; see ``rfa.kernelized_attention``."""
+        del broadcast_dropout, dropout_rng, kwargs  # no attention weights to drop
+        if bias is not None:
+            raise ValueError(
+                "kernelized attention cannot add a bias to its implicit attention matrix; bias must be None."
+            )
+        if dropout_rate > 0.0 and not deterministic:
+            raise ValueError(
+                f"attention-weight dropout (dropout_rate={dropout_rate}) needs the explicit attention matrix; "
+                "use dropout_rate=0 with kernelized attention."
+            )
+        if module is not None:
+            raise ValueError("kernelized attention has no attention weights to sow; call with sow_weights=False.")
+        if query.shape[-1] != self.head_dim:
+            raise ValueError(f"query head dim must be head_dim={self.head_dim}, got query.shape={tuple(query.shape)}.")
+        if dtype is not None:
+            query, key, value = (x.astype(dtype) for x in (query, key, value))
+        if mask is not None:
+            mask = mask.astype(jnp.bool_)
+        return kernelized_attention(
+            query,
+            key,
+            value,
+            feature_map=self.feature_map,
+            projection=None if self.projection is None else self.projection.value,
+            mask=mask,
+            is_causal=is_causal,
+            renormalize=self.renormalize,
+            chunk_size=self.chunk_size,
+            feature_params=self.feature_params,
+            precision=precision,
+        )
+
+
+def make_attention_fn(
+    feature_map: str | FeatureMap = "positive",
+    num_features: int = 256,
+    *,
+    head_dim: int,
+    key: Array | None = None,
+    projection_kind: str = "orthogonal",
+    scaling: str = "chi",
+    renormalize: bool = True,
+    chunk_size: int = 64,
+    feature_params: dict | None = None,
+) -> KernelizedAttention:
+    """A kernelized ``attention_fn`` for ``nnx.MultiHeadAttention`` (or linen's attention).
+
+    Args:
+      feature_map: registered name or ``FeatureMap``.
+      num_features: m, rows of the projection.
+      head_dim: d_k of the attention heads (``qkv_features // num_heads``).
+      key: PRNG key of the first projection draw (not needed for deterministic maps).
+      projection_kind, scaling: as in ``rfa.sample_projection``.
+      renormalize, chunk_size, feature_params: as in ``rfa.kernelized_attention``.
+
+    Returns:
+      A :class:`KernelizedAttention` module. ``nnx.MultiHeadAttention(..., attention_fn=fn)``
+      keeps it as a submodule, so its projection travels with the model's state; redraw with
+      ``fn.redraw(new_key)``. Masks must be key-padding masks; causal attention is the call's
+      ``is_causal=True``.
+
+    Example:
+      >>> fn = rfa.make_attention_fn("positive", 128, head_dim=16, key=jax.random.key(0))
+      >>> mha = nnx.MultiHeadAttention(4, 64, attention_fn=fn, decode=False, rngs=nnx.Rngs(0))
+      >>> y = mha(jnp.ones((2, 10, 64)), is_causal=True)
+    """
+    return KernelizedAttention(
+        feature_map,
+        num_features,
+        head_dim,
+        key=key,
+        projection_kind=projection_kind,
+        scaling=scaling,
+        renormalize=renormalize,
+        chunk_size=chunk_size,
+        feature_params=feature_params,
+    )

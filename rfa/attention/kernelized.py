@@ -1,0 +1,250 @@
+"""Kernelized (random-feature) attention in O(L·m·d): bidirectional, cross and chunked causal.
+
+``Att(Q, K, V) ≈ D̂⁻¹ φ(Q) (φ(K)ᵀ V)`` with ``D̂ = diag(φ(Q) (φ(K)ᵀ 1))`` — the L×L matrix is
+never formed (Choromanski et al., "Rethinking Attention with Performers", ICLR 2021, Sec. 2.2;
+Katharopoulos et al., "Transformers are RNNs", ICML 2020).
+
+Stabilizer. Each feature map returns ``φ = φ̃ · exp(s)`` with a bounded ``φ̃`` and one
+log-scale ``s`` per row (see :mod:`rfa.random_features.feature_maps`). Queries use ``φ̃``: their
+per-row factor cancels between numerator and normalizer. Keys use ``φ̃ · exp(s - R)`` with a
+reference ``R`` at least as large as every ``s`` they are combined with: the global key maximum
+(bidirectional), or a running maximum over chunks (causal), so a large future key never
+underflows the features of earlier ones. Both factors cancel exactly in normalized attention;
+with ``renormalize=False`` they are multiplied back, giving the estimate of ``exp(QKᵀ/√d) V``.
+
+Masking. A key-padding mask is applied by setting ``s = -inf`` on padded keys, which zeroes
+their features in numerator and normalizer alike, so a padded batch equals the truncated
+sequences. An arbitrary dense mask cannot be applied to an implicit attention matrix and is
+rejected; causal masking is ``is_causal=True``.
+
+Causal form (chunked, all dense matmuls; flash-linear-attention's scheme): with chunks of C
+tokens, ``O_c = φ̃(Q_c) S_{c-1} + (φ̃(Q_c) φ(K_c)ᵀ ⊙ tril) V_c`` and
+``S_c = S_{c-1} + φ(K_c)ᵀ V_c``, the prefix states computed by a parallel associative scan.
+Autodiff stores one m×d state per chunk, not per token: memory grows linearly in L.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from rfa._validation import check_positive_int
+from rfa.attention.common import (
+    check_causal_lengths,
+    check_mask,
+    check_qkv,
+    renormalize,
+    with_ones_column,
+)
+from rfa.random_features.feature_maps import FeatureMap
+from rfa.random_features.feature_maps import feature_map as lookup_feature_map
+
+Array = jax.Array
+
+
+def key_padding(mask, q, k) -> Array | None:
+    """Turns a key-padding mask into ``[batch..., kv_len, heads or 1, 1]`` booleans (True = keep).
+
+    Raises ValueError for a mask that varies along q_len: kernelized attention cannot apply it.
+    """
+    if mask is None:
+        return None
+    mask = check_mask(mask, q, k)
+    if mask.ndim >= 2 and mask.shape[-2] != 1:
+        raise ValueError(
+            "kernelized attention can only apply key-padding masks, broadcastable to "
+            f"[batch..., heads, 1, kv_len]; got mask.shape={tuple(mask.shape)} with q_len axis "
+            f"{mask.shape[-2]}. Pass the key mask as key_valid[..., None, None, :] and use "
+            "is_causal=True for causal masking."
+        )
+    heads = mask.shape[-3] if mask.ndim >= 3 else 1
+    full = jnp.broadcast_to(mask, q.shape[:-3] + (heads, 1, k.shape[-3]))[..., 0, :]
+    return jnp.moveaxis(full, -1, -2)[..., None]
+
+
+def temperature(fm: FeatureMap, q: Array, k: Array) -> tuple[Array, Array]:
+    """float32 q and k, scaled by d^{-1/4} each for maps that estimate ``exp(qᵀk/√d)``."""
+    q = q.astype(jnp.float32)
+    k = k.astype(jnp.float32)
+    if fm.temperature_scaled:
+        scale = q.shape[-1] ** -0.25
+        q, k = q * scale, k * scale
+    return q, k
+
+
+def oprf_statistic(q: Array, k: Array, keep: Array | None) -> Array:
+    """``φ = mean|q|² + mean|k|² + 2 mean(q)ᵀmean(k)`` per batch and head, shape ``[batch..., 1, heads]``.
+
+    Estimates ``|q + k|²`` over the attended pairs for OPRF's optimal A (Likhosherstov et al.,
+    NeurIPS 2022); padded keys are excluded. Treated as a statistic: no gradient flows through it.
+    """
+    weight = jnp.ones(k.shape[:-1] + (1,), jnp.float32) if keep is None else jnp.broadcast_to(keep, k.shape[:-1] + (1,))
+    weight = weight.astype(jnp.float32)
+    count = jnp.maximum(jnp.sum(weight, axis=-3), 1.0)
+    mean_q = jnp.mean(q, axis=-3)
+    mean_k = jnp.sum(k * weight, axis=-3) / count
+    sq_q = jnp.mean(jnp.sum(q * q, axis=-1), axis=-2)
+    sq_k = jnp.sum(jnp.sum(k * k, axis=-1, keepdims=True) * weight, axis=-3)[..., 0] / count[..., 0]
+    phi = sq_q + sq_k + 2.0 * jnp.sum(mean_q * mean_k, axis=-1)
+    return jax.lax.stop_gradient(phi)[..., None, :]
+
+
+def resolve_feature_params(fm: FeatureMap, params, q, k, keep, *, causal: bool) -> dict:
+    """Feature-map parameters, filling OPRF's ``phi_sq`` from the data where that is allowed."""
+    params = dict(params or {})
+    if "phi_sq" in fm.required and "phi_sq" not in params:
+        if causal:
+            raise ValueError(
+                f"feature map {fm.name!r} in causal or recurrent mode needs feature_params['phi_sq'] "
+                "fixed in advance: estimating it from the sequence would let future tokens change "
+                "earlier outputs."
+            )
+        params["phi_sq"] = oprf_statistic(q, k, keep)
+    return params
+
+
+def finish(num_aug: Array, log_reference: Array, s_q: Array, renormalize_output: bool) -> Array:
+    """Output from ``φ̃(q)ᵀ[KV, z]``: ``D⁻¹ A V``, or ``A V`` with the stabilizers multiplied back.
+
+    ``num_aug [..., dv+1]`` holds the numerator and (last column) the normalizer;
+    ``log_reference`` and ``s_q`` have its shape without the last axis.
+    """
+    num, den = num_aug[..., :-1], num_aug[..., -1]
+    if renormalize_output:
+        return renormalize(num, den)
+    return num * jnp.exp(s_q + log_reference)[..., None]
+
+
+def _finite_or_zero(x: Array) -> Array:
+    return jnp.where(jnp.isfinite(x), x, 0.0)
+
+
+def _bidirectional(phi_q, phi_k, s_k, v_aug, precision):
+    """Global key reference R = max s_k per batch and head; returns ``(num_aug, R)``."""
+    ref = jax.lax.stop_gradient(_finite_or_zero(jnp.max(s_k, axis=-3, keepdims=True)))
+    phi_k = phi_k * jnp.exp(s_k - ref)
+    kv = jnp.einsum("...khf,...khd->...hfd", phi_k, v_aug, precision=precision)
+    num_aug = jnp.einsum("...qhf,...hfd->...qhd", phi_q, kv, precision=precision)
+    return num_aug, ref[..., 0]
+
+
+def _prefix_states(kv_chunks: Array, ref: Array) -> Array:
+    """Exclusive prefix sums ``Σ_{c'<c} exp(R_{c'} - R_c) KV_{c'}`` over the chunk axis (axis 0).
+
+    Each chunk applies the affine map ``S ↦ a_c (S + KV_{c-1})`` with ``a_c = exp(R_{c-1} - R_c) <= 1``;
+    the maps compose associatively, so all prefix states come from one parallel scan.
+    """
+    if kv_chunks.shape[0] == 1:
+        return jnp.zeros_like(kv_chunks)
+    decay = jnp.exp(ref[:-1] - ref[1:])[..., None, None]
+    increments = decay * kv_chunks[:-1]
+
+    def compose(first, second):
+        a1, b1 = first
+        a2, b2 = second
+        return a1 * a2, a2 * b1 + b2
+
+    _, states = jax.lax.associative_scan(compose, (decay, increments))
+    return jnp.concatenate([jnp.zeros_like(kv_chunks[:1]), states], axis=0)
+
+
+def _causal(phi_q, phi_k, s_k, v_aug, chunk_size, precision):
+    """Chunked causal form; returns ``(num_aug, R)`` with R the running key maximum per chunk."""
+    length = phi_q.shape[-3]
+    chunk = min(chunk_size, length)
+    num_chunks = math.ceil(length / chunk)
+    pad = num_chunks * chunk - length
+
+    def chunks(x, fill=0.0):
+        x = jnp.pad(x, [(0, 0)] * (x.ndim - 3) + [(0, pad), (0, 0), (0, 0)], constant_values=fill)
+        x = x.reshape(x.shape[:-3] + (num_chunks, chunk) + x.shape[-2:])
+        return jnp.moveaxis(x, -4, 0)  # [num_chunks, batch..., chunk, heads, ·]
+
+    phi_q, phi_k, v_aug = chunks(phi_q), chunks(phi_k), chunks(v_aug)
+    s_k = chunks(s_k, fill=-jnp.inf)
+    ref = jax.lax.cummax(jnp.max(s_k, axis=-3, keepdims=True), axis=0)
+    ref = jax.lax.stop_gradient(_finite_or_zero(ref))
+    phi_k = phi_k * jnp.exp(s_k - ref)
+
+    scores = jnp.einsum("c...qhf,c...khf->c...hqk", phi_q, phi_k, precision=precision)
+    scores = jnp.where(jnp.tril(jnp.ones((chunk, chunk), jnp.bool_)), scores, 0.0)
+    intra = jnp.einsum("c...hqk,c...khd->c...qhd", scores, v_aug, precision=precision)
+    kv_chunks = jnp.einsum("c...khf,c...khd->c...hfd", phi_k, v_aug, precision=precision)
+    states = _prefix_states(kv_chunks, ref[..., 0, :, 0])
+    inter = jnp.einsum("c...qhf,c...hfd->c...qhd", phi_q, states, precision=precision)
+
+    def unchunk(x):
+        x = jnp.moveaxis(x, 0, -4)
+        return x.reshape(x.shape[:-4] + (num_chunks * chunk,) + x.shape[-2:])[..., :length, :, :]
+
+    ref = jnp.broadcast_to(ref, ref.shape[:-3] + (chunk,) + ref.shape[-2:])
+    return unchunk(intra + inter), unchunk(ref)[..., 0]
+
+
+def kernelized_attention(
+    q: Array,
+    k: Array,
+    v: Array,
+    *,
+    feature_map: str | FeatureMap,
+    projection: Array | None,
+    mask: Array | None = None,
+    is_causal: bool = False,
+    renormalize: bool = True,
+    chunk_size: int = 64,
+    feature_params: dict | None = None,
+    precision=None,
+) -> Array:
+    """Random-feature attention ``D̂⁻¹ φ(Q)(φ(K)ᵀV)`` in O(L·m·d) time and memory.
+
+    For maps that estimate ``exp(qᵀk/√d)`` (trig, positive, hyperbolic, gerf, oprf, relu and the
+    Gaussian maps) q and k are scaled by ``d^{-1/4}`` before the map. Computation runs in float32
+    and the output has ``q.dtype``.
+
+    Args:
+      q: ``[batch..., q_len, heads, d_k]``.
+      k: ``[batch..., kv_len, heads, d_k]``; kv_len may differ from q_len (cross-attention).
+      v: ``[batch..., kv_len, heads, d_v]``.
+      feature_map: a registered name (``rfa.registered_feature_maps()``) or a ``FeatureMap``.
+      projection: ``W`` of shape ``[m, d_k]`` from ``rfa.sample_projection``, shared by all heads;
+        ``None`` for deterministic maps (elu).
+      mask: key-padding mask, boolean, broadcastable to ``[batch..., heads, 1, kv_len]``.
+      is_causal: each query attends to keys at or before its position (q_len == kv_len).
+      renormalize: divide by the estimated normalizer ``D̂`` (attention); if False return the
+        estimate of ``exp(QKᵀ/√d) V`` itself.
+      chunk_size: tokens per chunk of the causal form.
+      feature_params: feature-map parameters, e.g. ``{"A": -0.1}`` for gerf. For oprf,
+        ``phi_sq`` defaults to the statistic of q and k in bidirectional mode and is required in
+        causal mode.
+      precision: ``jax.lax.Precision`` of the contractions.
+
+    Returns:
+      ``[batch..., q_len, heads, d_v]`` in ``q.dtype``. A query with no attended key outputs 0.
+
+    Example:
+      >>> W = rfa.sample_projection(jax.random.key(0), 256, 64)
+      >>> q = k = v = jnp.ones((2, 1024, 8, 64)) * 0.1
+      >>> out = rfa.kernelized_attention(q, k, v, feature_map="positive", projection=W, is_causal=True)
+      >>> out.shape
+      (2, 1024, 8, 64)
+    """
+    q, k, v = check_qkv(q, k, v)
+    fm = lookup_feature_map(feature_map)
+    chunk_size = check_positive_int(chunk_size, "chunk_size")
+    if is_causal:
+        check_causal_lengths(q, k)
+    keep = key_padding(mask, q, k)
+    q32, k32 = temperature(fm, q, k)
+    params = resolve_feature_params(fm, feature_params, q32, k32, keep, causal=is_causal)
+    phi_q, s_q = fm.split(q32, projection, **params)
+    phi_k, s_k = fm.split(k32, projection, **params)
+    if keep is not None:
+        s_k = jnp.where(keep, s_k, -jnp.inf)
+    v_aug = with_ones_column(v.astype(jnp.float32))
+    if is_causal:
+        num_aug, ref = _causal(phi_q, phi_k, s_k, v_aug, chunk_size, precision)
+    else:
+        num_aug, ref = _bidirectional(phi_q, phi_k, s_k, v_aug, precision)
+    return finish(num_aug, ref, s_q[..., 0], renormalize).astype(q.dtype)

@@ -1,0 +1,157 @@
+"""Recurrent form of causal kernelized attention: O(1) work per decoded token.
+
+The state after t tokens is ``S_t = Σ_{j<=t} φ(k_j)[v_j, 1]ᵀ`` (``[F, d_v + 1]``: the last column
+is the normalizer ``z_t = Σ φ(k_j)``), and ``o_t = φ(q_t)ᵀ S_t[:, :d_v] / φ(q_t)ᵀ z_t``
+(Katharopoulos et al., "Transformers are RNNs", ICML 2020, Sec. 3.4). Keys are stored at the
+reference ``R_t = max_{j<=t} s(k_j)``, the running maximum of their log-scales: when a larger key
+arrives the state is rescaled by ``exp(R_{t-1} - R_t) <= 1``, so it never overflows and agrees with
+the chunked causal form to float32 rounding.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from rfa._validation import check_floating, check_positive_int, check_rank
+from rfa.attention.common import with_ones_column
+from rfa.attention.kernelized import finish, resolve_feature_params, temperature
+from rfa.random_features.feature_maps import FeatureMap
+from rfa.random_features.feature_maps import feature_map as lookup_feature_map
+
+Array = jax.Array
+
+
+class RecurrentState(NamedTuple):
+    """Decoding state of causal kernelized attention.
+
+    Attributes:
+      kv: ``[batch..., heads, F, d_v + 1]``, ``Σ_j exp(s_j - R) φ̃(k_j) [v_j, 1]ᵀ``.
+      log_reference: ``[batch..., heads]``, R, the running maximum of the keys' log-scales.
+    """
+
+    kv: Array
+    log_reference: Array
+
+
+def init_state(batch_shape: tuple[int, ...], num_heads: int, num_outputs: int, value_dim: int) -> RecurrentState:
+    """The empty state (no token seen yet).
+
+    Args:
+      batch_shape: leading batch dims, e.g. ``(batch,)`` or ``()``.
+      num_heads: heads.
+      num_outputs: F, the feature-map output length,
+        ``rfa.feature_map(name).num_outputs(num_features, head_dim)``.
+      value_dim: d_v.
+
+    Returns:
+      A :class:`RecurrentState` of zeros, with the reference at the lowest float32.
+
+    Example:
+      >>> state = rfa.attention.init_state((2,), 8, 256, 64)
+      >>> state.kv.shape
+      (2, 8, 256, 65)
+    """
+    if not isinstance(batch_shape, tuple | list) or not all(isinstance(b, int) and b >= 1 for b in batch_shape):
+        raise ValueError(f"batch_shape must be a tuple of ints >= 1, got {batch_shape!r}.")
+    num_heads = check_positive_int(num_heads, "num_heads")
+    num_outputs = check_positive_int(num_outputs, "num_outputs")
+    value_dim = check_positive_int(value_dim, "value_dim")
+    batch_shape = tuple(batch_shape)
+    return RecurrentState(
+        kv=jnp.zeros(batch_shape + (num_heads, num_outputs, value_dim + 1), jnp.float32),
+        log_reference=jnp.full(batch_shape + (num_heads,), jnp.finfo(jnp.float32).min, jnp.float32),
+    )
+
+
+def _check_token(x, name, last):
+    x = check_floating(x, name)
+    check_rank(x, name, min_ndim=2, layout=f"[batch..., heads, {last}]")
+    return x
+
+
+def _check_token_mask(mask, shape) -> Array:
+    if getattr(mask, "dtype", None) != jnp.bool_:
+        raise TypeError(
+            f"mask must be a boolean array (True = keep the token), got {getattr(mask, 'dtype', type(mask))}."
+        )
+    try:
+        return jnp.broadcast_to(mask, shape)
+    except ValueError:
+        raise ValueError(
+            f"mask must be broadcastable to [batch..., heads] = {tuple(shape)}, got shape {tuple(mask.shape)}."
+        ) from None
+
+
+def step(
+    state: RecurrentState,
+    q: Array,
+    k: Array,
+    v: Array,
+    *,
+    feature_map: str | FeatureMap,
+    projection: Array | None,
+    mask: Array | None = None,
+    renormalize: bool = True,
+    feature_params: dict | None = None,
+    precision=None,
+) -> tuple[RecurrentState, Array]:
+    """Consumes one token: adds its key and value to the state and attends with its query.
+
+    Equal to row t of ``kernelized_attention(..., is_causal=True)`` with the same features.
+
+    Args:
+      state: from :func:`init_state` or the previous step.
+      q: ``[batch..., heads, d_k]`` query of the new token.
+      k: ``[batch..., heads, d_k]`` its key.
+      v: ``[batch..., heads, d_v]`` its value.
+      feature_map, projection, renormalize, feature_params, precision: as in
+        ``rfa.kernelized_attention`` (oprf needs ``feature_params["phi_sq"]``).
+      mask: optional boolean broadcastable to ``[batch..., heads]``: False leaves this token's key
+        and value out of the state (e.g. left padding of a batched prompt).
+
+    Returns:
+      ``(new_state, output [batch..., heads, d_v])``, the output in ``q.dtype``.
+
+    Example:
+      >>> fm = rfa.feature_map("positive"); W = rfa.sample_projection(jax.random.key(0), 64, 16)
+      >>> state = rfa.attention.init_state((2,), 4, fm.num_outputs(64, 16), 16)
+      >>> x = jnp.ones((2, 4, 16))
+      >>> state, out = rfa.attention.step(state, x, x, x, feature_map=fm, projection=W)
+    """
+    q, k, v = _check_token(q, "q", "d_k"), _check_token(k, "k", "d_k"), _check_token(v, "v", "d_v")
+    if not (q.shape == k.shape and k.shape[:-1] == v.shape[:-1]):
+        raise ValueError(
+            "q and k must have the same shape [batch..., heads, d_k] and v must agree on "
+            f"[batch..., heads], got q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}."
+        )
+    expected = q.shape[:-1] + (state.kv.shape[-2], v.shape[-1] + 1)
+    if state.kv.shape != expected or state.log_reference.shape != q.shape[:-1]:
+        raise ValueError(
+            f"state does not match the token: state.kv has shape {tuple(state.kv.shape)} and "
+            f"state.log_reference {tuple(state.log_reference.shape)}, expected [batch..., heads, F, d_v + 1] "
+            f"= {expected[:-2]} + (F, {v.shape[-1] + 1}) and {tuple(q.shape[:-1])}."
+        )
+    fm = lookup_feature_map(feature_map)
+    q32, k32 = temperature(fm, q, k)
+    params = resolve_feature_params(fm, feature_params, q32, k32, None, causal=True)
+    phi_q, s_q = fm.split(q32, projection, **params)
+    phi_k, s_k = fm.split(k32, projection, **params)
+    if phi_k.shape[-1] != state.kv.shape[-2]:
+        raise ValueError(
+            f"state has F = {state.kv.shape[-2]} features but feature map {fm.name!r} gives "
+            f"{phi_k.shape[-1]}; build the state with num_outputs={phi_k.shape[-1]}."
+        )
+    s_k = s_k[..., 0]
+    if mask is not None:
+        s_k = jnp.where(_check_token_mask(mask, s_k.shape), s_k, -jnp.inf)
+
+    reference = jnp.maximum(state.log_reference, jax.lax.stop_gradient(s_k))
+    decay = jnp.exp(state.log_reference - reference)
+    phi_k = phi_k * jnp.exp(s_k - reference)[..., None]
+    kv = decay[..., None, None] * state.kv + phi_k[..., :, None] * with_ones_column(v.astype(jnp.float32))[..., None, :]
+    num_aug = jnp.einsum("...hf,...hfd->...hd", phi_q, kv, precision=precision)
+    out = finish(num_aug, reference, s_q[..., 0], renormalize)
+    return RecurrentState(kv, reference), out.astype(q.dtype)

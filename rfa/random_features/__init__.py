@@ -1,0 +1,32 @@
+"""Random projections, feature maps, kernel estimators and their closed-form theory."""
+
+from rfa.random_features import theory
+from rfa.random_features.feature_maps import (
+    FeatureMap,
+    feature_map,
+    optimal_gerf_parameter,
+    register_feature_map,
+    registered_feature_maps,
+)
+from rfa.random_features.kernels import (
+    estimate_gaussian_kernel,
+    estimate_softmax_kernel,
+    gaussian_kernel,
+    softmax_kernel,
+)
+from rfa.random_features.projections import sample_phases, sample_projection
+
+__all__ = [
+    "FeatureMap",
+    "estimate_gaussian_kernel",
+    "estimate_softmax_kernel",
+    "feature_map",
+    "gaussian_kernel",
+    "optimal_gerf_parameter",
+    "register_feature_map",
+    "registered_feature_maps",
+    "sample_phases",
+    "sample_projection",
+    "softmax_kernel",
+    "theory",
+]
