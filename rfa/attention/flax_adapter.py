@@ -13,11 +13,11 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from rfa._validation import check_key, check_positive_int
+from rfa._validation import check_choice, check_key, check_positive_int
 from rfa.attention.kernelized import kernelized_attention
 from rfa.random_features.feature_maps import FeatureMap
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
-from rfa.random_features.projections import sample_projection
+from rfa.random_features.projections import PROJECTION_KINDS, ROW_SCALINGS, sample_projection
 
 Array = jax.Array
 
@@ -50,8 +50,8 @@ class KernelizedAttention(nnx.Module):
         self.feature_map = lookup_feature_map(feature_map)
         self.num_features = check_positive_int(num_features, "num_features")
         self.head_dim = check_positive_int(head_dim, "head_dim")
-        self.projection_kind = projection_kind
-        self.scaling = scaling
+        self.projection_kind = check_choice(projection_kind, "projection_kind", PROJECTION_KINDS)
+        self.scaling = check_choice(scaling, "scaling", ROW_SCALINGS)
         self.renormalize = renormalize
         self.chunk_size = check_positive_int(chunk_size, "chunk_size")
         self.feature_params = nnx.static(dict(feature_params or {}))
@@ -70,7 +70,7 @@ class KernelizedAttention(nnx.Module):
     def redraw(self, key: Array) -> None:
         """Replaces W with a fresh draw from ``key`` (use a new key each time, e.g. split per step)."""
         if self.projection is not None:
-            self.projection.value = self._sample(key)
+            self.projection[...] = self._sample(key)
 
     def __call__(
         self,
@@ -113,7 +113,7 @@ class KernelizedAttention(nnx.Module):
             key,
             value,
             feature_map=self.feature_map,
-            projection=None if self.projection is None else self.projection.value,
+            projection=None if self.projection is None else self.projection[...],
             mask=mask,
             is_causal=is_causal,
             renormalize=self.renormalize,

@@ -74,19 +74,27 @@ def temperature(fm: FeatureMap, q: Array, k: Array) -> tuple[Array, Array]:
     return q, k
 
 
+def _masked_mean(x: Array, keep: Array | None) -> Array:
+    """Mean over the length axis (-3) of ``x [batch..., length, heads, n]``, counting kept rows only."""
+    if keep is None:
+        return jnp.mean(x, axis=-3)
+    weight = jnp.broadcast_to(keep, x.shape[:-1] + (1,)).astype(x.dtype)
+    return jnp.sum(x * weight, axis=-3) / jnp.maximum(jnp.sum(weight, axis=-3), 1.0)
+
+
 def oprf_statistic(q: Array, k: Array, keep: Array | None) -> Array:
     """``φ = mean|q|² + mean|k|² + 2 mean(q)ᵀmean(k)`` per batch and head, shape ``[batch..., 1, heads]``.
 
     Estimates ``|q + k|²`` over the attended pairs for OPRF's optimal A (Likhosherstov et al.,
-    NeurIPS 2022); padded keys are excluded. Treated as a statistic: no gradient flows through it.
+    NeurIPS 2022). Padded keys are left out; in self-attention (q_len == kv_len) the padded
+    positions are left out of the query means too, so a padded batch gets the A of its truncated
+    sequences. It is a statistic, like a normalization's: no gradient flows through it.
     """
-    weight = jnp.ones(k.shape[:-1] + (1,), jnp.float32) if keep is None else jnp.broadcast_to(keep, k.shape[:-1] + (1,))
-    weight = weight.astype(jnp.float32)
-    count = jnp.maximum(jnp.sum(weight, axis=-3), 1.0)
-    mean_q = jnp.mean(q, axis=-3)
-    mean_k = jnp.sum(k * weight, axis=-3) / count
-    sq_q = jnp.mean(jnp.sum(q * q, axis=-1), axis=-2)
-    sq_k = jnp.sum(jnp.sum(k * k, axis=-1, keepdims=True) * weight, axis=-3)[..., 0] / count[..., 0]
+    keep_q = keep if q.shape[-3] == k.shape[-3] else None
+    mean_q = _masked_mean(q, keep_q)
+    mean_k = _masked_mean(k, keep)
+    sq_q = _masked_mean(jnp.sum(q * q, axis=-1, keepdims=True), keep_q)[..., 0]
+    sq_k = _masked_mean(jnp.sum(k * k, axis=-1, keepdims=True), keep)[..., 0]
     phi = sq_q + sq_k + 2.0 * jnp.sum(mean_q * mean_k, axis=-1)
     return jax.lax.stop_gradient(phi)[..., None, :]
 
@@ -130,56 +138,64 @@ def _bidirectional(phi_q, phi_k, s_k, v_aug, precision):
     return num_aug, ref[..., 0]
 
 
-def _prefix_states(kv_chunks: Array, ref: Array) -> Array:
-    """Exclusive prefix sums ``Σ_{c'<c} exp(R_{c'} - R_c) KV_{c'}`` over the chunk axis (axis 0).
+def _prefix_states(kv_chunks: Array, chunk_ref: Array) -> Array:
+    """``S_c = Σ_{c'<c} exp(R_{c'} - R_{c-1}) KV_{c'}``, the state before chunk c at reference R_{c-1}.
 
-    Each chunk applies the affine map ``S ↦ a_c (S + KV_{c-1})`` with ``a_c = exp(R_{c-1} - R_c) <= 1``;
-    the maps compose associatively, so all prefix states come from one parallel scan.
+    Chunk c maps the state by ``S ↦ exp(R_{c-1} - R_c) S + KV_c``; affine maps compose
+    associatively, so every prefix state comes from one parallel scan over the chunk axis (0).
     """
-    if kv_chunks.shape[0] == 1:
-        return jnp.zeros_like(kv_chunks)
-    decay = jnp.exp(ref[:-1] - ref[1:])[..., None, None]
-    increments = decay * kv_chunks[:-1]
+    decay = jnp.exp(chunk_ref[:-1] - chunk_ref[1:])
+    decay = jnp.concatenate([jnp.ones_like(chunk_ref[:1]), decay], axis=0)[..., None, None]
 
     def compose(first, second):
         a1, b1 = first
         a2, b2 = second
         return a1 * a2, a2 * b1 + b2
 
-    _, states = jax.lax.associative_scan(compose, (decay, increments))
-    return jnp.concatenate([jnp.zeros_like(kv_chunks[:1]), states], axis=0)
+    _, inclusive = jax.lax.associative_scan(compose, (decay, kv_chunks))
+    return jnp.concatenate([jnp.zeros_like(kv_chunks[:1]), inclusive[:-1]], axis=0)
 
 
 def _causal(phi_q, phi_k, s_k, v_aug, chunk_size, precision):
-    """Chunked causal form; returns ``(num_aug, R)`` with R the running key maximum per chunk."""
+    """Chunked causal form; returns ``(num_aug, r)`` with ``r_i = max_{j<=i} s_j`` per query.
+
+    Every key j <= i enters query i's sums as ``exp(s_j - r_i) <= 1``: inside a chunk through a
+    masked C×C factor, from earlier chunks through the state, kept at the reference ``R_c`` of the
+    chunk's last token and rescaled by ``exp(R_{c-1} - r_i)``.
+    """
     length = phi_q.shape[-3]
     chunk = min(chunk_size, length)
     num_chunks = math.ceil(length / chunk)
     pad = num_chunks * chunk - length
 
-    def chunks(x, fill=0.0):
-        x = jnp.pad(x, [(0, 0)] * (x.ndim - 3) + [(0, pad), (0, 0), (0, 0)], constant_values=fill)
+    def padded(x, fill=0.0):
+        return jnp.pad(x, [(0, 0)] * (x.ndim - 3) + [(0, pad), (0, 0), (0, 0)], constant_values=fill)
+
+    def chunks(x):
         x = x.reshape(x.shape[:-3] + (num_chunks, chunk) + x.shape[-2:])
         return jnp.moveaxis(x, -4, 0)  # [num_chunks, batch..., chunk, heads, ·]
 
-    phi_q, phi_k, v_aug = chunks(phi_q), chunks(phi_k), chunks(v_aug)
-    s_k = chunks(s_k, fill=-jnp.inf)
-    ref = jax.lax.cummax(jnp.max(s_k, axis=-3, keepdims=True), axis=0)
-    ref = jax.lax.stop_gradient(_finite_or_zero(ref))
-    phi_k = phi_k * jnp.exp(s_k - ref)
+    s_k = padded(s_k, -jnp.inf)
+    ref = jax.lax.stop_gradient(_finite_or_zero(jax.lax.cummax(s_k, axis=s_k.ndim - 3)))
+    phi_q, phi_k, v_aug, s_k, ref = (chunks(x) for x in (padded(phi_q), padded(phi_k), padded(v_aug), s_k, ref))
+    chunk_ref = ref[..., -1:, :, :]  # R_c, at the chunk's last token
 
-    scores = jnp.einsum("c...qhf,c...khf->c...hqk", phi_q, phi_k, precision=precision)
-    scores = jnp.where(jnp.tril(jnp.ones((chunk, chunk), jnp.bool_)), scores, 0.0)
+    causal = jnp.tril(jnp.ones((chunk, chunk), jnp.bool_))
+    log_weights = jnp.moveaxis(s_k, -3, -1) - jnp.moveaxis(ref, -3, -2)  # [c, batch..., heads, q, k]: s_j - r_i
+    weights = jnp.exp(jnp.where(causal, log_weights, -jnp.inf))
+    scores = jnp.einsum("c...qhf,c...khf->c...hqk", phi_q, phi_k, precision=precision) * weights
     intra = jnp.einsum("c...hqk,c...khd->c...qhd", scores, v_aug, precision=precision)
-    kv_chunks = jnp.einsum("c...khf,c...khd->c...hfd", phi_k, v_aug, precision=precision)
-    states = _prefix_states(kv_chunks, ref[..., 0, :, 0])
+
+    kv_chunks = jnp.einsum("c...khf,c...khd->c...hfd", phi_k * jnp.exp(s_k - chunk_ref), v_aug, precision=precision)
+    states = _prefix_states(kv_chunks, chunk_ref[..., 0, :, 0])
+    previous_ref = jnp.concatenate([chunk_ref[:1], chunk_ref[:-1]], axis=0)
     inter = jnp.einsum("c...qhf,c...hfd->c...qhd", phi_q, states, precision=precision)
+    inter = inter * jnp.exp(jnp.minimum(previous_ref, ref) - ref)  # chunk 0 has no state: any finite factor
 
     def unchunk(x):
         x = jnp.moveaxis(x, 0, -4)
         return x.reshape(x.shape[:-4] + (num_chunks * chunk,) + x.shape[-2:])[..., :length, :, :]
 
-    ref = jnp.broadcast_to(ref, ref.shape[:-3] + (chunk,) + ref.shape[-2:])
     return unchunk(intra + inter), unchunk(ref)[..., 0]
 
 

@@ -1,7 +1,7 @@
 """Feature maps φ with φ(x)ᵀφ(y) ≈ k(x, y), behind a name registry.
 
-Every map is written as ``φ(x) = φ̃(x) · exp(s(x))``: ``φ̃`` is bounded (its largest entry is at
-most about 1) and ``s(x)`` is one log-scale per row. For the exponential maps ``s`` is the
+Every map is written as ``φ(x) = φ̃(x) · exp(s(x))`` with one log-scale ``s(x)`` per row; for
+the random maps ``φ̃`` is bounded by 1 (relu and elu have ``s = 0``). For the exponential maps ``s`` is the
 row-wise maximum of the exponents (the max-subtraction stabilizer); for trig it is ``|x|²/2``.
 A per-row factor of the queries cancels in normalized attention and a common factor of all keys
 cancels too, so attention uses ``φ̃`` for queries and ``φ̃ · exp(s - max s)`` for keys and never
@@ -40,6 +40,7 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rfa._validation import check_floating, check_rank, is_concrete
 
@@ -66,9 +67,9 @@ def optimal_gerf_parameter(phi_sq, dim: int) -> Array:
       >>> float(optimal_gerf_parameter(0.0, 64))
       0.0
     """
+    if is_concrete(phi_sq) and np.any(np.asarray(phi_sq) < 0):
+        raise ValueError(f"phi_sq must be >= 0 (it is |x + y|²), got min {np.min(np.asarray(phi_sq))}.")
     phi_sq = jnp.asarray(phi_sq, jnp.float32)
-    if is_concrete(phi_sq) and bool(jnp.any(phi_sq < 0)):
-        raise ValueError(f"phi_sq must be >= 0 (it is |x + y|²), got min {float(jnp.min(phi_sq))}.")
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
         raise ValueError(f"dim must be an int >= 1, got {dim!r}.")
     rho = phi_sq / dim
@@ -110,10 +111,10 @@ def _hyperbolic(x, W):
 
 
 def _check_gerf_parameter(A):
-    A = jnp.asarray(A, jnp.float32)
-    if is_concrete(A) and bool(jnp.any(A >= 0.125)):
+    # Checked before conversion: inside jit a Python float is concrete, jnp.asarray(A) is not.
+    if is_concrete(A) and np.any(np.asarray(A) >= 0.125):
         raise ValueError(f"A must be < 1/8 for GERF features (the variance is infinite otherwise), got {A}.")
-    return A
+    return jnp.asarray(A, jnp.float32)
 
 
 def _gerf(x, W, *, A):
@@ -162,7 +163,7 @@ class FeatureMap:
     Attributes:
       name: registry name.
       log_features: ``(x, W, **params) -> (φ̃, s)`` on float32 inputs with ``φ = φ̃ · exp(s)``,
-        ``φ̃`` of shape ``[..., F]`` and bounded, ``s`` of shape ``[..., 1]``.
+        ``φ̃`` of shape ``[..., F]``, ``s`` of shape ``[..., 1]``.
       kernel: ``"softmax"`` or ``"gaussian"`` for the kernel estimated without bias, ``None`` for
         deterministic maps.
       features_per_vector: features per row of W (2 for [cos, sin] and [exp, exp(-)]); 0 for maps

@@ -133,7 +133,7 @@ def log_mse(
             f"the orthogonal MSE has a closed form for {list(ORTHOGONAL_ESTIMATORS)} only, got {estimator!r}."
         )
     if (A is not None) != (estimator == "gerf"):
-        raise TypeError(f"A is {'required' if estimator == 'gerf' else 'only accepted'} for estimator 'gerf'.")
+        raise TypeError(f"A is required for estimator 'gerf' and only for it; got estimator={estimator!r} and A={A!r}.")
     x = x.astype(jnp.float32)
     y = y.astype(jnp.float32)
     dim = x.shape[-1]

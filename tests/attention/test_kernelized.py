@@ -1,0 +1,203 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from helpers import normal
+
+import rfa
+
+B, L, H, D, M = 2, 40, 3, 8, 32
+Q, K, V = normal(0, (B, L, H, D)), normal(1, (B, L, H, D)), normal(2, (B, L, H, D))
+W = rfa.sample_projection(jax.random.key(0), M, D)
+PARAMS = {"gerf": {"A": -0.1}, "oprf": {"phi_sq": 2.0}}
+MAPS = ["trig", "positive", "hyperbolic", "gerf", "oprf", "relu", "elu"]
+
+
+def attend(q, k, v, name="positive", **kwargs):
+    fm = rfa.feature_map(name)
+    kwargs.setdefault("feature_params", PARAMS.get(name))
+    return rfa.kernelized_attention(q, k, v, feature_map=name, projection=W if fm.needs_projection else None, **kwargs)
+
+
+def quadratic_reference(q, k, v, name, causal, renormalize=True):
+    """The same estimator with the L×L matrix formed explicitly, in float64."""
+    fm = rfa.feature_map(name)
+    scale = D**-0.25 if fm.temperature_scaled else 1.0
+    params = PARAMS.get(name, {})
+    projection = W if fm.needs_projection else None
+    phi_q = np.asarray(fm(q * scale, projection, **params), np.float64)
+    phi_k = np.asarray(fm(k * scale, projection, **params), np.float64)
+    a = np.einsum("bqhf,bkhf->bhqk", phi_q, phi_k)
+    if causal:
+        a = a * np.tril(np.ones((q.shape[1], k.shape[1])))
+    num = np.einsum("bhqk,bkhd->bqhd", a, v)
+    return num / a.sum(-1).transpose(0, 2, 1)[..., None] if renormalize else num
+
+
+@pytest.mark.parametrize("name", MAPS)
+def test_bidirectional_equals_quadratic_form(name):
+    np.testing.assert_allclose(attend(Q, K, V, name), quadratic_reference(Q, K, V, name, False), rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("name", MAPS)
+@pytest.mark.parametrize("chunk_size", [1, 7, 16, 64])
+def test_causal_equals_masked_quadratic_form(name, chunk_size):
+    out = attend(Q, K, V, name, is_causal=True, chunk_size=chunk_size)
+    np.testing.assert_allclose(out, quadratic_reference(Q, K, V, name, True), rtol=2e-4, atol=2e-5)
+
+
+def test_cross_attention_equals_quadratic_form():
+    q = Q[:, :9]
+    np.testing.assert_allclose(attend(q, K, V), quadratic_reference(q, K, V, "positive", False), rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_unnormalized_equals_quadratic_numerator(is_causal):
+    q, k = Q * 0.5, K * 0.5
+    out = attend(q, k, V, "hyperbolic", is_causal=is_causal, renormalize=False, chunk_size=16)
+    np.testing.assert_allclose(out, quadratic_reference(q, k, V, "hyperbolic", is_causal, False), rtol=2e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(("name", "is_causal"), [("positive", False), ("oprf", False), ("hyperbolic", True)])
+def test_error_falls_as_features_grow(name, is_causal):
+    q, k = Q * 0.5, K * 0.5
+    exact = rfa.softmax_attention(q, k, V, is_causal=is_causal)
+    errors = []
+    for m in (8, 64, 512, 4096):
+        projection = rfa.sample_projection(jax.random.key(m), m, D)
+        out = rfa.kernelized_attention(q, k, V, feature_map=name, projection=projection, is_causal=is_causal)
+        errors.append(float(jnp.mean((out - exact) ** 2)))
+    assert errors == sorted(errors, reverse=True), errors
+    assert errors[-1] < errors[0] / 50, errors
+
+
+def test_unnormalized_approaches_exact_numerator():
+    q, k = Q * 0.5, K * 0.5
+    projection = rfa.sample_projection(jax.random.key(1), 8192, D)
+    out = rfa.kernelized_attention(q, k, V, feature_map="positive", projection=projection, renormalize=False)
+    num, _ = rfa.unnormalized_softmax_attention(q, k, V)
+    assert float(jnp.linalg.norm(out - num) / jnp.linalg.norm(num)) < 0.05
+
+
+@pytest.mark.parametrize("name", ["positive", "trig", "oprf", "elu"])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_padded_batch_equals_truncated_sequences(name, is_causal):
+    lengths = [L, 23]
+    keep = np.arange(L)[None, :] < np.array(lengths)[:, None]
+    params = {"phi_sq": 2.0} if name == "oprf" and is_causal else None
+    padded = attend(Q, K, V, name, mask=keep[:, None, None, :], is_causal=is_causal, feature_params=params)
+    for b, n in enumerate(lengths):
+        alone = attend(
+            Q[b : b + 1, :n], K[b : b + 1, :n], V[b : b + 1, :n], name, is_causal=is_causal, feature_params=params
+        )
+        np.testing.assert_allclose(padded[b : b + 1, :n], alone, rtol=1e-5, atol=1e-6)
+
+
+def test_padding_values_do_not_leak():
+    """Huge values in padded positions change nothing: their features are zeroed, not just their values."""
+    keep = np.arange(L) < 30
+    k, v = K.copy(), V.copy()
+    k[:, 30:], v[:, 30:] = 50.0, 1e6
+    out = attend(Q, k, v, mask=keep)
+    np.testing.assert_allclose(out, attend(Q, K, V, mask=keep), rtol=1e-5, atol=1e-6)
+
+
+def test_all_keys_masked_gives_zero():
+    out = attend(Q, K, V, mask=jnp.zeros((L,), jnp.bool_))
+    assert float(jnp.abs(out).max()) == 0.0
+
+
+def test_per_head_key_mask():
+    keep = np.ones((1, H, 1, L), bool)
+    keep[0, 1, 0, 20:] = False
+    out = attend(Q, K, V, mask=keep)
+    np.testing.assert_allclose(out[:, :, 1], attend(Q[:, :, 1:2], K[:, :20, 1:2], V[:, :20, 1:2])[:, :, 0], rtol=1e-5)
+    np.testing.assert_allclose(out[:, :, 0], attend(Q, K, V)[:, :, 0], rtol=1e-6)
+
+
+def test_oprf_default_statistic_is_mean_based():
+    scale = D**-0.25
+    q, k = Q * scale, K * scale
+    phi_sq = (np.mean(np.sum(q * q, -1), 1) + np.mean(np.sum(k * k, -1), 1) + 2 * np.sum(q.mean(1) * k.mean(1), -1))[
+        :, None, :
+    ]
+    default = rfa.kernelized_attention(Q, K, V, feature_map="oprf", projection=W)
+    explicit = rfa.kernelized_attention(Q, K, V, feature_map="oprf", projection=W, feature_params={"phi_sq": phi_sq})
+    np.testing.assert_allclose(default, explicit, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", MAPS)
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_inputs_with_norm_10_stay_finite(name, dtype, is_causal):
+    """Norms up to 10 after the d^-1/4 temperature: exponents up to ~exp(±100) without the stabilizer."""
+    directions = Q / np.linalg.norm(Q, axis=-1, keepdims=True)
+    norms = np.linspace(0.1, 10.0, L)[None, :, None, None] * D**0.25
+    q, k = (
+        jnp.asarray(directions * norms, dtype),
+        jnp.asarray(K / np.linalg.norm(K, axis=-1, keepdims=True) * norms, dtype),
+    )
+    out = attend(q, k, jnp.asarray(V, dtype), name, is_causal=is_causal)
+    assert out.dtype == dtype
+    assert bool(jnp.all(jnp.isfinite(out.astype(jnp.float32))))
+
+
+def test_large_future_key_does_not_wipe_out_earlier_ones():
+    """The causal reference is a running maximum: a key 300 nats larger later on leaves early rows intact."""
+    k = K * 0.3
+    k[:, -1] *= 0.0
+    k[:, -1, :, 0] = 60.0
+    causal = attend(Q, k, V, "trig", is_causal=True, chunk_size=8)
+    np.testing.assert_allclose(
+        causal[:, :-8], attend(Q[:, :-8], k[:, :-8], V[:, :-8], "trig", is_causal=True), rtol=1e-4
+    )
+
+
+def test_bf16_close_to_float32():
+    out = attend(*(jnp.asarray(x, jnp.bfloat16) for x in (Q, K, V)), is_causal=True)
+    assert out.dtype == jnp.bfloat16
+    np.testing.assert_allclose(out.astype(jnp.float32), attend(Q, K, V, is_causal=True), atol=0.1)
+
+
+@pytest.mark.parametrize("name", MAPS)
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_jit_vmap_grad(name, is_causal):
+    fn = jax.jit(lambda q, k, v: attend(q, k, v, name, is_causal=is_causal, chunk_size=16))
+    np.testing.assert_allclose(jax.vmap(fn)(Q, K, V), fn(Q, K, V), rtol=1e-5, atol=1e-5)
+    grads = jax.grad(lambda q, k, v: jnp.sum(fn(q, k, v) ** 2), argnums=(0, 1, 2))(Q * 0.5, K * 0.5, V)
+    assert all(bool(jnp.all(jnp.isfinite(g))) for g in grads)
+
+
+def test_causal_gradient_equals_quadratic_gradient():
+    def loss(fn):
+        return lambda q, k: jnp.sum(jnp.sin(fn(q, k)))
+
+    chunked = jax.grad(loss(lambda q, k: attend(q, k, V, is_causal=True, chunk_size=8)), argnums=(0, 1))(Q, K)
+    dense = jax.grad(loss(lambda q, k: _dense_positive(q, k, V)), argnums=(0, 1))(Q, K)
+    for a, b in zip(chunked, dense, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-5)
+
+
+def _dense_positive(q, k, v):
+    phi = rfa.feature_map("positive")
+    a = jnp.einsum("bqhf,bkhf->bhqk", phi(q * D**-0.25, W), phi(k * D**-0.25, W)) * jnp.tril(jnp.ones((L, L)))
+    return jnp.einsum("bhqk,bkhd->bqhd", a, v) / jnp.sum(a, -1).transpose(0, 2, 1)[..., None]
+
+
+def _fwd_bwd_bytes(length, is_causal):
+    shape = (1, length, 2, 16)
+    x = jnp.zeros(shape, jnp.float32)
+    projection = rfa.sample_projection(jax.random.key(0), 64, 16)
+
+    def loss(q, k, v):
+        out = rfa.kernelized_attention(q, k, v, feature_map="positive", projection=projection, is_causal=is_causal)
+        return jnp.sum(out**2)
+
+    compiled = jax.jit(jax.grad(loss, argnums=(0, 1, 2))).lower(x, x, x).compile()
+    return compiled.memory_analysis().temp_size_in_bytes
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_forward_backward_memory_is_linear_in_length(is_causal):
+    small, large = _fwd_bwd_bytes(1024, is_causal), _fwd_bwd_bytes(8192, is_causal)
+    assert large / small < 8 * 1.25, (small, large)  # 8x the tokens; quadratic would be 64x

@@ -1,0 +1,70 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rfa
+
+
+@pytest.mark.parametrize("kind", ["iid", "orthogonal"])
+@pytest.mark.parametrize("num_features", [5, 16, 37])
+def test_shape_and_dtype(kind, num_features):
+    W = rfa.sample_projection(jax.random.key(0), num_features, 16, kind=kind, dtype=jnp.bfloat16)
+    assert W.shape == (num_features, 16)
+    assert W.dtype == jnp.bfloat16
+
+
+@pytest.mark.parametrize("num_features", [8, 20])
+def test_orthogonal_rows_within_blocks(num_features):
+    W = np.asarray(rfa.sample_projection(jax.random.key(1), num_features, 8, scaling="sqrt_d"))
+    for start in range(0, num_features, 8):
+        block = W[start : start + 8]
+        gram = block @ block.T
+        np.testing.assert_allclose(gram, 8.0 * np.eye(len(block)), atol=1e-4)
+
+
+def test_blocks_are_independent():
+    W = np.asarray(rfa.sample_projection(jax.random.key(2), 16, 8, scaling="sqrt_d"))
+    assert np.abs(W[:8] @ W[8:].T).max() > 0.5
+
+
+@pytest.mark.parametrize("kind", ["iid", "orthogonal"])
+def test_sqrt_d_scaling_fixes_norms(kind):
+    W = rfa.sample_projection(jax.random.key(3), 24, 9, kind=kind, scaling="sqrt_d")
+    np.testing.assert_allclose(jnp.linalg.norm(W, axis=-1), 3.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["iid", "orthogonal"])
+def test_chi_rows_are_marginally_standard_gaussian(kind):
+    """E[w wᵀ] = I and E|w|⁴ = d(d+2) for w ~ N(0, I_d): the unbiasedness of every estimator rests on it."""
+    draw = jax.jit(jax.vmap(lambda key: rfa.sample_projection(key, 6, 6, kind=kind)))
+    W = np.asarray(draw(jax.random.split(jax.random.key(4), 4000)), np.float64).reshape(-1, 6)
+    np.testing.assert_allclose(W.T @ W / len(W), np.eye(6), atol=0.04)
+    np.testing.assert_allclose(np.mean(np.sum(W * W, -1) ** 2), 48.0, rtol=0.05)
+
+
+def test_same_key_same_draw_new_key_new_draw():
+    a = rfa.sample_projection(jax.random.key(5), 8, 4)
+    b = rfa.sample_projection(jax.random.key(5), 8, 4)
+    c = rfa.sample_projection(jax.random.key(6), 8, 4)
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(a, c)
+
+
+def test_raw_uint32_key_is_accepted():
+    assert rfa.sample_projection(jax.random.PRNGKey(0), 4, 4).shape == (4, 4)
+
+
+def test_under_jit_and_vmap():
+    fn = jax.jit(rfa.sample_projection, static_argnames=("num_features", "dim", "kind", "scaling"))
+    assert fn(jax.random.key(0), num_features=12, dim=5).shape == (12, 5)
+    batched = jax.vmap(lambda key: rfa.sample_projection(key, 12, 5, kind="iid"))(
+        jax.random.split(jax.random.key(0), 3)
+    )
+    assert batched.shape == (3, 12, 5)
+
+
+def test_phases_are_uniform_on_circle():
+    b = np.asarray(rfa.sample_phases(jax.random.key(0), 20000))
+    assert b.min() >= 0.0 and b.max() < 2 * np.pi
+    np.testing.assert_allclose(b.mean(), np.pi, atol=0.05)

@@ -1,0 +1,529 @@
+"""Bad input raises a ValueError or TypeError naming the argument, what was received and what was expected.
+
+One test id per case. Every ``match`` pattern checks that the message names the offending argument and
+the value or shape it received, so a raw XLA/JAX error (or a message that does not say what went wrong)
+fails the test.
+"""
+
+import functools
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rfa
+from rfa import attention
+
+D = 8  # head dim / input dim used throughout
+M = 16  # random vectors
+
+
+def _msg(*fragments: str) -> str:
+    """Regex matching the literal ``fragments`` in this order, anything in between."""
+    return ".*".join(re.escape(f) for f in fragments)
+
+
+def _key(seed: int = 0) -> jax.Array:
+    return jax.random.key(seed)
+
+
+def _projection(num_features: int = M, dim: int = D) -> jax.Array:
+    return rfa.sample_projection(_key(1), num_features, dim, kind="iid")
+
+
+def _x(*shape: int, dtype=jnp.float32) -> jax.Array:
+    shape = shape or (3, D)
+    return (0.1 * jnp.ones(shape, jnp.float32)).astype(dtype)
+
+
+def _qkv(q_shape=(2, 5, 4, D), k_shape=None, v_shape=None, q_dtype=jnp.float32):
+    k_shape = k_shape or q_shape
+    v_shape = v_shape or k_shape
+    return _x(*q_shape, dtype=q_dtype), _x(*k_shape), _x(*v_shape)
+
+
+# ---------------------------------------------------------------------------------------------------
+# rfa.sample_projection / rfa.sample_phases
+# ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, pattern",
+    [
+        pytest.param({"num_features": 0}, ValueError, _msg("num_features", ">= 1", "got 0"), id="num_features=0"),
+        pytest.param({"num_features": -3}, ValueError, _msg("num_features", ">= 1", "got -3"), id="num_features=-3"),
+        pytest.param({"num_features": 2.5}, TypeError, _msg("num_features", "int", "2.5"), id="num_features=2.5"),
+        pytest.param({"num_features": True}, TypeError, _msg("num_features", "int", "True"), id="num_features=True"),
+        pytest.param({"dim": 0}, ValueError, _msg("dim", ">= 1", "got 0"), id="dim=0"),
+        pytest.param({"kind": "random"}, ValueError, _msg("kind", "orthogonal", "got 'random'"), id="unknown-kind"),
+        pytest.param({"scaling": "unit"}, ValueError, _msg("scaling", "chi", "got 'unit'"), id="unknown-scaling"),
+        pytest.param({"dtype": jnp.int32}, TypeError, _msg("dtype", "floating", "int32"), id="integer-dtype"),
+        pytest.param({"key": 0}, TypeError, _msg("key", "PRNG key", "got int"), id="key=int"),
+        pytest.param(
+            {"key": jnp.zeros(2)}, TypeError, _msg("key", "PRNG key", "float32", "(2,)"), id="key=float-array"
+        ),
+        pytest.param(
+            {"key": jax.random.split(jax.random.key(0))}, TypeError, _msg("key", "single", "(2,)"), id="key=batch"
+        ),
+    ],
+)
+def test_sample_projection_bad_argument(kwargs, error, pattern):
+    args = {"key": _key(), "num_features": M, "dim": D} | kwargs
+    with pytest.raises(error, match=pattern):
+        rfa.sample_projection(**args)
+
+
+def test_sample_phases_num_features_zero():
+    with pytest.raises(ValueError, match=_msg("num_features", ">= 1", "got 0")):
+        rfa.sample_phases(_key(), 0)
+
+
+# ---------------------------------------------------------------------------------------------------
+# rfa.feature_map / FeatureMap.__call__
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_feature_map_unknown_name():
+    with pytest.raises(ValueError, match=_msg("feature map 'nope'", "registered", "positive")):
+        rfa.feature_map("nope")
+
+
+def test_feature_map_integer_x():
+    with pytest.raises(TypeError, match=_msg("x", "floating", "int32")):
+        rfa.feature_map("positive")(_x(3, D, dtype=jnp.int32), _projection())
+
+
+def test_feature_map_integer_projection():
+    with pytest.raises(TypeError, match=_msg("projection", "floating", "int32")):
+        rfa.feature_map("positive")(_x(), _projection().astype(jnp.int32))
+
+
+def test_feature_map_projection_wrong_rank():
+    with pytest.raises(ValueError, match=_msg("projection", "rank 2", "[m, d]", f"({M}, {D}, 1)")):
+        rfa.feature_map("positive")(_x(), _projection()[..., None])
+
+
+def test_feature_map_projection_dim_mismatch():
+    with pytest.raises(ValueError, match=_msg("projection", f"d = x.shape[-1] = {D}", f"({M}, {D + 1})")):
+        rfa.feature_map("positive")(_x(), _projection(dim=D + 1))
+
+
+def test_feature_map_missing_projection():
+    with pytest.raises(ValueError, match=_msg("'positive'", "projection", "[m, d]")):
+        rfa.feature_map("positive")(_x(), None)
+
+
+def test_feature_map_projection_for_deterministic_map():
+    with pytest.raises(ValueError, match=_msg("'elu'", "no projection", "None")):
+        rfa.feature_map("elu")(_x(), _projection())
+
+
+def test_feature_map_unknown_parameter():
+    with pytest.raises(TypeError, match=_msg("'positive'", "unknown parameter", "['A']", "accepts")):
+        rfa.feature_map("positive")(_x(), _projection(), A=-0.1)
+
+
+def test_feature_map_gerf_missing_a():
+    with pytest.raises(TypeError, match=_msg("'gerf'", "needs", "['A']")):
+        rfa.feature_map("gerf")(_x(), _projection())
+
+
+@pytest.mark.parametrize("A", [pytest.param(0.125, id="A=0.125"), pytest.param(0.2, id="A=0.2")])
+def test_feature_map_gerf_a_too_large(A):
+    with pytest.raises(ValueError, match=_msg("A", "< 1/8", f"got {A}")):
+        rfa.feature_map("gerf")(_x(), _projection(), A=A)
+
+
+def test_feature_map_gaussian_cosine_phases_wrong_shape():
+    phases = rfa.sample_phases(_key(2), M // 2)
+    with pytest.raises(ValueError, match=_msg("phases", f"({M},)", f"got ({M // 2},)")):
+        rfa.feature_map("gaussian_cosine")(_x(), _projection(), phases=phases)
+
+
+# ---------------------------------------------------------------------------------------------------
+# rfa.softmax_kernel / gaussian_kernel / estimate_softmax_kernel / estimate_gaussian_kernel
+# ---------------------------------------------------------------------------------------------------
+
+KERNELS = [
+    pytest.param(rfa.softmax_kernel, id="softmax_kernel"),
+    pytest.param(rfa.gaussian_kernel, id="gaussian_kernel"),
+    pytest.param(lambda x, y: rfa.estimate_softmax_kernel(x, y, _projection()), id="estimate_softmax_kernel"),
+    pytest.param(lambda x, y: rfa.estimate_gaussian_kernel(x, y, _projection()), id="estimate_gaussian_kernel"),
+]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_kernel_last_dim_mismatch(kernel):
+    with pytest.raises(ValueError, match=_msg("x and y", "last axis", f"x.shape=(3, {D})", f"y.shape=(3, {D + 1})")):
+        kernel(_x(3, D), _x(3, D + 1))
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_kernel_integer_input(kernel):
+    with pytest.raises(TypeError, match=_msg("x", "floating", "int32")):
+        kernel(_x(3, D, dtype=jnp.int32), _x(3, D))
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_kernel_scalar_input(kernel):
+    with pytest.raises(ValueError, match=_msg("y", "rank >= 1", "got shape ()")):
+        kernel(_x(D), jnp.float32(1.0))
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_kernel_batch_dims_not_broadcastable(kernel):
+    with pytest.raises(ValueError, match=_msg("x batch dims", "(3,)", "y batch dims", "(2,)", "broadcast")):
+        kernel(_x(3, D), _x(2, D))
+
+
+def test_estimate_softmax_kernel_with_gaussian_estimator():
+    with pytest.raises(ValueError, match=_msg("estimator 'gaussian_trig'", "softmax", "gaussian")):
+        rfa.estimate_softmax_kernel(_x(), _x(), _projection(), estimator="gaussian_trig")
+
+
+def test_estimate_gaussian_kernel_with_softmax_estimator():
+    with pytest.raises(ValueError, match=_msg("estimator 'positive'", "gaussian", "softmax")):
+        rfa.estimate_gaussian_kernel(_x(), _x(), _projection(), estimator="positive")
+
+
+def test_estimate_softmax_kernel_unknown_estimator():
+    with pytest.raises(ValueError, match=_msg("feature map 'nope'", "registered")):
+        rfa.estimate_softmax_kernel(_x(), _x(), _projection(), estimator="nope")
+
+
+# ---------------------------------------------------------------------------------------------------
+# rfa.theory and rfa.optimal_gerf_parameter
+# ---------------------------------------------------------------------------------------------------
+
+MSE_FUNCTIONS = [pytest.param(rfa.theory.mse, id="mse"), pytest.param(rfa.theory.log_mse, id="log_mse")]
+
+
+@pytest.mark.parametrize("mse", MSE_FUNCTIONS)
+@pytest.mark.parametrize(
+    "estimator, num_features, kwargs, error, pattern",
+    [
+        pytest.param("nope", M, {}, ValueError, _msg("estimator", "positive", "got 'nope'"), id="unknown-estimator"),
+        pytest.param("positive", 0, {}, ValueError, _msg("num_features", ">= 1", "got 0"), id="num_features=0"),
+        pytest.param("positive", M, {"num_terms": 0}, ValueError, _msg("num_terms", ">= 1", "got 0"), id="num_terms=0"),
+        pytest.param(
+            "trig", M, {"orthogonal": True}, ValueError, _msg("orthogonal", "positive", "got 'trig'"), id="orth-trig"
+        ),
+        pytest.param("gerf", M, {}, TypeError, _msg("A", "required", "'gerf'"), id="gerf-missing-A"),
+        pytest.param("positive", M, {"A": -0.1}, TypeError, _msg("A", "'gerf'", "'positive'"), id="positive-given-A"),
+        pytest.param("gerf", M, {"A": 0.125}, ValueError, _msg("A", "< 1/8", "got 0.125"), id="A=0.125"),
+        pytest.param("gerf", M, {"A": 0.2}, ValueError, _msg("A", "< 1/8", "got 0.2"), id="A=0.2"),
+    ],
+)
+def test_theory_mse_bad_argument(mse, estimator, num_features, kwargs, error, pattern):
+    with pytest.raises(error, match=pattern):
+        mse(estimator, _x(), _x(), num_features, **kwargs)
+
+
+@pytest.mark.parametrize("mse", MSE_FUNCTIONS)
+def test_theory_mse_last_dim_mismatch(mse):
+    with pytest.raises(ValueError, match=_msg("x and y", f"x.shape=(3, {D})", f"y.shape=(3, {D + 1})")):
+        mse("positive", _x(3, D), _x(3, D + 1), M)
+
+
+def test_orthogonal_mse_bound_num_features_above_dim():
+    with pytest.raises(ValueError, match=_msg("num_features", f"<= d = {D}", f"num_features={D + 1}")):
+        rfa.theory.orthogonal_mse_bound(_x(), _x(), D + 1)
+
+
+def test_optimal_gerf_parameter_negative_phi_sq():
+    with pytest.raises(ValueError, match=_msg("phi_sq", ">= 0", "-1.0")):
+        rfa.optimal_gerf_parameter(jnp.array([1.0, -1.0]), D)
+
+
+def test_optimal_gerf_parameter_dim_zero():
+    with pytest.raises(ValueError, match=_msg("dim", ">= 1", "got 0")):
+        rfa.optimal_gerf_parameter(1.0, 0)
+
+
+# ---------------------------------------------------------------------------------------------------
+# rfa.softmax_attention and rfa.kernelized_attention
+# ---------------------------------------------------------------------------------------------------
+
+
+def _kernelized(q, k, v, **kwargs):
+    kwargs.setdefault("feature_map", "positive")
+    kwargs.setdefault("projection", _projection(dim=q.shape[-1]))
+    return rfa.kernelized_attention(q, k, v, **kwargs)
+
+
+ATTENTIONS = [
+    pytest.param(rfa.softmax_attention, id="softmax_attention"),
+    pytest.param(_kernelized, id="kernelized_attention"),
+]
+
+BSHD = (2, 5, 4, D)  # [batch, length, heads, head_dim]
+
+
+def _case(case_id, error, pattern, *, q=BSHD, k=None, v=None, q_dtype=jnp.float32, **call_kwargs):
+    """One bad attention call: q/k/v shapes (k defaults to q's, v to k's) and extra call kwargs."""
+    return pytest.param((q, k, v, q_dtype), call_kwargs, error, pattern, id=case_id)
+
+
+ATTENTION_CASES = [
+    _case("q-rank-2", ValueError, _msg("q", "rank >= 3", "[batch..., q_len, heads, d_k]", f"got shape (5, {D})"),
+          q=(5, D), k=BSHD),
+    _case("head-dim-mismatch", ValueError,
+          _msg("q and k", "head dim", f"q.shape=(2, 5, 4, {D})", f"k.shape=(2, 5, 4, {D + 2})"), k=(2, 5, 4, D + 2)),
+    _case("kv-length-mismatch", ValueError,
+          _msg("k and v", "kv_len", f"k.shape=(2, 5, 4, {D})", f"v.shape=(2, 6, 4, {D})"), v=(2, 6, 4, D)),
+    _case("kv-batch-mismatch", ValueError,
+          _msg("k and v", "batch", f"k.shape=(2, 5, 4, {D})", f"v.shape=(3, 5, 4, {D})"), v=(3, 5, 4, D)),
+    _case("qk-batch-mismatch", ValueError,
+          _msg("q and k", "batch", f"q.shape=(2, 5, 4, {D})", f"k.shape=(3, 5, 4, {D})"), k=(3, 5, 4, D)),
+    _case("heads-mismatch", ValueError,
+          _msg("q and k", "heads", f"q.shape=(2, 5, 4, {D})", f"k.shape=(2, 5, 3, {D})"), k=(2, 5, 3, D)),
+    _case("integer-q", TypeError, _msg("q", "floating", "int32"), q_dtype=jnp.int32),
+    _case("mask-int-dtype", TypeError, _msg("mask", "bool", "int32"), mask=jnp.ones((2, 1, 1, 5), jnp.int32)),
+    _case("mask-not-array", TypeError, _msg("mask", "boolean array", "list"), mask=[[True] * 5]),
+    _case("mask-wrong-kv-len", ValueError,
+          _msg("mask", "[batch..., heads, q_len, kv_len] = (2, 4, 5, 5)", "got shape (2, 1, 1, 7)"),
+          mask=jnp.ones((2, 1, 1, 7), jnp.bool_)),
+    _case("mask-too-many-dims", ValueError, _msg("mask", "broadcastable", "got shape (3, 2, 1, 1, 5)"),
+          mask=jnp.ones((3, 2, 1, 1, 5), jnp.bool_)),
+    _case("causal-length-mismatch", ValueError, _msg("is_causal=True", "q_len == kv_len", "q_len=5", "kv_len=6"),
+          k=(2, 6, 4, D), is_causal=True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("attend", ATTENTIONS)
+@pytest.mark.parametrize("shapes, kwargs, error, pattern", ATTENTION_CASES)
+def test_attention_bad_input(attend, shapes, kwargs, error, pattern):
+    q, k, v = _qkv(*shapes)
+    with pytest.raises(error, match=pattern):
+        attend(q, k, v, **kwargs)
+
+
+def test_kernelized_attention_dense_mask():
+    q, k, v = _qkv()
+    mask = jnp.tril(jnp.ones((5, 5), jnp.bool_))[None, None]
+    with pytest.raises(ValueError, match=_msg("key-padding", "mask.shape=(1, 1, 5, 5)", "q_len axis 5")):
+        _kernelized(q, k, v, mask=mask)
+
+
+def test_kernelized_attention_chunk_size_zero():
+    with pytest.raises(ValueError, match=_msg("chunk_size", ">= 1", "got 0")):
+        _kernelized(*_qkv(), is_causal=True, chunk_size=0)
+
+
+def test_kernelized_attention_unknown_feature_map():
+    with pytest.raises(ValueError, match=_msg("feature map 'nope'", "registered")):
+        _kernelized(*_qkv(), feature_map="nope")
+
+
+def test_kernelized_attention_projection_dim_mismatch():
+    with pytest.raises(ValueError, match=_msg("projection", f"= {D}", f"got ({M}, {D + 1})")):
+        _kernelized(*_qkv(), projection=_projection(dim=D + 1))
+
+
+def test_kernelized_attention_oprf_causal_needs_phi_sq():
+    with pytest.raises(ValueError, match=_msg("'oprf'", "causal", "feature_params['phi_sq']")):
+        _kernelized(*_qkv(), feature_map="oprf", is_causal=True)
+
+
+def test_kernelized_attention_gerf_a_too_large():
+    with pytest.raises(ValueError, match=_msg("A", "< 1/8", "got 0.2")):
+        _kernelized(*_qkv(), feature_map="gerf", feature_params={"A": 0.2})
+
+
+# ---------------------------------------------------------------------------------------------------
+# rfa.attention.init_state / rfa.attention.step
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_init_state_num_outputs_zero():
+    with pytest.raises(ValueError, match=_msg("num_outputs", ">= 1", "got 0")):
+        attention.init_state((2,), 4, 0, D)
+
+
+@pytest.mark.parametrize(
+    "batch_shape",
+    [pytest.param(2, id="int"), pytest.param((2, 0), id="zero-dim"), pytest.param((2.0,), id="float-dim")],
+)
+def test_init_state_bad_batch_shape(batch_shape):
+    with pytest.raises((ValueError, TypeError), match=_msg("batch_shape", "ints >= 1", f"got {batch_shape!r}")):
+        attention.init_state(batch_shape, 4, M, D)
+
+
+def _step(state=None, q=None, k=None, v=None, **kwargs):
+    token = _x(2, 4, D)
+    state = state if state is not None else attention.init_state((2,), 4, M, D)
+    kwargs.setdefault("feature_map", "positive")
+    kwargs.setdefault("projection", _projection())
+    return attention.step(
+        state,
+        token if q is None else q,
+        token if k is None else k,
+        token if v is None else v,
+        **kwargs,
+    )
+
+
+def test_step_state_wrong_feature_count():
+    state = attention.init_state((2,), 4, 2 * M, D)
+    with pytest.raises(ValueError, match=_msg("state", f"F = {2 * M}", "'positive'", f"num_outputs={M}")):
+        _step(state)
+
+
+def test_step_state_wrong_batch():
+    state = attention.init_state((3,), 4, M, D)
+    with pytest.raises(ValueError, match=_msg("state", f"(3, 4, {M}, {D + 1})", "(2, 4)")):
+        _step(state)
+
+
+def test_step_q_k_shape_mismatch():
+    with pytest.raises(ValueError, match=_msg("q and k", f"q (2, 4, {D})", f"k (2, 4, {D + 2})")):
+        _step(k=_x(2, 4, D + 2))
+
+
+def test_step_mask_not_bool():
+    with pytest.raises(TypeError, match=_msg("mask", "boolean", "int32")):
+        _step(mask=jnp.ones((2, 4), jnp.int32))
+
+
+def test_step_mask_wrong_shape():
+    with pytest.raises(ValueError, match=_msg("mask", "(2, 4)", "got shape (3,)")):
+        _step(mask=jnp.ones((3,), jnp.bool_))
+
+
+# ---------------------------------------------------------------------------------------------------
+# rfa.make_attention_fn
+# ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, error, pattern",
+    [
+        pytest.param(("positive", 0), {}, ValueError, _msg("num_features", ">= 1", "got 0"), id="num_features=0"),
+        pytest.param(("positive", M), {"head_dim": 0}, ValueError, _msg("head_dim", ">= 1", "got 0"), id="head_dim=0"),
+        pytest.param(("positive", M), {"key": None}, ValueError, _msg("'positive'", "key"), id="missing-key"),
+        pytest.param(("nope", M), {}, ValueError, _msg("feature map 'nope'", "registered"), id="unknown-feature-map"),
+        pytest.param(
+            ("positive", M), {"chunk_size": 0}, ValueError, _msg("chunk_size", ">= 1", "got 0"), id="chunk_size=0"
+        ),
+        pytest.param(
+            ("positive", M),
+            {"projection_kind": "random"},
+            ValueError,
+            _msg("projection_kind", "orthogonal", "got 'random'"),
+            id="unknown-projection_kind",
+        ),
+    ],
+)
+def test_make_attention_fn_bad_argument(args, kwargs, error, pattern):
+    kwargs = {"head_dim": D, "key": _key()} | kwargs
+    with pytest.raises(error, match=pattern):
+        rfa.make_attention_fn(*args, **kwargs)
+
+
+def _attention_fn():
+    return rfa.make_attention_fn("positive", M, head_dim=D, key=_key())
+
+
+def test_attention_fn_with_bias():
+    q, k, v = _qkv()
+    with pytest.raises(ValueError, match=_msg("bias", "None")):
+        _attention_fn()(q, k, v, bias=jnp.zeros((2, 4, 5, 5)))
+
+
+def test_attention_fn_with_dropout():
+    q, k, v = _qkv()
+    with pytest.raises(ValueError, match=_msg("dropout", "dropout_rate=0.1")):
+        _attention_fn()(q, k, v, dropout_rate=0.1, deterministic=False)
+
+
+def test_attention_fn_head_dim_mismatch():
+    q, k, v = _qkv((2, 5, 4, D + 2))
+    with pytest.raises(ValueError, match=_msg("query", f"head_dim={D}", f"query.shape=(2, 5, 4, {D + 2})")):
+        _attention_fn()(q, k, v)
+
+
+# ---------------------------------------------------------------------------------------------------
+# rfa.renormalize
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_renormalize_normalizer_wrong_shape():
+    numerator = _x(2, 5, 4, D)
+    with pytest.raises(ValueError, match=_msg("normalizer", "(2, 5, 4)", "got (2, 5)")):
+        rfa.renormalize(numerator, _x(2, 5))
+
+
+def test_renormalize_integer_normalizer():
+    with pytest.raises(TypeError, match=_msg("normalizer", "floating", "int32")):
+        rfa.renormalize(_x(2, 5, 4, D), _x(2, 5, 4, dtype=jnp.int32))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Under jax.jit the same errors are raised at trace time (static arguments, or shapes known at trace time).
+# ---------------------------------------------------------------------------------------------------
+
+
+def _jit_cases():
+    q, k, v = _qkv()
+    W = _projection()
+    return {
+        "sample_projection-static-num_features": (
+            lambda: jax.jit(rfa.sample_projection, static_argnums=(1, 2))(_key(), 0, D),
+            ValueError,
+            _msg("num_features", ">= 1", "got 0"),
+        ),
+        "softmax_kernel-shape": (
+            lambda: jax.jit(rfa.softmax_kernel)(_x(3, D), _x(3, D + 1)),
+            ValueError,
+            _msg("x and y", f"y.shape=(3, {D + 1})"),
+        ),
+        "softmax_attention-heads": (
+            lambda: jax.jit(rfa.softmax_attention)(q, _x(2, 5, 3, D), _x(2, 5, 3, D)),
+            ValueError,
+            _msg("q and k", "heads", f"k.shape=(2, 5, 3, {D})"),
+        ),
+        "kernelized_attention-static-chunk_size": (
+            lambda: jax.jit(rfa.kernelized_attention, static_argnames=("feature_map", "is_causal", "chunk_size"))(
+                q, k, v, feature_map="positive", projection=W, is_causal=True, chunk_size=0
+            ),
+            ValueError,
+            _msg("chunk_size", "got 0"),
+        ),
+        "kernelized_attention-dense-mask": (
+            lambda: jax.jit(functools.partial(_kernelized, projection=W))(
+                q, k, v, mask=jnp.ones((1, 1, 5, 5), jnp.bool_)
+            ),
+            ValueError,
+            _msg("key-padding", "mask.shape=(1, 1, 5, 5)"),
+        ),
+        "feature_map-static-A": (
+            lambda: jax.jit(lambda x: rfa.feature_map("gerf")(x, W, A=0.2))(_x()),
+            ValueError,
+            _msg("A", "< 1/8", "got 0.2"),
+        ),
+        "theory-static-A": (
+            lambda: jax.jit(lambda x: rfa.theory.mse("gerf", x, x, M, A=0.125))(_x()),
+            ValueError,
+            _msg("A", "< 1/8", "got 0.125"),
+        ),
+        "renormalize-shape": (
+            lambda: jax.jit(rfa.renormalize)(_x(2, 5, 4, D), _x(2, 5)),
+            ValueError,
+            _msg("normalizer", "got (2, 5)"),
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", list(_jit_cases()))
+def test_jit_raises_same_error_at_trace_time(case):
+    call, error, pattern = _jit_cases()[case]
+    with pytest.raises(error, match=pattern) as excinfo:
+        call()
+    assert type(excinfo.value) in (ValueError, TypeError), f"got a {type(excinfo.value).__name__}, not a plain error"
+
+
+def test_numpy_inputs_are_checked_like_jax_arrays():
+    with pytest.raises(TypeError, match=_msg("x", "floating", "int64")):
+        rfa.softmax_kernel(np.ones((3, D), np.int64), np.ones((3, D), np.float32))
