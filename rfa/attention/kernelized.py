@@ -38,14 +38,14 @@ from rfa.attention.common import (
     renormalize,
     with_ones_column,
 )
-from rfa.random_features.feature_maps import FeatureMap
+from rfa.random_features.feature_maps import FeatureMap, features_at, row_log_scale
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 
 Array = jax.Array
 
 
 def key_padding(mask, q, k) -> Array | None:
-    """Turns a key-padding mask into ``[batch..., kv_len, heads or 1, 1]`` booleans (True = keep).
+    """Turns a key-padding mask into head-major ``[batch..., heads or 1, kv_len, 1]`` booleans (True = keep).
 
     Raises ValueError for a mask that varies along q_len: kernelized attention cannot apply it.
     """
@@ -60,8 +60,7 @@ def key_padding(mask, q, k) -> Array | None:
             "is_causal=True for causal masking."
         )
     heads = mask.shape[-3] if mask.ndim >= 3 else 1
-    full = jnp.broadcast_to(mask, q.shape[:-3] + (heads, 1, k.shape[-3]))[..., 0, :]
-    return jnp.moveaxis(full, -1, -2)[..., None]
+    return jnp.swapaxes(jnp.broadcast_to(mask, q.shape[:-3] + (heads, 1, k.shape[-3])), -1, -2)
 
 
 def temperature(fm: FeatureMap, q: Array, k: Array) -> tuple[Array, Array]:
@@ -75,28 +74,29 @@ def temperature(fm: FeatureMap, q: Array, k: Array) -> tuple[Array, Array]:
 
 
 def _masked_mean(x: Array, keep: Array | None) -> Array:
-    """Mean over the length axis (-3) of ``x [batch..., length, heads, n]``, counting kept rows only."""
+    """Mean over the length axis (-2) of head-major ``x [batch..., heads, length, n]``, counting kept rows."""
     if keep is None:
-        return jnp.mean(x, axis=-3)
+        return jnp.mean(x, axis=-2)
     weight = jnp.broadcast_to(keep, x.shape[:-1] + (1,)).astype(x.dtype)
-    return jnp.sum(x * weight, axis=-3) / jnp.maximum(jnp.sum(weight, axis=-3), 1.0)
+    return jnp.sum(x * weight, axis=-2) / jnp.maximum(jnp.sum(weight, axis=-2), 1.0)
 
 
 def oprf_statistic(q: Array, k: Array, keep: Array | None) -> Array:
-    """``φ = mean|q|² + mean|k|² + 2 mean(q)ᵀmean(k)`` per batch and head, shape ``[batch..., 1, heads]``.
+    """``φ = mean|q|² + mean|k|² + 2 mean(q)ᵀmean(k)`` per batch and head, shape ``[batch..., heads, 1]``.
 
-    Estimates ``|q + k|²`` over the attended pairs for OPRF's optimal A (Likhosherstov et al.,
-    NeurIPS 2022). Padded keys are left out; in self-attention (q_len == kv_len) the padded
-    positions are left out of the query means too, so a padded batch gets the A of its truncated
-    sequences. It is a statistic, like a normalization's: no gradient flows through it.
+    Inputs are head-major ``[batch..., heads, length, d]``. Estimates ``|q + k|²`` over the
+    attended pairs for OPRF's optimal A (Likhosherstov et al., NeurIPS 2022). Padded keys are
+    left out; in self-attention (q_len == kv_len) the padded positions are left out of the query
+    means too, so a padded batch gets the A of its truncated sequences. It is a statistic, like a
+    normalization's: no gradient flows through it.
     """
-    keep_q = keep if q.shape[-3] == k.shape[-3] else None
+    keep_q = keep if q.shape[-2] == k.shape[-2] else None
     mean_q = _masked_mean(q, keep_q)
     mean_k = _masked_mean(k, keep)
-    sq_q = _masked_mean(jnp.sum(q * q, axis=-1, keepdims=True), keep_q)[..., 0]
-    sq_k = _masked_mean(jnp.sum(k * k, axis=-1, keepdims=True), keep)[..., 0]
-    phi = sq_q + sq_k + 2.0 * jnp.sum(mean_q * mean_k, axis=-1)
-    return jax.lax.stop_gradient(phi)[..., None, :]
+    sq_q = _masked_mean(jnp.sum(q * q, axis=-1, keepdims=True), keep_q)
+    sq_k = _masked_mean(jnp.sum(k * k, axis=-1, keepdims=True), keep)
+    phi = sq_q + sq_k + 2.0 * jnp.sum(mean_q * mean_k, axis=-1, keepdims=True)
+    return jax.lax.stop_gradient(phi)
 
 
 def resolve_feature_params(fm: FeatureMap, params, q, k, keep, *, causal: bool) -> dict:
@@ -129,74 +129,81 @@ def _finite_or_zero(x: Array) -> Array:
     return jnp.where(jnp.isfinite(x), x, 0.0)
 
 
-def _bidirectional(phi_q, phi_k, s_k, v_aug, precision):
-    """Global key reference R = max s_k per batch and head; returns ``(num_aug, R)``."""
-    ref = jax.lax.stop_gradient(_finite_or_zero(jnp.max(s_k, axis=-3, keepdims=True)))
-    phi_k = phi_k * jnp.exp(s_k - ref)
-    kv = jnp.einsum("...khf,...khd->...hfd", phi_k, v_aug, precision=precision)
-    num_aug = jnp.einsum("...qhf,...hfd->...qhd", phi_q, kv, precision=precision)
+def _bidirectional(phi_q, keys, key_log_mask, v_aug, precision):
+    """One global key reference ``R = max s(k)`` per batch and head; returns ``(num_aug, R)``.
+
+    Head-major: ``phi_q [..., heads, q_len, F]``, ``keys = (base, log)`` of ``[..., heads, kv_len, ·]``,
+    ``key_log_mask [..., heads or 1, kv_len, 1]`` (0 keep, -inf drop) or None.
+    """
+    base_k, log_k = keys
+    s_k = row_log_scale(log_k) if key_log_mask is None else row_log_scale(log_k) + key_log_mask
+    ref = _finite_or_zero(jnp.max(s_k, axis=-2, keepdims=True))
+    phi_k = features_at(base_k, log_k, ref if key_log_mask is None else ref - key_log_mask)
+    kv = jnp.einsum("...kf,...kd->...fd", phi_k, v_aug, precision=precision)
+    num_aug = jnp.einsum("...qf,...fd->...qd", phi_q, kv, precision=precision)
     return num_aug, ref[..., 0]
 
 
 def _prefix_states(kv_chunks: Array, chunk_ref: Array) -> Array:
     """``S_c = Σ_{c'<c} exp(R_{c'} - R_{c-1}) KV_{c'}``, the state before chunk c at reference R_{c-1}.
 
-    Chunk c maps the state by ``S ↦ exp(R_{c-1} - R_c) S + KV_c``; affine maps compose
-    associatively, so every prefix state comes from one parallel scan over the chunk axis (0).
+    ``kv_chunks [..., chunks, F, dv+1]``, ``chunk_ref [..., chunks]``. Chunk c maps the state by
+    ``S ↦ exp(R_{c-1} - R_c) S + KV_c``; affine maps compose associatively, so every prefix
+    state comes from one parallel scan over the chunk axis.
     """
-    decay = jnp.exp(chunk_ref[:-1] - chunk_ref[1:])
-    decay = jnp.concatenate([jnp.ones_like(chunk_ref[:1]), decay], axis=0)[..., None, None]
+    decay = jnp.exp(chunk_ref[..., :-1] - chunk_ref[..., 1:])
+    decay = jnp.concatenate([jnp.ones_like(chunk_ref[..., :1]), decay], axis=-1)[..., None, None]
 
     def compose(first, second):
         a1, b1 = first
         a2, b2 = second
         return a1 * a2, a2 * b1 + b2
 
-    _, inclusive = jax.lax.associative_scan(compose, (decay, kv_chunks))
-    return jnp.concatenate([jnp.zeros_like(kv_chunks[:1]), inclusive[:-1]], axis=0)
+    _, inclusive = jax.lax.associative_scan(compose, (decay, kv_chunks), axis=kv_chunks.ndim - 3)
+    return jnp.concatenate([jnp.zeros_like(kv_chunks[..., :1, :, :]), inclusive[..., :-1, :, :]], axis=-3)
 
 
-def _causal(phi_q, phi_k, s_k, v_aug, chunk_size, precision):
+def _causal(phi_q, keys, key_log_mask, v_aug, chunk_size, precision):
     """Chunked causal form; returns ``(num_aug, r)`` with ``r_i = max_{j<=i} s_j`` per query.
 
-    Every key j <= i enters query i's sums as ``exp(s_j - r_i) <= 1``: inside a chunk through a
-    masked C×C factor, from earlier chunks through the state, kept at the reference ``R_c`` of the
-    chunk's last token and rescaled by ``exp(R_{c-1} - r_i)``.
+    Arguments as in :func:`_bidirectional`. Every key j <= i enters query i's sums as
+    ``φ(k_j) exp(-r_i)``: inside a chunk as ``φ̃(k_j) exp(s_j - r_i)`` through a masked C×C
+    factor, from earlier chunks through the state, kept at the reference ``R_c`` of the chunk's
+    last token and rescaled by ``exp(R_{c-1} - r_i)``. No exponent is ever positive.
     """
-    length = phi_q.shape[-3]
+    base_k, log_k = keys
+    length = phi_q.shape[-2]
     chunk = min(chunk_size, length)
     num_chunks = math.ceil(length / chunk)
     pad = num_chunks * chunk - length
 
-    def padded(x, fill=0.0):
-        return jnp.pad(x, [(0, 0)] * (x.ndim - 3) + [(0, pad), (0, 0), (0, 0)], constant_values=fill)
+    def chunks(x, fill=0.0):  # [..., length, n] -> [..., chunks, chunk, n]
+        x = jnp.pad(x, [(0, 0)] * (x.ndim - 2) + [(0, pad), (0, 0)], constant_values=fill)
+        return x.reshape(x.shape[:-2] + (num_chunks, chunk, x.shape[-1]))
 
-    def chunks(x):
-        x = x.reshape(x.shape[:-3] + (num_chunks, chunk) + x.shape[-2:])
-        return jnp.moveaxis(x, -4, 0)  # [num_chunks, batch..., chunk, heads, ·]
-
-    s_k = padded(s_k, -jnp.inf)
-    ref = jax.lax.stop_gradient(_finite_or_zero(jax.lax.cummax(s_k, axis=s_k.ndim - 3)))
-    phi_q, phi_k, v_aug, s_k, ref = (chunks(x) for x in (padded(phi_q), padded(phi_k), padded(v_aug), s_k, ref))
-    chunk_ref = ref[..., -1:, :, :]  # R_c, at the chunk's last token
+    s_k = row_log_scale(log_k)
+    log_mask = jnp.zeros_like(s_k) if key_log_mask is None else jnp.broadcast_to(key_log_mask, s_k.shape)
+    ref = _finite_or_zero(jax.lax.cummax(s_k + log_mask, axis=s_k.ndim - 2))
+    phi_k = features_at(base_k, log_k, s_k)
+    phi_q, phi_k, v_aug, s_k, ref = chunks(phi_q), chunks(phi_k), chunks(v_aug), chunks(s_k), chunks(ref)
+    log_mask = chunks(log_mask, -jnp.inf)  # padded keys are dropped; padded queries are discarded
+    chunk_ref = ref[..., -1:, :]  # R_c: the reference at the chunk's last token
 
     causal = jnp.tril(jnp.ones((chunk, chunk), jnp.bool_))
-    log_weights = jnp.moveaxis(s_k, -3, -1) - jnp.moveaxis(ref, -3, -2)  # [c, batch..., heads, q, k]: s_j - r_i
+    log_weights = jnp.swapaxes(s_k + log_mask, -1, -2) - ref  # [..., c, q, k]: s_j - r_i
     weights = jnp.exp(jnp.where(causal, log_weights, -jnp.inf))
-    scores = jnp.einsum("c...qhf,c...khf->c...hqk", phi_q, phi_k, precision=precision) * weights
-    intra = jnp.einsum("c...hqk,c...khd->c...qhd", scores, v_aug, precision=precision)
+    scores = jnp.einsum("...qf,...kf->...qk", phi_q, phi_k, precision=precision) * weights
+    intra = jnp.einsum("...qk,...kd->...qd", scores, v_aug, precision=precision)
 
-    kv_chunks = jnp.einsum("c...khf,c...khd->c...hfd", phi_k * jnp.exp(s_k - chunk_ref), v_aug, precision=precision)
-    states = _prefix_states(kv_chunks, chunk_ref[..., 0, :, 0])
-    previous_ref = jnp.concatenate([chunk_ref[:1], chunk_ref[:-1]], axis=0)
-    inter = jnp.einsum("c...qhf,c...hfd->c...qhd", phi_q, states, precision=precision)
+    phi_k_at_chunk_ref = phi_k * jnp.exp(s_k + log_mask - chunk_ref)
+    kv_chunks = jnp.einsum("...kf,...kd->...fd", phi_k_at_chunk_ref, v_aug, precision=precision)
+    states = _prefix_states(kv_chunks, chunk_ref[..., 0, 0])
+    previous_ref = jnp.concatenate([chunk_ref[..., :1, :, :], chunk_ref[..., :-1, :, :]], axis=-3)
+    inter = jnp.einsum("...qf,...fd->...qd", phi_q, states, precision=precision)
     inter = inter * jnp.exp(jnp.minimum(previous_ref, ref) - ref)  # chunk 0 has no state: any finite factor
 
-    def unchunk(x):
-        x = jnp.moveaxis(x, 0, -4)
-        return x.reshape(x.shape[:-4] + (num_chunks * chunk,) + x.shape[-2:])[..., :length, :, :]
-
-    return unchunk(intra + inter), unchunk(ref)[..., 0]
+    num_aug = (intra + inter).reshape(phi_q.shape[:-3] + (num_chunks * chunk, -1))[..., :length, :]
+    return num_aug, ref.reshape(ref.shape[:-3] + (num_chunks * chunk,))[..., :length]
 
 
 def kernelized_attention(
@@ -231,7 +238,8 @@ def kernelized_attention(
       renormalize: divide by the estimated normalizer ``D̂`` (attention); if False return the
         estimate of ``exp(QKᵀ/√d) V`` itself.
       chunk_size: tokens per chunk of the causal form.
-      feature_params: feature-map parameters, e.g. ``{"A": -0.1}`` for gerf. For oprf,
+      feature_params: feature-map parameters, e.g. ``{"A": -0.1}`` for gerf; arrays broadcast
+        against ``[batch..., heads, length]`` (e.g. one value per head: ``[heads, 1]``). For oprf,
         ``phi_sq`` defaults to the statistic of q and k in bidirectional mode and is required in
         causal mode.
       precision: ``jax.lax.Precision`` of the contractions.
@@ -252,15 +260,15 @@ def kernelized_attention(
     if is_causal:
         check_causal_lengths(q, k)
     keep = key_padding(mask, q, k)
-    q32, k32 = temperature(fm, q, k)
+    # Head-major [batch..., heads, length, ·] inside: every contraction is a plain batched matmul.
+    q32, k32 = (jnp.swapaxes(x, -3, -2) for x in temperature(fm, q, k))
     params = resolve_feature_params(fm, feature_params, q32, k32, keep, causal=is_causal)
     phi_q, s_q = fm.split(q32, projection, **params)
-    phi_k, s_k = fm.split(k32, projection, **params)
-    if keep is not None:
-        s_k = jnp.where(keep, s_k, -jnp.inf)
-    v_aug = with_ones_column(v.astype(jnp.float32))
+    keys = fm.terms(k32, projection, **params)
+    key_log_mask = None if keep is None else jnp.where(keep, 0.0, -jnp.inf)
+    v_aug = with_ones_column(jnp.swapaxes(v, -3, -2).astype(jnp.float32))
     if is_causal:
-        num_aug, ref = _causal(phi_q, phi_k, s_k, v_aug, chunk_size, precision)
+        num_aug, ref = _causal(phi_q, keys, key_log_mask, v_aug, chunk_size, precision)
     else:
-        num_aug, ref = _bidirectional(phi_q, phi_k, s_k, v_aug, precision)
-    return finish(num_aug, ref, s_q[..., 0], renormalize).astype(q.dtype)
+        num_aug, ref = _bidirectional(phi_q, keys, key_log_mask, v_aug, precision)
+    return jnp.swapaxes(finish(num_aug, ref, s_q[..., 0], renormalize), -3, -2).astype(q.dtype)

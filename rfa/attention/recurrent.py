@@ -108,7 +108,8 @@ def step(
       k: ``[batch..., heads, d_k]`` its key.
       v: ``[batch..., heads, d_v]`` its value.
       feature_map, projection, renormalize, feature_params, precision: as in
-        ``rfa.kernelized_attention`` (oprf needs ``feature_params["phi_sq"]``).
+        ``rfa.kernelized_attention``; array parameters broadcast against ``[batch..., heads]``
+        (oprf needs ``feature_params["phi_sq"]``).
       mask: optional boolean broadcastable to ``[batch..., heads]``: False leaves this token's key
         and value out of the state (e.g. left padding of a batched prompt).
 
@@ -148,7 +149,7 @@ def step(
     if mask is not None:
         s_k = jnp.where(_check_token_mask(mask, s_k.shape), s_k, -jnp.inf)
 
-    reference = jnp.maximum(state.log_reference, jax.lax.stop_gradient(s_k))
+    reference = jnp.maximum(state.log_reference, s_k)
     decay = jnp.exp(state.log_reference - reference)
     phi_k = phi_k * jnp.exp(s_k - reference)[..., None]
     kv = decay[..., None, None] * state.kv + phi_k[..., :, None] * with_ones_column(v.astype(jnp.float32))[..., None, :]

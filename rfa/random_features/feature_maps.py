@@ -1,11 +1,13 @@
 """Feature maps φ with φ(x)ᵀφ(y) ≈ k(x, y), behind a name registry.
 
-Every map is written as ``φ(x) = φ̃(x) · exp(s(x))`` with one log-scale ``s(x)`` per row; for
-the random maps ``φ̃`` is bounded by 1 (relu and elu have ``s = 0``). For the exponential maps ``s`` is the
-row-wise maximum of the exponents (the max-subtraction stabilizer); for trig it is ``|x|²/2``.
-A per-row factor of the queries cancels in normalized attention and a common factor of all keys
-cancels too, so attention uses ``φ̃`` for queries and ``φ̃ · exp(s - max s)`` for keys and never
-overflows; the kernel estimators use ``φ̃(x)ᵀφ̃(y) · exp(s(x) + s(y))``, which is exact.
+Every map is written as ``φ(x) = base(x) ⊙ exp(log(x))``: the exponential maps have no base
+and ``log`` holds their exponents, trig has ``base = [cos, sin]/√m`` and one ``log = |x|²/2`` per
+row, the deterministic maps have ``log = 0``. The caller picks the offset ``c`` subtracted from
+``log`` before exponentiating (:func:`features_at`), and that is the max-subtraction stabilizer:
+a per-row offset of the queries cancels in normalized attention and so does one common offset of
+all keys, so attention uses ``c = s(q) = max log(q)`` for queries and the keys' largest ``s`` for
+keys and never overflows; the estimators form ``φ̃(x)ᵀφ̃(y) · exp(s(x) + s(y))``, which is exact.
+Offsets never carry gradients: the features carry the whole derivative.
 
 Maps (``W`` is ``[m, d]``, rows ``w_i``; see REFERENCES.md):
 
@@ -84,30 +86,33 @@ def _half_sq_norm(x: Array) -> Array:
     return 0.5 * jnp.sum(x * x, axis=-1, keepdims=True)
 
 
-def _stabilized_exp(log_phi: Array) -> tuple[Array, Array]:
-    """Splits exp(log_phi) into exp(log_phi - s) and s = max over the features of each row."""
-    s = jax.lax.stop_gradient(jnp.max(log_phi, axis=-1, keepdims=True))
-    return jnp.exp(log_phi - s), s
+def row_log_scale(log: Array) -> Array:
+    """``s(x) = max log(x)`` over the features of each row, ``[..., 1]``, without gradient."""
+    return jax.lax.stop_gradient(jnp.max(log, axis=-1, keepdims=True))
 
 
-def _no_scale(features: Array) -> tuple[Array, Array]:
-    return features, jnp.zeros(features.shape[:-1] + (1,), features.dtype)
+def features_at(base: Array | None, log: Array, offset: Array) -> Array:
+    """``base ⊙ exp(log - offset)``: the features divided by ``exp(offset)`` (an offset of +inf gives 0)."""
+    scaled = jnp.exp(log - offset)
+    return scaled if base is None else base * scaled
+
+
+def _no_log(base: Array) -> tuple[Array, Array]:
+    return base, jnp.zeros(base.shape[:-1] + (1,), base.dtype)
 
 
 def _trig(x, W):
     wx = _project(x, W)
-    phi = jnp.concatenate([jnp.cos(wx), jnp.sin(wx)], axis=-1) / math.sqrt(W.shape[0])
-    return phi, _half_sq_norm(x)
+    return jnp.concatenate([jnp.cos(wx), jnp.sin(wx)], axis=-1) / math.sqrt(W.shape[0]), _half_sq_norm(x)
 
 
 def _positive(x, W):
-    return _stabilized_exp(_project(x, W) - _half_sq_norm(x) - 0.5 * math.log(W.shape[0]))
+    return None, _project(x, W) - _half_sq_norm(x) - 0.5 * math.log(W.shape[0])
 
 
 def _hyperbolic(x, W):
     wx = _project(x, W)
-    log_phi = jnp.concatenate([wx, -wx], axis=-1) - _half_sq_norm(x) - 0.5 * math.log(2 * W.shape[0])
-    return _stabilized_exp(log_phi)
+    return None, jnp.concatenate([wx, -wx], axis=-1) - _half_sq_norm(x) - 0.5 * math.log(2 * W.shape[0])
 
 
 def _check_gerf_parameter(A):
@@ -128,7 +133,7 @@ def _gerf(x, W, *, A):
         + 0.25 * d * jnp.log1p(-4.0 * A)
         - 0.5 * math.log(m)
     )
-    return _stabilized_exp(log_phi)
+    return None, log_phi
 
 
 def _oprf(x, W, *, phi_sq):
@@ -136,24 +141,24 @@ def _oprf(x, W, *, phi_sq):
 
 
 def _relu(x, W, *, epsilon=1e-3):
-    return _no_scale(jax.nn.relu(_project(x, W)) + epsilon)
+    return _no_log(jax.nn.relu(_project(x, W)) + epsilon)
 
 
 def _elu(x, W):
     del W  # elu+1 is deterministic: it has no projection.
-    return _no_scale(jax.nn.elu(x) + 1.0)
+    return _no_log(jax.nn.elu(x) + 1.0)
 
 
 def _gaussian_trig(x, W):
     wx = _project(x, W)
-    return _no_scale(jnp.concatenate([jnp.cos(wx), jnp.sin(wx)], axis=-1) / math.sqrt(W.shape[0]))
+    return _no_log(jnp.concatenate([jnp.cos(wx), jnp.sin(wx)], axis=-1) / math.sqrt(W.shape[0]))
 
 
 def _gaussian_cosine(x, W, *, phases):
     phases = jnp.asarray(phases, jnp.float32)
     if phases.shape != (W.shape[0],):
         raise ValueError(f"phases must have shape [m] = ({W.shape[0]},), got {tuple(phases.shape)}.")
-    return _no_scale(math.sqrt(2.0 / W.shape[0]) * jnp.cos(_project(x, W) + phases))
+    return _no_log(math.sqrt(2.0 / W.shape[0]) * jnp.cos(_project(x, W) + phases))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,8 +167,9 @@ class FeatureMap:
 
     Attributes:
       name: registry name.
-      log_features: ``(x, W, **params) -> (φ̃, s)`` on float32 inputs with ``φ = φ̃ · exp(s)``,
-        ``φ̃`` of shape ``[..., F]``, ``s`` of shape ``[..., 1]``.
+      terms_fn: ``(x, W, **params) -> (base, log)`` on float32 inputs with
+        ``φ = base ⊙ exp(log)``; ``base`` is ``[..., F]`` or None (all ones), ``log`` is
+        ``[..., F]`` or ``[..., 1]``.
       kernel: ``"softmax"`` or ``"gaussian"`` for the kernel estimated without bias, ``None`` for
         deterministic maps.
       features_per_vector: features per row of W (2 for [cos, sin] and [exp, exp(-)]); 0 for maps
@@ -176,7 +182,7 @@ class FeatureMap:
     """
 
     name: str
-    log_features: Callable[..., tuple[Array, Array]]
+    terms_fn: Callable[..., tuple[Array | None, Array]]
     kernel: str | None
     features_per_vector: int
     positive: bool
@@ -192,8 +198,8 @@ class FeatureMap:
         """Length F of φ(x) for ``num_features`` random vectors and inputs of dimension ``dim``."""
         return self.features_per_vector * num_features if self.needs_projection else dim
 
-    def split(self, x: Array, projection: Array | None, **params) -> tuple[Array, Array]:
-        """Checks the inputs and returns the float32 pair ``(φ̃(x), s(x))`` with φ = φ̃ · exp(s)."""
+    def terms(self, x: Array, projection: Array | None, **params) -> tuple[Array | None, Array]:
+        """Checks the inputs and returns the float32 pair ``(base, log)`` with ``φ = base ⊙ exp(log)``."""
         x = check_floating(x, "x")
         check_rank(x, "x", min_ndim=1, layout="[..., d]")
         unknown = set(params) - set(self.params)
@@ -218,7 +224,13 @@ class FeatureMap:
             projection = projection.astype(jnp.float32)
         elif projection is not None:
             raise ValueError(f"feature map {self.name!r} is deterministic and takes no projection; pass None.")
-        return self.log_features(x.astype(jnp.float32), projection, **params)
+        return self.terms_fn(x.astype(jnp.float32), projection, **params)
+
+    def split(self, x: Array, projection: Array | None, **params) -> tuple[Array, Array]:
+        """``(φ̃(x), s(x))`` in float32 with ``φ = φ̃ · exp(s)``, ``s = max log`` per row (no gradient)."""
+        base, log = self.terms(x, projection, **params)
+        s = row_log_scale(log)
+        return features_at(base, log, s), s
 
     def __call__(self, x: Array, projection: Array | None = None, *, stabilize: bool = False, **params) -> Array:
         """Computes φ(x) in float32 and returns it in ``x.dtype``.

@@ -1,0 +1,350 @@
+"""Forward+backward time and peak memory of exact vs. kernelized attention.
+
+Run:
+  python -m experiments.benchmark_attention
+  python -m experiments.benchmark_attention --lengths 4096,8192 --chunk_size 128 --skip_exact_above 0
+
+Cases, all float32 with layout ``[batch, length, heads, head_dim]`` = ``[1, L, 8, 64]``:
+  exact   ``jax.nn.dot_product_attention(q, k, v)`` (XLA implementation: materializes the L×L matrix);
+  bidir   ``rfa.kernelized_attention(q, k, v, feature_map="positive", projection=W)``, with
+          ``W = rfa.sample_projection(jax.random.key(0), 256, 64)`` (m = 256 features);
+  causal  the same with ``is_causal=True`` (chunked causal form, ``--chunk_size`` tokens per chunk).
+
+Time. Each case is the jitted ``jax.value_and_grad`` of ``loss = sum(out * g)`` with respect to q, k
+and v, for a fixed random ``g`` shaped like the output. q, k, v, g (and W) are arguments of the
+compiled function, never compiled-in constants. The function is compiled ahead of time, run once
+to warm up, then run ``n`` more times, each call timed to ``jax.block_until_ready``; the median and
+the minimum are reported. ``n`` is ``--repeats``, reduced for slow cases so that one case spends
+about ``--time_budget_s`` seconds (at least ``--min_repeats`` runs).
+
+Peak memory. From XLA's compiled memory analysis (``jit(f).lower(...).compile().memory_analysis()``):
+``peak = argument_size_in_bytes + output_size_in_bytes + temp_size_in_bytes - alias_size_in_bytes``,
+i.e. the inputs (q, k, v, g, W), the outputs (loss and the three gradients) and XLA's temporary
+buffers of the whole forward+backward program; aliased bytes (0 here, nothing is donated) would be
+counted twice otherwise. It is the static buffer assignment, the same on CPU and GPU; a backend
+without memory analysis gives null. ``bytes / L`` per case shows whether memory grows linearly.
+
+FLOP estimates (GPU only; with B = batch, H = heads, m = features; products of dense contractions
+only, elementwise work ignored), printed as achieved FLOP/s next to the FLOP/s of an
+``--matmul_size``² float32 matmul timed in the same run (the reference "peak", default precision):
+  exact   forward QKᵀ and PV: 4·L²·d·H; backward dV, dP, dQ, dK: 8·L²·d·H; total 12·B·H·L²·d.
+  bidir   forward: projections φ(Q), φ(K) 2·2·L·m·d·H, φ(K)ᵀ[V, 1] and φ(Q)·KV 2·2·L·m·(d+1)·H;
+          backward: input gradients of the projections 2·2·L·m·d·H (W is not differentiated), two
+          gradients per contraction 2·4·L·m·(d+1)·H; total B·H·L·(8·m·d + 12·m·(d+1)).
+  causal  bidir plus, per token, the intra-chunk scores φ(Q_c)φ(K_c)ᵀ 2·C·m·H and scores·[V, 1]
+          2·C·(d+1)·H (C = chunk size), tripled for forward+backward; the prefix scan is ignored.
+
+Host memory. XLA:CPU takes each large buffer fresh from the system, so with glibc's defaults every
+64 MB intermediate costs ~16k page faults: on a 2-core machine that kernel time was over half of
+the kernelized forward+backward. Unless ``--reuse_host_memory=false``, the benchmark re-executes
+itself with ``GLIBC_TUNABLES`` set so that freed memory is kept and reused (one arena, no mmap, no
+trimming). It affects exact and kernelized alike and only the process that measures.
+
+Results are printed as markdown tables and written as JSON to ``--output`` (default
+``results/benchmark_attention_<backend>.json``), with backend, device kind, jax version and date.
+Timings on a shared CPU are noisy.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from absl import app, flags
+
+import rfa
+
+BATCH, HEADS, HEAD_DIM, NUM_FEATURES = 1, 8, 64, 256
+CASES = ("exact", "bidir", "causal")
+MIB = 2**20
+
+_LENGTHS = flags.DEFINE_list("lengths", ["1024", "2048", "4096", "8192"], "Sequence lengths L.")
+_REPEATS = flags.DEFINE_integer("repeats", 10, "Most timed runs per case (after one warm-up run).")
+_MIN_REPEATS = flags.DEFINE_integer("min_repeats", 3, "Fewest timed runs per case.")
+_TIME_BUDGET = flags.DEFINE_float("time_budget_s", 20.0, "Approximate seconds of timed runs per case.")
+_OUTPUT = flags.DEFINE_string("output", None, "JSON path; default results/benchmark_attention_<backend>.json.")
+_CHUNK_SIZE = flags.DEFINE_integer("chunk_size", 64, "Tokens per chunk of the causal kernelized form.")
+_SKIP_EXACT_ABOVE = flags.DEFINE_integer("skip_exact_above", None, "Skip exact attention for L above this.")
+_MATMUL_SIZE = flags.DEFINE_integer("matmul_size", 8192, "n of the n×n float32 matmul timed as GPU peak.")
+_REUSE_HOST_MEMORY = flags.DEFINE_bool(
+    "reuse_host_memory", True, "Re-execute with GLIBC_TUNABLES so freed host memory is reused (see docstring)."
+)
+
+REUSING_ALLOCATOR = "glibc.malloc.arena_max=1:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736"
+
+
+def reexecute_with_reusing_allocator() -> None:
+    """Restarts this benchmark with glibc tuned to reuse freed memory, unless it already is."""
+    if os.environ.get("GLIBC_TUNABLES") == REUSING_ALLOCATOR:
+        return
+    os.execve(
+        sys.executable,
+        [sys.executable, "-m", "experiments.benchmark_attention", *sys.argv[1:]],
+        {**os.environ, "GLIBC_TUNABLES": REUSING_ALLOCATOR},
+    )
+
+
+def exact_attention(q, k, v):
+    return jax.nn.dot_product_attention(q, k, v)
+
+
+def kernelized(is_causal: bool, chunk_size: int) -> Callable:
+    def attention(q, k, v, W):
+        return rfa.kernelized_attention(
+            q, k, v, feature_map="positive", projection=W, is_causal=is_causal, chunk_size=chunk_size
+        )
+
+    return attention
+
+
+def loss_and_grads(attention: Callable) -> Callable:
+    """``(q, k, v, g, *rest) -> (sum(attention(q, k, v, *rest) * g), (dq, dk, dv))``."""
+
+    def loss(q, k, v, g, *rest):
+        return jnp.sum(attention(q, k, v, *rest) * g)
+
+    return jax.value_and_grad(loss, argnums=(0, 1, 2))
+
+
+def make_inputs(length: int) -> tuple[jax.Array, ...]:
+    """q, k, v and the cotangent-like g, each ``[BATCH, length, HEADS, HEAD_DIM]`` standard normal."""
+    keys = jax.random.split(jax.random.key(length), 4)
+    return tuple(jax.random.normal(key, (BATCH, length, HEADS, HEAD_DIM), jnp.float32) for key in keys)
+
+
+def memory_bytes(compiled) -> dict | None:
+    """Argument, output, temp, alias and peak bytes of a compiled program; None without analysis."""
+    stats = compiled.memory_analysis()
+    if stats is None:
+        return None
+    parts = {
+        "argument_bytes": stats.argument_size_in_bytes,
+        "output_bytes": stats.output_size_in_bytes,
+        "temp_bytes": stats.temp_size_in_bytes,
+        "alias_bytes": stats.alias_size_in_bytes,
+    }
+    parts["peak_bytes"] = parts["argument_bytes"] + parts["output_bytes"] + parts["temp_bytes"] - parts["alias_bytes"]
+    return parts
+
+
+def time_runs(compiled, args, max_repeats: int) -> list[float]:
+    """Seconds of one warm-up run and then up to ``max_repeats`` timed runs (fewer if slow)."""
+
+    def run_once() -> float:
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(*args))
+        return time.perf_counter() - start
+
+    warmup = run_once()
+    repeats = max(_MIN_REPEATS.value, min(max_repeats, int(_TIME_BUDGET.value / max(warmup, 1e-9))))
+    return [run_once() for _ in range(repeats)]
+
+
+def measure(fn: Callable, args) -> dict:
+    """Compiles ``fn`` on ``args``, then returns its timings (ms) and memory analysis."""
+    compiled = jax.jit(fn).lower(*args).compile()
+    memory = memory_bytes(compiled)
+    times_ms = [1e3 * t for t in time_runs(compiled, args, _REPEATS.value)]
+    return {
+        "median_ms": statistics.median(times_ms),
+        "min_ms": min(times_ms),
+        "repeats": len(times_ms),
+        "times_ms": times_ms,
+        "memory": memory,
+    }
+
+
+def estimated_flops(case: str, length: int, chunk_size: int) -> float:
+    """Dense-contraction FLOPs of forward+backward; see the module docstring."""
+    L, d, m, BH = length, HEAD_DIM, NUM_FEATURES, BATCH * HEADS
+    if case == "exact":
+        return 12.0 * BH * L * L * d
+    bidir = BH * L * (8.0 * m * d + 12.0 * m * (d + 1))
+    if case == "bidir":
+        return bidir
+    chunk = min(chunk_size, L)
+    return bidir + 3.0 * BH * L * (2.0 * chunk * m + 2.0 * chunk * (d + 1))
+
+
+def case_functions(chunk_size: int) -> dict[str, Callable]:
+    return {
+        "exact": loss_and_grads(exact_attention),
+        "bidir": loss_and_grads(kernelized(False, chunk_size)),
+        "causal": loss_and_grads(kernelized(True, chunk_size)),
+    }
+
+
+def skipped(case: str, length: int) -> bool:
+    limit = _SKIP_EXACT_ABOVE.value
+    return case == "exact" and limit is not None and length > limit
+
+
+def ratio(numerator: dict | None, denominator: dict | None) -> float | None:
+    if numerator is None or denominator is None:
+        return None
+    return numerator["median_ms"] / denominator["median_ms"]
+
+
+def bench_length(length: int, functions: dict[str, Callable], W: jax.Array, on_gpu: bool) -> dict:
+    """All cases at one length, with their per-token memory, FLOP/s (GPU) and the time ratios."""
+    q, k, v, g = make_inputs(length)
+    cases = {}
+    for case, fn in functions.items():
+        if skipped(case, length):
+            cases[case] = None
+            continue
+        args = (q, k, v, g) if case == "exact" else (q, k, v, g, W)
+        result = measure(fn, args)
+        memory = result["memory"]
+        result["peak_bytes_per_token"] = None if memory is None else memory["peak_bytes"] / length
+        result["estimated_flops"] = estimated_flops(case, length, _CHUNK_SIZE.value)
+        if on_gpu:
+            result["achieved_flops_per_s"] = result["estimated_flops"] / (1e-3 * result["median_ms"])
+        print(
+            f"L={length:6d} {case:6s} median {result['median_ms']:10.2f} ms  min {result['min_ms']:10.2f} ms  "
+            f"({result['repeats']} runs)",
+            flush=True,
+        )
+        cases[case] = result
+    ratios = {
+        "exact_over_bidir": ratio(cases["exact"], cases["bidir"]),
+        "causal_over_bidir": ratio(cases["causal"], cases["bidir"]),
+    }
+    return {"length": length, "cases": cases, "ratios": ratios}
+
+
+def matmul_peak(n: int) -> dict:
+    """FLOP/s of an n×n float32 matmul at default precision, the reference peak."""
+    a, b = (jax.random.normal(key, (n, n), jnp.float32) for key in jax.random.split(jax.random.key(1), 2))
+    compiled = jax.jit(jnp.matmul).lower(a, b).compile()
+    seconds = statistics.median(time_runs(compiled, (a, b), _REPEATS.value))
+    return {"n": n, "median_ms": 1e3 * seconds, "flops_per_s": 2.0 * n**3 / seconds}
+
+
+def fmt(value: float | None, spec: str) -> str:
+    return "—" if value is None else format(value, spec)
+
+
+def field(result: dict | None, key: str) -> float | None:
+    return None if result is None else result[key]
+
+
+def peak_mib(result: dict | None) -> float | None:
+    if result is None or result["memory"] is None:
+        return None
+    return result["memory"]["peak_bytes"] / MIB
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def main_table(results: list[dict]) -> str:
+    header = ["L", "exact ms", "kernelized bidir ms", "kernelized causal ms", "exact/bidir (x)", "causal/bidir (x)"]
+    header += [f"{case} peak MiB" for case in CASES]
+    rows = []
+    for entry in results:
+        cases, ratios = entry["cases"], entry["ratios"]
+        row = [str(entry["length"])] + [fmt(field(cases[c], "median_ms"), ".1f") for c in CASES]
+        row += [fmt(ratios["exact_over_bidir"], ".1f"), fmt(ratios["causal_over_bidir"], ".2f")]
+        row += [fmt(peak_mib(cases[c]), ".1f") for c in CASES]
+        rows.append(row)
+    return markdown_table(header, rows)
+
+
+def per_token_table(results: list[dict]) -> str:
+    header = ["L"] + [f"{case} peak KiB/token" for case in CASES]
+    rows = []
+    for entry in results:
+        per_token = [field(entry["cases"][c], "peak_bytes_per_token") for c in CASES]
+        rows.append([str(entry["length"])] + [fmt(None if b is None else b / 1024, ".1f") for b in per_token])
+    return markdown_table(header, rows)
+
+
+def flops_table(results: list[dict], peak: dict) -> str:
+    header = ["L"] + [f"{case} TFLOP/s" for case in CASES] + ["matmul peak TFLOP/s"]
+    rows = []
+    for entry in results:
+        achieved = [field(entry["cases"][c], "achieved_flops_per_s") for c in CASES]
+        row = [str(entry["length"])] + [fmt(None if f is None else f / 1e12, ".2f") for f in achieved]
+        rows.append([*row, f"{peak['flops_per_s'] / 1e12:.2f}"])
+    return markdown_table(header, rows)
+
+
+def environment() -> dict:
+    device = jax.devices()[0]
+    return {
+        "backend": jax.default_backend(),
+        "device_kind": device.device_kind,
+        "jax_version": jax.__version__,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "cpu_count": os.cpu_count(),
+        "rfa_commit": rfa_commit(),
+    }
+
+
+def rfa_commit() -> str | None:
+    """The git commit of the checkout being measured (None outside a git checkout)."""
+    try:
+        result = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return result.stdout.strip()
+
+
+def config() -> dict:
+    return {
+        "batch": BATCH,
+        "heads": HEADS,
+        "head_dim": HEAD_DIM,
+        "num_features": NUM_FEATURES,
+        "feature_map": "positive",
+        "dtype": "float32",
+        "chunk_size": _CHUNK_SIZE.value,
+        "repeats": _REPEATS.value,
+        "min_repeats": _MIN_REPEATS.value,
+        "time_budget_s": _TIME_BUDGET.value,
+        "skip_exact_above": _SKIP_EXACT_ABOVE.value,
+        "glibc_tunables": os.environ.get("GLIBC_TUNABLES"),
+        "memory_definition": "argument + output + temp - alias bytes of the compiled forward+backward program",
+    }
+
+
+def write_json(path: str, report: dict) -> None:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(report, f, indent=2)
+        f.write("\n")
+
+
+def main(argv):
+    del argv
+    if _REUSE_HOST_MEMORY.value:
+        reexecute_with_reusing_allocator()
+    env = environment()
+    on_gpu = env["backend"] == "gpu"
+    print(f"backend {env['backend']} ({env['device_kind']}), jax {env['jax_version']}", flush=True)
+    W = rfa.sample_projection(jax.random.key(0), NUM_FEATURES, HEAD_DIM)
+    functions = case_functions(_CHUNK_SIZE.value)
+    results = [bench_length(int(length), functions, W, on_gpu) for length in _LENGTHS.value]
+    peak = matmul_peak(_MATMUL_SIZE.value) if on_gpu else None
+    print("\n" + main_table(results) + "\n\n" + per_token_table(results))
+    if peak is not None:
+        print("\n" + flops_table(results, peak))
+    output = _OUTPUT.value or f"results/benchmark_attention_{env['backend']}.json"
+    write_json(output, {"environment": env, "config": config(), "matmul_peak": peak, "results": results})
+    print(f"\nwrote {output}")
+
+
+if __name__ == "__main__":
+    app.run(main)
