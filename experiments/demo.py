@@ -17,6 +17,7 @@ import numpy as np
 from absl import app, flags
 
 import rfa
+from experiments.tables import markdown_table
 
 _WORKDIR = flags.DEFINE_string("workdir", "workdir/demo", "Where the tables are written.")
 _DRAWS = flags.DEFINE_integer("draws", 4000, "Monte Carlo draws per estimator and pair.")
@@ -115,9 +116,7 @@ def markdown(rows: list[dict], columns: list[str]) -> str:
     def cell(value):
         return f"{value:.3g}" if isinstance(value, float) else str(value)
 
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(row[c]) for c in columns) + " |" for row in rows]
-    return "\n".join(lines)
+    return markdown_table(columns, [[cell(row[c]) for c in columns] for row in rows])
 
 
 def main(argv):
