@@ -21,8 +21,9 @@ Peak memory. From XLA's compiled memory analysis (``jit(f).lower(...).compile().
 ``peak = argument_size_in_bytes + output_size_in_bytes + temp_size_in_bytes - alias_size_in_bytes``,
 i.e. the inputs (q, k, v, g, W), the outputs (loss and the three gradients) and XLA's temporary
 buffers of the whole forward+backward program; aliased bytes (0 here, nothing is donated) would be
-counted twice otherwise. It is the static buffer assignment, the same on CPU and GPU; a backend
-without memory analysis gives null. ``bytes / L`` per case shows whether memory grows linearly.
+counted twice otherwise. It is XLA's static buffer assignment for the backend in use (it differs
+between CPU and GPU); a backend without memory analysis gives null. ``bytes / L`` per case shows
+whether memory grows linearly.
 
 FLOP estimates (GPU only; with B = batch, H = heads, m = features; products of dense contractions
 only, elementwise work ignored), printed as achieved FLOP/s next to the FLOP/s of an
@@ -85,8 +86,8 @@ HUGE_PAGES_TUNABLE = "glibc.malloc.hugetlb=1"
 
 
 def reexecute_with_huge_pages() -> None:
-    """Restarts this benchmark with glibc allocating huge pages, unless it already does."""
-    if os.environ.get("GLIBC_TUNABLES") == HUGE_PAGES_TUNABLE:
+    """Restarts this benchmark with glibc allocating huge pages, unless GLIBC_TUNABLES is already set."""
+    if "GLIBC_TUNABLES" in os.environ:
         return
     os.execve(
         sys.executable,

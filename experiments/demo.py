@@ -2,7 +2,7 @@
 
 Run: ``python -m experiments.demo --workdir workdir/demo`` (``make reproduce``). Takes about a minute
 on 2 CPU cores and writes ``estimator_mse.csv``, ``attention_error.csv`` and ``report.md`` to the
-workdir. The full experiment runner (configs, sweeps, figures) supersedes it.
+workdir. It is the README's main job until the config-driven experiment runner exists.
 """
 
 from __future__ import annotations

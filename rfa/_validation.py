@@ -68,6 +68,14 @@ def check_broadcastable(shape_a, shape_b, name_a: str, name_b: str):
         ) from None
 
 
+def check_broadcastable_to(shape, target, name: str, layout: str = ""):
+    """Checks that ``shape`` broadcasts to ``target`` (every axis 1 or equal, aligned from the right)."""
+    ok = len(shape) <= len(target) and all(s in (1, t) for s, t in zip(shape[::-1], target[::-1], strict=False))
+    if not ok:
+        suffix = f" {layout}" if layout else ""
+        raise ValueError(f"{name} must be broadcastable to{suffix} {tuple(target)}, got shape {tuple(shape)}.")
+
+
 def is_concrete(x) -> bool:
     """True when ``x`` holds a value now (not a tracer inside ``jit``/``grad``)."""
     return not isinstance(x, jax.core.Tracer)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from rfa._validation import check_floating, check_rank
+from rfa._validation import check_broadcastable_to, check_floating, check_rank
 
 Array = jax.Array
 
@@ -53,11 +53,7 @@ def check_mask(mask, q, k) -> Array:
         raise TypeError(f"mask must be a boolean array, got {type(mask).__name__}.")
     if mask.dtype != jnp.bool_:
         raise TypeError(f"mask must have dtype bool (True = attend), got {mask.dtype}.")
-    ok = mask.ndim <= len(target) and all(m in (1, t) for m, t in zip(mask.shape[::-1], target[::-1], strict=False))
-    if not ok:
-        raise ValueError(
-            f"mask must be broadcastable to [batch..., heads, q_len, kv_len] = {target}, got shape {tuple(mask.shape)}."
-        )
+    check_broadcastable_to(mask.shape, target, "mask", "[batch..., heads, q_len, kv_len] =")
     return jnp.asarray(mask)
 
 

@@ -10,7 +10,6 @@ with Performers", ICLR 2021 (feature redrawing, Sec. 4).
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 from flax import nnx
 
 from rfa._validation import check_choice, check_key, check_positive_int
@@ -20,6 +19,18 @@ from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 from rfa.random_features.projections import PROJECTION_KINDS, ROW_SCALINGS, sample_projection
 
 Array = jax.Array
+
+
+def _scalar_params(feature_params: dict | None) -> dict:
+    """Feature parameters held by a module are configuration: Python numbers only."""
+    params = dict(feature_params or {})
+    for name, value in params.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TypeError(
+                f"feature_params of make_attention_fn must be Python numbers, got {name}={value!r}; "
+                "per-head or data-dependent arrays go to rfa.kernelized_attention(feature_params=...) directly."
+            )
+    return params
 
 
 class RandomProjection(nnx.Variable):
@@ -54,7 +65,7 @@ class KernelizedAttention(nnx.Module):
         self.scaling = check_choice(scaling, "scaling", ROW_SCALINGS)
         self.renormalize = renormalize
         self.chunk_size = check_positive_int(chunk_size, "chunk_size")
-        self.feature_params = nnx.static(dict(feature_params or {}))
+        self.feature_params = nnx.static(_scalar_params(feature_params))
         if self.feature_map.needs_projection:
             if key is None:
                 raise ValueError(f"feature map {self.feature_map.name!r} needs a key to sample its projection.")
@@ -106,8 +117,6 @@ class KernelizedAttention(nnx.Module):
             raise ValueError(f"query head dim must be head_dim={self.head_dim}, got query.shape={tuple(query.shape)}.")
         if dtype is not None:
             query, key, value = (x.astype(dtype) for x in (query, key, value))
-        if mask is not None:
-            mask = mask.astype(jnp.bool_)
         return kernelized_attention(
             query,
             key,

@@ -4,22 +4,24 @@
 never formed (Choromanski et al., "Rethinking Attention with Performers", ICLR 2021, Sec. 2.2;
 Katharopoulos et al., "Transformers are RNNs", ICML 2020).
 
-Stabilizer. Each feature map returns ``φ = φ̃ · exp(s)`` with a bounded ``φ̃`` and one
-log-scale ``s`` per row (see :mod:`rfa.random_features.feature_maps`). Queries use ``φ̃``: their
-per-row factor cancels between numerator and normalizer. Keys use ``φ̃ · exp(s - R)`` with a
+Stabilizer. Each feature map is ``φ = base ⊙ exp(log)`` with a per-row log-scale
+``s = max log`` (see :mod:`rfa.random_features.feature_maps`). Queries use ``φ̃ = φ exp(-s)``:
+their per-row factor cancels between numerator and normalizer. Keys enter as ``φ exp(-R)`` with a
 reference ``R`` at least as large as every ``s`` they are combined with: the global key maximum
-(bidirectional), or a running maximum over chunks (causal), so a large future key never
-underflows the features of earlier ones. Both factors cancel exactly in normalized attention;
-with ``renormalize=False`` they are multiplied back, giving the estimate of ``exp(QKᵀ/√d) V``.
+(bidirectional), or per query the running maximum over the keys up to it (causal), so a large
+later key never underflows the features of earlier ones. Both factors cancel exactly in normalized
+attention; with ``renormalize=False`` they are multiplied back, giving ``φ(Q)(φ(K)ᵀV)`` itself,
+the estimate of ``exp(QKᵀ/√d) V`` for the softmax-kernel maps. ``LOWEST`` (not -inf) stands for
+"no key yet", so every exponent stays finite and <= 0.
 
-Masking. A key-padding mask is applied by setting ``s = -inf`` on padded keys, which zeroes
-their features in numerator and normalizer alike, so a padded batch equals the truncated
-sequences. An arbitrary dense mask cannot be applied to an implicit attention matrix and is
-rejected; causal masking is ``is_causal=True``.
+Masking. Padded keys (and their values) are zeroed and their log-scales set to -inf, which removes
+them from numerator and normalizer alike, so a padded batch equals the truncated sequences even if
+the padding holds inf or NaN. An arbitrary dense mask cannot be applied to an implicit attention
+matrix and is rejected; causal masking is ``is_causal=True``.
 
 Causal form (chunked, all dense matmuls; flash-linear-attention's scheme): with chunks of C
 tokens, ``O_c = φ̃(Q_c) S_{c-1} + (φ̃(Q_c) φ(K_c)ᵀ ⊙ tril) V_c`` and
-``S_c = S_{c-1} + φ(K_c)ᵀ V_c``, the prefix states computed by a parallel associative scan.
+``S_c = S_{c-1} + φ(K_c)ᵀ V_c``, the chunk states computed by a parallel associative scan.
 Autodiff stores one m×d state per chunk, not per token: memory grows linearly in L.
 """
 
@@ -35,9 +37,9 @@ from rfa.attention.common import (
     check_causal_lengths,
     check_mask,
     check_qkv,
-    renormalize,
     with_ones_column,
 )
+from rfa.attention.common import renormalize as divide_by_normalizer
 from rfa.random_features.feature_maps import FeatureMap, features_at, row_log_scale
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 
@@ -56,8 +58,9 @@ def key_padding(mask, q, k) -> Array | None:
         raise ValueError(
             "kernelized attention can only apply key-padding masks, broadcastable to "
             f"[batch..., heads, 1, kv_len]; got mask.shape={tuple(mask.shape)} with q_len axis "
-            f"{mask.shape[-2]}. Pass the key mask as key_valid[..., None, None, :] and use "
-            "is_causal=True for causal masking."
+            f"{mask.shape[-2]}. Pass the key mask as key_valid[..., None, None, :] (a padding mask "
+            "from nnx.make_attention_mask(q_valid, k_valid) reduces to mask.any(axis=-2, keepdims=True)) "
+            "and use is_causal=True for causal masking."
         )
     heads = mask.shape[-3] if mask.ndim >= 3 else 1
     return jnp.swapaxes(jnp.broadcast_to(mask, q.shape[:-3] + (heads, 1, k.shape[-3])), -1, -2)
@@ -77,8 +80,9 @@ def _masked_mean(x: Array, keep: Array | None) -> Array:
     """Mean over the length axis (-2) of head-major ``x [batch..., heads, length, n]``, counting kept rows."""
     if keep is None:
         return jnp.mean(x, axis=-2)
-    weight = jnp.broadcast_to(keep, x.shape[:-1] + (1,)).astype(x.dtype)
-    return jnp.sum(x * weight, axis=-2) / jnp.maximum(jnp.sum(weight, axis=-2), 1.0)
+    keep = jnp.broadcast_to(keep, x.shape[:-1] + (1,))
+    count = jnp.sum(keep.astype(x.dtype), axis=-2)
+    return jnp.sum(jnp.where(keep, x, 0.0), axis=-2) / jnp.maximum(count, 1.0)
 
 
 def oprf_statistic(q: Array, k: Array, keep: Array | None) -> Array:
@@ -86,9 +90,10 @@ def oprf_statistic(q: Array, k: Array, keep: Array | None) -> Array:
 
     Inputs are head-major ``[batch..., heads, length, d]``. Estimates ``|q + k|²`` over the
     attended pairs for OPRF's optimal A (Likhosherstov et al., NeurIPS 2022). Padded keys are
-    left out; in self-attention (q_len == kv_len) the padded positions are left out of the query
-    means too, so a padded batch gets the A of its truncated sequences. It is a statistic, like a
-    normalization's: no gradient flows through it.
+    left out. When q_len == kv_len the key mask is taken as the sequence's padding and left out of
+    the query means too, so a padded batch gets the A of its truncated sequences (in a
+    cross-attention of equal lengths this only moves A, a variance parameter: the estimate stays
+    unbiased). It is a statistic, like a normalization's: no gradient flows through it.
     """
     keep_q = keep if q.shape[-2] == k.shape[-2] else None
     mean_q = _masked_mean(q, keep_q)
@@ -121,24 +126,26 @@ def finish(num_aug: Array, log_reference: Array, s_q: Array, renormalize_output:
     """
     num, den = num_aug[..., :-1], num_aug[..., -1]
     if renormalize_output:
-        return renormalize(num, den)
+        return divide_by_normalizer(num, den)
     return num * jnp.exp(s_q + log_reference)[..., None]
 
 
-def _finite_or_zero(x: Array) -> Array:
-    return jnp.where(jnp.isfinite(x), x, 0.0)
+LOWEST = float(jnp.finfo(jnp.float32).min)  # the reference before any key: exp(LOWEST - s) = 0
+
+
+def _at_least_lowest(x: Array) -> Array:
+    return jnp.maximum(x, LOWEST)
 
 
 def _bidirectional(phi_q, keys, key_log_mask, v_aug, precision):
     """One global key reference ``R = max s(k)`` per batch and head; returns ``(num_aug, R)``.
 
     Head-major: ``phi_q [..., heads, q_len, F]``, ``keys = (base, log)`` of ``[..., heads, kv_len, ·]``,
-    ``key_log_mask [..., heads or 1, kv_len, 1]`` (0 keep, -inf drop) or None.
+    ``key_log_mask [..., heads or 1, kv_len, 1]``: 0 keep, -inf drop.
     """
     base_k, log_k = keys
-    s_k = row_log_scale(log_k) if key_log_mask is None else row_log_scale(log_k) + key_log_mask
-    ref = _finite_or_zero(jnp.max(s_k, axis=-2, keepdims=True))
-    phi_k = features_at(base_k, log_k, ref if key_log_mask is None else ref - key_log_mask)
+    ref = _at_least_lowest(jnp.max(row_log_scale(log_k) + key_log_mask, axis=-2, keepdims=True))
+    phi_k = features_at(base_k, log_k, ref - key_log_mask)
     kv = jnp.einsum("...kf,...kd->...fd", phi_k, v_aug, precision=precision)
     num_aug = jnp.einsum("...qf,...fd->...qd", phi_q, kv, precision=precision)
     return num_aug, ref[..., 0]
@@ -169,7 +176,8 @@ def _causal(phi_q, keys, key_log_mask, v_aug, chunk_size, precision):
     Arguments as in :func:`_bidirectional`. Every key j <= i enters query i's sums as
     ``φ(k_j) exp(-r_i)``: inside a chunk as ``φ̃(k_j) exp(s_j - r_i)`` through a masked C×C
     factor, from earlier chunks through the state, kept at the reference ``R_c`` of the chunk's
-    last token and rescaled by ``exp(R_{c-1} - r_i)``. No exponent is ever positive.
+    last token and rescaled by ``exp(R_{c-1} - r_i)``. No exponent is ever positive, padded
+    positions included (the running maximum carries through them).
     """
     base_k, log_k = keys
     length = phi_q.shape[-2]
@@ -182,11 +190,12 @@ def _causal(phi_q, keys, key_log_mask, v_aug, chunk_size, precision):
         return x.reshape(x.shape[:-2] + (num_chunks, chunk, x.shape[-1]))
 
     s_k = row_log_scale(log_k)
-    log_mask = jnp.zeros_like(s_k) if key_log_mask is None else jnp.broadcast_to(key_log_mask, s_k.shape)
-    ref = _finite_or_zero(jax.lax.cummax(s_k + log_mask, axis=s_k.ndim - 2))
     phi_k = features_at(base_k, log_k, s_k)
-    phi_q, phi_k, v_aug, s_k, ref = chunks(phi_q), chunks(phi_k), chunks(v_aug), chunks(s_k), chunks(ref)
-    log_mask = chunks(log_mask, -jnp.inf)  # padded keys are dropped; padded queries are discarded
+    log_mask = chunks(jnp.broadcast_to(key_log_mask, s_k.shape), -jnp.inf)  # padding is dropped too
+    phi_q, phi_k, v_aug, s_k = chunks(phi_q), chunks(phi_k), chunks(v_aug), chunks(s_k)
+    flat = log_mask.shape[:-3] + (num_chunks * chunk, 1)
+    running_max = jax.lax.cummax((s_k + log_mask).reshape(flat), axis=len(flat) - 2)
+    ref = _at_least_lowest(running_max).reshape(s_k.shape)
     chunk_ref = ref[..., -1:, :]  # R_c: the reference at the chunk's last token
 
     causal = jnp.tril(jnp.ones((chunk, chunk), jnp.bool_))
@@ -222,9 +231,10 @@ def kernelized_attention(
 ) -> Array:
     """Random-feature attention ``D̂⁻¹ φ(Q)(φ(K)ᵀV)`` in O(L·m·d) time and memory.
 
-    For maps that estimate ``exp(qᵀk/√d)`` (trig, positive, hyperbolic, gerf, oprf, relu and the
-    Gaussian maps) q and k are scaled by ``d^{-1/4}`` before the map. Computation runs in float32
-    and the output has ``q.dtype``.
+    For every map with ``temperature_scaled`` (all registered ones but elu) q and k are scaled by
+    ``d^{-1/4}`` before the map, so that the softmax-kernel maps (trig, positive, hyperbolic, gerf,
+    oprf) estimate ``exp(qᵀk/√d)``; the Gaussian maps then estimate ``exp(-|q-k|²/(2√d))`` and relu
+    is Performer's generalized attention. Computation runs in float32 and the output has ``q.dtype``.
 
     Args:
       q: ``[batch..., q_len, heads, d_k]``.
@@ -235,12 +245,15 @@ def kernelized_attention(
         ``None`` for deterministic maps (elu).
       mask: key-padding mask, boolean, broadcastable to ``[batch..., heads, 1, kv_len]``.
       is_causal: each query attends to keys at or before its position (q_len == kv_len).
-      renormalize: divide by the estimated normalizer ``D̂`` (attention); if False return the
-        estimate of ``exp(QKᵀ/√d) V`` itself.
+      renormalize: divide by the estimated normalizer ``D̂`` (attention); if False return
+        ``φ(Q)(φ(K)ᵀV)`` itself (for softmax-kernel maps, the estimate of ``exp(QKᵀ/√d) V``).
+        The normalizer is only guarded against exactly 0; with trig or Gaussian features it can be
+        near 0 or negative, and the output then blows up — the estimator's own behaviour.
       chunk_size: tokens per chunk of the causal form.
       feature_params: feature-map parameters, e.g. ``{"A": -0.1}`` for gerf; arrays broadcast
         against ``[batch..., heads, length]`` (e.g. one value per head: ``[heads, 1]``). For oprf,
-        ``phi_sq`` defaults to the statistic of q and k in bidirectional mode and is required in
+        ``phi_sq`` is ``|q + k|²`` of the temperature-scaled inputs (``d^{-1/2}|q + k|²``): it
+        defaults to :func:`oprf_statistic` of q and k in bidirectional mode and is required in
         causal mode.
       precision: ``jax.lax.Precision`` of the contractions.
 
@@ -262,11 +275,16 @@ def kernelized_attention(
     keep = key_padding(mask, q, k)
     # Head-major [batch..., heads, length, ·] inside: every contraction is a plain batched matmul.
     q32, k32 = (jnp.swapaxes(x, -3, -2) for x in temperature(fm, q, k))
+    v32 = jnp.swapaxes(v, -3, -2).astype(jnp.float32)
+    if keep is None:
+        key_log_mask = jnp.zeros(k32.shape[:-1] + (1,), jnp.float32)
+    else:
+        key_log_mask = jnp.where(keep, 0.0, -jnp.inf)
+        k32, v32 = jnp.where(keep, k32, 0.0), jnp.where(keep, v32, 0.0)  # padding may hold inf or NaN
     params = resolve_feature_params(fm, feature_params, q32, k32, keep, causal=is_causal)
     phi_q, s_q = fm.split(q32, projection, **params)
     keys = fm.terms(k32, projection, **params)
-    key_log_mask = None if keep is None else jnp.where(keep, 0.0, -jnp.inf)
-    v_aug = with_ones_column(jnp.swapaxes(v, -3, -2).astype(jnp.float32))
+    v_aug = with_ones_column(v32)
     if is_causal:
         num_aug, ref = _causal(phi_q, keys, key_log_mask, v_aug, chunk_size, precision)
     else:

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rfa._validation import check_floating, check_positive_int, check_rank
+from rfa._validation import check_broadcastable_to, check_floating, check_positive_int, check_rank
 from rfa.attention.common import with_ones_column
 from rfa.attention.kernelized import finish, resolve_feature_params, temperature
 from rfa.random_features.feature_maps import FeatureMap
@@ -77,12 +77,8 @@ def _check_token_mask(mask, shape) -> Array:
         raise TypeError(
             f"mask must be a boolean array (True = keep the token), got {getattr(mask, 'dtype', type(mask))}."
         )
-    try:
-        return jnp.broadcast_to(mask, shape)
-    except ValueError:
-        raise ValueError(
-            f"mask must be broadcastable to [batch..., heads] = {tuple(shape)}, got shape {tuple(mask.shape)}."
-        ) from None
+    check_broadcastable_to(mask.shape, shape, "mask", "[batch..., heads] =")
+    return jnp.broadcast_to(mask, shape)
 
 
 def step(

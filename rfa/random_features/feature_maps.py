@@ -2,12 +2,14 @@
 
 Every map is written as ``φ(x) = base(x) ⊙ exp(log(x))``: the exponential maps have no base
 and ``log`` holds their exponents, trig has ``base = [cos, sin]/√m`` and one ``log = |x|²/2`` per
-row, the deterministic maps have ``log = 0``. The caller picks the offset ``c`` subtracted from
-``log`` before exponentiating (:func:`features_at`), and that is the max-subtraction stabilizer:
-a per-row offset of the queries cancels in normalized attention and so does one common offset of
-all keys, so attention uses ``c = s(q) = max log(q)`` for queries and the keys' largest ``s`` for
-keys and never overflows; the estimators form ``φ̃(x)ᵀφ̃(y) · exp(s(x) + s(y))``, which is exact.
-Offsets never carry gradients: the features carry the whole derivative.
+row, the others (relu, elu and the Gaussian maps) have ``log = 0``. The caller picks the offset
+``c`` subtracted from ``log`` before exponentiating (:func:`features_at`), and that is the
+max-subtraction stabilizer: a per-row offset of the queries cancels in normalized attention and
+so does a common offset of the keys, so attention divides queries by ``exp(s(q))``,
+``s = max log``, and keys by ``exp`` of a reference at least as large as their ``s`` (see
+:mod:`rfa.attention.kernelized`) and never overflows; the estimators form
+``φ̃(x)ᵀφ̃(y) · exp(s(x) + s(y))``, which is exact. Offsets never carry gradients: the features
+carry the whole derivative.
 
 Maps (``W`` is ``[m, d]``, rows ``w_i``; see REFERENCES.md):
 
@@ -44,7 +46,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfa._validation import check_floating, check_rank, is_concrete
+from rfa._validation import check_floating, check_positive_int, check_rank, is_concrete
 
 Array = jax.Array
 _HIGHEST = jax.lax.Precision.HIGHEST
@@ -72,8 +74,7 @@ def optimal_gerf_parameter(phi_sq, dim: int) -> Array:
     if is_concrete(phi_sq) and np.any(np.asarray(phi_sq) < 0):
         raise ValueError(f"phi_sq must be >= 0 (it is |x + y|²), got min {np.min(np.asarray(phi_sq))}.")
     phi_sq = jnp.asarray(phi_sq, jnp.float32)
-    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-        raise ValueError(f"dim must be an int >= 1, got {dim!r}.")
+    dim = check_positive_int(dim, "dim")
     rho = phi_sq / dim
     return (1.0 - 2.0 * rho - jnp.sqrt((2.0 * rho + 1.0) ** 2 + 8.0 * rho)) / 16.0
 
@@ -174,7 +175,6 @@ class FeatureMap:
         deterministic maps.
       features_per_vector: features per row of W (2 for [cos, sin] and [exp, exp(-)]); 0 for maps
         without a projection, whose output has the input's dimension.
-      positive: whether every feature is >= 0 (so the attention normalizer is > 0).
       temperature_scaled: whether attention feeds it ``q d^{-1/4}`` and ``k d^{-1/4}`` so that
         ``φ(q)ᵀφ(k)`` estimates ``exp(qᵀk/√d)``.
       params: keyword parameters the map accepts.
@@ -185,7 +185,6 @@ class FeatureMap:
     terms_fn: Callable[..., tuple[Array | None, Array]]
     kernel: str | None
     features_per_vector: int
-    positive: bool
     temperature_scaled: bool
     params: tuple[str, ...] = ()
     required: tuple[str, ...] = ()
@@ -291,16 +290,22 @@ def registered_feature_maps() -> tuple[str, ...]:
 
 
 for _fm in (
-    FeatureMap("trig", _trig, "softmax", 2, positive=False, temperature_scaled=True),
-    FeatureMap("positive", _positive, "softmax", 1, positive=True, temperature_scaled=True),
-    FeatureMap("hyperbolic", _hyperbolic, "softmax", 2, positive=True, temperature_scaled=True),
-    FeatureMap("gerf", _gerf, "softmax", 1, True, True, params=("A",), required=("A",)),
-    FeatureMap("oprf", _oprf, "softmax", 1, True, True, params=("phi_sq",), required=("phi_sq",)),
-    FeatureMap("relu", _relu, None, 1, positive=True, temperature_scaled=True, params=("epsilon",)),
-    FeatureMap("elu", _elu, None, 0, positive=True, temperature_scaled=False),
-    FeatureMap("gaussian_trig", _gaussian_trig, "gaussian", 2, positive=False, temperature_scaled=True),
+    FeatureMap("trig", _trig, "softmax", 2, temperature_scaled=True),
+    FeatureMap("positive", _positive, "softmax", 1, temperature_scaled=True),
+    FeatureMap("hyperbolic", _hyperbolic, "softmax", 2, temperature_scaled=True),
+    FeatureMap("gerf", _gerf, "softmax", 1, temperature_scaled=True, params=("A",), required=("A",)),
+    FeatureMap("oprf", _oprf, "softmax", 1, temperature_scaled=True, params=("phi_sq",), required=("phi_sq",)),
+    FeatureMap("relu", _relu, None, 1, temperature_scaled=True, params=("epsilon",)),
+    FeatureMap("elu", _elu, None, 0, temperature_scaled=False),
+    FeatureMap("gaussian_trig", _gaussian_trig, "gaussian", 2, temperature_scaled=True),
     FeatureMap(
-        "gaussian_cosine", _gaussian_cosine, "gaussian", 1, False, True, params=("phases",), required=("phases",)
+        "gaussian_cosine",
+        _gaussian_cosine,
+        "gaussian",
+        1,
+        temperature_scaled=True,
+        params=("phases",),
+        required=("phases",),
     ),
 ):
     register_feature_map(_fm)

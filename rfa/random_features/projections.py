@@ -34,6 +34,11 @@ def _orthogonal_directions(key: jax.Array, num_rows: int, dim: int) -> jax.Array
     return rows[:num_rows]
 
 
+def _check_dtype(dtype):
+    if not jnp.issubdtype(dtype, jnp.floating):
+        raise TypeError(f"dtype must be a floating dtype, got {dtype}.")
+
+
 @functools.partial(jax.jit, static_argnames=("num_features", "dim", "kind", "scaling", "dtype"))
 def _sample(key, num_features, dim, kind, scaling, dtype):
     direction_key, norm_key = jax.random.split(key)
@@ -85,12 +90,11 @@ def sample_projection(
     dim = check_positive_int(dim, "dim")
     check_choice(kind, "kind", PROJECTION_KINDS)
     check_choice(scaling, "scaling", ROW_SCALINGS)
-    if not jnp.issubdtype(dtype, jnp.floating):
-        raise TypeError(f"dtype must be a floating dtype, got {dtype}.")
+    _check_dtype(dtype)
     return _sample(key, num_features, dim, kind, scaling, jnp.dtype(dtype))
 
 
-def sample_phases(key: jax.Array, num_features: int, dtype=jnp.float32) -> jax.Array:
+def sample_phases(key: jax.Array, num_features: int, *, dtype=jnp.float32) -> jax.Array:
     """Samples the phases ``b ~ U[0, 2π)`` of the random-phase cosine map, shape ``[num_features]``.
 
     Rahimi & Recht, "Random Features for Large-Scale Kernel Machines", NeurIPS 2007.
@@ -102,4 +106,5 @@ def sample_phases(key: jax.Array, num_features: int, dtype=jnp.float32) -> jax.A
     """
     check_key(key)
     num_features = check_positive_int(num_features, "num_features")
+    _check_dtype(dtype)
     return jax.random.uniform(key, (num_features,), jnp.float32, 0.0, 2 * jnp.pi).astype(dtype)

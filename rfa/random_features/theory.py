@@ -26,7 +26,8 @@ which is REFERENCES.md's one-block formula for m <= d and its 1/k law for m = k 
 is summed term by term (every term has the same sign, so nothing cancels).
 Performer Theorem 2 bounds it for m <= d: ``MSE_ort <= MSE_iid - 2(m-1)/(m(d+2)) (SM - Λ)²``.
 
-Everything is computed in the log domain, so ``log_mse`` stays finite where ``mse`` overflows.
+The MSEs are computed in the log domain, so ``log_mse`` stays finite where ``mse`` overflows
+(``orthogonal_mse_bound``, a difference, is computed in the linear domain).
 """
 
 from __future__ import annotations
@@ -104,6 +105,7 @@ def log_mse(
     *,
     orthogonal: bool = False,
     A=None,
+    phi_sq=None,
     num_terms: int = DEFAULT_NUM_TERMS,
 ) -> Array:
     """Natural log of the closed-form MSE of ``estimator`` at ``(x, y)`` with m random vectors.
@@ -114,7 +116,9 @@ def log_mse(
       y: ``[..., d]``; leading dims broadcast against those of ``x``.
       num_features: m, the number of random vectors.
       orthogonal: block-orthogonal vectors with chi norms (positive, gerf and oprf only).
-      A: the GERF parameter (< 1/8), required for gerf; oprf uses A*(|x+y|², d).
+      A: the GERF parameter (< 1/8), required for gerf.
+      phi_sq: for oprf, the statistic its A* is computed from (as the feature map's ``phi_sq``);
+        default ``|x + y|²`` of each pair, the optimum for that pair.
       num_terms: terms of the orthogonal series; accurate while ``|x+y|² << num_terms``.
 
     Returns:
@@ -134,6 +138,8 @@ def log_mse(
         )
     if (A is not None) != (estimator == "gerf"):
         raise TypeError(f"A is required for estimator 'gerf' and only for it; got estimator={estimator!r} and A={A!r}.")
+    if phi_sq is not None and estimator != "oprf":
+        raise TypeError(f"phi_sq is only accepted for estimator 'oprf', got estimator={estimator!r}.")
     x = x.astype(jnp.float32)
     y = y.astype(jnp.float32)
     dim = x.shape[-1]
@@ -153,7 +159,7 @@ def log_mse(
     if estimator == "gerf":
         A = _check_gerf_parameter(A)
     elif estimator == "oprf":
-        A = optimal_gerf_parameter(z_sq, dim)
+        A = optimal_gerf_parameter(z_sq if phi_sq is None else phi_sq, dim)
     else:
         A = jnp.zeros_like(z_sq)
     log_var = _log_gerf_variance(xy, z_sq, A, dim)
@@ -165,8 +171,10 @@ def log_mse(
     pairs = _within_block_pairs(num_features, dim)
     if pairs == 0:
         return log_var - log_m
-    log_cov_ratio = _log_orthogonal_gap(z_sq, dim, num_terms) - x_sq - y_sq - log_var
-    return log_var - log_m + jnp.log1p(-jnp.exp(log_cov_ratio + math.log(pairs) - log_m))
+    exact = jnp.isneginf(log_var)  # z = 0: every feature is constant, so is every covariance
+    log_cov_ratio = _log_orthogonal_gap(z_sq, dim, num_terms) - x_sq - y_sq - jnp.where(exact, 0.0, log_var)
+    log_orthogonal = log_var - log_m + jnp.log1p(-jnp.exp(log_cov_ratio + math.log(pairs) - log_m))
+    return jnp.where(exact, log_var, log_orthogonal)
 
 
 def mse(estimator: str, x: Array, y: Array, num_features: int, **kwargs) -> Array:

@@ -106,3 +106,14 @@ def test_features_needing_the_attention_matrix_are_refused(kwargs, message):
     mha = nnx.MultiHeadAttention(HEADS, FEATURES, attention_fn=fn, dropout_rate=0.1, decode=False, rngs=nnx.Rngs(0))
     with pytest.raises(ValueError, match=message):
         mha(X, **kwargs)
+
+
+def test_feature_params_are_scalars():
+    fn = rfa.make_attention_fn("gerf", 64, head_dim=HEAD_DIM, key=jax.random.key(0), feature_params={"A": -0.1})
+    q = normal(1, (B, L, HEADS, HEAD_DIM))
+    expected = rfa.kernelized_attention(
+        q, q, q, feature_map="gerf", projection=fn.projection[...], feature_params={"A": -0.1}
+    )
+    np.testing.assert_allclose(fn(q, q, q), expected, rtol=1e-6)
+    with pytest.raises(TypeError, match=r"feature_params.*Python numbers.*A="):
+        rfa.make_attention_fn("gerf", 64, head_dim=HEAD_DIM, key=jax.random.key(0), feature_params={"A": jnp.zeros(4)})

@@ -200,3 +200,31 @@ def _fwd_bwd_bytes(length, is_causal):
 def test_forward_backward_memory_is_linear_in_length(is_causal):
     small, large = _fwd_bwd_bytes(1024, is_causal), _fwd_bwd_bytes(8192, is_causal)
     assert large / small < 8 * 1.25, (small, large)  # 8x the tokens; quadratic would be 64x
+
+
+def test_large_key_in_a_padded_last_chunk_keeps_gradients_finite():
+    """L % chunk != 0: the padded tail carries the running maximum, so no exponent turns positive."""
+    k = K[:, :5] * 0.3
+    k[:, 3, :, 0] = 20.0  # s = |k|²/2 ≈ 100 for trig after the temperature
+    grad = jax.grad(lambda k: jnp.sum(attend(Q[:, :5], k, V[:, :5], "trig", is_causal=True, chunk_size=4)))(k)
+    assert bool(jnp.all(jnp.isfinite(grad)))
+
+
+def test_fully_masked_leading_chunk_with_small_keys_stays_finite():
+    """Left padding filling whole chunks: "no key yet" is the lowest float, not 0, so no decay overflows."""
+    keep = np.arange(L) >= 6
+    k = np.full_like(K, -12.0)
+    out = attend(Q, k, V, is_causal=True, chunk_size=2, mask=keep)
+    assert bool(jnp.all(jnp.isfinite(out)))
+    np.testing.assert_allclose(out[:, 6:], attend(Q[:, 6:], k[:, 6:], V[:, 6:], is_causal=True), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize(("name", "is_causal"), [("oprf", False), ("positive", True), ("trig", False)])
+def test_non_finite_padding_is_ignored(name, is_causal):
+    keep = np.arange(L) < 30
+    k, v = K.copy(), V.copy()
+    k[:, 35], v[:, 31] = np.inf, np.nan
+    params = {"phi_sq": 2.0} if name == "oprf" and is_causal else None
+    out = attend(Q, k, v, name, mask=keep, is_causal=is_causal, feature_params=params)
+    expected = attend(Q, K, V, name, mask=keep, is_causal=is_causal, feature_params=params)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)

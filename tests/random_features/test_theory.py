@@ -164,3 +164,17 @@ def test_theory_under_jit_vmap_grad(orthogonal):
     np.testing.assert_allclose(jax.vmap(fn)(x, y), fn(x, y), rtol=1e-5)
     grad = jax.grad(lambda x: jnp.sum(fn(x, y)))(x)
     assert bool(jnp.all(jnp.isfinite(grad)))
+
+
+def test_orthogonal_mse_is_zero_where_the_estimator_is_exact():
+    """y = -x: z = 0 makes every positive feature constant; the log-MSE is -inf, not NaN."""
+    x = PAIRS["generic"][0]
+    assert np.isneginf(float(rfa.theory.log_mse("positive", x, -x, 4, orthogonal=True)))
+
+
+def test_oprf_theory_accepts_the_attention_statistic():
+    x, y = PAIRS["generic"]
+    A = rfa.optimal_gerf_parameter(2.5, D)
+    np.testing.assert_allclose(
+        rfa.theory.log_mse("oprf", x, y, 8, phi_sq=2.5), rfa.theory.log_mse("gerf", x, y, 8, A=A), rtol=1e-6
+    )
