@@ -21,7 +21,7 @@ matrix and is rejected; causal masking is ``is_causal=True``.
 
 Causal form (chunked, all dense matmuls; flash-linear-attention's scheme): with chunks of C
 tokens, ``O_c = φ̃(Q_c) S_{c-1} + (φ̃(Q_c) φ(K_c)ᵀ ⊙ tril) V_c`` and
-``S_c = S_{c-1} + φ(K_c)ᵀ V_c``, the chunk states computed by a parallel associative scan.
+``S_c = S_{c-1} + φ(K_c)ᵀ V_c``, the states carried by a scan over chunks (not tokens).
 Autodiff stores one m×d state per chunk, not per token: memory grows linearly in L.
 """
 
@@ -154,20 +154,19 @@ def _bidirectional(phi_q, keys, key_log_mask, v_aug, precision):
 def _prefix_states(kv_chunks: Array, chunk_ref: Array) -> Array:
     """``S_c = Σ_{c'<c} exp(R_{c'} - R_{c-1}) KV_{c'}``, the state before chunk c at reference R_{c-1}.
 
-    ``kv_chunks [..., chunks, F, dv+1]``, ``chunk_ref [..., chunks]``. Chunk c maps the state by
-    ``S ↦ exp(R_{c-1} - R_c) S + KV_c``; affine maps compose associatively, so every prefix
-    state comes from one parallel scan over the chunk axis.
+    ``kv_chunks [..., chunks, F, dv+1]``, ``chunk_ref [..., chunks]``. A scan over chunks (not
+    tokens): each step emits the state, moves it to the chunk's reference and adds the chunk, all
+    on ``[F, dv+1]`` arrays; the heavy contractions stay outside, batched over every chunk.
     """
-    decay = jnp.exp(chunk_ref[..., :-1] - chunk_ref[..., 1:])
-    decay = jnp.concatenate([jnp.ones_like(chunk_ref[..., :1]), decay], axis=-1)[..., None, None]
 
-    def compose(first, second):
-        a1, b1 = first
-        a2, b2 = second
-        return a1 * a2, a2 * b1 + b2
+    def step(carry, chunk):
+        state, previous_ref = carry
+        kv, ref = chunk
+        return (state * jnp.exp(previous_ref - ref)[..., None, None] + kv, ref), state
 
-    _, inclusive = jax.lax.associative_scan(compose, (decay, kv_chunks), axis=kv_chunks.ndim - 3)
-    return jnp.concatenate([jnp.zeros_like(kv_chunks[..., :1, :, :]), inclusive[..., :-1, :, :]], axis=-3)
+    kv_first, ref_first = jnp.moveaxis(kv_chunks, -3, 0), jnp.moveaxis(chunk_ref, -1, 0)
+    _, states = jax.lax.scan(step, (jnp.zeros_like(kv_first[0]), ref_first[0]), (kv_first, ref_first))
+    return jnp.moveaxis(states, 0, -3)
 
 
 def _causal(phi_q, keys, key_log_mask, v_aug, chunk_size, precision):
