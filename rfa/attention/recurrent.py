@@ -133,6 +133,10 @@ def step(
         )
     fm = lookup_feature_map(feature_map)
     q32, k32 = temperature(fm, q, k)
+    v32 = v.astype(jnp.float32)
+    keep = None if mask is None else _check_token_mask(mask, q.shape[:-1])
+    if keep is not None:  # as in kernelized_attention: a left-out token may hold inf or NaN
+        k32, v32 = jnp.where(keep[..., None], k32, 0.0), jnp.where(keep[..., None], v32, 0.0)
     params = resolve_feature_params(fm, feature_params, q32, k32, None, causal=True)
     phi_q, s_q = fm.split(q32, projection, **params)
     phi_k, s_k = fm.split(k32, projection, **params)
@@ -141,14 +145,12 @@ def step(
             f"state has F = {state.kv.shape[-2]} features but feature map {fm.name!r} gives "
             f"{phi_k.shape[-1]}; build the state with num_outputs={phi_k.shape[-1]}."
         )
-    s_k = s_k[..., 0]
-    if mask is not None:
-        s_k = jnp.where(_check_token_mask(mask, s_k.shape), s_k, -jnp.inf)
+    s_k = s_k[..., 0] if keep is None else jnp.where(keep, s_k[..., 0], -jnp.inf)
 
     reference = jnp.maximum(state.log_reference, s_k)
     decay = jnp.exp(state.log_reference - reference)
     phi_k = phi_k * jnp.exp(s_k - reference)[..., None]
-    kv = decay[..., None, None] * state.kv + phi_k[..., :, None] * with_ones_column(v.astype(jnp.float32))[..., None, :]
+    kv = decay[..., None, None] * state.kv + phi_k[..., :, None] * with_ones_column(v32)[..., None, :]
     num_aug = jnp.einsum("...hf,...hfd->...hd", phi_q, kv, precision=precision)
     out = finish(num_aug, reference, s_q[..., 0], renormalize)
     return RecurrentState(kv, reference), out.astype(q.dtype)

@@ -79,3 +79,12 @@ def test_step_vmap_and_grad():
     np.testing.assert_allclose(jax.vmap(fn)(Q[:, 0], K[:, 0], V[:, 0]), decode("hyperbolic", Q, K, V)[:, 0], rtol=1e-5)
     grads = jax.grad(lambda q, k, v: jnp.sum(fn(q, k, v) ** 2), argnums=(0, 1, 2))(Q[0, 0], K[0, 0], V[0, 0])
     assert all(bool(jnp.all(jnp.isfinite(g))) for g in grads)
+
+
+def test_left_out_token_may_hold_non_finite_values():
+    keep = np.ones((B, L), bool)
+    keep[:, 3] = False
+    k, v = K.copy(), V.copy()
+    k[:, 3], v[:, 3] = np.inf, np.nan
+    out = decode("positive", Q, jnp.asarray(k), jnp.asarray(v), mask=jnp.asarray(keep))
+    np.testing.assert_allclose(out, decode("positive", Q, K, V, mask=jnp.asarray(keep)), rtol=1e-5, atol=1e-6)
