@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 reproduce: $(VENV)/.installed
-	$(PY) -m experiments.demo --workdir $(WORKDIR)/demo
+	$(PY) -m experiments.reproduce --workdir $(WORKDIR)/reproduce
 
 test: $(VENV)/.installed
 	$(PY) -m ruff check .

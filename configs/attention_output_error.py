@@ -1,0 +1,24 @@
+"""Performer Fig. 4: MSE of the kernelized attention output vs m, iid and orthogonal, three input scales.
+
+q, k ~ N(0, s²), v ~ N(0, 1), one head; the "mean of V" output is the baseline an estimator must beat.
+
+Run:
+  python -m experiments.mse --config configs/attention_output_error.py --workdir workdir/attention_output_error
+  python -m experiments.mse --config configs/attention_output_error.py:quick --workdir /tmp/attention
+"""
+
+from experiments.sweep import apply_variant, base_config
+
+
+def get_config(arg=None):
+    config = base_config("attention_error")
+    config.name = "attention_output_error"
+    config.estimators = ("trig", "positive", "hyperbolic", "oprf")  # softmax-kernel estimators
+    config.projections = ("iid", "orthogonal")  # both kinds at every m
+    config.num_features = (16, 32, 64, 128, 256)  # m
+    config.dim = 16  # d (head dimension)
+    config.length = 4096  # L
+    config.input_scales = (0.5, 1.0, 1.5)  # s
+    config.num_seeds = 15  # the paper's 15 seeds
+    quick = {"num_features": (16, 64), "length": 512, "input_scales": (0.5, 1.0), "num_seeds": 3}
+    return apply_variant(config, arg, {"full": {}, "quick": quick})

@@ -1,0 +1,301 @@
+"""Measurements of one cell group: kernel-estimator MSE (closed form + Monte Carlo) and attention error.
+
+Monte Carlo is jitted and vmapped over repetitions and sweep points. Repetition ``r`` of a group
+draws its projection from ``fold_in(key(group seed), r)``, so a cell's numbers depend on the seed
+and the cell only — not on the batch size, on the other cells or on an interrupted earlier run.
+Repetitions are processed in batches of at most ``config.batch_elements`` feature values, so memory
+stays bounded for any repetition count.
+
+Relative errors ``U = K̂/K - 1`` are accumulated (``K`` the exact kernel), which keeps the moments
+in float32 range on the device; ``MSE = K² E[U²]`` and its standard error are formed in float64.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from collections.abc import Iterator
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy.special import comb, logsumexp
+
+import rfa
+from experiments.sweep import Cell, group_seed
+
+Record = dict
+MOMENT_ESTIMATORS = ("trig", "positive", "hyperbolic", "gerf", "oprf", "gaussian_trig")
+
+
+def pair_vectors(cells: list[Cell], dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """``x = l e1`` and ``y = l (cos t e1 + sin t e2)`` for each cell's (norm l, angle t), ``[P, d]`` float32."""
+    x, y = np.zeros((2, len(cells), dim), np.float32)
+    for i, cell in enumerate(cells):
+        point = dict(cell.point)
+        length, angle = point["norm"], math.radians(point["angle"])
+        x[i, 0] = length
+        y[i, 0], y[i, 1] = length * math.cos(angle), length * math.sin(angle)
+    return x, y
+
+
+def _estimator_params(estimator: str, config) -> dict:
+    return {"A": config.gerf_parameter} if estimator == "gerf" else {}
+
+
+def _exact_kernel(estimator: str, x, y) -> np.ndarray:
+    kernel = rfa.softmax_kernel if rfa.feature_map(estimator).kernel == "softmax" else rfa.gaussian_kernel
+    return np.asarray(kernel(x, y), np.float64)
+
+
+def log_relative_moments(estimator: str, x: np.ndarray, y: np.ndarray, *, A: float = 0.0) -> np.ndarray:
+    """``log E[(Y/K)^k]``, k = 1..4, for the estimate ``Y`` of one random vector ``w ~ N(0, I)``; ``[..., 4]``.
+
+    With ``z = x + y``, ``Δ = x - y``, ``Λ = exp(-(|x|²+|y|²)/2)`` and the moment generating
+    function ``E exp(a|w|² + bᵀw) = (1-2a)^{-d/2} exp(|b|²/(2(1-2a)))``:
+
+    - gerf(A) (positive: A = 0; oprf: A*): ``E Y^k = (1-4A)^{kd/2} Λ^k (1-4kA)^{-d/2} exp(k²(1-4A)|z|²/(2(1-4kA)))``,
+      infinite for ``4kA >= 1``;
+    - hyperbolic: ``Y = Λ cosh(wᵀz)``, ``E Y^k = Λ^k 2^{-k} Σ_j C(k,j) exp((k-2j)²|z|²/2)``;
+    - trig: ``Y = Λ⁻¹ cos(wᵀΔ)``, ``E Y^k = Λ^{-k} 2^{-k} Σ_j C(k,j) exp(-(k-2j)²|Δ|²/2)``;
+      gaussian_trig is trig without the ``Λ⁻¹`` factor.
+
+    Likhosherstov et al., "Chefs' Random Tables", NeurIPS 2022 (the GERF moments).
+    """
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    dim = x.shape[-1]
+    x_sq, y_sq, xy = (x * x).sum(-1), (y * y).sum(-1), (x * y).sum(-1)
+    z_sq, delta_sq = x_sq + y_sq + 2 * xy, np.maximum(x_sq + y_sq - 2 * xy, 0.0)
+    log_lambda = -(x_sq + y_sq) / 2
+    k = np.arange(1.0, 5.0)
+    j = np.arange(5.0)
+    with np.errstate(divide="ignore"):
+        log_binomial = np.log(comb(k[:, None], j))  # [4, 5], -inf for j > k
+    shift_sq = (k[:, None] - 2 * j) ** 2  # [4, 5]
+    log_kernel = xy[..., None]
+    if estimator == "gaussian_trig":
+        log_kernel = -delta_sq[..., None] / 2
+    if estimator in ("trig", "gaussian_trig"):
+        log_sum = logsumexp(log_binomial - shift_sq * delta_sq[..., None, None] / 2, axis=-1)
+        scale = 0.0 if estimator == "gaussian_trig" else -log_lambda[..., None]
+        return k * (scale - math.log(2.0)) + log_sum - k * log_kernel
+    if estimator == "hyperbolic":
+        log_sum = logsumexp(log_binomial + shift_sq * z_sq[..., None, None] / 2, axis=-1)
+        return k * (log_lambda[..., None] - math.log(2.0)) + log_sum - k * log_kernel
+    if estimator == "oprf":
+        A = np.asarray(rfa.optimal_gerf_parameter(z_sq, dim), np.float64)[..., None]
+    elif estimator == "positive":
+        A = 0.0
+    elif estimator != "gerf":
+        raise ValueError(f"closed-form moments exist for {list(MOMENT_ESTIMATORS)}, not {estimator!r}.")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        one_minus = 1 - 4 * k * A
+        log_moment = (
+            k * dim / 2 * np.log1p(-4 * A)
+            + k * log_lambda[..., None]
+            - dim / 2 * np.log(one_minus)
+            + k**2 * (1 - 4 * A) * z_sq[..., None] / (2 * one_minus)
+        )
+    return np.where(one_minus > 0, log_moment - k * log_kernel, np.inf)
+
+
+def predicted_relative_error(estimator: str, x, y, num_features: int, repetitions: int, *, A: float = 0.0):
+    """Predicted relative standard error of the Monte Carlo MSE, ``sqrt(((κ - 3)/m + 2)/n)``, ``[...]``.
+
+    The squared error of a mean of m iid estimates has variance ``(E e⁴ - (E e²)²)`` with
+    ``E e⁴ = (μ₄ + 3(m-1)μ₂²)/m³``; relative to ``(E e²)² = μ₂²/m²`` this is ``(κ - 3)/m + 2``
+    with the kurtosis ``κ = μ₄/μ₂²`` of one vector's estimate. ``inf`` where the fourth moment is
+    infinite; 0 where the estimator is exact. For orthogonal vectors it is the iid prediction.
+    """
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        rho = np.exp(log_relative_moments(estimator, x, y, A=A))  # E U^k, U = Y/K, E U = 1
+        mu2 = rho[..., 1] - 1
+        mu4 = rho[..., 3] - 4 * rho[..., 2] + 6 * rho[..., 1] - 3
+        kurtosis = np.maximum(mu4 / mu2**2, 1.0)
+        error = np.sqrt(((kurtosis - 3) / num_features + 2) / repetitions)
+    return np.where(mu2 > 1e-12, np.where(np.isnan(error), np.inf, error), 0.0)
+
+
+@functools.partial(jax.jit, static_argnames=("estimator", "kind", "num_features", "params"))
+def _relative_error_moments(keys, valid, x, y, exact, *, estimator, kind, num_features, params):
+    """Over the valid repetitions: ``Σ U²``, ``max U²`` and ``Σ (U²/max U²)²`` per pair, ``U = K̂/K - 1``."""
+
+    fm = rfa.feature_map(estimator)
+    estimate = rfa.estimate_softmax_kernel if fm.kernel == "softmax" else rfa.estimate_gaussian_kernel
+
+    def squared_relative_error(key):
+        W = rfa.sample_projection(key, num_features, x.shape[-1], kind=kind)
+        extra = {}
+        if "phases" in fm.required:
+            extra["phases"] = rfa.sample_phases(jax.random.fold_in(key, 1), num_features)
+        return (estimate(x, y, W, estimator, **dict(params), **extra) / exact - 1.0) ** 2
+
+    sq = jnp.where(valid[:, None], jax.vmap(squared_relative_error)(keys), 0.0)  # [B, P]
+    peak = jnp.max(sq, axis=0)
+    safe_peak = jnp.where(peak > 0, peak, 1.0)
+    return jnp.sum(sq, axis=0), peak, jnp.sum((sq / safe_peak) ** 2, axis=0)
+
+
+def _theory(config, cell_group: list[Cell], x, y) -> dict[str, np.ndarray]:
+    estimator, kind, m = cell_group[0].group
+    params = _estimator_params(estimator, config)
+    orthogonal = kind == "orthogonal"
+    log_mse = bound = np.full(len(cell_group), np.nan)
+    if not orthogonal or estimator in rfa.theory.ORTHOGONAL_ESTIMATORS:
+        log_mse = np.asarray(rfa.theory.log_mse(estimator, x, y, m, orthogonal=orthogonal, **params), np.float64)
+    if orthogonal and estimator == "positive" and m <= config.dim:
+        bound = np.asarray(rfa.theory.orthogonal_mse_bound(x, y, m), np.float64)
+    return {"log_mse_theory": log_mse, "mse_theory": np.exp(log_mse), "mse_bound": bound}
+
+
+def measure_kernel_mse(config, cell_group: list[Cell]) -> Iterator[tuple[Cell, Record]]:
+    """Closed-form and Monte Carlo MSE of one (estimator, projection, m) group's cells."""
+    estimator, kind, m = cell_group[0].group
+    params = _estimator_params(estimator, config)
+    x, y = pair_vectors(cell_group, config.dim)
+    exact = _exact_kernel(estimator, x, y)
+    theory = _theory(config, cell_group, x, y)
+    n = config.repetitions
+    predicted = np.full(len(cell_group), np.nan)
+    if estimator in MOMENT_ESTIMATORS:
+        predicted = predicted_relative_error(estimator, x, y, m, n, **params)
+    skip = (predicted > config.max_relative_error) if config.max_relative_error > 0 else np.zeros(len(x), bool)
+    run = np.flatnonzero(~skip)
+    values_per_pair = 2 * rfa.feature_map(estimator).num_outputs(m, config.dim)  # φ(x) and φ(y)
+    points_per_chunk = max(1, config.batch_elements // values_per_pair)
+    base_key = jax.random.key(group_seed(config.seed, cell_group[0].group))
+    for start in range(0, len(run), points_per_chunk):
+        chunk = run[start : start + points_per_chunk]
+        began = time.perf_counter()
+        reps_per_batch = min(n, max(1, config.batch_elements // (len(chunk) * values_per_pair)))
+        total, fourth = np.zeros(len(chunk)), np.zeros(len(chunk))
+        for first in range(0, n, reps_per_batch):
+            reps = np.arange(first, first + reps_per_batch)
+            keys = jax.vmap(lambda r: jax.random.fold_in(base_key, r))(reps)
+            sums, peak, spread = _relative_error_moments(
+                keys,
+                jnp.asarray(reps < n),
+                x[chunk],
+                y[chunk],
+                exact[chunk].astype(np.float32),
+                estimator=estimator,
+                kind=kind,
+                num_features=m,
+                params=tuple(params.items()),
+            )
+            total += np.asarray(sums, np.float64)
+            fourth += np.asarray(peak, np.float64) ** 2 * np.asarray(spread, np.float64)
+        seconds = (time.perf_counter() - began) / len(chunk)
+        mean_sq = total / n
+        se = np.sqrt(np.maximum(fourth / n - mean_sq**2, 0.0) / (n - 1))
+        for i, index in enumerate(chunk):
+            yield (
+                cell_group[index],
+                _kernel_record(theory, exact, predicted, index)
+                | {
+                    "mse_monte_carlo": exact[index] ** 2 * mean_sq[i],
+                    "standard_error": exact[index] ** 2 * se[i],
+                    "repetitions": n,
+                    "feature_evaluations": n * values_per_pair,
+                    "seconds": seconds,
+                },
+            )
+    for index in np.flatnonzero(skip):
+        yield (
+            cell_group[index],
+            _kernel_record(theory, exact, predicted, index)
+            | {
+                "mse_monte_carlo": math.nan,
+                "standard_error": math.nan,
+                "repetitions": 0,
+                "feature_evaluations": 0,
+                "seconds": 0.0,
+            },
+        )
+
+
+def _kernel_record(theory, exact, predicted, index) -> Record:
+    return {
+        "kernel": float(exact[index]),
+        **{name: float(values[index]) for name, values in theory.items()},
+        "predicted_relative_error": float(predicted[index]),
+    }
+
+
+def attention_inputs(config, input_scale: float) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``q, k ~ N(0, s²)`` and ``v ~ N(0, 1)`` for every seed: ``[seeds, L, 1, d]`` each (one head)."""
+    key = jax.random.key(group_seed(config.seed, ("inputs", float(input_scale))))
+    shape = (config.num_seeds, config.length, 1, config.dim)
+    q_key, k_key, v_key = jax.random.split(key, 3)
+    return (
+        input_scale * jax.random.normal(q_key, shape),
+        input_scale * jax.random.normal(k_key, shape),
+        jax.random.normal(v_key, shape),
+    )
+
+
+@jax.jit
+def _exact_outputs(q, k, v):
+    """Exact attention of every seed, one at a time (each holds an L x L matrix)."""
+    return jax.lax.map(lambda qkv: rfa.softmax_attention(*qkv), (q, k, v))
+
+
+@functools.partial(jax.jit, static_argnames=("estimator", "kind", "num_features"))
+def _attention_errors(keys, q, k, v, exact, *, estimator, kind, num_features):
+    """Per seed: MSE of the kernelized output and of the "mean of V" output against exact attention."""
+
+    def one(key, q, k, v, exact):
+        W = rfa.sample_projection(key, num_features, q.shape[-1], kind=kind)
+        out = rfa.kernelized_attention(q, k, v, feature_map=estimator, projection=W)
+        baseline = jnp.broadcast_to(jnp.mean(v, axis=0), v.shape)
+        return jnp.mean((out - exact) ** 2), jnp.mean((baseline - exact) ** 2)
+
+    return jax.vmap(one)(keys, q, k, v, exact)
+
+
+class AttentionInputs:
+    """Inputs and exact outputs per input scale, made once per run and shared by every group."""
+
+    def __init__(self, config):
+        self.config = config
+        self._cache = {}
+
+    def __call__(self, input_scale: float):
+        if input_scale not in self._cache:
+            q, k, v = attention_inputs(self.config, input_scale)
+            self._cache[input_scale] = (q, k, v, _exact_outputs(q, k, v))
+        return self._cache[input_scale]
+
+
+def measure_attention_error(config, cell_group: list[Cell], inputs: AttentionInputs) -> Iterator[tuple[Cell, Record]]:
+    """Attention-output MSE over ``config.num_seeds`` seeds for one (estimator, projection, m) group."""
+    estimator, kind, m = cell_group[0].group
+    base_key = jax.random.key(group_seed(config.seed, cell_group[0].group))
+    keys = jax.vmap(lambda s: jax.random.fold_in(base_key, s))(jnp.arange(config.num_seeds))
+    values_per_seed = config.length * rfa.feature_map(estimator).num_outputs(m, config.dim) * 2
+    seeds_per_batch = min(config.num_seeds, max(1, config.batch_elements // values_per_seed))
+    for cell in cell_group:
+        began = time.perf_counter()
+        q, k, v, exact = inputs(dict(cell.point)["input_scale"])
+        errors, baselines = [], []
+        for first in range(0, config.num_seeds, seeds_per_batch):
+            # Pad the last batch with the first seeds so every batch has one shape (one compilation).
+            index = np.arange(first, first + seeds_per_batch) % config.num_seeds
+            error, baseline = _attention_errors(
+                keys[index], q[index], k[index], v[index], exact[index], estimator=estimator, kind=kind, num_features=m
+            )
+            keep = min(seeds_per_batch, config.num_seeds - first)
+            errors.append(np.asarray(error, np.float64)[:keep])
+            baselines.append(np.asarray(baseline, np.float64)[:keep])
+        errors, baselines = np.concatenate(errors), np.concatenate(baselines)
+        yield (
+            cell,
+            {
+                "mse": float(errors.mean()),
+                "standard_error": float(errors.std(ddof=1) / math.sqrt(len(errors))) if len(errors) > 1 else math.nan,
+                "mean_of_v_mse": float(baselines.mean()),
+                "seeds": len(errors),
+                "seconds": time.perf_counter() - began,
+            },
+        )

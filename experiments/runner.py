@@ -1,0 +1,102 @@
+"""Runs one MSE sweep from its config into a workdir: cells, tables, figures and report.
+
+``run(config, workdir)`` computes every cell of the sweep not already stored in the workdir (see
+``experiments.sweep.ResultStore``), then writes ``results.csv``/``results.json`` (every cell), the
+reproduction's PNG figures and ``report.md``. ``experiments.mse`` is its command line.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import itertools
+import json
+import os
+import time
+
+import ml_collections
+from tqdm.auto import tqdm
+
+from experiments import measure, reproductions, sweep
+
+
+@dataclasses.dataclass(frozen=True)
+class Outputs:
+    """What a run left in its workdir."""
+
+    report: str
+    results: str
+    figures: tuple[str, ...]
+    records: list[dict]
+
+
+def _write_tables(workdir: str, records: list[dict]) -> str:
+    columns = list(dict.fromkeys(key for record in records for key in record))
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(records)
+    path = os.path.join(workdir, "results.csv")
+    sweep.write_atomic(path, text.getvalue())
+    sweep.write_atomic(os.path.join(workdir, "results.json"), json.dumps(records, indent=1) + "\n")
+    return path
+
+
+def _run_summary(config, records: list[dict], seconds: float) -> str:
+    compute = sum(r["seconds"] for r in records)
+    lines = [
+        "## Run",
+        f"{len(records)} cells; compute time of the cells {compute:.1f} s (this invocation took {seconds:.1f} s, "
+        "including compilation and cells read back from an earlier run).",
+    ]
+    evaluations = sum(r.get("feature_evaluations", 0) for r in records)
+    if evaluations and compute > 0:
+        lines[-1] += f" Feature evaluations: {evaluations:.3g}, {evaluations / compute:.3g} per second of cell time."
+    config_text = "\n".join(f"    {line}" for line in json.dumps(json.loads(config.to_json()), indent=2).splitlines())
+    return "\n\n".join([*lines, "Config (also in `config.json`):", config_text])
+
+
+def run(config: ml_collections.ConfigDict, workdir: str, *, progress: bool = True) -> Outputs:
+    """Computes every cell of ``config``'s sweep not already in ``workdir``, then writes tables, figures, report.
+
+    Args:
+      config: a config from ``configs/`` (see ``experiments.sweep.base_config`` for the fields).
+      workdir: output directory; created if missing.
+      progress: show a progress bar over the cells.
+
+    Returns:
+      the paths written and the records of all cells.
+
+    Example:
+      >>> from configs import performer_fig2
+      >>> outputs = run(performer_fig2.get_config("quick"), "/tmp/fig2")
+      >>> print(outputs.report)
+      /tmp/fig2/report.md
+    """
+    sweep.check_config(config)
+    began = time.perf_counter()
+    store = sweep.ResultStore(workdir, config)
+    all_cells = sweep.cells(config)
+    pending = [cell for cell in all_cells if not store.done(cell)]
+    inputs = measure.AttentionInputs(config)
+    done = len(all_cells) - len(pending)
+    with tqdm(total=len(all_cells), initial=done, desc=config.name, disable=not progress) as bar:
+        for _, group in itertools.groupby(pending, key=lambda cell: cell.group):
+            group = list(group)
+            if config.experiment == "kernel_mse":
+                results = measure.measure_kernel_mse(config, group)
+            else:
+                results = measure.measure_attention_error(config, group, inputs)
+            for cell, record in results:
+                store.save(cell, record)
+                bar.update()
+    records = [store.load(cell) for cell in all_cells]
+    results_path = _write_tables(workdir, records)
+    sections = reproductions.analyze(config, records, workdir)
+    title = f"# {config.name}\n\nResults: `results.csv` (one row per cell); figures beside this report."
+    report = "\n\n".join([title, *sections, _run_summary(config, records, time.perf_counter() - began)]) + "\n"
+    report_path = os.path.join(workdir, "report.md")
+    sweep.write_atomic(report_path, report)
+    figures = tuple(sorted(os.path.join(workdir, f) for f in os.listdir(workdir) if f.endswith(".png")))
+    return Outputs(report_path, results_path, figures, records)

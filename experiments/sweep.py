@@ -1,0 +1,252 @@
+"""The sweep of an MSE experiment: its config schema and checks, its cells, and the workdir store.
+
+A config (``configs/<name>.py``) declares a sweep; :func:`cells` expands it into cells, one per
+point of the sweep (estimator x projection kind x m x geometry point, or x input scale for the
+attention experiment). :class:`ResultStore` keeps one JSON file per finished cell in
+``<workdir>/cells``, each written atomically, so a re-run skips what is done and a killed run
+loses no finished cell; it refuses a workdir that holds a different config.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import zlib
+
+import ml_collections
+
+import rfa
+
+EXPERIMENTS = ("kernel_mse", "attention_error")
+GEOMETRIES = ("norm_angle",)
+# Execution settings: they bound memory and never change a result, so a resumed run may change them.
+EXECUTION_FIELDS = ("batch_elements",)
+
+
+def base_config(experiment: str) -> ml_collections.ConfigDict:
+    """The fields every config of ``experiment`` sets; configs fill in the values."""
+    config = ml_collections.ConfigDict()
+    config.name = ""  # reproduction name: selects the figures and published values of the report
+    config.experiment = experiment  # "kernel_mse" (estimates of SM(x, y)) or "attention_error"
+    config.estimators = ()  # registered feature-map names estimating the kernel
+    config.projections = ("iid",)  # projection kinds: "iid" and/or "orthogonal"
+    config.num_features = ()  # the sweep over m, the number of random vectors
+    config.dim = 16  # d, the input dimension
+    config.seed = 0  # every random draw derives from this seed and the cell's parameters
+    config.batch_elements = 2**24  # largest number of feature values held in memory at once
+    if experiment == "kernel_mse":
+        config.repetitions = 1000  # independent projections per cell (Monte Carlo repetitions)
+        config.gerf_parameter = 0.0  # A of the "gerf" estimator (< 1/8)
+        config.max_relative_error = 0.0  # skip Monte Carlo where its predicted relative error exceeds this (0: never)
+        config.geometry = ml_collections.ConfigDict()
+        config.geometry.kind = "norm_angle"  # x = l e1, y = l (cos t e1 + sin t e2): |x| = |y| = l at angle t
+        config.geometry.norms = ()  # the lengths l
+        config.geometry.angles = ()  # the angles t in degrees
+    elif experiment == "attention_error":
+        config.length = 4096  # L, sequence length (queries = keys = values)
+        config.input_scales = ()  # s: entries of q and k are N(0, s²), v is N(0, 1)
+        config.num_seeds = 15  # independent inputs and projections per cell
+    else:
+        raise ValueError(f"experiment must be one of {list(EXPERIMENTS)}, got {experiment!r}.")
+    return config
+
+
+def apply_variant(config: ml_collections.ConfigDict, arg: str | None, variants: dict[str, dict]):
+    """Sets the fields (dotted names allowed) of the variant named by a config string's ``:arg``.
+
+    ``None`` or ``""`` selects ``"full"``; an unknown variant or field raises ``ValueError``.
+    """
+    name = arg or "full"
+    if name not in variants:
+        raise ValueError(f"unknown config variant {arg!r}; this config has {sorted(variants)}.")
+    for field, value in variants[name].items():
+        *parents, leaf = field.split(".")
+        node = config
+        for parent in parents:
+            node = node[parent]
+        if leaf not in node:
+            raise ValueError(f"variant {name!r} sets unknown config field {field!r}.")
+        node[leaf] = value
+    return config
+
+
+def _check_sequence(config, field, check_item, what):
+    values = tuple(config[field])
+    if not values:
+        raise ValueError(f"config.{field} is empty: the sweep needs at least one {what}.")
+    for value in values:
+        check_item(value, f"config.{field}")
+    return values
+
+
+def _check_estimator(name, field):
+    fm = rfa.feature_map(name) if name in rfa.registered_feature_maps() else None
+    if fm is None or fm.kernel is None:
+        unbiased = sorted(n for n in rfa.registered_feature_maps() if rfa.feature_map(n).kernel)
+        raise ValueError(f"{field} has unknown estimator {name!r}; known random-feature estimators: {unbiased}.")
+
+
+def _check_positive_int(value, field):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{field} must hold integers >= 1, got {value!r}.")
+
+
+def _check_positive(value, field):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"{field} must hold numbers > 0, got {value!r}.")
+
+
+def _check_number(value, field):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{field} must hold finite numbers, got {value!r}.")
+
+
+def check_config(config: ml_collections.ConfigDict) -> None:
+    """Raises ``ValueError`` naming the field of the first invalid setting of ``config``."""
+    if config.experiment not in EXPERIMENTS:
+        raise ValueError(f"config.experiment must be one of {list(EXPERIMENTS)}, got {config.experiment!r}.")
+    if not config.name:
+        raise ValueError("config.name is empty: name the reproduction (it names the report and figures).")
+    _check_sequence(config, "estimators", _check_estimator, "estimator")
+    _check_sequence(config, "projections", _check_projection, "projection kind")
+    _check_sequence(config, "num_features", _check_positive_int, "m")
+    for field in ("dim", "batch_elements"):
+        _check_positive_int(config[field], f"config.{field}")
+    if config.experiment == "kernel_mse":
+        _check_positive_int(config.repetitions, "config.repetitions")
+        if config.repetitions < 2:
+            raise ValueError(f"config.repetitions must be >= 2 for a standard error, got {config.repetitions}.")
+        if config.geometry.kind not in GEOMETRIES:
+            raise ValueError(f"config.geometry.kind must be one of {list(GEOMETRIES)}, got {config.geometry.kind!r}.")
+        _check_sequence(config.geometry, "norms", _check_positive, "norm")
+        _check_sequence(config.geometry, "angles", _check_number, "angle")
+        if "gerf" in config.estimators and not config.gerf_parameter < 1 / 8:
+            raise ValueError(f"config.gerf_parameter must be < 1/8, got {config.gerf_parameter}.")
+        if config.dim < 2:
+            raise ValueError(f"config.dim must be >= 2 to place two vectors at an angle, got {config.dim}.")
+    else:
+        for name in config.estimators:
+            if rfa.feature_map(name).kernel != "softmax":
+                raise ValueError(f"config.estimators: {name!r} does not estimate the softmax kernel of attention.")
+        _check_positive_int(config.length, "config.length")
+        _check_positive_int(config.num_seeds, "config.num_seeds")
+        _check_sequence(config, "input_scales", _check_positive, "input scale")
+
+
+def _check_projection(kind, field):
+    if kind not in rfa.random_features.projections.PROJECTION_KINDS:
+        raise ValueError(f"{field} has unknown projection kind {kind!r}; use 'iid' or 'orthogonal'.")
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One point of the sweep. ``point`` holds the geometry (norm, angle) or the input scale."""
+
+    estimator: str
+    projection: str
+    num_features: int
+    point: tuple[tuple[str, float], ...]
+
+    @property
+    def group(self) -> tuple[str, str, int]:
+        """Cells of one group share their random projections and are computed together."""
+        return self.estimator, self.projection, self.num_features
+
+    @property
+    def name(self) -> str:
+        point = "_".join(f"{key}{value:.10g}" for key, value in self.point)
+        return f"{self.estimator}_{self.projection}_m{self.num_features}_{point}"
+
+    def labels(self) -> dict:
+        return {"estimator": self.estimator, "projection": self.projection, "m": self.num_features, **dict(self.point)}
+
+
+def cells(config: ml_collections.ConfigDict) -> list[Cell]:
+    """All cells of the sweep, grouped by (estimator, projection, m)."""
+    if config.experiment == "kernel_mse":
+        geometry = config.geometry
+        points = [(("norm", float(n)), ("angle", float(a))) for n in geometry.norms for a in geometry.angles]
+    else:
+        points = [(("input_scale", float(s)),) for s in config.input_scales]
+    return [
+        Cell(estimator, projection, m, point)
+        for estimator in config.estimators
+        for projection in config.projections
+        for m in config.num_features
+        for point in points
+    ]
+
+
+def group_seed(seed: int, group: tuple) -> int:
+    """A stable 31-bit seed for a cell group (``hash`` is salted per process; crc32 is not)."""
+    return zlib.crc32(repr((seed, *group)).encode()) & 0x7FFFFFFF
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Writes ``text`` to ``path`` so that a reader (or a kill -9) never sees a partial file."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _flatten(tree: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def config_differences(old: dict, new: dict) -> list[str]:
+    """``field: old -> new`` for every result-changing field where two config dicts differ."""
+    old, new = _flatten(old), _flatten(new)
+    return [
+        f"{key}: {old.get(key, '<absent>')!r} -> {new.get(key, '<absent>')!r}"
+        for key in sorted(set(old) | set(new))
+        if key not in EXECUTION_FIELDS and old.get(key) != new.get(key)
+    ]
+
+
+class ResultStore:
+    """Finished cells of one workdir, one atomically written JSON file each.
+
+    Creating the store records the config in ``<workdir>/config.json``; a workdir that already
+    holds a config differing in any result-changing field raises ``ValueError`` listing the
+    differences, and nothing in it is touched.
+    """
+
+    def __init__(self, workdir: str, config: ml_collections.ConfigDict):
+        self.workdir = workdir
+        self.cell_dir = os.path.join(workdir, "cells")
+        config_path = os.path.join(workdir, "config.json")
+        config_dict = json.loads(config.to_json())
+        if os.path.exists(config_path):
+            with open(config_path) as f:
+                differences = config_differences(json.load(f), config_dict)
+            if differences:
+                raise ValueError(
+                    f"workdir {workdir!r} holds results of a different config; use another --workdir, or delete it "
+                    f"to start over. Differences (workdir -> this run): {'; '.join(differences)}."
+                )
+        os.makedirs(self.cell_dir, exist_ok=True)
+        write_atomic(config_path, json.dumps(config_dict, indent=2, sort_keys=True) + "\n")
+
+    def _path(self, cell: Cell) -> str:
+        return os.path.join(self.cell_dir, f"{cell.name}.json")
+
+    def done(self, cell: Cell) -> bool:
+        return os.path.exists(self._path(cell))
+
+    def save(self, cell: Cell, record: dict) -> None:
+        write_atomic(self._path(cell), json.dumps({**cell.labels(), **record}, allow_nan=True) + "\n")
+
+    def load(self, cell: Cell) -> dict:
+        with open(self._path(cell)) as f:
+            return json.load(f)
