@@ -72,8 +72,8 @@ def apply_variant(config: ml_collections.ConfigDict, arg: str | None, variants: 
     return config
 
 
-def _check_sequence(config, field, check_item, what):
-    values = tuple(config[field])
+def _check_sequence(values, field, check_item, what):
+    values = tuple(values)
     if not values:
         raise ValueError(f"config.{field} is empty: the sweep needs at least one {what}.")
     for value in values:
@@ -109,9 +109,9 @@ def check_config(config: ml_collections.ConfigDict) -> None:
         raise ValueError(f"config.experiment must be one of {list(EXPERIMENTS)}, got {config.experiment!r}.")
     if not config.name:
         raise ValueError("config.name is empty: name the reproduction (it names the report and figures).")
-    _check_sequence(config, "estimators", _check_estimator, "estimator")
-    _check_sequence(config, "projections", _check_projection, "projection kind")
-    _check_sequence(config, "num_features", _check_positive_int, "m")
+    _check_sequence(config.estimators, "estimators", _check_estimator, "estimator")
+    _check_sequence(config.projections, "projections", _check_projection, "projection kind")
+    _check_sequence(config.num_features, "num_features", _check_positive_int, "m")
     for field in ("dim", "batch_elements"):
         _check_positive_int(config[field], f"config.{field}")
     if config.experiment == "kernel_mse":
@@ -120,8 +120,8 @@ def check_config(config: ml_collections.ConfigDict) -> None:
             raise ValueError(f"config.repetitions must be >= 2 for a standard error, got {config.repetitions}.")
         if config.geometry.kind not in GEOMETRIES:
             raise ValueError(f"config.geometry.kind must be one of {list(GEOMETRIES)}, got {config.geometry.kind!r}.")
-        _check_sequence(config.geometry, "norms", _check_positive, "norm")
-        _check_sequence(config.geometry, "angles", _check_number, "angle")
+        _check_sequence(config.geometry.norms, "geometry.norms", _check_positive, "norm")
+        _check_sequence(config.geometry.angles, "geometry.angles", _check_number, "angle")
         if "gerf" in config.estimators and not config.gerf_parameter < 1 / 8:
             raise ValueError(f"config.gerf_parameter must be < 1/8, got {config.gerf_parameter}.")
         if config.dim < 2:
@@ -132,7 +132,7 @@ def check_config(config: ml_collections.ConfigDict) -> None:
                 raise ValueError(f"config.estimators: {name!r} does not estimate the softmax kernel of attention.")
         _check_positive_int(config.length, "config.length")
         _check_positive_int(config.num_seeds, "config.num_seeds")
-        _check_sequence(config, "input_scales", _check_positive, "input scale")
+        _check_sequence(config.input_scales, "input_scales", _check_positive, "input scale")
 
 
 def _check_projection(kind, field):
@@ -236,6 +236,9 @@ class ResultStore:
                     f"to start over. Differences (workdir -> this run): {'; '.join(differences)}."
                 )
         os.makedirs(self.cell_dir, exist_ok=True)
+        for name in os.listdir(self.cell_dir):
+            if ".tmp" in name:  # a cell being written when an earlier run was killed; it was never finished
+                os.remove(os.path.join(self.cell_dir, name))
         write_atomic(config_path, json.dumps(config_dict, indent=2, sort_keys=True) + "\n")
 
     def _path(self, cell: Cell) -> str:

@@ -1,0 +1,118 @@
+"""Config schema, sweep expansion, variants and the workdir store of the MSE runner."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from configs import attention_output_error, orthogonal_vs_iid, performer_fig2
+from experiments import sweep
+
+
+def test_cells_cover_the_sweep_once_grouped_by_projection_draws():
+    config = orthogonal_vs_iid.get_config("quick")
+    cells = sweep.cells(config)
+    points = len(config.geometry.norms) * len(config.geometry.angles)
+    assert len(cells) == len(config.estimators) * len(config.projections) * len(config.num_features) * points
+    assert len({cell.name for cell in cells}) == len(cells)
+    groups = [cell.group for cell in cells]
+    assert groups == sorted(groups, key=groups.index)  # each group is contiguous
+
+
+def test_full_fig2_sweep_has_the_published_grid():
+    config = performer_fig2.get_config()
+    assert len(config.geometry.angles) >= 40 and len(config.geometry.norms) >= 20
+    assert config.repetitions == 10_000 and config.num_features == (64,) and config.dim == 16
+    assert {90.0, 120.0, 150.0, 170.0} <= set(config.geometry.angles) and {1.0, 2.0} <= set(config.geometry.norms)
+
+
+def test_variants_set_fields_and_unknown_ones_are_errors():
+    assert performer_fig2.get_config("quick").repetitions < performer_fig2.get_config().repetitions
+    with pytest.raises(ValueError, match="unknown config variant 'quik'"):
+        performer_fig2.get_config("quik")
+    config = sweep.base_config("kernel_mse")
+    with pytest.raises(ValueError, match=re.escape("unknown config field 'geometry.radius'")):
+        sweep.apply_variant(config, "quick", {"quick": {"geometry.radius": 1.0}})
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"estimators": ("positive", "cosine")}, "unknown estimator 'cosine'"),
+        ({"estimators": ("elu",)}, "unknown estimator 'elu'"),
+        ({"estimators": ()}, "config.estimators is empty"),
+        ({"num_features": (0, 16)}, "config.num_features must hold integers >= 1, got 0"),
+        ({"num_features": ()}, "config.num_features is empty"),
+        ({"projections": ("gaussian",)}, "unknown projection kind 'gaussian'"),
+        ({"repetitions": 1}, "config.repetitions must be >= 2"),
+        ({"geometry.norms": ()}, "config.geometry.norms is empty"),
+        ({"geometry.norms": (1.0, -1.0)}, "config.geometry.norms must hold numbers > 0"),
+        ({"geometry.angles": (float("nan"),)}, "config.geometry.angles must hold finite numbers"),
+        ({"name": ""}, "config.name is empty"),
+        ({"estimators": ("gerf",), "gerf_parameter": 0.2}, "config.gerf_parameter must be < 1/8"),
+    ],
+)
+def test_bad_kernel_configs_name_the_field(overrides, message):
+    config = sweep.apply_variant(performer_fig2.get_config("quick"), "bad", {"bad": overrides})
+    with pytest.raises(ValueError, match=re.escape(message)):
+        sweep.check_config(config)
+
+
+def test_attention_configs_need_softmax_estimators_and_scales():
+    config = attention_output_error.get_config("quick")
+    config.estimators = ("gaussian_trig",)
+    with pytest.raises(ValueError, match="'gaussian_trig' does not estimate the softmax kernel"):
+        sweep.check_config(config)
+    config = attention_output_error.get_config("quick")
+    config.input_scales = ()
+    with pytest.raises(ValueError, match=re.escape("config.input_scales is empty")):
+        sweep.check_config(config)
+
+
+def _snapshot(directory):
+    files = {}
+    for root, _, names in os.walk(directory):
+        for name in names:
+            with open(os.path.join(root, name), "rb") as f:
+                files[os.path.relpath(f.name, directory)] = f.read()
+    return files
+
+
+def test_store_refuses_a_workdir_of_another_config_and_leaves_it_untouched(tmp_path):
+    config = performer_fig2.get_config("quick")
+    store = sweep.ResultStore(str(tmp_path), config)
+    cell = sweep.cells(config)[0]
+    store.save(cell, {"mse_monte_carlo": 1.0})
+    before = _snapshot(tmp_path)
+    other = performer_fig2.get_config("quick")
+    other.repetitions = 7
+    other.geometry.norms = (1.0,)
+    with pytest.raises(ValueError, match=r"different config.*geometry.norms: \[1.0, 2.0\] -> \[1.0\]; repetitions"):
+        sweep.ResultStore(str(tmp_path), other)
+    assert _snapshot(tmp_path) == before
+    resumed = performer_fig2.get_config("quick")
+    resumed.batch_elements = 1024  # an execution setting: results do not change, so resuming is allowed
+    assert sweep.ResultStore(str(tmp_path), resumed).load(cell) == {**cell.labels(), "mse_monte_carlo": 1.0}
+
+
+def test_write_atomic_replaces_whole_files(tmp_path):
+    path = str(tmp_path / "a.json")
+    sweep.write_atomic(path, json.dumps({"a": 1}))
+    sweep.write_atomic(path, json.dumps({"a": 2}))
+    with open(path) as f:
+        assert json.load(f) == {"a": 2}
+    assert os.listdir(tmp_path) == ["a.json"]
+
+
+def test_command_line_rejects_a_misspelt_override(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "experiments.mse", "--config=configs/performer_fig2.py:quick",
+         "--config.repetiton=5", f"--workdir={tmp_path}"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "repetiton" in result.stderr
+    assert not os.listdir(tmp_path)
