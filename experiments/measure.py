@@ -117,9 +117,13 @@ def predicted_relative_error(estimator: str, x, y, num_features: int, repetition
     return np.where(mu2 > 1e-12, np.where(np.isnan(error), np.inf, error), 0.0)
 
 
-@functools.partial(jax.jit, static_argnames=("estimator", "kind", "num_features", "params"))
-def _relative_error_moments(keys, valid, x, y, exact, *, estimator, kind, num_features, params):
-    """Over the valid repetitions: ``Σ U²``, ``max U²`` and ``Σ (U²/max U²)²`` per pair, ``U = K̂/K - 1``."""
+@functools.partial(jax.jit, static_argnames=("batch", "estimator", "kind", "num_features", "params"))
+def _relative_error_moments(key, first, end, x, y, exact, *, batch, estimator, kind, num_features, params):
+    """Over repetitions ``first .. min(first + batch, end) - 1``: ``Σ U²``, ``max U²`` and ``Σ (U²/max U²)²``
+    per pair, ``U = K̂/K - 1``; repetition r draws its projection from ``fold_in(key, r)``."""
+    reps = first + jnp.arange(batch)
+    keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, reps)
+    valid = reps < end
 
     fm = rfa.feature_map(estimator)
     estimate = rfa.estimate_softmax_kernel if fm.kernel == "softmax" else rfa.estimate_gaussian_kernel
@@ -171,14 +175,14 @@ def measure_kernel_mse(config, cell_group: list[Cell]) -> Iterator[tuple[Cell, R
         reps_per_batch = min(n, max(1, config.batch_elements // (len(chunk) * values_per_pair)))
         total, fourth = np.zeros(len(chunk)), np.zeros(len(chunk))
         for first in range(0, n, reps_per_batch):
-            reps = np.arange(first, first + reps_per_batch)
-            keys = jax.vmap(lambda r: jax.random.fold_in(base_key, r))(reps)
             sums, peak, spread = _relative_error_moments(
-                keys,
-                jnp.asarray(reps < n),
+                base_key,
+                first,
+                n,
                 x[chunk],
                 y[chunk],
                 exact[chunk].astype(np.float32),
+                batch=reps_per_batch,
                 estimator=estimator,
                 kind=kind,
                 num_features=m,

@@ -16,7 +16,7 @@ import os
 import time
 
 import ml_collections
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from experiments import measure, reproductions, sweep
 

@@ -35,7 +35,7 @@ def base_config(experiment: str) -> ml_collections.ConfigDict:
     config.num_features = ()  # the sweep over m, the number of random vectors
     config.dim = 16  # d, the input dimension
     config.seed = 0  # every random draw derives from this seed and the cell's parameters
-    config.batch_elements = 2**24  # largest number of feature values held in memory at once
+    config.batch_elements = 2**22  # largest number of feature values held in memory at once
     if experiment == "kernel_mse":
         config.repetitions = 1000  # independent projections per cell (Monte Carlo repetitions)
         config.gerf_parameter = 0.0  # A of the "gerf" estimator (< 1/8)
@@ -185,12 +185,14 @@ def group_seed(seed: int, group: tuple) -> int:
 
 
 def write_atomic(path: str, text: str) -> None:
-    """Writes ``text`` to ``path`` so that a reader (or a kill -9) never sees a partial file."""
+    """Writes ``text`` to ``path`` so that a reader (or a kill -9) never sees a partial file.
+
+    The rename is atomic; there is no fsync, so a power cut (not a killed process) may lose the
+    most recent files — they are then recomputed, never read half-written.
+    """
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w") as f:
         f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
