@@ -23,6 +23,7 @@ test: $(VENV)/.installed
 
 benchmark: $(VENV)/.installed
 	$(PY) -m experiments.benchmark_attention
+	$(PY) -m experiments.benchmark_mse
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check --fix .
