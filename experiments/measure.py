@@ -25,19 +25,26 @@ from scipy.special import comb, logsumexp
 import rfa
 from experiments.sweep import Cell, group_seed
 
-Record = dict
 MOMENT_ESTIMATORS = ("trig", "positive", "hyperbolic", "gerf", "oprf", "gaussian_trig")
 
 
-def pair_vectors(cells: list[Cell], dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """``x = l e1`` and ``y = l (cos t e1 + sin t e2)`` for each cell's (norm l, angle t), ``[P, d]`` float32."""
-    x, y = np.zeros((2, len(cells), dim), np.float32)
-    for i, cell in enumerate(cells):
-        point = dict(cell.point)
-        length, angle = point["norm"], math.radians(point["angle"])
-        x[i, 0] = length
-        y[i, 0], y[i, 1] = length * math.cos(angle), length * math.sin(angle)
+def pair_vectors(norms, angles, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """``x = l e1`` and ``y = l (cos t e1 + sin t e2)`` for norms l and angles t in degrees (broadcast).
+
+    Returns float32 ``x, y`` of shape ``[P, d]``: ``|x| = |y| = l`` at angle t, the geometry of
+    Performer's Fig. 2 and of every kernel sweep here.
+    """
+    norms, radians = np.broadcast_arrays(np.asarray(norms, np.float64), np.radians(np.asarray(angles, np.float64)))
+    x, y = np.zeros((2, norms.size, dim), np.float32)
+    x[:, 0] = norms.ravel()
+    y[:, 0], y[:, 1] = (norms * np.cos(radians)).ravel(), (norms * np.sin(radians)).ravel()
     return x, y
+
+
+def cell_vectors(cells: list[Cell], dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`pair_vectors` of each cell's (norm, angle)."""
+    points = [dict(cell.point) for cell in cells]
+    return pair_vectors([p["norm"] for p in points], [p["angle"] for p in points], dim)
 
 
 def _estimator_params(estimator: str, config) -> dict:
@@ -105,16 +112,23 @@ def predicted_relative_error(estimator: str, x, y, num_features: int, repetition
 
     The squared error of a mean of m iid estimates has variance ``(E e⁴ - (E e²)²)`` with
     ``E e⁴ = (μ₄ + 3(m-1)μ₂²)/m³``; relative to ``(E e²)² = μ₂²/m²`` this is ``(κ - 3)/m + 2``
-    with the kurtosis ``κ = μ₄/μ₂²`` of one vector's estimate. ``inf`` where the fourth moment is
-    infinite; 0 where the estimator is exact. For orthogonal vectors it is the iid prediction.
+    with the kurtosis ``κ = μ₄/μ₂²`` of one vector's estimate. The central moments of ``U = Y/K``
+    are formed from ``ρ_k - 1 = expm1(log E U^k)`` (``μ₄ = (ρ₄-1) - 4(ρ₃-1) + 6(ρ₂-1)``), which keeps
+    the digits that ``ρ_k`` themselves would lose; NaN (unknown) where the variance is so small that
+    μ₄ still drowns in rounding. ``inf`` where the fourth moment is infinite, 0 where the estimator
+    is exact. For orthogonal vectors it is the iid prediction.
     """
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        rho = np.exp(log_relative_moments(estimator, x, y, A=A))  # E U^k, U = Y/K, E U = 1
-        mu2 = rho[..., 1] - 1
-        mu4 = rho[..., 3] - 4 * rho[..., 2] + 6 * rho[..., 1] - 3
+        excess = np.expm1(log_relative_moments(estimator, x, y, A=A))  # ρ_k - 1, k = 1..4
+        mu2 = excess[..., 1]
+        terms = np.stack([excess[..., 3], -4 * excess[..., 2], 6 * excess[..., 1]], axis=-1)
+        mu4 = terms.sum(-1)
+        rounding = 64 * np.finfo(np.float64).eps * (1 + np.abs(terms).max(-1))  # errors of log E U^k ~ eps
         kurtosis = np.maximum(mu4 / mu2**2, 1.0)
         error = np.sqrt(((kurtosis - 3) / num_features + 2) / repetitions)
-    return np.where(mu2 > 1e-12, np.where(np.isnan(error), np.inf, error), 0.0)
+    error = np.where(np.isnan(error) | np.isinf(mu4), np.inf, error)
+    error = np.where(mu4 < 100 * rounding, np.nan, error)
+    return np.where(mu2 == 0, 0.0, error)
 
 
 @functools.partial(jax.jit, static_argnames=("batch", "estimator", "kind", "num_features", "params"))
@@ -153,11 +167,21 @@ def _theory(config, cell_group: list[Cell], x, y) -> dict[str, np.ndarray]:
     return {"log_mse_theory": log_mse, "mse_theory": np.exp(log_mse), "mse_bound": bound}
 
 
-def measure_kernel_mse(config, cell_group: list[Cell]) -> Iterator[tuple[Cell, Record]]:
-    """Closed-form and Monte Carlo MSE of one (estimator, projection, m) group's cells."""
+def _projection_size(kind: str, num_features: int, dim: int) -> int:
+    """Values drawn for one projection: orthogonal rows come from whole d x d Gaussian blocks."""
+    return (math.ceil(num_features / dim) * dim * dim if kind == "orthogonal" else 0) + 2 * num_features * dim
+
+
+def measure_kernel_mse(config, cell_group: list[Cell], done=lambda cell: False) -> Iterator[tuple[Cell, dict]]:
+    """Closed-form and Monte Carlo MSE of the cells of one (estimator, projection, m) group not ``done``.
+
+    Points are split into chunks from the whole group, so a resumed group computes every chunk
+    exactly as an uninterrupted run does (same shapes, same bits); chunks whose cells are all
+    done are skipped.
+    """
     estimator, kind, m = cell_group[0].group
     params = _estimator_params(estimator, config)
-    x, y = pair_vectors(cell_group, config.dim)
+    x, y = cell_vectors(cell_group, config.dim)
     exact = _exact_kernel(estimator, x, y)
     theory = _theory(config, cell_group, x, y)
     n = config.repetitions
@@ -171,8 +195,11 @@ def measure_kernel_mse(config, cell_group: list[Cell]) -> Iterator[tuple[Cell, R
     base_key = jax.random.key(group_seed(config.seed, cell_group[0].group))
     for start in range(0, len(run), points_per_chunk):
         chunk = run[start : start + points_per_chunk]
+        if all(done(cell_group[i]) for i in chunk):
+            continue
         began = time.perf_counter()
-        reps_per_batch = min(n, max(1, config.batch_elements // (len(chunk) * values_per_pair)))
+        per_repetition = len(chunk) * values_per_pair + _projection_size(kind, m, config.dim)
+        reps_per_batch = min(n, max(1, config.batch_elements // per_repetition))
         total, fourth = np.zeros(len(chunk)), np.zeros(len(chunk))
         for first in range(0, n, reps_per_batch):
             sums, peak, spread = _relative_error_moments(
@@ -194,6 +221,8 @@ def measure_kernel_mse(config, cell_group: list[Cell]) -> Iterator[tuple[Cell, R
         mean_sq = total / n
         se = np.sqrt(np.maximum(fourth / n - mean_sq**2, 0.0) / (n - 1))
         for i, index in enumerate(chunk):
+            if done(cell_group[index]):
+                continue
             yield (
                 cell_group[index],
                 _kernel_record(theory, exact, predicted, index)
@@ -206,6 +235,8 @@ def measure_kernel_mse(config, cell_group: list[Cell]) -> Iterator[tuple[Cell, R
                 },
             )
     for index in np.flatnonzero(skip):
+        if done(cell_group[index]):
+            continue
         yield (
             cell_group[index],
             _kernel_record(theory, exact, predicted, index)
@@ -219,7 +250,7 @@ def measure_kernel_mse(config, cell_group: list[Cell]) -> Iterator[tuple[Cell, R
         )
 
 
-def _kernel_record(theory, exact, predicted, index) -> Record:
+def _kernel_record(theory, exact, predicted, index) -> dict:
     return {
         "kernel": float(exact[index]),
         **{name: float(values[index]) for name, values in theory.items()},
@@ -272,7 +303,9 @@ class AttentionInputs:
         return self._cache[input_scale]
 
 
-def measure_attention_error(config, cell_group: list[Cell], inputs: AttentionInputs) -> Iterator[tuple[Cell, Record]]:
+def measure_attention_error(
+    config, cell_group: list[Cell], inputs: AttentionInputs, done=lambda cell: False
+) -> Iterator[tuple[Cell, dict]]:
     """Attention-output MSE over ``config.num_seeds`` seeds for one (estimator, projection, m) group."""
     estimator, kind, m = cell_group[0].group
     base_key = jax.random.key(group_seed(config.seed, cell_group[0].group))
@@ -280,6 +313,8 @@ def measure_attention_error(config, cell_group: list[Cell], inputs: AttentionInp
     values_per_seed = config.length * rfa.feature_map(estimator).num_outputs(m, config.dim) * 2
     seeds_per_batch = min(config.num_seeds, max(1, config.batch_elements // values_per_seed))
     for cell in cell_group:
+        if done(cell):
+            continue
         began = time.perf_counter()
         q, k, v, exact = inputs(dict(cell.point)["input_scale"])
         errors, baselines = [], []

@@ -18,6 +18,7 @@ from absl import app, flags
 from ml_collections import config_flags
 
 from experiments.runner import run
+from experiments.sweep import ConfigError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file, e.g. configs/performer_fig2.py:quick.")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Directory for the results (created; re-running resumes).")
@@ -30,7 +31,7 @@ def main(argv):
         raise app.UsageError("both --config and --workdir are required.")
     try:
         outputs = run(_CONFIG.value, _WORKDIR.value)
-    except ValueError as error:  # a bad config or a workdir of another config: the message says which
+    except ConfigError as error:  # a bad config or a workdir of another config: the message says which
         sys.exit(f"error: {error}")
     print(f"Report:  {outputs.report}\nResults: {outputs.results}")
     print("Figures: " + ", ".join(outputs.figures))

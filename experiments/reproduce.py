@@ -13,9 +13,9 @@ import os
 
 from absl import app, flags
 
-from experiments import runner, sweep
+from experiments import reproductions, runner, sweep
 
-REPRODUCTIONS = ("performer_lemma2", "performer_fig2", "orthogonal_vs_iid", "oprf_variance", "attention_output_error")
+REPRODUCTIONS = tuple(reproductions.ANALYSES)  # each has configs/<name>.py
 
 _WORKDIR = flags.DEFINE_string("workdir", "workdir/reproduce", "Parent directory of the reproductions' workdirs.")
 _VARIANT = flags.DEFINE_string("variant", "quick", "Config variant to run: 'quick' (minutes) or 'full'.")

@@ -78,16 +78,17 @@ def run(config: ml_collections.ConfigDict, workdir: str, *, progress: bool = Tru
     began = time.perf_counter()
     store = sweep.ResultStore(workdir, config)
     all_cells = sweep.cells(config)
-    pending = [cell for cell in all_cells if not store.done(cell)]
-    inputs = measure.AttentionInputs(config)
-    done = len(all_cells) - len(pending)
-    with tqdm(total=len(all_cells), initial=done, desc=config.name, disable=not progress) as bar:
-        for _, group in itertools.groupby(pending, key=lambda cell: cell.group):
+    pending = sum(not store.done(cell) for cell in all_cells)
+    inputs = measure.AttentionInputs(config) if config.experiment == "attention_error" else None
+    with tqdm(total=len(all_cells), initial=len(all_cells) - pending, desc=config.name, disable=not progress) as bar:
+        for _, group in itertools.groupby(all_cells, key=lambda cell: cell.group):
             group = list(group)
-            if config.experiment == "kernel_mse":
-                results = measure.measure_kernel_mse(config, group)
+            if all(store.done(cell) for cell in group):
+                continue
+            if inputs is None:
+                results = measure.measure_kernel_mse(config, group, store.done)
             else:
-                results = measure.measure_attention_error(config, group, inputs)
+                results = measure.measure_attention_error(config, group, inputs, store.done)
             for cell, record in results:
                 store.save(cell, record)
                 bar.update()

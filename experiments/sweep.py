@@ -20,7 +20,14 @@ import ml_collections
 import rfa
 
 EXPERIMENTS = ("kernel_mse", "attention_error")
+
+
+class ConfigError(ValueError):
+    """A config that cannot run, or a workdir that holds another config's results."""
+
+
 GEOMETRIES = ("norm_angle",)
+ATTENTION_ESTIMATORS = ("trig", "positive", "hyperbolic", "oprf")  # oprf takes A* from the inputs' statistics
 # Execution settings: they bound memory and never change a result, so a resumed run may change them.
 EXECUTION_FIELDS = ("batch_elements",)
 
@@ -49,7 +56,7 @@ def base_config(experiment: str) -> ml_collections.ConfigDict:
         config.input_scales = ()  # s: entries of q and k are N(0, s²), v is N(0, 1)
         config.num_seeds = 15  # independent inputs and projections per cell
     else:
-        raise ValueError(f"experiment must be one of {list(EXPERIMENTS)}, got {experiment!r}.")
+        raise ConfigError(f"experiment must be one of {list(EXPERIMENTS)}, got {experiment!r}.")
     return config
 
 
@@ -60,14 +67,14 @@ def apply_variant(config: ml_collections.ConfigDict, arg: str | None, variants: 
     """
     name = arg or "full"
     if name not in variants:
-        raise ValueError(f"unknown config variant {arg!r}; this config has {sorted(variants)}.")
+        raise ConfigError(f"unknown config variant {arg!r}; this config has {sorted(variants)}.")
     for field, value in variants[name].items():
         *parents, leaf = field.split(".")
         node = config
         for parent in parents:
             node = node[parent]
         if leaf not in node:
-            raise ValueError(f"variant {name!r} sets unknown config field {field!r}.")
+            raise ConfigError(f"variant {name!r} sets unknown config field {field!r}.")
         node[leaf] = value
     return config
 
@@ -75,9 +82,11 @@ def apply_variant(config: ml_collections.ConfigDict, arg: str | None, variants: 
 def _check_sequence(values, field, check_item, what):
     values = tuple(values)
     if not values:
-        raise ValueError(f"config.{field} is empty: the sweep needs at least one {what}.")
+        raise ConfigError(f"config.{field} is empty: the sweep needs at least one {what}.")
     for value in values:
         check_item(value, f"config.{field}")
+    if len(set(values)) != len(values):
+        raise ConfigError(f"config.{field} lists a value twice: {list(values)}.")
     return values
 
 
@@ -85,30 +94,30 @@ def _check_estimator(name, field):
     fm = rfa.feature_map(name) if name in rfa.registered_feature_maps() else None
     if fm is None or fm.kernel is None:
         unbiased = sorted(n for n in rfa.registered_feature_maps() if rfa.feature_map(n).kernel)
-        raise ValueError(f"{field} has unknown estimator {name!r}; known random-feature estimators: {unbiased}.")
+        raise ConfigError(f"{field} has unknown estimator {name!r}; known random-feature estimators: {unbiased}.")
 
 
 def _check_positive_int(value, field):
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{field} must hold integers >= 1, got {value!r}.")
+        raise ConfigError(f"{field} must hold integers >= 1, got {value!r}.")
 
 
 def _check_positive(value, field):
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"{field} must hold numbers > 0, got {value!r}.")
+        raise ConfigError(f"{field} must hold numbers > 0, got {value!r}.")
 
 
 def _check_number(value, field):
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{field} must hold finite numbers, got {value!r}.")
+        raise ConfigError(f"{field} must hold finite numbers, got {value!r}.")
 
 
 def check_config(config: ml_collections.ConfigDict) -> None:
-    """Raises ``ValueError`` naming the field of the first invalid setting of ``config``."""
+    """Raises ``ConfigError`` (a ``ValueError``) naming the field of the first invalid setting of ``config``."""
     if config.experiment not in EXPERIMENTS:
-        raise ValueError(f"config.experiment must be one of {list(EXPERIMENTS)}, got {config.experiment!r}.")
+        raise ConfigError(f"config.experiment must be one of {list(EXPERIMENTS)}, got {config.experiment!r}.")
     if not config.name:
-        raise ValueError("config.name is empty: name the reproduction (it names the report and figures).")
+        raise ConfigError("config.name is empty: name the reproduction (it names the report and figures).")
     _check_sequence(config.estimators, "estimators", _check_estimator, "estimator")
     _check_sequence(config.projections, "projections", _check_projection, "projection kind")
     _check_sequence(config.num_features, "num_features", _check_positive_int, "m")
@@ -117,19 +126,25 @@ def check_config(config: ml_collections.ConfigDict) -> None:
     if config.experiment == "kernel_mse":
         _check_positive_int(config.repetitions, "config.repetitions")
         if config.repetitions < 2:
-            raise ValueError(f"config.repetitions must be >= 2 for a standard error, got {config.repetitions}.")
+            raise ConfigError(f"config.repetitions must be >= 2 for a standard error, got {config.repetitions}.")
         if config.geometry.kind not in GEOMETRIES:
-            raise ValueError(f"config.geometry.kind must be one of {list(GEOMETRIES)}, got {config.geometry.kind!r}.")
+            raise ConfigError(f"config.geometry.kind must be one of {list(GEOMETRIES)}, got {config.geometry.kind!r}.")
         _check_sequence(config.geometry.norms, "geometry.norms", _check_positive, "norm")
         _check_sequence(config.geometry.angles, "geometry.angles", _check_number, "angle")
+        if not config.max_relative_error >= 0:
+            value = config.max_relative_error
+            raise ConfigError(f"config.max_relative_error must be >= 0 (0: never skip), got {value}.")
         if "gerf" in config.estimators and not config.gerf_parameter < 1 / 8:
-            raise ValueError(f"config.gerf_parameter must be < 1/8, got {config.gerf_parameter}.")
+            raise ConfigError(f"config.gerf_parameter must be < 1/8, got {config.gerf_parameter}.")
         if config.dim < 2:
-            raise ValueError(f"config.dim must be >= 2 to place two vectors at an angle, got {config.dim}.")
+            raise ConfigError(f"config.dim must be >= 2 to place two vectors at an angle, got {config.dim}.")
     else:
         for name in config.estimators:
-            if rfa.feature_map(name).kernel != "softmax":
-                raise ValueError(f"config.estimators: {name!r} does not estimate the softmax kernel of attention.")
+            if name not in ATTENTION_ESTIMATORS:
+                raise ConfigError(
+                    f"config.estimators: {name!r} is not an estimator of the softmax kernel that attention can use "
+                    f"without parameters; use {list(ATTENTION_ESTIMATORS)}."
+                )
         _check_positive_int(config.length, "config.length")
         _check_positive_int(config.num_seeds, "config.num_seeds")
         _check_sequence(config.input_scales, "input_scales", _check_positive, "input scale")
@@ -137,7 +152,7 @@ def check_config(config: ml_collections.ConfigDict) -> None:
 
 def _check_projection(kind, field):
     if kind not in rfa.random_features.projections.PROJECTION_KINDS:
-        raise ValueError(f"{field} has unknown projection kind {kind!r}; use 'iid' or 'orthogonal'.")
+        raise ConfigError(f"{field} has unknown projection kind {kind!r}; use 'iid' or 'orthogonal'.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,6 +211,16 @@ def write_atomic(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _flatten(tree: dict, prefix: str = "") -> dict:
     flat = {}
     for key, value in tree.items():
@@ -220,8 +245,8 @@ class ResultStore:
     """Finished cells of one workdir, one atomically written JSON file each.
 
     Creating the store records the config in ``<workdir>/config.json``; a workdir that already
-    holds a config differing in any result-changing field raises ``ValueError`` listing the
-    differences, and nothing in it is touched.
+    holds a config differing in any result-changing field raises ``ConfigError`` listing the
+    differences, and nothing in it is touched. One run per workdir at a time.
     """
 
     def __init__(self, workdir: str, config: ml_collections.ConfigDict):
@@ -233,14 +258,14 @@ class ResultStore:
             with open(config_path) as f:
                 differences = config_differences(json.load(f), config_dict)
             if differences:
-                raise ValueError(
+                raise ConfigError(
                     f"workdir {workdir!r} holds results of a different config; use another --workdir, or delete it "
                     f"to start over. Differences (workdir -> this run): {'; '.join(differences)}."
                 )
         os.makedirs(self.cell_dir, exist_ok=True)
         for name in os.listdir(self.cell_dir):
-            if ".tmp" in name:  # a cell being written when an earlier run was killed; it was never finished
-                os.remove(os.path.join(self.cell_dir, name))
+            if ".tmp" in name and not _process_alive(int(name.rsplit(".tmp", 1)[1])):
+                os.remove(os.path.join(self.cell_dir, name))  # a cell a killed run was writing: never finished
         write_atomic(config_path, json.dumps(config_dict, indent=2, sort_keys=True) + "\n")
 
     def _path(self, cell: Cell) -> str:

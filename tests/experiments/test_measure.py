@@ -17,7 +17,7 @@ MOMENT_CASES = [("trig", {}), ("positive", {}), ("hyperbolic", {}), ("oprf", {})
 
 def _pairs(dim=8, pairs=PAIRS):
     cells = [sweep.Cell("positive", "iid", 1, (("norm", n), ("angle", a))) for n, a in pairs]
-    return measure.pair_vectors(cells, dim)
+    return measure.cell_vectors(cells, dim)
 
 
 def test_pair_vectors_have_the_norms_and_angles():
@@ -125,3 +125,13 @@ def test_attention_error_falls_with_m_and_shares_inputs_across_estimators():
         assert records[estimator, 128]["seeds"] == 3
     baselines = {r["mean_of_v_mse"] for r in records.values()}
     assert len(baselines) == 1  # the same inputs for every estimator and m
+
+
+def test_predicted_error_stays_accurate_for_nearly_exact_estimates():
+    # |Δ| ≈ 0.002: the moments of trig features sit within 1e-6 of 1, where raw moments lose every digit.
+    x, y = measure.pair_vectors(0.1, 1.0, 16)
+    predicted = measure.predicted_relative_error("trig", x, y, 64, 10_000)[0]
+    assert np.isnan(predicted) or predicted < 0.02  # unknown, or the light tail it is (≈ 0.0148)
+    x, y = measure.pair_vectors(0.1, 30.0, 16)
+    kurtosis_free = math.sqrt(2 / 10_000)  # ((κ - 3)/m + 2)/n with κ near 3 for m = 64
+    assert measure.predicted_relative_error("positive", x, y, 64, 10_000)[0] == pytest.approx(kurtosis_free, rel=0.05)

@@ -71,15 +71,15 @@ def test_fig2_reproduces_the_published_ratios(reports):
     report = _report(reports["performer_fig2"])
     assert _column(report, "within 5%") == ["yes"] * 5
     agree, compared = _agreement(report)
-    assert agree == compared
+    assert agree == compared > 0
 
 
 def test_orthogonal_features_beat_iid_and_satisfy_theorem_2(reports):
     report = _report(reports["orthogonal_vs_iid"])
-    assert set(_column(report, "ort < iid")) == {"yes"}
+    assert set(_column(report, "ort ≤ iid")) == {"yes"}
     assert set(_column(report, "ort ≤ bound")) == {"yes", "—"} and "yes" in _column(report, "ort ≤ bound")
     agree, compared = _agreement(report)
-    assert agree == compared
+    assert agree == compared > 0
 
 
 def test_oprf_variance_matches_chefs_random_tables(reports):
@@ -104,18 +104,17 @@ def test_rerun_resumes_without_recomputing(tmp_path, monkeypatch):
     computed = []
     original = runner.measure.measure_kernel_mse
 
-    def counting(config, group):
-        for cell, record in original(config, group):
+    def counting(config, group, done):
+        for cell, record in original(config, group, done):
             computed.append(cell.name)
             yield cell, record
 
     monkeypatch.setattr(runner.measure, "measure_kernel_mse", counting)
     second = runner.run(config, str(tmp_path), progress=False)
     assert computed == ["trig_iid_m64_norm1_angle150"]
-    for old, new in zip(first.records, second.records, strict=True):
-        # The recomputed cell ran in a smaller vmapped batch of points: equal up to float32 rounding.
-        assert new == {**old, "seconds": new["seconds"], "mse_monte_carlo": pytest.approx(old["mse_monte_carlo"],
-                       rel=1e-5), "standard_error": pytest.approx(old["standard_error"], rel=1e-4)}  # fmt: skip
+    for record in first.records + second.records:
+        record.pop("seconds")
+    assert second.records == first.records  # the group's chunk is recomputed whole: the same bits  # fmt: skip
 
 
 def test_kill_9_loses_no_finished_cell_and_resuming_gives_the_uninterrupted_numbers(tmp_path):
@@ -161,3 +160,25 @@ def test_command_line_refuses_a_workdir_of_another_config(tmp_path):
     assert result.returncode == 1
     assert "holds results of a different config" in result.stderr and "geometry.norms" in result.stderr
     assert sorted(p.name for p in (tmp_path / "cells").iterdir()) == before
+
+
+def test_an_override_that_drops_what_the_published_comparison_needs_gets_the_generic_analysis(tmp_path):
+    config = performer_fig2.get_config("quick")
+    config.estimators, config.geometry.angles, config.repetitions = ("positive",), (90.0,), 100
+    report = _report(runner.run(config, str(tmp_path), progress=False))
+    assert "needs {'estimators': ['trig']}" in report and "## Closed form vs Monte Carlo" in report
+
+
+def test_benchmarks_write_json(tmp_path):
+    subprocess.run([sys.executable, "-m", "experiments.benchmark_attention", "--lengths=64,128", "--repeats=1",
+                    "--min_repeats=1", f"--output={tmp_path / 'attention.json'}", "--huge_pages=false"],
+                   cwd=REPO, check=True, capture_output=True)  # fmt: skip
+    attention = json.loads((tmp_path / "attention.json").read_text())
+    assert [r["length"] for r in attention["results"]] == [64, 128]
+    for result in attention["results"]:
+        for case in ("exact", "bidir", "causal"):
+            assert result["cases"][case]["median_ms"] > 0 and result["cases"][case]["memory"]["peak_bytes"] > 0
+    subprocess.run([sys.executable, "-m", "experiments.benchmark_mse", "--variant=quick",
+                    f"--output={tmp_path / 'mse.json'}"], cwd=REPO, check=True, capture_output=True)  # fmt: skip
+    mse = json.loads((tmp_path / "mse.json").read_text())
+    assert mse["feature_evaluations"] == 2000 * 14 * 2 * (128 + 64) and mse["feature_evaluations_per_second"] > 0

@@ -53,6 +53,8 @@ def test_variants_set_fields_and_unknown_ones_are_errors():
         ({"geometry.angles": (float("nan"),)}, "config.geometry.angles must hold finite numbers"),
         ({"name": ""}, "config.name is empty"),
         ({"estimators": ("gerf",), "gerf_parameter": 0.2}, "config.gerf_parameter must be < 1/8"),
+        ({"num_features": (16, 16)}, "config.num_features lists a value twice"),
+        ({"max_relative_error": -1.0}, "config.max_relative_error must be >= 0"),
     ],
 )
 def test_bad_kernel_configs_name_the_field(overrides, message):
@@ -64,7 +66,11 @@ def test_bad_kernel_configs_name_the_field(overrides, message):
 def test_attention_configs_need_softmax_estimators_and_scales():
     config = attention_output_error.get_config("quick")
     config.estimators = ("gaussian_trig",)
-    with pytest.raises(ValueError, match="'gaussian_trig' does not estimate the softmax kernel"):
+    with pytest.raises(ValueError, match="'gaussian_trig' is not an estimator of the softmax kernel"):
+        sweep.check_config(config)
+    config = attention_output_error.get_config("quick")
+    config.estimators = ("gerf",)
+    with pytest.raises(ValueError, match="'gerf' is not an estimator"):
         sweep.check_config(config)
     config = attention_output_error.get_config("quick")
     config.input_scales = ()
