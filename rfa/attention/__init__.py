@@ -8,15 +8,17 @@ from rfa.attention.flax_adapter import (
     make_attention_fn,
 )
 from rfa.attention.kernelized import kernelized_attention
-from rfa.attention.recurrent import RecurrentState, init_state, step
+from rfa.attention.recurrent import RecurrentState, attend, init_state, prefill, step
 
 __all__ = [
     "KernelizedAttention",
     "RandomProjection",
     "RecurrentState",
+    "attend",
     "init_state",
     "kernelized_attention",
     "make_attention_fn",
+    "prefill",
     "renormalize",
     "softmax_attention",
     "step",

@@ -132,25 +132,121 @@ def step(
             f"= {expected[:-2]} + (F, {v.shape[-1] + 1}) and {tuple(q.shape[:-1])}."
         )
     fm = lookup_feature_map(feature_map)
-    q32, k32 = temperature(fm, q, k)
-    v32 = v.astype(jnp.float32)
     keep = None if mask is None else _check_token_mask(mask, q.shape[:-1])
-    if keep is not None:  # as in kernelized_attention: a left-out token may hold inf or NaN
-        k32, v32 = jnp.where(keep[..., None], k32, 0.0), jnp.where(keep[..., None], v32, 0.0)
-    params = resolve_feature_params(fm, feature_params, q32, k32, None, causal=True)
-    phi_q, s_q = fm.split(q32, projection, **params)
-    phi_k, s_k = fm.split(k32, projection, **params)
+    phi_k, s_k, v32, params = _key_terms(fm, q, k, v, keep, projection, feature_params)
     if phi_k.shape[-1] != state.kv.shape[-2]:
         raise ValueError(
             f"state has F = {state.kv.shape[-2]} features but feature map {fm.name!r} gives "
             f"{phi_k.shape[-1]}; build the state with num_outputs={phi_k.shape[-1]}."
         )
-    s_k = s_k[..., 0] if keep is None else jnp.where(keep, s_k[..., 0], -jnp.inf)
-
     reference = jnp.maximum(state.log_reference, s_k)
     decay = jnp.exp(state.log_reference - reference)
     phi_k = phi_k * jnp.exp(s_k - reference)[..., None]
     kv = decay[..., None, None] * state.kv + phi_k[..., :, None] * with_ones_column(v32)[..., None, :]
-    num_aug = jnp.einsum("...hf,...hfd->...hd", phi_q, kv, precision=precision)
-    out = finish(num_aug, reference, s_q[..., 0], renormalize)
-    return RecurrentState(kv, reference), out.astype(q.dtype)
+    new_state = RecurrentState(kv, reference)
+    return new_state, _read(new_state, fm, q, projection, params, renormalize, precision)
+
+
+def _key_terms(fm: FeatureMap, q, k, v, keep, projection, feature_params):
+    """Stabilized key features ``φ̃(k)``, their log-scales (``-inf`` where left out), float32 values, params."""
+    q32, k32 = temperature(fm, q, k)
+    v32 = v.astype(jnp.float32)
+    if keep is not None:  # as in kernelized_attention: a left-out token may hold inf or NaN
+        k32, v32 = jnp.where(keep[..., None], k32, 0.0), jnp.where(keep[..., None], v32, 0.0)
+    params = resolve_feature_params(fm, feature_params, q32, k32, None, causal=True)
+    phi_k, s_k = fm.split(k32, projection, **params)
+    s_k = s_k[..., 0] if keep is None else jnp.where(keep, s_k[..., 0], -jnp.inf)
+    return phi_k, s_k, v32, params
+
+
+def _read(state: RecurrentState, fm: FeatureMap, q, projection, params, renormalize, precision) -> Array:
+    q32, _ = temperature(fm, q, q)
+    phi_q, s_q = fm.split(q32, projection, **params)
+    num_aug = jnp.einsum("...hf,...hfd->...hd", phi_q, state.kv, precision=precision)
+    return finish(num_aug, state.log_reference, s_q[..., 0], renormalize).astype(q.dtype)
+
+
+def prefill(
+    k: Array,
+    v: Array,
+    *,
+    feature_map: str | FeatureMap,
+    projection: Array | None,
+    mask: Array | None = None,
+    feature_params: dict | None = None,
+    precision=None,
+) -> RecurrentState:
+    """The state after a whole sequence of keys and values at once: ``Σ_j φ(k_j)[v_j, 1]ᵀ`` in O(L·F·d_v).
+
+    Use it for the encoder side of cross-attention (computed once, then read by :func:`attend`
+    at every decoding step) or to consume a prompt before :func:`step`.
+
+    Args:
+      k: ``[batch..., length, heads, d_k]``.
+      v: ``[batch..., length, heads, d_v]``.
+      feature_map, projection, feature_params, precision: as in :func:`step` (array parameters
+        broadcast against ``[batch..., length, heads]``).
+      mask: optional boolean broadcastable to ``[batch..., length, heads]``; False leaves a token out.
+
+    Returns:
+      A :class:`RecurrentState` with ``kv [batch..., heads, F, d_v + 1]``.
+
+    Example:
+      >>> W = rfa.sample_projection(jax.random.key(0), 64, 16)
+      >>> k = v = jnp.ones((2, 10, 4, 16))
+      >>> state = rfa.attention.prefill(k, v, feature_map="positive", projection=W)
+      >>> state.kv.shape
+      (2, 4, 64, 17)
+    """
+    k, v = _check_token(k, "k", "d_k"), _check_token(v, "v", "d_v")
+    check_rank(k, "k", min_ndim=3, layout="[batch..., length, heads, d_k]")
+    if k.shape[:-1] != v.shape[:-1]:
+        raise ValueError(
+            f"k and v must agree on [batch..., length, heads], got k {tuple(k.shape)} and v {tuple(v.shape)}."
+        )
+    fm = lookup_feature_map(feature_map)
+    keep = None if mask is None else _check_token_mask(mask, k.shape[:-1])
+    phi_k, s_k, v32, _ = _key_terms(fm, k, k, v, keep, projection, feature_params)
+    reference = jnp.max(s_k, axis=-2)  # [batch..., heads]
+    safe = jnp.where(jnp.isfinite(reference), reference, jnp.finfo(jnp.float32).min)
+    weights = jnp.exp(s_k - safe[..., None, :])[..., None] * phi_k  # [batch..., length, heads, F]
+    kv = jnp.einsum("...lhf,...lhd->...hfd", weights, with_ones_column(v32), precision=precision)
+    return RecurrentState(kv, safe)
+
+
+def attend(
+    state: RecurrentState,
+    q: Array,
+    *,
+    feature_map: str | FeatureMap,
+    projection: Array | None,
+    renormalize: bool = True,
+    feature_params: dict | None = None,
+    precision=None,
+) -> Array:
+    """Attends with query tokens to a state without changing it: ``φ(q)ᵀS / φ(q)ᵀz``.
+
+    Args:
+      state: from :func:`prefill` or :func:`step`, ``kv [batch..., heads, F, d_v + 1]``.
+      q: ``[batch..., heads, d_k]`` (one token per state).
+      feature_map, projection, renormalize, feature_params, precision: as in :func:`step`.
+
+    Returns:
+      ``[batch..., heads, d_v]`` in ``q.dtype``.
+
+    Example:
+      >>> W = rfa.sample_projection(jax.random.key(0), 64, 16)
+      >>> state = rfa.attention.prefill(jnp.ones((2, 10, 4, 16)), jnp.ones((2, 10, 4, 16)),
+      ...                               feature_map="positive", projection=W)
+      >>> rfa.attention.attend(state, jnp.ones((2, 4, 16)), feature_map="positive", projection=W).shape
+      (2, 4, 16)
+    """
+    q = _check_token(q, "q", "d_k")
+    if state.kv.shape[:-2] != q.shape[:-1]:
+        raise ValueError(
+            f"state.kv {tuple(state.kv.shape)} does not match q {tuple(q.shape)}: expected "
+            "[batch..., heads, F, d_v + 1] with the batch and heads of q."
+        )
+    fm = lookup_feature_map(feature_map)
+    params = resolve_feature_params(fm, feature_params, q, q, None, causal=True)
+    return _read(state, fm, q, projection, params, renormalize, precision)

@@ -88,3 +88,25 @@ def test_left_out_token_may_hold_non_finite_values():
     k[:, 3], v[:, 3] = np.inf, np.nan
     out = decode("positive", Q, jnp.asarray(k), jnp.asarray(v), mask=jnp.asarray(keep))
     np.testing.assert_allclose(out, decode("positive", Q, K, V, mask=jnp.asarray(keep)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["trig", "positive", "oprf", "elu"])
+def test_prefill_and_attend_equal_bidirectional_cross_attention(name):
+    mask = jnp.arange(L)[None, :] < jnp.array([L, L - 7])[:, None]  # [B, L] key padding
+    expected = rfa.kernelized_attention(Q[:, :5], K, V, mask=mask[:, None, None, :], **options(name))
+    state = jax.jit(lambda k, v, keep: rfa.attention.prefill(k, v, mask=keep, **options(name)))(K, V, mask[..., None])
+    read = jax.jit(jax.vmap(lambda q: rfa.attention.attend(state, q, **options(name)), in_axes=1, out_axes=1))
+    np.testing.assert_allclose(read(Q[:, :5]), expected, rtol=2e-4, atol=2e-5)
+
+
+def test_prefill_then_step_continues_the_causal_form():
+    name, split = "positive", 9
+    causal = rfa.kernelized_attention(Q, K, V, is_causal=True, **options(name))
+    state = rfa.attention.prefill(K[:, :split], V[:, :split], **options(name))
+    outs = []
+    for t in range(split, L):
+        state, out = step(state, Q[:, t], K[:, t], V[:, t], **options(name))
+        outs.append(out)
+    np.testing.assert_allclose(jnp.stack(outs, 1), causal[:, split:], rtol=2e-4, atol=2e-5)
+    np.testing.assert_allclose(rfa.attention.attend(state, Q[:, -1], **options(name)), causal[:, -1], rtol=2e-4,
+                               atol=2e-5)  # fmt: skip

@@ -1,0 +1,19 @@
+"""Flax NNX Transformers with the attention of each site chosen by config (exact or kernelized)."""
+
+from rfa.models import decoding
+from rfa.models.attention import MultiHeadAttention
+from rfa.models.config import PRESETS, AttentionConfig, TransformerConfig, preset
+from rfa.models.transformer import Decoder, Encoder, EncoderDecoder, redraw_projections
+
+__all__ = [
+    "PRESETS",
+    "AttentionConfig",
+    "Decoder",
+    "Encoder",
+    "EncoderDecoder",
+    "MultiHeadAttention",
+    "TransformerConfig",
+    "decoding",
+    "preset",
+    "redraw_projections",
+]

@@ -1,0 +1,163 @@
+"""Multi-head attention of the models: exact softmax or kernelized, with decoding caches.
+
+The q/k/v/output projections are ``nnx.LinearGeneral`` layers; the attention between them is
+chosen by an :class:`~rfa.models.config.AttentionConfig`. For decoding, self-attention keeps a
+cache — the keys and values so far for exact attention, the recurrent state ``(S, z)`` for
+kernelized attention, so each token costs the same at any position — and cross-attention
+prepares the encoder side once (:meth:`MultiHeadAttention.prepare_memory`).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from rfa.attention.flax_adapter import RandomProjection
+from rfa.attention.kernelized import kernelized_attention
+from rfa.attention.recurrent import RecurrentState, attend, init_state, prefill, step
+from rfa.models.config import AttentionConfig, TransformerConfig
+from rfa.models.positional import RelativeBias, rotate
+from rfa.random_features.feature_maps import feature_map as lookup_feature_map
+from rfa.random_features.projections import sample_projection
+
+Array = jax.Array
+
+
+class MultiHeadAttention(nnx.Module):
+    """Self- or cross-attention ``[batch, q_len, d_model] -> [batch, q_len, d_model]``.
+
+    Args:
+      config: the model config (widths, positional encoding, dtype).
+      attention: this site's attention.
+      causal: each query sees keys at or before its position (decoder self-attention).
+      cross: keys and values come from a separate memory (encoder output).
+      rngs: ``params`` initializes the weights; ``projection`` (falling back to ``params``) draws W.
+    """
+
+    def __init__(
+        self, config: TransformerConfig, attention: AttentionConfig, *, causal: bool, cross: bool, rngs: nnx.Rngs
+    ):
+        d, h, dh = config.d_model, config.num_heads, config.head_dim
+        dtype = jnp.dtype(config.dtype)
+        self.query = nnx.LinearGeneral(d, (h, dh), dtype=dtype, rngs=rngs)
+        self.key = nnx.LinearGeneral(d, (h, dh), dtype=dtype, rngs=rngs)
+        self.value = nnx.LinearGeneral(d, (h, dh), dtype=dtype, rngs=rngs)
+        self.out = nnx.LinearGeneral((h, dh), d, axis=(-2, -1), dtype=dtype, rngs=rngs)
+        self.attention, self.causal, self.cross = attention, causal, cross
+        self.num_heads, self.head_dim = h, dh
+        self.rotary = config.positional == "rotary"
+        relative = config.positional == "relative" and not cross
+        self.relative = (
+            RelativeBias(h, num_buckets=config.relative_buckets, max_distance=config.relative_max_distance,
+                         bidirectional=not causal, rngs=rngs)
+            if relative
+            else None
+        )  # fmt: skip
+        self.feature_map = lookup_feature_map(attention.kind) if attention.kernelized else None
+        sampled = self.feature_map is not None and self.feature_map.needs_projection
+        key = (rngs.projection() if "projection" in rngs else rngs.params()) if sampled else None
+        self.projection = RandomProjection(self._sample(key)) if sampled else None
+
+    def _sample(self, key: Array) -> Array:
+        a = self.attention
+        return sample_projection(key, a.num_features, self.head_dim, kind=a.projection, scaling=a.scaling)
+
+    def redraw(self, key: Array) -> None:
+        """Replaces the random projection (kernelized sites) by a fresh draw from ``key``."""
+        if self.projection is not None:
+            self.projection[...] = self._sample(key)
+
+    def _kernel_options(self) -> dict:
+        projection = None if self.projection is None else self.projection[...]
+        return dict(feature_map=self.feature_map, projection=projection, feature_params=self.attention.params or None)
+
+    def _queries_keys(self, x, memory, q_positions, k_positions):
+        q, k, v = self.query(x), self.key(memory), self.value(memory)
+        if self.rotary:
+            q, k = rotate(q, q_positions), rotate(k, k_positions)
+        return q, k, v
+
+    def __call__(self, x: Array, memory: Array | None = None, *, key_mask: Array, q_positions: Array,
+                 k_positions: Array) -> Array:  # fmt: skip
+        """Attention over a whole sequence (training, teacher forcing, encoding).
+
+        Args:
+          x: ``[batch, q_len, d_model]`` queries' inputs.
+          memory: ``[batch, kv_len, d_model]`` for cross-attention; None for self-attention.
+          key_mask: ``[batch, kv_len]`` boolean, False for padding keys.
+          q_positions, k_positions: ``[batch, q_len]`` and ``[batch, kv_len]`` integer positions.
+        """
+        q, k, v = self._queries_keys(x, x if memory is None else memory, q_positions, k_positions)
+        if self.feature_map is not None:
+            out = kernelized_attention(
+                q, k, v, mask=key_mask[:, None, None, :], is_causal=self.causal,
+                chunk_size=self.attention.chunk_size, **self._kernel_options()
+            )  # fmt: skip
+        else:
+            mask = key_mask[:, None, None, :]
+            if self.causal:
+                mask = mask & (k_positions[:, None, None, :] <= q_positions[:, None, :, None])
+            bias = None if self.relative is None else self.relative(q_positions, k_positions)
+            out = jax.nn.dot_product_attention(q, k, v, bias=bias, mask=mask)
+        return self.out(out)
+
+    # Decoding.
+
+    def init_cache(self, batch: int, max_length: int):
+        """The empty self-attention cache: keys/values (exact) or the recurrent state (kernelized)."""
+        if self.feature_map is not None:
+            features = self.feature_map.num_outputs(self.attention.num_features, self.head_dim)
+            return init_state((batch,), self.num_heads, features, self.head_dim)
+        shape = (batch, max_length, self.num_heads, self.head_dim)
+        return {"k": jnp.zeros(shape, jnp.float32), "v": jnp.zeros(shape, jnp.float32),
+                "mask": jnp.zeros((batch, max_length), jnp.bool_)}  # fmt: skip
+
+    def decode_step(self, x: Array, cache, position: Array, keep: Array):
+        """One token of causal self-attention: ``x [batch, d_model]`` at ``position`` -> ``(y, cache)``.
+
+        ``keep [batch]`` is False for a padding token (its key and value are left out).
+        """
+        positions = jnp.broadcast_to(position, x.shape[:1])[:, None]
+        q, k, v = (t[:, 0] for t in self._queries_keys(x[:, None], x[:, None], positions, positions))
+        if self.feature_map is not None:
+            cache, out = step(cache, q, k, v, mask=keep[:, None], **self._kernel_options())
+            return self.out(out), cache
+        cache = {
+            "k": cache["k"].at[:, position].set(k.astype(jnp.float32)),
+            "v": cache["v"].at[:, position].set(v.astype(jnp.float32)),
+            "mask": cache["mask"].at[:, position].set(keep),
+        }
+        key_positions = jnp.broadcast_to(jnp.arange(cache["k"].shape[1]), cache["mask"].shape)
+        mask = cache["mask"] & (key_positions <= position)
+        bias = None if self.relative is None else self.relative(positions, key_positions)[:, :, 0]
+        return self.out(_attend_one(q, cache["k"], cache["v"], mask, bias).astype(x.dtype)), cache
+
+    def prepare_memory(self, memory: Array, key_mask: Array):
+        """Cross-attention's encoder side, computed once: keys/values (exact) or the state ``(S, z)``."""
+        positions = jnp.broadcast_to(jnp.arange(memory.shape[1]), key_mask.shape)
+        k, v = self.key(memory), self.value(memory)
+        if self.rotary:
+            k = rotate(k, positions)
+        if self.feature_map is not None:
+            return prefill(k, v, mask=key_mask[..., None], **self._kernel_options())
+        return {"k": k.astype(jnp.float32), "v": v.astype(jnp.float32), "mask": key_mask}
+
+    def attend_memory(self, x: Array, prepared, position: Array) -> Array:
+        """Cross-attention of one decoder token ``x [batch, d_model]`` to :meth:`prepare_memory`'s result."""
+        q = self.query(x[:, None])
+        if self.rotary:
+            q = rotate(q, jnp.broadcast_to(position, x.shape[:1])[:, None])
+        q = q[:, 0]
+        if isinstance(prepared, RecurrentState):
+            return self.out(attend(prepared, q, **self._kernel_options()))
+        return self.out(_attend_one(q, prepared["k"], prepared["v"], prepared["mask"], None).astype(x.dtype))
+
+
+def _attend_one(q: Array, k: Array, v: Array, mask: Array, bias: Array | None) -> Array:
+    """Softmax attention of one query per batch row: ``q [b, h, d]``, ``k, v [b, L, h, d]``, ``mask [b, L]``."""
+    logits = jnp.einsum("bhd,blhd->bhl", q.astype(jnp.float32), k) / jnp.sqrt(q.shape[-1]).astype(jnp.float32)
+    if bias is not None:
+        logits = logits + bias
+    logits = jnp.where(mask[:, None, :], logits, jnp.finfo(jnp.float32).min)
+    return jnp.einsum("bhl,blhd->bhd", jax.nn.softmax(logits, axis=-1), v)

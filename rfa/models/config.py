@@ -1,0 +1,207 @@
+"""The frozen configuration of the Transformer models and its named presets.
+
+Vaswani et al., "Attention Is All You Need", NeurIPS 2017 (the ``base`` preset, Table 3);
+the attention at each site (encoder self-attention, masked decoder self-attention,
+cross-attention) is chosen independently: exact softmax or a registered random-feature map.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rfa.random_features.feature_maps import feature_map as lookup_feature_map
+from rfa.random_features.feature_maps import registered_feature_maps
+from rfa.random_features.projections import PROJECTION_KINDS, ROW_SCALINGS
+
+POSITIONAL_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary")
+NORMS = ("post", "pre")
+ACTIVATIONS = ("relu", "gelu")
+POOLINGS = ("mean", "cls")
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclasses.dataclass(frozen=True)
+class AttentionConfig:
+    """The attention of one site.
+
+    Attributes:
+      kind: ``"softmax"`` (exact) or a registered feature-map name (``"positive"``, ``"oprf"``, ...).
+      num_features: m, random vectors of the projection (kernelized kinds with a projection).
+      projection: ``"orthogonal"`` or ``"iid"`` rows.
+      scaling: row norms, ``"chi"`` or ``"sqrt_d"``.
+      chunk_size: chunk length of the causal kernelized form.
+      feature_params: scalar feature-map parameters as ``((name, value), ...)``, e.g.
+        ``(("phi_sq", 2.0),)`` for oprf, which needs it fixed at causal and decoding sites.
+    """
+
+    kind: str = "softmax"
+    num_features: int = 256
+    projection: str = "orthogonal"
+    scaling: str = "chi"
+    chunk_size: int = 64
+    feature_params: tuple[tuple[str, float], ...] = ()
+
+    def __post_init__(self):
+        if self.kind != "softmax" and self.kind not in registered_feature_maps():
+            raise ValueError(
+                f"attention kind must be 'softmax' or a registered feature map {list(registered_feature_maps())}, "
+                f"got {self.kind!r}."
+            )
+        if self.projection not in PROJECTION_KINDS or self.scaling not in ROW_SCALINGS:
+            raise ValueError(
+                f"projection must be one of {list(PROJECTION_KINDS)} and scaling one of {list(ROW_SCALINGS)}, "
+                f"got {self.projection!r} and {self.scaling!r}."
+            )
+        for name, value in (("num_features", self.num_features), ("chunk_size", self.chunk_size)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"AttentionConfig.{name} must be an int >= 1, got {value!r}.")
+
+    @property
+    def kernelized(self) -> bool:
+        return self.kind != "softmax"
+
+    @property
+    def params(self) -> dict:
+        return dict(self.feature_params)
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerConfig:
+    """Hyperparameters of :class:`~rfa.models.EncoderDecoder`, :class:`~rfa.models.Decoder` and
+    :class:`~rfa.models.Encoder`.
+
+    Attributes:
+      vocab_size: input (source) vocabulary; token 0 is padding (``pad_id``).
+      target_vocab_size: output vocabulary of the encoder-decoder (default: ``vocab_size``).
+      num_classes: outputs of the encoder classifier.
+      d_model, num_heads, mlp_dim: widths; ``d_model`` must be divisible by ``num_heads``.
+      num_encoder_layers, num_decoder_layers: depths.
+      dropout_rate: on embeddings and sub-layer outputs (the paper's P_drop).
+      activation: MLP nonlinearity, ``"relu"`` (paper) or ``"gelu"``.
+      norm: ``"post"`` (paper: LayerNorm(x + sublayer(x))) or ``"pre"`` (x + sublayer(LayerNorm(x))).
+      positional: ``"sinusoidal"`` (paper), ``"learned"`` absolute, ``"relative"`` (bucketed bias
+        on the logits: exact softmax only) or ``"rotary"`` (applied to q and k before any
+        feature map, so kernelized attention can use it).
+      max_length: longest sequence (learned positions, decoding caches).
+      relative_buckets, relative_max_distance: buckets of the relative bias (T5-style).
+      pooling: encoder classifier pooling, ``"mean"`` over unpadded tokens or ``"cls"`` (first token).
+      pad_id: the padding token.
+      dtype: computation dtype; parameters are float32.
+      encoder_attention, decoder_attention, cross_attention: the attention of each site.
+    """
+
+    vocab_size: int
+    target_vocab_size: int | None = None
+    num_classes: int = 2
+    d_model: int = 512
+    num_heads: int = 8
+    mlp_dim: int = 2048
+    num_encoder_layers: int = 6
+    num_decoder_layers: int = 6
+    dropout_rate: float = 0.1
+    activation: str = "relu"
+    norm: str = "post"
+    positional: str = "sinusoidal"
+    max_length: int = 512
+    relative_buckets: int = 32
+    relative_max_distance: int = 128
+    pooling: str = "mean"
+    pad_id: int = 0
+    dtype: str = "float32"
+    encoder_attention: AttentionConfig = AttentionConfig()
+    decoder_attention: AttentionConfig = AttentionConfig()
+    cross_attention: AttentionConfig = AttentionConfig()
+
+    def __post_init__(self):
+        for name in (
+            "vocab_size",
+            "num_classes",
+            "d_model",
+            "num_heads",
+            "mlp_dim",
+            "max_length",
+            "relative_buckets",
+            "relative_max_distance",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"TransformerConfig.{name} must be an int >= 1, got {value!r}.")
+        for name in ("num_encoder_layers", "num_decoder_layers"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                raise ValueError(f"TransformerConfig.{name} must be an int >= 0, got {getattr(self, name)!r}.")
+        if self.d_model % self.num_heads:
+            raise ValueError(
+                f"d_model = {self.d_model} is not divisible by num_heads = {self.num_heads}: each head gets "
+                "d_model / num_heads dimensions."
+            )
+        choices = {
+            "activation": ACTIVATIONS,
+            "norm": NORMS,
+            "positional": POSITIONAL_ENCODINGS,
+            "pooling": POOLINGS,
+            "dtype": DTYPES,
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                value = getattr(self, name)
+                raise ValueError(f"TransformerConfig.{name} must be one of {list(allowed)}, got {value!r}.")
+        if not 0 <= self.dropout_rate < 1:
+            raise ValueError(f"dropout_rate must be in [0, 1), got {self.dropout_rate}.")
+        if self.positional == "rotary" and self.head_dim % 2:
+            raise ValueError(f"rotary positions need an even head dimension, got {self.head_dim}.")
+        for site, causal in (("encoder_attention", False), ("decoder_attention", True), ("cross_attention", True)):
+            attention = getattr(self, site)
+            if not isinstance(attention, AttentionConfig):
+                raise TypeError(f"{site} must be an AttentionConfig, got {type(attention).__name__}.")
+            if attention.kernelized and self.positional == "relative":
+                raise ValueError(
+                    f"{site} is kernelized ({attention.kind!r}) but positional='relative' adds a bias to the "
+                    "attention logits, which a kernelized attention never forms; use 'rotary' (applied to q "
+                    "and k before the feature map), 'sinusoidal' or 'learned'."
+                )
+            fm = lookup_feature_map(attention.kind) if attention.kernelized else None
+            if fm is not None and fm.kernel == "gaussian":
+                raise ValueError(f"{site}: {attention.kind!r} estimates the Gaussian kernel, not softmax attention.")
+            missing = set(fm.required if fm else ()) - set(attention.params)
+            if causal and missing:  # decoder sites are computed token by token when decoding
+                raise ValueError(
+                    f"{site} with {attention.kind!r} needs feature_params {sorted(missing)} fixed in the config: "
+                    "the decoder attends token by token, so they cannot come from the whole sequence."
+                )
+            if not causal and missing - {"phi_sq"}:
+                raise ValueError(f"{site} with {attention.kind!r} needs feature_params {sorted(missing)}.")
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.num_heads
+
+    @property
+    def output_vocab_size(self) -> int:
+        return self.target_vocab_size or self.vocab_size
+
+
+PRESETS = {
+    # For tests and quick experiments on a CPU.
+    "tiny": dict(
+        d_model=32,
+        num_heads=4,
+        mlp_dim=64,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        max_length=256,
+        dropout_rate=0.0,
+    ),
+    # "Attention Is All You Need", Table 3, base model.
+    "base": dict(d_model=512, num_heads=8, mlp_dim=2048, num_encoder_layers=6, num_decoder_layers=6, dropout_rate=0.1),
+}
+
+
+def preset(name: str, **overrides) -> TransformerConfig:
+    """A :class:`TransformerConfig` from a named preset (``"tiny"``, ``"base"``) with field overrides.
+
+    Example:
+      >>> config = rfa.models.preset("tiny", vocab_size=100, decoder_attention=AttentionConfig("positive", 64))
+    """
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; presets: {sorted(PRESETS)}.")
+    return TransformerConfig(**{**PRESETS[name], **overrides})

@@ -1,0 +1,102 @@
+"""Transformer blocks: the position-wise MLP and the encoder and decoder layers with residuals.
+
+Each sub-layer is wrapped as ``LayerNorm(x + Dropout(sublayer(x)))`` (post-norm, Vaswani et al.,
+"Attention Is All You Need", NeurIPS 2017, Sec. 5.4) or ``x + Dropout(sublayer(LayerNorm(x)))``
+(pre-norm, Xiong et al., "On Layer Normalization in the Transformer Architecture", ICML 2020).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from rfa.models.attention import MultiHeadAttention
+from rfa.models.config import TransformerConfig
+
+Array = jax.Array
+
+
+class MLP(nnx.Module):
+    """``W₂ act(W₁ x + b₁) + b₂`` with ReLU (paper) or GELU."""
+
+    def __init__(self, config: TransformerConfig, *, rngs: nnx.Rngs):
+        dtype = jnp.dtype(config.dtype)
+        self.hidden = nnx.Linear(config.d_model, config.mlp_dim, dtype=dtype, rngs=rngs)
+        self.output = nnx.Linear(config.mlp_dim, config.d_model, dtype=dtype, rngs=rngs)
+        self.activation = jax.nn.relu if config.activation == "relu" else jax.nn.gelu
+
+    def __call__(self, x: Array) -> Array:
+        return self.output(self.activation(self.hidden(x)))
+
+
+class Residual(nnx.Module):
+    """A sub-layer with its residual connection, LayerNorm (post or pre) and dropout."""
+
+    def __init__(self, config: TransformerConfig, *, rngs: nnx.Rngs):
+        self.norm = nnx.LayerNorm(config.d_model, dtype=jnp.dtype(config.dtype), rngs=rngs)
+        self.dropout = nnx.Dropout(config.dropout_rate, rngs=rngs)
+        self.pre_norm = config.norm == "pre"
+
+    def __call__(self, x: Array, sublayer: Callable[[Array], Array]) -> Array:
+        if self.pre_norm:
+            return x + self.dropout(sublayer(self.norm(x)))
+        return self.norm(x + self.dropout(sublayer(x)))
+
+
+class EncoderLayer(nnx.Module):
+    """Self-attention (bidirectional) then the MLP."""
+
+    def __init__(self, config: TransformerConfig, *, rngs: nnx.Rngs):
+        self.attention = MultiHeadAttention(config, config.encoder_attention, causal=False, cross=False, rngs=rngs)
+        self.mlp = MLP(config, rngs=rngs)
+        self.attention_residual = Residual(config, rngs=rngs)
+        self.mlp_residual = Residual(config, rngs=rngs)
+
+    def __call__(self, x: Array, *, key_mask: Array, positions: Array) -> Array:
+        x = self.attention_residual(
+            x, lambda h: self.attention(h, key_mask=key_mask, q_positions=positions, k_positions=positions)
+        )
+        return self.mlp_residual(x, self.mlp)
+
+
+class DecoderLayer(nnx.Module):
+    """Masked self-attention, cross-attention to the encoder output (if ``cross``), then the MLP."""
+
+    def __init__(self, config: TransformerConfig, *, cross: bool, rngs: nnx.Rngs):
+        self.self_attention = MultiHeadAttention(config, config.decoder_attention, causal=True, cross=False, rngs=rngs)
+        self.self_residual = Residual(config, rngs=rngs)
+        self.cross_attention = (
+            MultiHeadAttention(config, config.cross_attention, causal=False, cross=True, rngs=rngs) if cross else None
+        )
+        self.cross_residual = Residual(config, rngs=rngs) if cross else None
+        self.mlp = MLP(config, rngs=rngs)
+        self.mlp_residual = Residual(config, rngs=rngs)
+
+    def __call__(self, x, *, key_mask, positions, memory=None, memory_mask=None, memory_positions=None) -> Array:
+        x = self.self_residual(
+            x, lambda h: self.self_attention(h, key_mask=key_mask, q_positions=positions, k_positions=positions)
+        )
+        if self.cross_attention is not None:
+            x = self.cross_residual(
+                x,
+                lambda h: self.cross_attention(
+                    h, memory, key_mask=memory_mask, q_positions=positions, k_positions=memory_positions
+                ),
+            )
+        return self.mlp_residual(x, self.mlp)
+
+    def decode_step(self, x: Array, cache: dict, position: Array, keep: Array, memory=None):
+        """One token ``x [batch, d_model]``: ``(y, cache)``; ``memory`` from ``prepare_memory``."""
+        new_cache = {}
+
+        def self_attention(h):
+            out, new_cache["self"] = self.self_attention.decode_step(h, cache["self"], position, keep)
+            return out
+
+        x = self.self_residual(x, self_attention)
+        if self.cross_attention is not None:
+            x = self.cross_residual(x, lambda h: self.cross_attention.attend_memory(h, memory, position))
+        return self.mlp_residual(x, self.mlp), new_cache

@@ -1,0 +1,85 @@
+"""Positional encodings: sinusoidal, learned absolute, learned relative (bucketed bias) and rotary.
+
+- sinusoidal: ``PE(p, 2i) = sin(p / 10000^{2i/d})``, ``PE(p, 2i+1) = cos(...)`` added to the token
+  embeddings (Vaswani et al., "Attention Is All You Need", NeurIPS 2017, Sec. 3.5);
+- learned absolute: a trained ``[max_length, d]`` table added to the embeddings;
+- relative: a trained scalar per head and log-spaced bucket of the offset ``j - i`` added to the
+  attention logits (Raffel et al., T5, JMLR 2020). It needs the explicit logits, so only exact
+  softmax attention can use it;
+- rotary: q and k rotated in 2-d planes by angles proportional to their positions, so that
+  ``qᵀk`` depends on positions only through ``i - j`` (Su et al., "RoFormer", 2021). Applied to q and
+  k before any feature map, it works with kernelized attention too.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+Array = jax.Array
+
+
+def sinusoidal_table(length: int, dim: int) -> np.ndarray:
+    """``[length, dim]`` float32 table of the paper's sinusoids (dim even or odd).
+
+    Example:
+      >>> sinusoidal_table(4, 8).shape
+      (4, 8)
+    """
+    position = np.arange(length, dtype=np.float64)[:, None]
+    rate = np.exp(-np.log(10000.0) * np.arange(0, dim, 2, dtype=np.float64) / dim)
+    table = np.zeros((length, dim))
+    table[:, 0::2] = np.sin(position * rate)
+    table[:, 1::2] = np.cos(position * rate)[:, : dim // 2]
+    return table.astype(np.float32)
+
+
+def rotate(x: Array, positions: Array) -> Array:
+    """Rotary position embedding of ``x [batch, length, heads, d]`` at integer ``positions [batch, length]``.
+
+    Pairs ``(x_i, x_{i + d/2})`` are rotated by ``positions · 10000^{-2i/d}``.
+
+    Example:
+      >>> rotate(jnp.ones((1, 3, 2, 8)), jnp.arange(3)[None]).shape
+      (1, 3, 2, 8)
+    """
+    half = x.shape[-1] // 2
+    rate = 10000.0 ** (-jnp.arange(half, dtype=jnp.float32) / half)
+    angle = positions[..., None, None].astype(jnp.float32) * rate  # [batch, length, 1, half]
+    cos, sin = jnp.cos(angle), jnp.sin(angle)
+    x1, x2 = x[..., :half].astype(jnp.float32), x[..., half:].astype(jnp.float32)
+    return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1).astype(x.dtype)
+
+
+def relative_bucket(offset: Array, *, num_buckets: int, max_distance: int, bidirectional: bool) -> Array:
+    """T5's bucket of the offset ``key position - query position``: exact for small, log-spaced for large."""
+    buckets = jnp.zeros_like(offset)
+    if bidirectional:
+        num_buckets //= 2
+        buckets = jnp.where(offset > 0, num_buckets, 0)
+        distance = jnp.abs(offset)
+    else:
+        distance = jnp.maximum(-offset, 0)
+    exact = num_buckets // 2
+    log_bucket = exact + (
+        jnp.log(jnp.maximum(distance, 1) / exact) / np.log(max_distance / exact) * (num_buckets - exact)
+    ).astype(offset.dtype)
+    log_bucket = jnp.minimum(log_bucket, num_buckets - 1)
+    return buckets + jnp.where(distance < exact, distance, log_bucket)
+
+
+class RelativeBias(nnx.Module):
+    """Learned relative-position bias ``[batch, heads, q_len, kv_len]`` for the attention logits."""
+
+    def __init__(self, num_heads: int, *, num_buckets: int, max_distance: int, bidirectional: bool, rngs: nnx.Rngs):
+        self.num_buckets, self.max_distance, self.bidirectional = num_buckets, max_distance, bidirectional
+        self.embedding = nnx.Embed(num_buckets, num_heads, rngs=rngs)
+
+    def __call__(self, q_positions: Array, k_positions: Array) -> Array:
+        offset = k_positions[:, None, :] - q_positions[:, :, None]  # [batch, q, k]
+        bucket = relative_bucket(
+            offset, num_buckets=self.num_buckets, max_distance=self.max_distance, bidirectional=self.bidirectional
+        )
+        return jnp.moveaxis(self.embedding(bucket), -1, 1)  # [batch, heads, q, k]

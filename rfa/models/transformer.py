@@ -1,0 +1,206 @@
+"""The three model kinds: encoder-decoder (translation), decoder-only (language model) and
+encoder-only (sequence classification), with the attention of each site chosen by the config.
+
+Vaswani et al., "Attention Is All You Need", NeurIPS 2017: token embeddings scaled by √d_model
+plus positional encodings, N layers, output logits tied to the (target) embedding.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from rfa._validation import is_concrete
+from rfa.models.attention import MultiHeadAttention
+from rfa.models.config import TransformerConfig
+from rfa.models.layers import DecoderLayer, EncoderLayer
+from rfa.models.positional import sinusoidal_table
+
+Array = jax.Array
+
+
+def check_tokens(tokens, name: str, vocab_size: int, max_length: int) -> Array:
+    """Checks ``tokens [batch, length]`` are integers (and, outside ``jit``, ids below ``vocab_size``)."""
+    if not hasattr(tokens, "dtype") or not jnp.issubdtype(tokens.dtype, jnp.integer):
+        raise TypeError(f"{name} must be an integer array of token ids, got {getattr(tokens, 'dtype', type(tokens))}.")
+    if tokens.ndim != 2:
+        raise ValueError(f"{name} must have shape [batch, length], got {tuple(tokens.shape)}.")
+    if tokens.shape[1] > max_length:
+        raise ValueError(f"{name} has length {tokens.shape[1]} > config.max_length = {max_length}.")
+    if is_concrete(tokens) and tokens.size and not 0 <= int(jnp.min(tokens)) <= int(jnp.max(tokens)) < vocab_size:
+        raise ValueError(
+            f"{name} holds ids outside [0, {vocab_size}): min {int(jnp.min(tokens))}, max {int(jnp.max(tokens))}."
+        )
+    return jnp.asarray(tokens)
+
+
+class Embedder(nnx.Module):
+    """Token embedding × √d_model, plus absolute positions (sinusoidal or learned), then dropout."""
+
+    def __init__(self, vocab_size: int, config: TransformerConfig, *, rngs: nnx.Rngs):
+        self.vocab_size, self.max_length = vocab_size, config.max_length
+        self.tokens = nnx.Embed(vocab_size, config.d_model, dtype=jnp.dtype(config.dtype), rngs=rngs)
+        self.scale = math.sqrt(config.d_model)
+        learned = config.positional == "learned"
+        self.positions = nnx.Embed(config.max_length, config.d_model, rngs=rngs) if learned else None
+        self.sinusoids = config.positional == "sinusoidal"
+        self.table = nnx.Cache(jnp.asarray(sinusoidal_table(config.max_length, config.d_model)))
+        self.dropout = nnx.Dropout(config.dropout_rate, rngs=rngs)
+
+    def __call__(self, tokens: Array, positions: Array) -> Array:
+        x = self.tokens(tokens) * self.scale
+        if self.sinusoids:
+            x = x + self.table[...][positions].astype(x.dtype)
+        elif self.positions is not None:
+            x = x + self.positions(positions).astype(x.dtype)
+        return self.dropout(x)
+
+    def logits(self, x: Array) -> Array:
+        """Output logits tied to the embedding matrix (paper, Sec. 3.4), in float32."""
+        return self.tokens.attend(x).astype(jnp.float32)
+
+
+def _positions(tokens: Array) -> Array:
+    return jnp.broadcast_to(jnp.arange(tokens.shape[1]), tokens.shape)
+
+
+class EncoderStack(nnx.Module):
+    def __init__(self, config: TransformerConfig, *, rngs: nnx.Rngs):
+        self.layers = nnx.List([EncoderLayer(config, rngs=rngs) for _ in range(config.num_encoder_layers)])
+        self.final_norm = nnx.LayerNorm(config.d_model, rngs=rngs) if config.norm == "pre" else None
+
+    def __call__(self, x: Array, *, key_mask: Array, positions: Array) -> Array:
+        for layer in self.layers:
+            x = layer(x, key_mask=key_mask, positions=positions)
+        return x if self.final_norm is None else self.final_norm(x)
+
+
+class DecoderStack(nnx.Module):
+    def __init__(self, config: TransformerConfig, *, cross: bool, rngs: nnx.Rngs):
+        self.layers = nnx.List([DecoderLayer(config, cross=cross, rngs=rngs) for _ in range(config.num_decoder_layers)])
+        self.final_norm = nnx.LayerNorm(config.d_model, rngs=rngs) if config.norm == "pre" else None
+
+    def __call__(self, x: Array, **kwargs) -> Array:
+        for layer in self.layers:
+            x = layer(x, **kwargs)
+        return x if self.final_norm is None else self.final_norm(x)
+
+    def decode_step(self, x: Array, caches: list, position: Array, keep: Array, memories=None):
+        new_caches = []
+        for i, layer in enumerate(self.layers):
+            x, cache = layer.decode_step(x, caches[i], position, keep, None if memories is None else memories[i])
+            new_caches.append(cache)
+        return (x if self.final_norm is None else self.final_norm(x)), new_caches
+
+
+def redraw_projections(model: nnx.Module, key: Array) -> None:
+    """Redraws the random projection of every kernelized attention in ``model`` from ``key``.
+
+    Each site gets its own subkey (``fold_in(key, i)`` in module order). Call it between training
+    steps on a schedule; evaluation with a given projection is deterministic.
+
+    Example:
+      >>> redraw_projections(model, jax.random.key(step))
+    """
+    attentions = [m for _, m in nnx.iter_modules(model) if isinstance(m, MultiHeadAttention)]
+    for i, attention in enumerate(attentions):
+        attention.redraw(jax.random.fold_in(key, i))
+
+
+class Decoder(nnx.Module):
+    """Decoder-only language model: ``tokens [batch, length] -> logits [batch, length, vocab]``."""
+
+    def __init__(self, config: TransformerConfig, *, rngs: nnx.Rngs):
+        self.config = config
+        self.embed = Embedder(config.vocab_size, config, rngs=rngs)
+        self.stack = DecoderStack(config, cross=False, rngs=rngs)
+
+    def __call__(self, tokens: Array, *, key_mask: Array | None = None) -> Array:
+        tokens = check_tokens(tokens, "tokens", self.config.vocab_size, self.config.max_length)
+        key_mask = tokens != self.config.pad_id if key_mask is None else key_mask
+        positions = _positions(tokens)
+        x = self.stack(self.embed(tokens, positions), key_mask=key_mask, positions=positions)
+        return self.embed.logits(x)
+
+    def init_cache(self, batch: int, max_length: int | None = None) -> list:
+        length = max_length or self.config.max_length
+        return [{"self": layer.self_attention.init_cache(batch, length)} for layer in self.stack.layers]
+
+    def decode_step(self, token: Array, cache: list, position: Array) -> tuple[Array, list]:
+        """Logits ``[batch, vocab]`` of the next token after ``token [batch]`` at ``position``."""
+        keep = token != self.config.pad_id
+        x = self.embed(token[:, None], jnp.broadcast_to(position, token.shape)[:, None])[:, 0]
+        x, cache = self.stack.decode_step(x, cache, position, keep)
+        return self.embed.logits(x), cache
+
+
+class EncoderDecoder(nnx.Module):
+    """The paper's Transformer: ``(source [b, S], target_in [b, T]) -> logits [b, T, target_vocab]``."""
+
+    def __init__(self, config: TransformerConfig, *, rngs: nnx.Rngs):
+        self.config = config
+        self.source_embed = Embedder(config.vocab_size, config, rngs=rngs)
+        self.target_embed = Embedder(config.output_vocab_size, config, rngs=rngs)
+        self.encoder = EncoderStack(config, rngs=rngs)
+        self.decoder = DecoderStack(config, cross=True, rngs=rngs)
+
+    def encode(self, source: Array) -> tuple[Array, Array]:
+        """Encoder output ``[b, S, d_model]`` and the source key mask ``[b, S]`` (False at padding)."""
+        source = check_tokens(source, "source", self.config.vocab_size, self.config.max_length)
+        mask, positions = source != self.config.pad_id, _positions(source)
+        return self.encoder(self.source_embed(source, positions), key_mask=mask, positions=positions), mask
+
+    def decode(self, target_in: Array, memory: Array, memory_mask: Array) -> Array:
+        target_in = check_tokens(target_in, "target_in", self.config.output_vocab_size, self.config.max_length)
+        positions = _positions(target_in)
+        x = self.decoder(
+            self.target_embed(target_in, positions),
+            key_mask=target_in != self.config.pad_id,
+            positions=positions,
+            memory=memory,
+            memory_mask=memory_mask,
+            memory_positions=_positions(memory_mask),
+        )
+        return self.target_embed.logits(x)
+
+    def __call__(self, source: Array, target_in: Array) -> Array:
+        memory, memory_mask = self.encode(source)
+        return self.decode(target_in, memory, memory_mask)
+
+    def init_cache(self, batch: int, max_length: int | None = None) -> list:
+        length = max_length or self.config.max_length
+        return [{"self": layer.self_attention.init_cache(batch, length)} for layer in self.decoder.layers]
+
+    def prepare_memory(self, memory: Array, memory_mask: Array) -> list:
+        """Each layer's cross-attention keys/values or state, computed once per source."""
+        return [layer.cross_attention.prepare_memory(memory, memory_mask) for layer in self.decoder.layers]
+
+    def decode_step(self, token: Array, cache: list, position: Array, memories: list) -> tuple[Array, list]:
+        keep = token != self.config.pad_id
+        x = self.target_embed(token[:, None], jnp.broadcast_to(position, token.shape)[:, None])[:, 0]
+        x, cache = self.decoder.decode_step(x, cache, position, keep, memories)
+        return self.target_embed.logits(x), cache
+
+
+class Encoder(nnx.Module):
+    """Encoder-only classifier: ``tokens [b, L] -> class logits [b, num_classes]`` (mean or CLS pooling)."""
+
+    def __init__(self, config: TransformerConfig, *, rngs: nnx.Rngs):
+        self.config = config
+        self.embed = Embedder(config.vocab_size, config, rngs=rngs)
+        self.encoder = EncoderStack(config, rngs=rngs)
+        self.classifier = nnx.Linear(config.d_model, config.num_classes, rngs=rngs)
+
+    def __call__(self, tokens: Array) -> Array:
+        tokens = check_tokens(tokens, "tokens", self.config.vocab_size, self.config.max_length)
+        mask, positions = tokens != self.config.pad_id, _positions(tokens)
+        x = self.encoder(self.embed(tokens, positions), key_mask=mask, positions=positions)
+        if self.config.pooling == "cls":
+            pooled = x[:, 0]
+        else:
+            weights = mask[..., None].astype(x.dtype)
+            pooled = (x * weights).sum(1) / jnp.maximum(weights.sum(1), 1)
+        return self.classifier(pooled).astype(jnp.float32)
