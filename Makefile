@@ -24,6 +24,7 @@ test: $(VENV)/.installed
 benchmark: $(VENV)/.installed
 	$(PY) -m experiments.benchmark_attention
 	$(PY) -m experiments.benchmark_mse
+	$(PY) -m experiments.benchmark_decoding
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check --fix .

@@ -392,6 +392,28 @@ def test_step_mask_wrong_shape():
         _step(mask=jnp.ones((3,), jnp.bool_))
 
 
+def test_prefill_k_v_length_mismatch():
+    with pytest.raises(ValueError, match=_msg("k and v", f"k (2, 5, 4, {D})", f"v (2, 6, 4, {D})")):
+        attention.prefill(_x(2, 5, 4, D), _x(2, 6, 4, D), feature_map="positive", projection=_projection())
+
+
+def test_prefill_token_without_length_axis():
+    with pytest.raises(ValueError, match=_msg("k", "rank >= 3", f"got shape (4, {D})")):
+        attention.prefill(_x(4, D), _x(4, D), feature_map="positive", projection=_projection())
+
+
+def test_attend_state_of_other_batch():
+    state = attention.init_state((3,), 4, M, D)
+    with pytest.raises(ValueError, match=_msg("state.kv", f"(3, 4, {M}, {D + 1})", f"q (2, 4, {D})")):
+        attention.attend(state, _x(2, 4, D), feature_map="positive", projection=_projection())
+
+
+def test_attend_oprf_without_phi_sq():
+    state = attention.init_state((2,), 4, M, D)
+    with pytest.raises(ValueError, match=_msg("'oprf'", "phi_sq")):
+        attention.attend(state, _x(2, 4, D), feature_map="oprf", projection=_projection())
+
+
 # ---------------------------------------------------------------------------------------------------
 # rfa.make_attention_fn
 # ---------------------------------------------------------------------------------------------------

@@ -182,3 +182,8 @@ def test_benchmarks_write_json(tmp_path):
                     f"--output={tmp_path / 'mse.json'}"], cwd=REPO, check=True, capture_output=True)  # fmt: skip
     mse = json.loads((tmp_path / "mse.json").read_text())
     assert mse["feature_evaluations"] == 2000 * 14 * 2 * (128 + 64) and mse["feature_evaluations_per_second"] > 0
+    subprocess.run([sys.executable, "-m", "experiments.benchmark_decoding", "--positions=8,32", "--steps=2",
+                    "--repeats=1", f"--output={tmp_path / 'decoding.json'}"], cwd=REPO, check=True,
+                   capture_output=True)  # fmt: skip
+    decoding = json.loads((tmp_path / "decoding.json").read_text())["seconds_per_token"]
+    assert set(decoding) == {"exact", "kernelized"} and all(t > 0 for d in decoding.values() for t in d.values())
