@@ -5,6 +5,7 @@ Self-attention keeps a cache per layer (keys/values for exact attention, the rec
 cross-attention's encoder side is prepared once per source. A :class:`~rfa.models.Decoder`
 continues a prompt ``[batch, prompt_len]`` (no padding inside it); an
 :class:`~rfa.models.EncoderDecoder` translates a source ``[batch, source_len]`` starting from ``bos_id``.
+Decode with the model in evaluation mode (``model.eval()``), or dropout stays on.
 """
 
 from __future__ import annotations

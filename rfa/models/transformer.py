@@ -167,6 +167,11 @@ class EncoderDecoder(nnx.Module):
         return self.target_embed.logits(x)
 
     def __call__(self, source: Array, target_in: Array) -> Array:
+        if getattr(source, "shape", (None,))[:1] != getattr(target_in, "shape", (None,))[:1]:
+            raise ValueError(
+                f"source and target_in must have the same batch size, got source {getattr(source, 'shape', None)} "
+                f"and target_in {getattr(target_in, 'shape', None)}."
+            )
         memory, memory_mask = self.encode(source)
         return self.decode(target_in, memory, memory_mask)
 

@@ -195,6 +195,24 @@ def test_wrong_tokens_raise_clear_errors():
         model(jnp.ones((1, 300), jnp.int32))
 
 
+@pytest.mark.parametrize("kind", ["softmax", "positive"])
+def test_cls_pooling_and_bfloat16_models(kind):
+    classifier = Encoder(config(kind, pooling="cls", dtype="bfloat16"), rngs=nnx.Rngs(0))
+    source = tokens(17, (2, 6))
+    padded = jnp.concatenate([source, jnp.zeros((2, 3), source.dtype)], axis=1)
+    logits = classifier(padded)
+    assert logits.dtype == jnp.float32 and bool(jnp.all(jnp.isfinite(logits)))
+    np.testing.assert_allclose(logits, classifier(source), rtol=0.05, atol=0.05)  # bfloat16 rounding
+    lm = Decoder(config(kind, dtype="bfloat16"), rngs=nnx.Rngs(0))
+    assert bool(jnp.all(jnp.isfinite(lm(source))))
+
+
+def test_mismatched_batches_are_rejected():
+    model = EncoderDecoder(config(), rngs=nnx.Rngs(0))
+    with pytest.raises(ValueError, match="same batch size"):
+        model(tokens(18, (2, 5)), tokens(19, (3, 4)))
+
+
 def test_models_train_under_jit_with_nnx_optimizer():
     import optax
 
