@@ -51,7 +51,6 @@ Timings on a shared CPU are noisy.
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import statistics
 import subprocess
@@ -64,7 +63,7 @@ import jax.numpy as jnp
 from absl import app, flags
 
 import rfa
-from experiments.tables import markdown_table
+from experiments.tables import markdown_table, write_json
 
 BATCH, HEADS, HEAD_DIM, NUM_FEATURES = 1, 8, 64, 256
 CASES = ("exact", "bidir", "causal")
@@ -316,13 +315,6 @@ def config() -> dict:
         "glibc_tunables": os.environ.get("GLIBC_TUNABLES"),
         "memory_definition": "argument + output + temp - alias bytes of the compiled forward+backward program",
     }
-
-
-def write_json(path: str, report: dict) -> None:
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(report, f, indent=2)
-        f.write("\n")
 
 
 def main(argv):

@@ -11,8 +11,6 @@ is not counted; median of ``--repeats`` calls; writes JSON.
 
 from __future__ import annotations
 
-import json
-import os
 import time
 
 import jax
@@ -21,7 +19,7 @@ import numpy as np
 from absl import app, flags
 from flax import nnx
 
-from experiments.tables import markdown_table
+from experiments.tables import markdown_table, write_json
 from rfa.models import AttentionConfig, Decoder, preset
 
 _POSITIONS = flags.DEFINE_list("positions", ["128", "512", "2048", "8192"], "Decoding positions to time.")
@@ -79,11 +77,7 @@ def main(argv):
         "seconds_per_token": {name: {str(p): t for p, t in times.items()} for name, times in results.items()},
         "kernelized_ratio_last_vs_first": results["kernelized"][positions[-1]] / results["kernelized"][positions[0]],
     }
-    if _OUTPUT.value:
-        os.makedirs(os.path.dirname(_OUTPUT.value) or ".", exist_ok=True)
-        with open(_OUTPUT.value, "w") as f:
-            json.dump(summary, f, indent=2)
-            f.write("\n")
+    write_json(_OUTPUT.value, summary)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from absl import app, flags
 
 from configs import performer_fig2
 from experiments import runner
+from experiments.tables import write_json
 
 _OUTPUT = flags.DEFINE_string("output", "results/benchmark_mse_cpu.json", "Where the JSON summary is written.")
 _VARIANT = flags.DEFINE_string("variant", "", "Config variant of performer_fig2 ('' = the full sweep).")
@@ -54,11 +55,7 @@ def main(argv):
     }
     print(json.dumps(summary, indent=2))
     print(f"\nFull performer_fig2 sweep: {seconds:.1f} s wall, {evaluations / seconds:.3g} feature evaluations/s.")
-    if _OUTPUT.value:
-        os.makedirs(os.path.dirname(_OUTPUT.value) or ".", exist_ok=True)
-        with open(_OUTPUT.value, "w") as f:
-            json.dump(summary, f, indent=2)
-            f.write("\n")
+    write_json(_OUTPUT.value, summary)
 
 
 if __name__ == "__main__":

@@ -221,40 +221,24 @@ def measure_kernel_mse(config, cell_group: list[Cell], done=lambda cell: False) 
         mean_sq = total / n
         se = np.sqrt(np.maximum(fourth / n - mean_sq**2, 0.0) / (n - 1))
         for i, index in enumerate(chunk):
-            if done(cell_group[index]):
-                continue
-            yield (
-                cell_group[index],
-                _kernel_record(theory, exact, predicted, index)
-                | {
-                    "mse_monte_carlo": exact[index] ** 2 * mean_sq[i],
-                    "standard_error": exact[index] ** 2 * se[i],
-                    "repetitions": n,
-                    "feature_evaluations": n * values_per_pair,
-                    "seconds": seconds,
-                },
-            )
+            if not done(cell_group[index]):
+                monte_carlo = (exact[index] ** 2 * mean_sq[i], exact[index] ** 2 * se[i], n, n * values_per_pair)
+                yield cell_group[index], _kernel_record(theory, exact, predicted, index, *monte_carlo, seconds)
     for index in np.flatnonzero(skip):
-        if done(cell_group[index]):
-            continue
-        yield (
-            cell_group[index],
-            _kernel_record(theory, exact, predicted, index)
-            | {
-                "mse_monte_carlo": math.nan,
-                "standard_error": math.nan,
-                "repetitions": 0,
-                "feature_evaluations": 0,
-                "seconds": 0.0,
-            },
-        )
+        if not done(cell_group[index]):
+            yield cell_group[index], _kernel_record(theory, exact, predicted, index, math.nan, math.nan, 0, 0, 0.0)
 
 
-def _kernel_record(theory, exact, predicted, index) -> dict:
+def _kernel_record(theory, exact, predicted, index, mse, se, repetitions, evaluations, seconds) -> dict:
     return {
         "kernel": float(exact[index]),
         **{name: float(values[index]) for name, values in theory.items()},
         "predicted_relative_error": float(predicted[index]),
+        "mse_monte_carlo": float(mse),
+        "standard_error": float(se),
+        "repetitions": repetitions,
+        "feature_evaluations": evaluations,
+        "seconds": seconds,
     }
 
 
