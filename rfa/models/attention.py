@@ -44,7 +44,7 @@ class MultiHeadAttention(nnx.Module):
         self.key = nnx.LinearGeneral(d, (h, dh), dtype=dtype, rngs=rngs)
         self.value = nnx.LinearGeneral(d, (h, dh), dtype=dtype, rngs=rngs)
         self.out = nnx.LinearGeneral((h, dh), d, axis=(-2, -1), dtype=dtype, rngs=rngs)
-        self.attention, self.causal, self.cross = attention, causal, cross
+        self.attention, self.causal = attention, causal
         self.num_heads, self.head_dim = h, dh
         self.rotary = config.positional == "rotary"
         relative = config.positional == "relative" and not cross
@@ -100,6 +100,10 @@ class MultiHeadAttention(nnx.Module):
                 mask = mask & (k_positions[:, None, None, :] <= q_positions[:, None, :, None])
             bias = None if self.relative is None else self.relative(q_positions, k_positions)
             out = jax.nn.dot_product_attention(q, k, v, bias=bias, mask=mask)
+            # A query that sees no key (a padding token at position 0) gets 0, as in kernelized attention,
+            # instead of softmax's uniform average over every key, future ones included.
+            sees_a_key = jnp.any(jnp.broadcast_to(mask, mask.shape[:2] + (q.shape[1], k.shape[1])), axis=-1)
+            out = jnp.where(jnp.moveaxis(sees_a_key, 1, 2)[..., None], out, 0.0)
         return self.out(out)
 
     # Decoding.
@@ -160,4 +164,5 @@ def _attend_one(q: Array, k: Array, v: Array, mask: Array, bias: Array | None) -
     if bias is not None:
         logits = logits + bias
     logits = jnp.where(mask[:, None, :], logits, jnp.finfo(jnp.float32).min)
-    return jnp.einsum("bhl,blhd->bhd", jax.nn.softmax(logits, axis=-1), v)
+    out = jnp.einsum("bhl,blhd->bhd", jax.nn.softmax(logits, axis=-1), v)
+    return jnp.where(jnp.any(mask, axis=-1)[:, None, None], out, 0.0)  # no visible key: 0

@@ -32,6 +32,8 @@ class AttentionConfig:
       chunk_size: chunk length of the causal kernelized form.
       feature_params: scalar feature-map parameters as ``((name, value), ...)``, e.g.
         ``(("phi_sq", 2.0),)`` for oprf, which needs it fixed at causal and decoding sites.
+      redraw_every: the redraw policy: a new projection every this many training steps
+        (:func:`rfa.models.redraw_projections` with ``step=``); 0 keeps the first draw.
     """
 
     kind: str = "softmax"
@@ -40,6 +42,7 @@ class AttentionConfig:
     scaling: str = "chi"
     chunk_size: int = 64
     feature_params: tuple[tuple[str, float], ...] = ()
+    redraw_every: int = 0
 
     def __post_init__(self):
         if self.kind != "softmax" and self.kind not in registered_feature_maps():
@@ -55,6 +58,8 @@ class AttentionConfig:
         for name, value in (("num_features", self.num_features), ("chunk_size", self.chunk_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"AttentionConfig.{name} must be an int >= 1, got {value!r}.")
+        if isinstance(self.redraw_every, bool) or not isinstance(self.redraw_every, int) or self.redraw_every < 0:
+            raise ValueError(f"AttentionConfig.redraw_every must be an int >= 0 (0: never), got {self.redraw_every!r}.")
 
     @property
     def kernelized(self) -> bool:
@@ -127,7 +132,8 @@ class TransformerConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"TransformerConfig.{name} must be an int >= 1, got {value!r}.")
         for name in ("num_encoder_layers", "num_decoder_layers"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"TransformerConfig.{name} must be an int >= 0, got {getattr(self, name)!r}.")
         if self.d_model % self.num_heads:
             raise ValueError(
@@ -145,6 +151,18 @@ class TransformerConfig:
             if getattr(self, name) not in allowed:
                 value = getattr(self, name)
                 raise ValueError(f"TransformerConfig.{name} must be one of {list(allowed)}, got {value!r}.")
+        relative = self.positional == "relative"
+        if relative and (self.relative_buckets < 4 or self.relative_max_distance < self.relative_buckets):
+            raise ValueError(
+                "relative positions need relative_buckets >= 4 and relative_max_distance >= relative_buckets, got "
+                f"{self.relative_buckets} and {self.relative_max_distance}."
+            )
+        bad_target = self.target_vocab_size is not None and self.target_vocab_size < 1
+        if not 0 <= self.pad_id < self.vocab_size or bad_target:
+            raise ValueError(
+                f"pad_id must be a token of the vocabulary [0, {self.vocab_size}) and target_vocab_size None or >= 1, "
+                f"got pad_id={self.pad_id} and target_vocab_size={self.target_vocab_size}."
+            )
         if not 0 <= self.dropout_rate < 1:
             raise ValueError(f"dropout_rate must be in [0, 1), got {self.dropout_rate}.")
         if self.positional == "rotary" and self.head_dim % 2:

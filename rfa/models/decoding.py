@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from rfa.models.transformer import Decoder, EncoderDecoder
+from rfa.models.transformer import Decoder, EncoderDecoder, check_tokens
 
 Array = jax.Array
 
@@ -28,8 +28,6 @@ def _start(model, inputs: Array, total_length: int, repeat: int = 1):
         memories = model.prepare_memory(jnp.repeat(memory, repeat, 0), jnp.repeat(memory_mask, repeat, 0))
         batch = inputs.shape[0] * repeat
         return model.init_cache(batch, total_length), memories, None, 0
-    if not isinstance(model, Decoder):
-        raise TypeError(f"decoding needs a Decoder or an EncoderDecoder, got {type(model).__name__}.")
     prompt = jnp.repeat(inputs, repeat, 0)
     cache = model.init_cache(prompt.shape[0], total_length)
 
@@ -58,7 +56,36 @@ def _choose(logits: Array, key: Array, temperature: float, top_k: int | None) ->
     return jax.random.categorical(key, logits, axis=-1)
 
 
-@functools.partial(nnx.jit, static_argnames=("max_new_tokens", "bos_id", "eos_id", "temperature", "top_k"))
+def _cache_length(model, inputs: Array, max_new_tokens: int) -> int:
+    """Slots for every position decoding writes: the prompt (or bos) and each new token."""
+    return (inputs.shape[1] if isinstance(model, Decoder) else 1) + max_new_tokens
+
+
+def _check_decoding(model, inputs, max_new_tokens: int, bos_id: int, eos_id: int | None) -> None:
+    """Raises a clear error for anything the jitted decoders could only get wrong silently."""
+    if not isinstance(model, Decoder | EncoderDecoder):
+        raise TypeError(f"decoding needs a Decoder or an EncoderDecoder, got {type(model).__name__}.")
+    config = model.config
+    check_tokens(inputs, "inputs", config.vocab_size, config.max_length)
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be an int >= 1, got {max_new_tokens!r}.")
+    if inputs.shape[1] < 1:
+        raise ValueError("inputs must hold at least one token (the prompt or the source).")
+    if _cache_length(model, inputs, max_new_tokens) > config.max_length:
+        raise ValueError(
+            f"decoding {max_new_tokens} tokens after {inputs.shape[1] if isinstance(model, Decoder) else 'bos'} "
+            f"needs {_cache_length(model, inputs, max_new_tokens)} positions > config.max_length = {config.max_length}."
+        )
+    for name, token in (("bos_id", bos_id), ("eos_id", eos_id)):
+        if token is not None and not 0 <= token < config.output_vocab_size:
+            raise ValueError(f"{name} must be a token of [0, {config.output_vocab_size}), got {token}.")
+    if isinstance(model, EncoderDecoder) and bos_id == config.pad_id:
+        raise ValueError(f"bos_id = {bos_id} is the padding token: the first target would be masked out.")
+    dropouts = [m for _, m in nnx.iter_modules(model) if isinstance(m, nnx.Dropout)]
+    if any(m.rate > 0 and not m.deterministic for m in dropouts):
+        raise ValueError("the model is in training mode (dropout on): call model.eval() before decoding.")
+
+
 def generate(
     model: Decoder | EncoderDecoder,
     inputs: Array,
@@ -73,10 +100,11 @@ def generate(
     """Greedy (``temperature=0``) or sampled decoding of ``max_new_tokens`` tokens.
 
     Args:
-      model: a Decoder (``inputs`` = prompt ``[batch, P]``, P >= 1) or an EncoderDecoder
-        (``inputs`` = source ``[batch, S]``; decoding starts from ``bos_id``).
-      max_new_tokens: tokens to produce.
-      bos_id: first target token of the encoder-decoder.
+      model: a Decoder (``inputs`` = prompt ``[batch, P]``, P >= 1, no padding inside) or an
+        EncoderDecoder (``inputs`` = source ``[batch, S]``; decoding starts from ``bos_id``), in
+        evaluation mode.
+      max_new_tokens: tokens to produce; the prompt (or bos) plus them must fit ``config.max_length``.
+      bos_id: first target token of the encoder-decoder (not the padding token).
       eos_id: after it a sequence produces only ``eos_id``.
       temperature, top_k: sampling from ``softmax(logits / temperature)`` restricted to the top k.
       key: PRNG key, required when ``temperature > 0``.
@@ -88,11 +116,31 @@ def generate(
     Example:
       >>> tokens, logits = generate(model, prompt, max_new_tokens=16)
     """
+    _check_decoding(model, inputs, max_new_tokens, bos_id, eos_id)
+    if not temperature >= 0:
+        raise ValueError(f"temperature must be >= 0 (0: greedy), got {temperature}.")
     if temperature > 0 and key is None:
         raise ValueError("sampling (temperature > 0) needs a PRNG key.")
+    if top_k is not None and not 1 <= top_k <= model.config.output_vocab_size:
+        raise ValueError(f"top_k must be None or in [1, {model.config.output_vocab_size}], got {top_k}.")
     key = jax.random.key(0) if key is None else key
-    offset = 0 if isinstance(model, EncoderDecoder) else inputs.shape[1]
-    cache, memories, logits, position = _start(model, inputs, offset + max_new_tokens)
+    return _generate(model, inputs, max_new_tokens=max_new_tokens, bos_id=bos_id, eos_id=eos_id,
+                     temperature=float(temperature), top_k=top_k, key=key)  # fmt: skip
+
+
+@functools.partial(nnx.jit, static_argnames=("max_new_tokens", "bos_id", "eos_id", "temperature", "top_k"))
+def _generate(
+    model: Decoder | EncoderDecoder,
+    inputs: Array,
+    *,
+    max_new_tokens: int,
+    bos_id: int = 1,
+    eos_id: int | None = None,
+    temperature: float = 0.0,
+    top_k: int | None = None,
+    key: Array,
+) -> tuple[Array, Array]:
+    cache, memories, logits, position = _start(model, inputs, _cache_length(model, inputs, max_new_tokens))
     if logits is None:  # encoder-decoder: the first step consumes bos
         logits, cache = _step(model, jnp.full(inputs.shape[:1], bos_id), cache, 0, memories)
         position = 1
@@ -113,7 +161,6 @@ def generate(
     return tokens.T, jnp.swapaxes(chosen_from, 0, 1)
 
 
-@functools.partial(nnx.jit, static_argnames=("beam_size", "max_new_tokens", "bos_id", "eos_id", "length_penalty"))
 def beam_search(
     model: Decoder | EncoderDecoder,
     inputs: Array,
@@ -126,9 +173,10 @@ def beam_search(
 ) -> tuple[Array, Array]:
     """Beam search: the ``beam_size`` most likely continuations per input, best first.
 
-    Scores are summed log-probabilities divided by ``((5 + length)/6)^length_penalty`` (Wu et al.,
-    2016; the length counts tokens up to and including ``eos_id``). A finished beam only extends
-    with ``eos_id`` at no cost.
+    Beams are pruned by their summed log-probabilities; the returned scores are divided by
+    ``((5 + length)/6)^length_penalty`` (Wu et al., 2016; the length counts tokens up to and
+    including ``eos_id``) and sorted. The penalty thus reorders the final beams but does not guide
+    pruning. A finished beam only extends with ``eos_id`` at no cost. Arguments as in :func:`generate`.
 
     Returns:
       ``(tokens [batch, beam_size, max_new_tokens], scores [batch, beam_size])``.
@@ -136,9 +184,29 @@ def beam_search(
     Example:
       >>> tokens, scores = beam_search(model, source, beam_size=4, max_new_tokens=20, eos_id=2)
     """
+    _check_decoding(model, inputs, max_new_tokens, bos_id, eos_id)
+    vocab = model.config.output_vocab_size
+    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or not 1 <= beam_size <= vocab:
+        raise ValueError(f"beam_size must be an int in [1, {vocab}], got {beam_size!r}.")
+    return _beam_search(model, inputs, beam_size=beam_size, max_new_tokens=max_new_tokens, bos_id=bos_id,
+                        eos_id=eos_id, length_penalty=float(length_penalty))  # fmt: skip
+
+
+@functools.partial(nnx.jit, static_argnames=("beam_size", "max_new_tokens", "bos_id", "eos_id", "length_penalty"))
+def _beam_search(
+    model: Decoder | EncoderDecoder,
+    inputs: Array,
+    *,
+    beam_size: int,
+    max_new_tokens: int,
+    bos_id: int = 1,
+    eos_id: int | None = None,
+    length_penalty: float,
+) -> tuple[Array, Array]:
     batch = inputs.shape[0]
-    offset = 0 if isinstance(model, EncoderDecoder) else inputs.shape[1]
-    cache, memories, logits, position = _start(model, inputs, offset + max_new_tokens, repeat=beam_size)
+    cache, memories, logits, position = _start(
+        model, inputs, _cache_length(model, inputs, max_new_tokens), repeat=beam_size
+    )
     if logits is None:
         logits, cache = _step(model, jnp.full((batch * beam_size,), bos_id), cache, 0, memories)
         position = 1

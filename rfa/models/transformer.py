@@ -41,22 +41,25 @@ class Embedder(nnx.Module):
     """Token embedding × √d_model, plus absolute positions (sinusoidal or learned), then dropout."""
 
     def __init__(self, vocab_size: int, config: TransformerConfig, *, rngs: nnx.Rngs):
-        self.vocab_size, self.max_length = vocab_size, config.max_length
         self.tokens = nnx.Embed(vocab_size, config.d_model, dtype=jnp.dtype(config.dtype), rngs=rngs)
         self.scale = math.sqrt(config.d_model)
         learned = config.positional == "learned"
         self.positions = nnx.Embed(config.max_length, config.d_model, rngs=rngs) if learned else None
-        self.sinusoids = config.positional == "sinusoidal"
-        self.table = nnx.Cache(jnp.asarray(sinusoidal_table(config.max_length, config.d_model)))
+        sinusoids = config.positional == "sinusoidal"
+        self.table = nnx.Cache(jnp.asarray(sinusoidal_table(config.max_length, config.d_model))) if sinusoids else None
         self.dropout = nnx.Dropout(config.dropout_rate, rngs=rngs)
 
     def __call__(self, tokens: Array, positions: Array) -> Array:
         x = self.tokens(tokens) * self.scale
-        if self.sinusoids:
+        if self.table is not None:
             x = x + self.table[...][positions].astype(x.dtype)
         elif self.positions is not None:
             x = x + self.positions(positions).astype(x.dtype)
         return self.dropout(x)
+
+    def token(self, token: Array, position: Array) -> Array:
+        """The embedding ``[batch, d_model]`` of one token per row, ``token [batch]``, at ``position``."""
+        return self(token[:, None], jnp.broadcast_to(position, token.shape)[:, None])[:, 0]
 
     def logits(self, x: Array) -> Array:
         """Output logits tied to the embedding matrix (paper, Sec. 3.4), in float32."""
@@ -88,6 +91,13 @@ class DecoderStack(nnx.Module):
             x = layer(x, **kwargs)
         return x if self.final_norm is None else self.final_norm(x)
 
+    def init_cache(self, batch: int, max_length: int | None, config: TransformerConfig) -> list:
+        """Empty per-layer self-attention caches for ``max_length`` tokens (default ``config.max_length``)."""
+        length = config.max_length if max_length is None else max_length
+        if not 1 <= length <= config.max_length:
+            raise ValueError(f"cache length must be in [1, config.max_length = {config.max_length}], got {length}.")
+        return [{"self": layer.self_attention.init_cache(batch, length)} for layer in self.layers]
+
     def decode_step(self, x: Array, caches: list, position: Array, keep: Array, memories=None):
         new_caches = []
         for i, layer in enumerate(self.layers):
@@ -96,18 +106,25 @@ class DecoderStack(nnx.Module):
         return (x if self.final_norm is None else self.final_norm(x)), new_caches
 
 
-def redraw_projections(model: nnx.Module, key: Array) -> None:
-    """Redraws the random projection of every kernelized attention in ``model`` from ``key``.
+def redraw_projections(model: nnx.Module, key: Array, *, step: int | None = None) -> int:
+    """Redraws the random projections of the kernelized attentions in ``model``; returns how many.
 
-    Each site gets its own subkey (``fold_in(key, i)`` in module order). Call it between training
-    steps on a schedule; evaluation with a given projection is deterministic.
+    Without ``step`` every site is redrawn. With ``step`` (the training step) a site is redrawn
+    when its policy ``AttentionConfig.redraw_every = k > 0`` divides ``step``, so a training loop
+    calls it every step. Each site gets its own subkey ``fold_in(key, i)`` (i in module order).
+    Evaluation with a given projection is deterministic.
 
     Example:
-      >>> redraw_projections(model, jax.random.key(step))
+      >>> redraw_projections(model, jax.random.fold_in(key, step), step=step)
     """
     attentions = [m for _, m in nnx.iter_modules(model) if isinstance(m, MultiHeadAttention)]
+    redrawn = 0
     for i, attention in enumerate(attentions):
-        attention.redraw(jax.random.fold_in(key, i))
+        every = attention.attention.redraw_every
+        if attention.projection is not None and (step is None or (every > 0 and step % every == 0)):
+            attention.redraw(jax.random.fold_in(key, i))
+            redrawn += 1
+    return redrawn
 
 
 class Decoder(nnx.Module):
@@ -126,14 +143,13 @@ class Decoder(nnx.Module):
         return self.embed.logits(x)
 
     def init_cache(self, batch: int, max_length: int | None = None) -> list:
-        length = max_length or self.config.max_length
-        return [{"self": layer.self_attention.init_cache(batch, length)} for layer in self.stack.layers]
+        """Empty decoding caches for ``batch`` sequences of up to ``max_length`` tokens."""
+        return self.stack.init_cache(batch, max_length, self.config)
 
     def decode_step(self, token: Array, cache: list, position: Array) -> tuple[Array, list]:
         """Logits ``[batch, vocab]`` of the next token after ``token [batch]`` at ``position``."""
         keep = token != self.config.pad_id
-        x = self.embed(token[:, None], jnp.broadcast_to(position, token.shape)[:, None])[:, 0]
-        x, cache = self.stack.decode_step(x, cache, position, keep)
+        x, cache = self.stack.decode_step(self.embed.token(token, position), cache, position, keep)
         return self.embed.logits(x), cache
 
 
@@ -176,8 +192,8 @@ class EncoderDecoder(nnx.Module):
         return self.decode(target_in, memory, memory_mask)
 
     def init_cache(self, batch: int, max_length: int | None = None) -> list:
-        length = max_length or self.config.max_length
-        return [{"self": layer.self_attention.init_cache(batch, length)} for layer in self.decoder.layers]
+        """Empty decoding caches for ``batch`` targets of up to ``max_length`` tokens."""
+        return self.decoder.init_cache(batch, max_length, self.config)
 
     def prepare_memory(self, memory: Array, memory_mask: Array) -> list:
         """Each layer's cross-attention keys/values or state, computed once per source."""
@@ -185,8 +201,7 @@ class EncoderDecoder(nnx.Module):
 
     def decode_step(self, token: Array, cache: list, position: Array, memories: list) -> tuple[Array, list]:
         keep = token != self.config.pad_id
-        x = self.target_embed(token[:, None], jnp.broadcast_to(position, token.shape)[:, None])[:, 0]
-        x, cache = self.decoder.decode_step(x, cache, position, keep, memories)
+        x, cache = self.decoder.decode_step(self.target_embed.token(token, position), cache, position, keep, memories)
         return self.target_embed.logits(x), cache
 
 

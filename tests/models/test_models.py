@@ -57,14 +57,15 @@ def test_decoding_equals_teacher_forcing_for_every_positional_encoding(positiona
         np.testing.assert_allclose(step_by_step(model, sequence), model(sequence), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("kind", ["softmax", "positive", "oprf", "elu"])
+@pytest.mark.parametrize("kind", list(KINDS))
 def test_encoder_decoder_decoding_with_prepared_memory_equals_teacher_forcing(kind):
     model = EncoderDecoder(config(kind, "rotary"), rngs=nnx.Rngs(0))
     source = tokens(3, (2, 11)).at[1, 8:].set(0)  # the second source is padded
     target = tokens(4, (2, 6))
     memory, mask = model.encode(source)
     stepped = step_by_step(model, target, model.prepare_memory(memory, mask))
-    np.testing.assert_allclose(stepped, model(source, target), rtol=1e-4, atol=1e-4)
+    tolerance = 1e-3 if kind == "trig" else 1e-4  # trig's signed normalizer can be small: it amplifies rounding
+    np.testing.assert_allclose(stepped, model(source, target), rtol=tolerance, atol=tolerance)
 
 
 @pytest.mark.parametrize("kind", ["softmax", "positive"])
@@ -104,15 +105,34 @@ def test_kernelized_model_approaches_the_exact_one_as_m_grows():
     assert errors[0] > errors[1] > errors[2], errors
 
 
+@pytest.mark.parametrize("kind", ["softmax", "positive"])
+def test_a_padding_token_without_visible_keys_attends_to_nothing(kind):
+    model = Decoder(config(kind), rngs=nnx.Rngs(0))
+    sequence = tokens(20, (1, 6)).at[:, 0].set(0)  # position 0 is padding: it sees no key at all
+    changed = sequence.at[:, 1:].set(tokens(21, (1, 5)))
+    np.testing.assert_allclose(model(changed)[:, 0], model(sequence)[:, 0], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(step_by_step(model, sequence), model(sequence), rtol=1e-4, atol=1e-4)
+
+
+def test_redraw_policy_redraws_the_sites_that_are_due():
+    every_2 = AttentionConfig("positive", 16, redraw_every=2)
+    sites = {"encoder_attention": KINDS["positive"], "decoder_attention": every_2, "cross_attention": KINDS["softmax"]}
+    model = EncoderDecoder(preset("tiny", vocab_size=VOCAB, **sites), rngs=nnx.Rngs(0))
+    assert redraw_projections(model, jax.random.key(0), step=3) == 0
+    assert redraw_projections(model, jax.random.key(0), step=4) == 2  # the two decoder self-attentions
+    assert redraw_projections(model, jax.random.key(0)) == 4  # every kernelized site
+
+
 def test_redraw_changes_the_projection_and_evaluation_is_deterministic():
-    model = Decoder(config("positive"), rngs=nnx.Rngs(0))
+    model = Decoder(config("positive", dropout_rate=0.3), rngs=nnx.Rngs(0))
+    model.eval()
     sequence = tokens(10, (2, 8))
     first = model(sequence)
     np.testing.assert_array_equal(model(sequence), first)
     before = [np.array(w) for w in jax.tree.leaves(nnx.state(model, rfa.attention.RandomProjection))]
     redraw_projections(model, jax.random.key(1))
     assert not np.allclose(model(sequence), first)
-    params_unchanged = nnx.state(Decoder(config("positive"), rngs=nnx.Rngs(0)), nnx.Param)
+    params_unchanged = nnx.state(Decoder(config("positive", dropout_rate=0.3), rngs=nnx.Rngs(0)), nnx.Param)
     jax.tree.map(np.testing.assert_array_equal, nnx.state(model, nnx.Param), params_unchanged)
     after = jax.tree.leaves(nnx.state(model, rfa.attention.RandomProjection))
     assert len(before) == 2 and all(not np.allclose(a, b) for a, b in zip(before, after, strict=True))
@@ -131,6 +151,63 @@ def test_greedy_generation_picks_the_argmax_of_the_teacher_forced_logits(kind):
     generated, logits = decoding.generate(translation, source, max_new_tokens=5, bos_id=1)
     target_in = jnp.concatenate([jnp.ones((2, 1), generated.dtype), generated[:, :-1]], axis=1)
     np.testing.assert_allclose(logits, translation(source, target_in), rtol=1e-4, atol=1e-4)
+
+
+def test_beam_search_over_the_whole_vocabulary_is_exhaustive():
+    lm = Decoder(config("positive"), rngs=nnx.Rngs(0))
+    prompt = tokens(22, (1, 3))
+    beams, scores = decoding.beam_search(lm, prompt, beam_size=VOCAB, max_new_tokens=2)
+    pairs = jnp.stack(jnp.meshgrid(jnp.arange(VOCAB), jnp.arange(VOCAB), indexing="ij"), -1).reshape(-1, 2)
+    sequences = jnp.concatenate([jnp.repeat(prompt, len(pairs), 0), pairs], axis=1)
+    log_probs = jax.nn.log_softmax(lm(sequences)[:, 2:4])
+    totals = jnp.take_along_axis(log_probs, pairs[..., None], -1).sum((1, 2))
+    best = jnp.argsort(-totals)[:VOCAB]
+    np.testing.assert_array_equal(beams[0], pairs[best])
+    np.testing.assert_allclose(scores[0], totals[best], rtol=1e-4, atol=1e-4)
+
+
+def test_beam_search_keeps_finished_beams_at_eos():
+    translation = EncoderDecoder(config("softmax"), rngs=nnx.Rngs(0))
+    source = tokens(23, (2, 5))
+    beams, scores = decoding.beam_search(translation, source, beam_size=4, max_new_tokens=6, eos_id=2,
+                                         length_penalty=0.6)  # fmt: skip
+    for beam in np.asarray(beams).reshape(-1, 6):
+        ends = np.flatnonzero(beam == 2)
+        if ends.size:
+            assert np.all(beam[ends[0] :] == 2), beam
+    assert bool(jnp.all(scores[:, :-1] >= scores[:, 1:]))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"inputs": jnp.array([[1, 99]])}, r"ids outside \[0, 23\)"),
+        ({"max_new_tokens": 300}, "needs 304 positions > config.max_length = 256"),
+        ({"max_new_tokens": 0}, "max_new_tokens must be an int >= 1"),
+        ({"top_k": 0, "temperature": 1.0, "key": jax.random.key(0)}, r"top_k must be None or in \[1, 23\]"),
+        ({"temperature": -1.0}, "temperature must be >= 0"),
+        ({"eos_id": 23}, r"eos_id must be a token of \[0, 23\)"),
+    ],
+)
+def test_generate_rejects_bad_arguments(kwargs, message):
+    lm = Decoder(config(), rngs=nnx.Rngs(0))
+    arguments = {"inputs": tokens(24, (1, 4)), "max_new_tokens": 3, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        decoding.generate(lm, **arguments)
+
+
+def test_decoding_refuses_training_mode_padding_bos_and_bad_beams():
+    translation = EncoderDecoder(config(dropout_rate=0.1), rngs=nnx.Rngs(0))
+    source = tokens(25, (1, 4))
+    with pytest.raises(ValueError, match=r"training mode .* call model.eval\(\)"):
+        decoding.generate(translation, source, max_new_tokens=2)
+    translation.eval()
+    with pytest.raises(ValueError, match="bos_id = 0 is the padding token"):
+        decoding.generate(translation, source, max_new_tokens=2, bos_id=0)
+    with pytest.raises(ValueError, match=r"beam_size must be an int in \[1, 23\]"):
+        decoding.beam_search(translation, source, beam_size=0, max_new_tokens=2)
+    with pytest.raises(TypeError, match="needs a Decoder or an EncoderDecoder"):
+        decoding.generate(Encoder(config(), rngs=nnx.Rngs(0)), source, max_new_tokens=2)
 
 
 def test_sampling_is_reproducible_and_top_1_is_greedy():
@@ -169,6 +246,12 @@ def test_beam_search_finds_at_least_the_greedy_score(kind):
         ({"positional": "alibi"}, ValueError, "positional must be one of"),
         ({"norm": "sandwich"}, ValueError, "norm must be one of"),
         ({"cross_attention": "positive"}, TypeError, "cross_attention must be an AttentionConfig"),
+        (
+            {"positional": "relative", "relative_buckets": 32, "relative_max_distance": 8},
+            ValueError,
+            "relative_max_distance >= relative_buckets",
+        ),
+        ({"pad_id": 23}, ValueError, r"pad_id must be a token of the vocabulary \[0, 23\)"),
     ],
 )
 def test_inconsistent_configs_are_rejected(overrides, error, message):
