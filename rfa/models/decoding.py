@@ -129,17 +129,8 @@ def generate(
 
 
 @functools.partial(nnx.jit, static_argnames=("max_new_tokens", "bos_id", "eos_id", "temperature", "top_k"))
-def _generate(
-    model: Decoder | EncoderDecoder,
-    inputs: Array,
-    *,
-    max_new_tokens: int,
-    bos_id: int = 1,
-    eos_id: int | None = None,
-    temperature: float = 0.0,
-    top_k: int | None = None,
-    key: Array,
-) -> tuple[Array, Array]:
+def _generate(model, inputs, *, max_new_tokens, bos_id, eos_id, temperature, top_k, key):
+    """The jitted body of :func:`generate`, which has checked every argument."""
     cache, memories, logits, position = _start(model, inputs, _cache_length(model, inputs, max_new_tokens))
     if logits is None:  # encoder-decoder: the first step consumes bos
         logits, cache = _step(model, jnp.full(inputs.shape[:1], bos_id), cache, 0, memories)
@@ -193,16 +184,8 @@ def beam_search(
 
 
 @functools.partial(nnx.jit, static_argnames=("beam_size", "max_new_tokens", "bos_id", "eos_id", "length_penalty"))
-def _beam_search(
-    model: Decoder | EncoderDecoder,
-    inputs: Array,
-    *,
-    beam_size: int,
-    max_new_tokens: int,
-    bos_id: int = 1,
-    eos_id: int | None = None,
-    length_penalty: float,
-) -> tuple[Array, Array]:
+def _beam_search(model, inputs, *, beam_size, max_new_tokens, bos_id, eos_id, length_penalty):
+    """The jitted body of :func:`beam_search`, which has checked every argument."""
     batch = inputs.shape[0]
     cache, memories, logits, position = _start(
         model, inputs, _cache_length(model, inputs, max_new_tokens), repeat=beam_size
