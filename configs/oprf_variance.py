@@ -10,7 +10,8 @@ Run:
 
 import math
 
-from experiments.sweep import apply_variant, base_config
+from experiments.sweep import base_config
+from rfa.workdir import apply_variant
 
 
 def get_config(arg=None):

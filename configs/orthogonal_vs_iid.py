@@ -8,7 +8,8 @@ Run:
   python -m experiments.mse --config configs/orthogonal_vs_iid.py:quick --workdir /tmp/orthogonal
 """
 
-from experiments.sweep import apply_variant, base_config
+from experiments.sweep import base_config
+from rfa.workdir import apply_variant
 
 
 def get_config(arg=None):

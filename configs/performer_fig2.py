@@ -8,7 +8,8 @@ Run:
   python -m experiments.mse --config configs/performer_fig2.py:quick --workdir /tmp/fig2
 """
 
-from experiments.sweep import apply_variant, base_config
+from experiments.sweep import base_config
+from rfa.workdir import apply_variant
 
 
 def get_config(arg=None):

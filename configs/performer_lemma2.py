@@ -7,7 +7,8 @@ Run:
   python -m experiments.mse --config configs/performer_lemma2.py:quick --workdir /tmp/lemma2
 """
 
-from experiments.sweep import apply_variant, base_config
+from experiments.sweep import base_config
+from rfa.workdir import apply_variant
 
 
 def get_config(arg=None):

@@ -18,12 +18,9 @@ import zlib
 import ml_collections
 
 import rfa
+from rfa.workdir import ConfigError, record_config, write_atomic
 
 EXPERIMENTS = ("kernel_mse", "attention_error")
-
-
-class ConfigError(ValueError):
-    """A config that cannot run, or a workdir that holds another config's results."""
 
 
 GEOMETRIES = ("norm_angle",)
@@ -57,25 +54,6 @@ def base_config(experiment: str) -> ml_collections.ConfigDict:
         config.num_seeds = 15  # independent inputs and projections per cell
     else:
         raise ConfigError(f"experiment must be one of {list(EXPERIMENTS)}, got {experiment!r}.")
-    return config
-
-
-def apply_variant(config: ml_collections.ConfigDict, arg: str | None, variants: dict[str, dict]):
-    """Sets the fields (dotted names allowed) of the variant named by a config string's ``:arg``.
-
-    ``None`` or ``""`` selects ``"full"``; an unknown variant or field raises ``ValueError``.
-    """
-    name = arg or "full"
-    if name not in variants:
-        raise ConfigError(f"unknown config variant {arg!r}; this config has {sorted(variants)}.")
-    for field, value in variants[name].items():
-        *parents, leaf = field.split(".")
-        node = config
-        for parent in parents:
-            node = node[parent]
-        if leaf not in node:
-            raise ConfigError(f"variant {name!r} sets unknown config field {field!r}.")
-        node[leaf] = value
     return config
 
 
@@ -199,18 +177,6 @@ def group_seed(seed: int, group: tuple) -> int:
     return zlib.crc32(repr((seed, *group)).encode()) & 0x7FFFFFFF
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Writes ``text`` to ``path`` so that a reader (or a kill -9) never sees a partial file.
-
-    The rename is atomic; there is no fsync, so a power cut (not a killed process) may lose the
-    most recent files — they are then recomputed, never read half-written.
-    """
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 def _process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -219,26 +185,6 @@ def _process_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _flatten(tree: dict, prefix: str = "") -> dict:
-    flat = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
-def config_differences(old: dict, new: dict) -> list[str]:
-    """``field: old -> new`` for every result-changing field where two config dicts differ."""
-    old, new = _flatten(old), _flatten(new)
-    return [
-        f"{key}: {old.get(key, '<absent>')!r} -> {new.get(key, '<absent>')!r}"
-        for key in sorted(set(old) | set(new))
-        if key not in EXECUTION_FIELDS and old.get(key) != new.get(key)
-    ]
 
 
 class ResultStore:
@@ -252,21 +198,11 @@ class ResultStore:
     def __init__(self, workdir: str, config: ml_collections.ConfigDict):
         self.workdir = workdir
         self.cell_dir = os.path.join(workdir, "cells")
-        config_path = os.path.join(workdir, "config.json")
-        config_dict = json.loads(config.to_json())
-        if os.path.exists(config_path):
-            with open(config_path) as f:
-                differences = config_differences(json.load(f), config_dict)
-            if differences:
-                raise ConfigError(
-                    f"workdir {workdir!r} holds results of a different config; use another --workdir, or delete it "
-                    f"to start over. Differences (workdir -> this run): {'; '.join(differences)}."
-                )
+        record_config(workdir, config, execution_fields=EXECUTION_FIELDS)
         os.makedirs(self.cell_dir, exist_ok=True)
         for name in os.listdir(self.cell_dir):
             if ".tmp" in name and not _process_alive(int(name.rsplit(".tmp", 1)[1])):
                 os.remove(os.path.join(self.cell_dir, name))  # a cell a killed run was writing: never finished
-        write_atomic(config_path, json.dumps(config_dict, indent=2, sort_keys=True) + "\n")
 
     def _path(self, cell: Cell) -> str:
         return os.path.join(self.cell_dir, f"{cell.name}.json")

@@ -10,6 +10,7 @@ import pytest
 
 from configs import attention_output_error, orthogonal_vs_iid, performer_fig2
 from experiments import sweep
+from rfa import workdir
 
 
 def test_cells_cover_the_sweep_once_grouped_by_projection_draws():
@@ -35,7 +36,7 @@ def test_variants_set_fields_and_unknown_ones_are_errors():
         performer_fig2.get_config("quik")
     config = sweep.base_config("kernel_mse")
     with pytest.raises(ValueError, match=re.escape("unknown config field 'geometry.radius'")):
-        sweep.apply_variant(config, "quick", {"quick": {"geometry.radius": 1.0}})
+        workdir.apply_variant(config, "quick", {"quick": {"geometry.radius": 1.0}})
 
 
 @pytest.mark.parametrize(
@@ -58,7 +59,7 @@ def test_variants_set_fields_and_unknown_ones_are_errors():
     ],
 )
 def test_bad_kernel_configs_name_the_field(overrides, message):
-    config = sweep.apply_variant(performer_fig2.get_config("quick"), "bad", {"bad": overrides})
+    config = workdir.apply_variant(performer_fig2.get_config("quick"), "bad", {"bad": overrides})
     with pytest.raises(ValueError, match=re.escape(message)):
         sweep.check_config(config)
 
@@ -106,8 +107,8 @@ def test_store_refuses_a_workdir_of_another_config_and_leaves_it_untouched(tmp_p
 
 def test_write_atomic_replaces_whole_files(tmp_path):
     path = str(tmp_path / "a.json")
-    sweep.write_atomic(path, json.dumps({"a": 1}))
-    sweep.write_atomic(path, json.dumps({"a": 2}))
+    workdir.write_atomic(path, json.dumps({"a": 1}))
+    workdir.write_atomic(path, json.dumps({"a": 2}))
     with open(path) as f:
         assert json.load(f) == {"a": 2}
     assert os.listdir(tmp_path) == ["a.json"]

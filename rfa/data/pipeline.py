@@ -1,0 +1,164 @@
+"""grain input pipelines over ``tfds.data_source``: tokenize, filter or pack, pad, batch.
+
+Training batches are an endless, reshuffled-per-epoch stream whose position is a small grain
+iterator state (checkpointed beside the model, so a resumed run sees the same batches as an
+uninterrupted one); evaluation batches are one pass in file order, the last batch padded with
+empty rows. Every batch is a dict of NumPy arrays with static shapes:
+
+- ``seq2seq``: ``inputs [B, L]`` source ids, ``targets [B, L]`` target ids ending in EOS
+  (pairs longer than L are dropped).
+- ``classification``: ``inputs [B, L]`` (truncated to L), ``label [B]``, ``weight [B]``
+  (0 for padding rows).
+- ``lm``: the split read as one stream cut into windows of L + 1: ``inputs = w[:-1]``,
+  ``targets = w[1:]``.
+
+Id 0 is padding everywhere, so weights of token losses are ``targets != 0``.
+"""
+
+from __future__ import annotations
+
+import grain
+import numpy as np
+import tensorflow_datasets as tfds
+
+from rfa.data.tasks import Task
+from rfa.data.tokenizers import EOS_ID, PAD_ID
+
+
+class DatasetMissingError(FileNotFoundError):
+    """A real TFDS dataset is not prepared in the data_dir."""
+
+
+def load_source(task: Task, split: str, data_dir: str):
+    """The random-access ``tfds.data_source`` of ``split``; the project's own datasets are prepared on first use.
+
+    Raises:
+      DatasetMissingError: a real dataset that is not in ``data_dir`` as ``array_record``, with
+        the command that prepares it.
+    """
+    try:
+        return tfds.data_source(
+            task.dataset,
+            split=split,
+            data_dir=data_dir,
+            download=task.generated,
+            builder_kwargs={"file_format": "array_record"},
+        )
+    except (
+        tfds.core.registered.DatasetNotFoundError,
+        KeyError,
+        AssertionError,
+        FileNotFoundError,
+        ValueError,
+    ) as error:
+        raise DatasetMissingError(
+            f"dataset {task.dataset!r} (split {split!r}) is not prepared in data_dir {data_dir!r}. Prepare it once, "
+            f"on a machine with network access, with `tfds build {task.dataset} --data_dir={data_dir} "
+            f"--file_format=array_record` (TFDS's builder may need `pip install tensorflow` for that step). "
+            f"Cause: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        ) from error
+
+
+def _pad(ids: np.ndarray, length: int) -> np.ndarray:
+    return np.pad(ids, (0, length - len(ids)), constant_values=PAD_ID)
+
+
+def _tokenize(task: Task, max_length: int):
+    encode = task.tokenizer.encode
+    if task.kind == "seq2seq":
+        return lambda ex: {
+            "inputs": encode(ex[task.inputs]),
+            "targets": np.append(encode(ex[task.targets]), np.int32(EOS_ID)),
+        }
+    if task.kind == "classification":
+        return lambda ex: {"inputs": encode(ex[task.inputs])[:max_length], "label": np.int32(ex[task.targets])}
+    return lambda ex: {"inputs": encode(ex[task.inputs])}
+
+
+def _fits(max_length: int):
+    return lambda ex: len(ex["inputs"]) <= max_length and len(ex["targets"]) <= max_length
+
+
+def _padded(task: Task, max_length: int):
+    if task.kind == "classification":
+        return lambda ex: {"inputs": _pad(ex["inputs"], max_length), "label": ex["label"], "weight": np.float32(1)}
+    if task.kind == "lm":
+        return lambda ex: {"inputs": ex["inputs"][:-1], "targets": ex["inputs"][1:]}
+    return lambda ex: {key: _pad(ex[key], max_length) for key in ("inputs", "targets")}
+
+
+def _batches(
+    task: Task, source, *, train: bool, batch_size: int, max_length: int, seed: int, shard: tuple[int, int]
+) -> grain.IterDataset:
+    index, count = shard
+    dataset = grain.MapDataset.source(source)[index::count]
+    if train:
+        dataset = dataset.shuffle(seed=seed).repeat()
+    dataset = dataset.map(_tokenize(task, max_length))
+    if task.kind == "seq2seq":
+        dataset = dataset.filter(_fits(max_length))
+    stream = dataset.to_iter_dataset()
+    if task.kind == "lm":
+        stream = grain.experimental.ConcatThenSplitIterDataset(stream, length_struct={"inputs": max_length + 1})
+    stream = stream.map(_padded(task, max_length)).batch(batch_size, drop_remainder=train)
+    return stream if train else stream.map(lambda batch: _fill_batch(batch, batch_size))
+
+
+def _fill_batch(batch: dict, batch_size: int) -> dict:
+    """Pads a short last evaluation batch with empty rows (all padding, weight 0)."""
+    missing = batch_size - len(next(iter(batch.values())))
+    return {
+        key: np.concatenate([value, np.zeros((missing, *value.shape[1:]), value.dtype)]) for key, value in batch.items()
+    }
+
+
+def train_batches(
+    task: Task, *, data_dir: str, batch_size: int, max_length: int, seed: int, shard: tuple[int, int] = (0, 1)
+) -> grain.IterDataset:
+    """Endless shuffled training batches of ``batch_size`` rows of length ``max_length``.
+
+    Args:
+      task: from ``rfa.data.get_task``.
+      data_dir: where TFDS datasets live (the project's own are prepared there on first use).
+      batch_size: rows per batch of this process.
+      max_length: L, the padded (or packed) length.
+      seed: shuffling seed; the same seed gives the same batches.
+      shard: ``(process_index, process_count)``: this process reads every count-th example.
+
+    Returns:
+      A grain ``IterDataset``; ``iter()`` of it is a checkpointable ``DatasetIterator``.
+
+    Example:
+      >>> batches = iter(train_batches(get_task("sort"), data_dir="data", batch_size=32, max_length=40, seed=0))
+      >>> next(batches)["inputs"].shape
+      (32, 40)
+    """
+    _check_sizes(batch_size, max_length)
+    source = load_source(task, task.train_split, data_dir)
+    return _batches(task, source, train=True, batch_size=batch_size, max_length=max_length, seed=seed, shard=shard)
+
+
+def eval_batches(
+    task: Task,
+    *,
+    data_dir: str,
+    batch_size: int,
+    max_length: int,
+    max_batches: int | None = None,
+    shard: tuple[int, int] = (0, 1),
+) -> grain.IterDataset:
+    """One pass over the evaluation split in file order, stopped after ``max_batches`` (None: all).
+
+    Same arguments and batch layout as :func:`train_batches`; the last batch is padded with
+    empty rows so every batch has ``batch_size`` rows.
+    """
+    _check_sizes(batch_size, max_length)
+    source = load_source(task, task.eval_split, data_dir)
+    batches = _batches(task, source, train=False, batch_size=batch_size, max_length=max_length, seed=0, shard=shard)
+    return batches if max_batches is None else grain.experimental.LimitIterDataset(batches, count=max_batches)
+
+
+def _check_sizes(batch_size: int, max_length: int) -> None:
+    for name, value in (("batch_size", batch_size), ("max_length", max_length)):
+        if not isinstance(value, int | np.integer) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}.")

@@ -1,0 +1,75 @@
+"""Training tasks by name: which TFDS dataset, which features, which tokenizer, which model kind.
+
+A task is ``kind`` (``"seq2seq"`` for the encoder-decoder, ``"classification"`` for the encoder
+classifier, ``"lm"`` for the decoder-only language model) plus where its text comes from. The
+project's own datasets are prepared on first use; real TFDS datasets must already be prepared
+(``array_record``) in the data_dir. Add a task by adding an entry to ``TASKS``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rfa.data import listops
+from rfa.data.tokenizers import ByteTokenizer, WordTokenizer
+
+KINDS = ("seq2seq", "classification", "lm")
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """A task's data and shape.
+
+    Attributes:
+      dataset: TFDS name with config, e.g. ``"algorithmic/sort"``.
+      kind: ``"seq2seq"``, ``"classification"`` or ``"lm"``.
+      inputs: feature holding the input text (the source, the text to classify, the LM text).
+      targets: the target text (seq2seq) or the integer label (classification); None for lm.
+      tokenizer: text <-> ids, special ids as in ``rfa.data.tokenizers``.
+      num_classes: labels of a classification task.
+      generated: True for the project's own builders, which the first run prepares.
+      train_split, eval_split: TFDS split names.
+    """
+
+    dataset: str
+    kind: str
+    inputs: str
+    targets: str | None
+    tokenizer: ByteTokenizer | WordTokenizer
+    num_classes: int = 0
+    generated: bool = False
+    train_split: str = "train"
+    eval_split: str = "validation"
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"Task.kind must be one of {KINDS}, got {self.kind!r}.")
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tokenizer.vocab_size
+
+
+_BYTES = ByteTokenizer()
+_LISTOPS = WordTokenizer(listops.VOCABULARY)
+
+TASKS: dict[str, Task] = {
+    **{
+        name: Task(f"algorithmic/{name}", "seq2seq", "inputs", "targets", _BYTES, generated=True)
+        for name in ("copy", "reverse", "sort")
+    },
+    "listops": Task("listops/short", "classification", "source", "label", _LISTOPS, num_classes=10, generated=True),
+    "listops_lra": Task("listops/lra", "classification", "source", "label", _LISTOPS, num_classes=10, generated=True),
+    "python_source": Task("python_source", "lm", "text", None, _BYTES, generated=True),
+    "imdb_reviews": Task("imdb_reviews", "classification", "text", "label", _BYTES, num_classes=2, eval_split="test"),
+    "lm1b": Task("lm1b", "lm", "text", None, _BYTES, eval_split="test"),
+    "wmt14_de_en": Task("wmt14_translate/de-en", "seq2seq", "de", "en", _BYTES),
+    "ted_pt_en": Task("ted_hrlr_translate/pt_to_en", "seq2seq", "pt", "en", _BYTES),
+}
+
+
+def get_task(name: str) -> Task:
+    """The task called ``name`` (a key of ``TASKS``); a clear error for an unknown name."""
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; known tasks: {sorted(TASKS)}.")
+    return TASKS[name]
