@@ -1,0 +1,23 @@
+"""ListOps (Long Range Arena task, short lengths 16-128): classify the value 0-9 of a nested expression.
+
+Run:
+  python -m experiments.train --config configs/listops.py:positive --workdir workdir/train/listops/positive
+Variants: ``:<attention>`` with <attention> in rfa.train.ATTENTION_VARIANTS (exact, trig, positive,
+positive_iid, hyperbolic, oprf, elu, relu), and ``:<attention>,quick`` for a seconds-long test run.
+LRA's own lengths (500-2000) are the task ``listops_lra``: ``--config.task=listops_lra --config.max_length=2000``.
+"""
+
+from rfa.train import task_config
+
+
+def get_config(arg: str | None = None):
+    return task_config(
+        "listops",
+        arg,
+        max_length=128,  # the short config's longest expression
+        batch_size=32,
+        num_train_steps=600,
+        eval_every=200,
+        checkpoint_every=200,
+        eval_batches=32,  # 1024 of the 1000 validation expressions: the whole split
+    )

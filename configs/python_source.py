@@ -1,0 +1,23 @@
+"""Character-level language model of the Python standard library's source (held-out files for evaluation).
+
+Run:
+  python -m experiments.train --config configs/python_source.py:positive --workdir workdir/train/python_source/positive
+Variants: ``:<attention>`` with <attention> in rfa.train.ATTENTION_VARIANTS (exact, trig, positive,
+positive_iid, hyperbolic, oprf, elu, relu), and ``:<attention>,quick`` for a seconds-long test run.
+"""
+
+from rfa.train import task_config
+
+
+def get_config(arg: str | None = None):
+    return task_config(
+        "python_source",
+        arg,
+        max_length=256,  # bytes of context
+        batch_size=8,
+        num_train_steps=500,
+        eval_every=200,
+        checkpoint_every=200,
+        eval_batches=16,
+        **{"model.d_model": 128, "model.mlp_dim": 256, "attention.chunk_size": 64},
+    )

@@ -1,0 +1,21 @@
+"""Sort a string of random letters (seq2seq), with the attention kind chosen by the config string.
+
+Run:
+  python -m experiments.train --config configs/sort.py:positive --workdir workdir/train/sort/positive
+Variants: ``:<attention>`` with <attention> in rfa.train.ATTENTION_VARIANTS (exact, trig, positive,
+positive_iid, hyperbolic, oprf, elu, relu), and ``:<attention>,quick`` for a seconds-long test run.
+"""
+
+from rfa.train import task_config
+
+
+def get_config(arg: str | None = None):
+    return task_config(
+        "sort",
+        arg,
+        max_length=40,  # strings of 2-32 letters plus EOS
+        batch_size=32,
+        num_train_steps=600,
+        eval_every=200,
+        checkpoint_every=200,
+    )

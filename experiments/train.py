@@ -1,0 +1,39 @@
+"""Train a model on a task from a config.
+
+  python -m experiments.train --config configs/<task>.py:<attention> --workdir DIR
+
+
+Re-running on the same workdir resumes from its newest checkpoint; a workdir written by another
+config is refused. Overrides: ``--config.num_train_steps=500``, ``--config.data_dir=/data/tfds``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from absl import app, flags, logging
+from ml_collections import config_flags
+
+from rfa.data import DatasetMissingError
+from rfa.train import CheckpointError, initialize_distributed, train_and_evaluate
+from rfa.workdir import ConfigError
+
+_CONFIG = config_flags.DEFINE_config_file("config", None, "Training config file (configs/<task>.py:<attention>).")
+_WORKDIR = flags.DEFINE_string("workdir", None, "Directory for checkpoints, metrics and results.")
+flags.mark_flags_as_required(["config", "workdir"])
+
+
+def main(argv):
+    del argv
+    logging.set_verbosity(logging.WARNING)  # orbax and TFDS log every file they touch at INFO
+    initialize_distributed()
+    try:
+        results = train_and_evaluate(_CONFIG.value, _WORKDIR.value)
+    except (ConfigError, DatasetMissingError, CheckpointError) as error:
+        sys.exit(f"error: {error}")
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,36 @@
+"""Training: optax optimizers and schedules, jitted steps, orbax checkpoints, metrics, sharding, the loop."""
+
+from rfa.train.checkpoint import CheckpointError, Checkpoints
+from rfa.train.config import ATTENTION_VARIANTS, base_config, build_model, check_config, model_config, task_config
+from rfa.train.loop import evaluate, train_and_evaluate
+from rfa.train.metrics import MetricWriter, plot_curves, read_metrics
+from rfa.train.optim import make_optimizer, make_schedule
+from rfa.train.sharding import global_batch, initialize_distributed, make_mesh, state_sharding
+from rfa.train.steps import make_eval_step, make_train_step, metric_sums, shift_right, summarize
+
+__all__ = [
+    "ATTENTION_VARIANTS",
+    "CheckpointError",
+    "Checkpoints",
+    "MetricWriter",
+    "base_config",
+    "build_model",
+    "check_config",
+    "evaluate",
+    "global_batch",
+    "initialize_distributed",
+    "make_eval_step",
+    "make_mesh",
+    "make_optimizer",
+    "make_schedule",
+    "make_train_step",
+    "metric_sums",
+    "model_config",
+    "plot_curves",
+    "read_metrics",
+    "shift_right",
+    "state_sharding",
+    "summarize",
+    "task_config",
+    "train_and_evaluate",
+]

@@ -1,0 +1,96 @@
+"""Checkpoints with orbax: model and optimizer state, the data iterator's position and the step.
+
+One ``ocp.CheckpointManager`` directory per workdir (``<workdir>/checkpoints/<step>``), each
+step holding ``state`` (``nnx.to_pure_dict`` of the model and optimizer state without RNG
+streams: dropout keys are derived from the step) and ``data`` (the grain iterator state).
+Orbax writes each step to a temporary directory and renames it when complete, so a killed run
+leaves only whole checkpoints; a preservation policy keeps the latest ``keep`` steps (and
+every ``keep_every``-th step, if set).
+"""
+
+from __future__ import annotations
+
+import os
+
+import grain
+import jax
+import orbax.checkpoint as ocp
+from flax import nnx
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that cannot be restored into this run's model (corrupt, or from another model)."""
+
+
+def _split_rngs(state: nnx.State) -> tuple[nnx.State, nnx.State]:
+    return nnx.split_state(state, nnx.RngState, ...)
+
+
+class Checkpoints:
+    """Saves and restores ``(state, data iterator)`` of a training run.
+
+    Example:
+      >>> checkpoints = Checkpoints(f"{workdir}/checkpoints", keep=2)
+      >>> step, state = checkpoints.restore_latest(state, iterator)  # (0, state) when there is none
+      >>> checkpoints.save(step, state, iterator)
+    """
+
+    def __init__(self, directory: str, *, keep: int = 2, keep_every: int = 0):
+        policies = [ocp.checkpoint_managers.LatestN(keep)]
+        if keep_every:
+            policies.append(ocp.checkpoint_managers.EveryNSteps(keep_every))
+        self.directory = os.path.abspath(directory)
+        self.manager = ocp.CheckpointManager(
+            self.directory,
+            options=ocp.CheckpointManagerOptions(
+                preservation_policy=ocp.checkpoint_managers.AnyPreservationPolicy(policies),
+                enable_async_checkpointing=False,
+                create=True,
+            ),
+        )
+
+    def save(self, step: int, state: nnx.State, iterator: grain.DatasetIterator) -> None:
+        _, saved = _split_rngs(state)
+        self.manager.save(
+            step,
+            args=ocp.args.Composite(
+                state=ocp.args.StandardSave(nnx.to_pure_dict(saved)), data=grain.checkpoint.CheckpointSave(iterator)
+            ),
+        )
+
+    def latest_step(self) -> int | None:
+        return self.manager.latest_step()
+
+    def restore_latest(self, state: nnx.State, iterator: grain.DatasetIterator) -> tuple[int, nnx.State]:
+        """``(step, state)`` of the newest checkpoint, with ``iterator`` moved to its position; ``(0, state)`` if none.
+
+        ``state`` gives the structure, shapes, dtypes and shardings to restore into.
+
+        Raises:
+          CheckpointError: the checkpoint is unreadable or does not match ``state``.
+        """
+        step = self.manager.latest_step()
+        if step is None:
+            return 0, state
+        rngs, saved = _split_rngs(state)
+        target = jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding), nnx.to_pure_dict(saved)
+        )
+        try:
+            restored = self.manager.restore(
+                step,
+                args=ocp.args.Composite(
+                    state=ocp.args.StandardRestore(target), data=grain.checkpoint.CheckpointRestore(iterator)
+                ),
+            )
+            nnx.replace_by_pure_dict(saved, restored["state"])
+        except Exception as error:
+            raise CheckpointError(
+                f"checkpoint step {step} in {os.path.join(self.directory, str(step))} cannot be restored into this "
+                f"run's model and optimizer: {type(error).__name__}: {error}. It is corrupt or was written by a "
+                f"different model; move it out of the workdir (or use a new --workdir) to start over."
+            ) from error
+        return step, nnx.merge_state(rngs, saved)
+
+    def close(self) -> None:
+        self.manager.close()

@@ -1,0 +1,209 @@
+"""The training config: its schema, per-task configs with attention variants, checks, and the model it builds.
+
+``configs/<task>.py`` calls :func:`task_config` with the task's sizes; its config string
+selects the attention kind and, optionally, the quick variant used by the tests:
+``--config configs/sort.py:positive`` or ``--config configs/sort.py:positive,quick``. The same
+attention goes to every site (encoder self-attention, masked decoder self-attention,
+cross-attention); OPRF's decoder sites (self- and cross-attention) use a fixed ``phi_sq``: A* cannot
+be estimated from a prefix without leaking the future, nor token by token when decoding. The
+default, ``2 sqrt(head_dim)``, is the expected ``|x + y|²`` of unit-variance queries and keys
+after the 1/d^¼ scaling.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ml_collections
+from flax import nnx
+
+from rfa.data import Task, get_task
+from rfa.models import AttentionConfig, Decoder, Encoder, EncoderDecoder, TransformerConfig
+from rfa.train.optim import SCHEDULES
+from rfa.workdir import ConfigError, apply_variant
+
+ATTENTION_VARIANTS = {
+    "exact": {"kind": "softmax"},
+    "trig": {"kind": "trig"},
+    "positive": {"kind": "positive"},
+    "positive_iid": {"kind": "positive", "projection": "iid"},
+    "hyperbolic": {"kind": "hyperbolic"},
+    "oprf": {"kind": "oprf"},
+    "elu": {"kind": "elu"},
+    "relu": {"kind": "relu"},
+}
+# Settings that never change what a run computes (beyond float rounding), so a resumed run may change them.
+EXECUTION_FIELDS = ("data_dir", "mesh")
+
+
+def base_config() -> ml_collections.ConfigDict:
+    """Every training field with its default (a small model that trains on a CPU)."""
+    config = ml_collections.ConfigDict()
+    config.task = "sort"  # a name of rfa.data.TASKS
+    config.data_dir = "data"  # TFDS data_dir: the project's datasets are prepared here on first use
+    config.seed = 0  # initialization, shuffling, dropout and projection redraws
+    config.max_length = 40  # L: padded / packed sequence length
+    config.batch_size = 64  # global batch (all devices, all processes)
+    config.num_train_steps = 2000
+    config.log_every = 50  # training metrics are averaged over this many steps
+    config.eval_every = 500
+    config.eval_batches = 16  # evaluation batches per evaluation (0: the whole split)
+    config.checkpoint_every = 500  # a multiple of log_every, so a resumed run logs what the first would have
+    config.keep_checkpoints = 2  # newest checkpoints kept
+    config.keep_checkpoints_every = 0  # also keep every this many steps (0: no)
+
+    config.model = ml_collections.ConfigDict()
+    config.model.d_model = 64
+    config.model.num_heads = 4
+    config.model.mlp_dim = 128
+    config.model.num_encoder_layers = 2  # encoder-decoder and classifier
+    config.model.num_decoder_layers = 2  # encoder-decoder and language model
+    config.model.dropout_rate = 0.1
+    config.model.norm = "pre"  # "post" (paper) or "pre"
+    config.model.positional = "sinusoidal"  # "sinusoidal", "learned", "rotary" ("relative": exact only)
+    config.model.pooling = "mean"  # classifier pooling: "mean" or "cls"
+
+    config.attention = ml_collections.ConfigDict()
+    config.attention.variant = "exact"  # a name of ATTENTION_VARIANTS (what the config string chose)
+    config.attention.kind = "softmax"  # "softmax" or a feature map of rfa.feature_map
+    config.attention.num_features = 64  # m, random vectors per projection
+    config.attention.projection = "orthogonal"  # "orthogonal" or "iid"
+    config.attention.scaling = "chi"  # row norms: "chi" or "sqrt_d"
+    config.attention.chunk_size = 32  # causal kernelized chunk length
+    config.attention.redraw_every = 0  # draw new projections every this many steps (0: never)
+    config.attention.phi_sq = 0.0  # OPRF at decoder sites: |x+y|² for A* (0: 2 sqrt(head_dim))
+
+    config.optimizer = ml_collections.ConfigDict()
+    config.optimizer.learning_rate = 1e-3  # peak rate (inverse_sqrt: a multiplier, 1.0 = paper)
+    config.optimizer.schedule = "cosine"  # "cosine", "inverse_sqrt" (paper) or "constant"
+    config.optimizer.warmup_steps = 100
+    config.optimizer.final_fraction = 0.1  # cosine ends at this fraction of the peak
+    config.optimizer.b1 = 0.9
+    config.optimizer.b2 = 0.98  # the paper's Adam beta_2
+    config.optimizer.eps = 1e-9  # the paper's Adam epsilon
+    config.optimizer.weight_decay = 0.01  # AdamW, decoupled
+    config.optimizer.grad_clip_norm = 1.0  # global-norm clipping (0: none)
+    config.optimizer.label_smoothing = 0.0  # the paper uses 0.1 for translation
+
+    config.mesh = ml_collections.ConfigDict()
+    config.mesh.data = -1  # data-parallel devices (-1: all left after model)
+    config.mesh.model = 1  # devices splitting heads and MLP units
+    return config
+
+
+QUICK = {
+    "max_length": 24,
+    "batch_size": 8,
+    "num_train_steps": 12,
+    "log_every": 4,
+    "eval_every": 12,
+    "eval_batches": 2,
+    "checkpoint_every": 4,
+    "model.d_model": 32,
+    "model.num_heads": 2,
+    "model.mlp_dim": 64,
+    "model.num_encoder_layers": 1,
+    "model.num_decoder_layers": 1,
+    "attention.num_features": 16,
+    "attention.chunk_size": 8,
+    "optimizer.warmup_steps": 4,
+}
+
+
+def task_config(task: str, arg: str | None, **fields) -> ml_collections.ConfigDict:
+    """The config of ``task`` with its ``fields`` (dotted names) and the variant ``arg = "<attention>[,quick]"``.
+
+    Example:
+      >>> config = task_config("sort", "positive,quick", max_length=40)
+    """
+    attention, *rest = (arg or "exact").split(",")
+    if attention not in ATTENTION_VARIANTS or rest not in ([], ["quick"]):
+        raise ConfigError(
+            f"config string must be '<attention>' or '<attention>,quick' with <attention> one of "
+            f"{sorted(ATTENTION_VARIANTS)}, got {arg!r}."
+        )
+    config = apply_variant(base_config(), "full", {"full": {"task": task, **fields}})
+    apply_variant(config, "quick" if rest else "full", {"full": {}, "quick": QUICK})
+    variant = {f"attention.{name}": value for name, value in ATTENTION_VARIANTS[attention].items()}
+    return apply_variant(config, "full", {"full": {"attention.variant": attention, **variant}})
+
+
+def _positive_int(config, field: str, minimum: int = 1) -> None:
+    value = config
+    for part in field.split("."):
+        value = value[part]
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"config.{field} must be an integer >= {minimum}, got {value!r}.")
+
+
+def check_config(config: ml_collections.ConfigDict) -> Task:
+    """Raises ``ConfigError`` naming the first invalid field; returns the config's task."""
+    try:
+        task = get_task(config.task)
+    except ValueError as error:
+        raise ConfigError(f"config.task: {error}") from error
+    for field in ("max_length", "batch_size", "num_train_steps", "log_every", "eval_every", "checkpoint_every",
+                  "keep_checkpoints"):  # fmt: skip
+        _positive_int(config, field)
+    for field in ("eval_batches", "keep_checkpoints_every", "optimizer.warmup_steps"):
+        _positive_int(config, field, minimum=0)
+    if config.checkpoint_every % config.log_every:
+        raise ConfigError(
+            f"config.checkpoint_every ({config.checkpoint_every}) must be a multiple of config.log_every "
+            f"({config.log_every}), so that a resumed run logs the same averages as an uninterrupted one."
+        )
+    if config.optimizer.schedule not in SCHEDULES:
+        raise ConfigError(f"config.optimizer.schedule must be one of {SCHEDULES}, got {config.optimizer.schedule!r}.")
+    try:
+        model_config(config, task)
+    except ValueError as error:
+        raise ConfigError(f"config.model / config.attention: {error}") from error
+    return task
+
+
+def _attention(config: ml_collections.ConfigDict, head_dim: int, *, decoder: bool) -> AttentionConfig:
+    a = config.attention
+    params = ()
+    if a.kind == "oprf" and decoder:
+        params = (("phi_sq", float(a.phi_sq or 2 * math.sqrt(head_dim))),)
+    return AttentionConfig(
+        kind=a.kind,
+        num_features=a.num_features,
+        projection=a.projection,
+        scaling=a.scaling,
+        chunk_size=a.chunk_size,
+        feature_params=params,
+        redraw_every=a.redraw_every,
+    )
+
+
+def model_config(config: ml_collections.ConfigDict, task: Task) -> TransformerConfig:
+    """The ``TransformerConfig`` of the config's model for ``task`` (vocabulary, classes and length from the task)."""
+    m = config.model
+    head_dim = m.d_model // m.num_heads if m.num_heads > 0 else 0
+    return TransformerConfig(
+        vocab_size=task.vocab_size,
+        num_classes=max(task.num_classes, 2),
+        d_model=m.d_model,
+        num_heads=m.num_heads,
+        mlp_dim=m.mlp_dim,
+        num_encoder_layers=m.num_encoder_layers,
+        num_decoder_layers=m.num_decoder_layers,
+        dropout_rate=m.dropout_rate,
+        norm=m.norm,
+        positional=m.positional,
+        max_length=config.max_length,
+        pooling=m.pooling,
+        encoder_attention=_attention(config, head_dim, decoder=False),
+        decoder_attention=_attention(config, head_dim, decoder=True),
+        cross_attention=_attention(config, head_dim, decoder=True),
+    )
+
+
+MODEL_KINDS = {"seq2seq": EncoderDecoder, "classification": Encoder, "lm": Decoder}
+
+
+def build_model(config: ml_collections.ConfigDict, task: Task) -> nnx.Module:
+    """The task's model (encoder-decoder, classifier or language model), initialized from ``config.seed``."""
+    rngs = nnx.Rngs(params=config.seed, dropout=config.seed + 1, projection=config.seed + 2)
+    return MODEL_KINDS[task.kind](model_config(config, task), rngs=rngs)

@@ -1,0 +1,76 @@
+"""Training metrics: JSON lines and TensorBoard event files (tensorboardX, no TensorFlow), and a PNG of the curves.
+
+Every record is ``{"step": s, "split": "train" | "eval", <metric>: value, ...}``, one line per
+record in ``<workdir>/metrics.jsonl`` and a scalar ``<split>/<metric>`` in
+``<workdir>/tensorboard``. A resumed run first drops the records written after the step it
+resumes from (a killed run may have logged past its last checkpoint), so the file reads as one
+uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import tensorboardX
+
+from rfa.workdir import write_atomic
+
+
+def read_metrics(workdir: str) -> list[dict]:
+    """The records of ``<workdir>/metrics.jsonl`` (an empty list if there are none)."""
+    path = os.path.join(workdir, "metrics.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+class MetricWriter:
+    """Appends metric records to JSONL and TensorBoard; ``resume_step`` drops records after it.
+
+    Example:
+      >>> writer = MetricWriter(workdir, resume_step=0)
+      >>> writer.write(100, "train", {"loss": 2.3, "accuracy": 0.4})
+    """
+
+    def __init__(self, workdir: str, *, resume_step: int):
+        self.path = os.path.join(workdir, "metrics.jsonl")
+        kept = [record for record in read_metrics(workdir) if record["step"] <= resume_step]
+        write_atomic(self.path, "".join(json.dumps(record) + "\n" for record in kept))
+        self.file = open(self.path, "a")  # noqa: SIM115  (closed by close())
+        self.tensorboard = tensorboardX.SummaryWriter(os.path.join(workdir, "tensorboard"), purge_step=resume_step + 1)
+
+    def write(self, step: int, split: str, metrics: dict) -> None:
+        self.file.write(json.dumps({"step": step, "split": split, **metrics}) + "\n")
+        self.file.flush()
+        for name, value in metrics.items():
+            self.tensorboard.add_scalar(f"{split}/{name}", value, step)
+        self.tensorboard.flush()
+
+    def close(self) -> None:
+        self.file.close()
+        self.tensorboard.close()
+
+
+def plot_curves(workdir: str, metrics: tuple[str, ...]) -> str:
+    """Writes ``<workdir>/curves.png``: one panel per metric, train and eval against the step; returns its path."""
+    records = read_metrics(workdir)
+    figure, axes = plt.subplots(1, len(metrics), figsize=(4.5 * len(metrics), 3.4), squeeze=False)
+    for axis, metric in zip(axes[0], metrics, strict=True):
+        for split, style in (("train", "-"), ("eval", "o-")):
+            points = [(r["step"], r[metric]) for r in records if r["split"] == split and metric in r]
+            if points:
+                axis.plot(*zip(*points, strict=True), style, label=split, markersize=3)
+        axis.set(xlabel="step", title=metric, yscale="log" if metric in ("loss", "perplexity") else "linear")
+        axis.grid(alpha=0.3)
+        axis.legend()
+    figure.tight_layout()
+    path = os.path.join(workdir, "curves.png")
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path

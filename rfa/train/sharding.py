@@ -1,0 +1,101 @@
+"""Scale-out with ``jax.sharding``: a ``(data, model)`` device mesh, batch and parameter shardings.
+
+Data parallelism shards every batch along its first axis over ``data`` and replicates the
+parameters; with a ``model`` axis > 1 the attention heads (q/k/v/out kernels) and the MLP's
+hidden units are split over ``model`` as well (Megatron-style: Shoeybi et al., 2019), which
+XLA's SPMD partitioner turns into the matching collectives. Optimizer moments follow their
+parameters' sharding because their paths end the same way. Multi-host runs call
+:func:`initialize_distributed` first, then each process loads its own rows of the batch.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+MESH_AXES = ("data", "model")
+# (path ending, parameter rank) -> spec of the heads / hidden-unit axis split over "model".
+_MODEL_AXIS_RULES = {
+    (("query", "kernel"), 3): P(None, "model", None),
+    (("key", "kernel"), 3): P(None, "model", None),
+    (("value", "kernel"), 3): P(None, "model", None),
+    (("query", "bias"), 2): P("model", None),
+    (("key", "bias"), 2): P("model", None),
+    (("value", "bias"), 2): P("model", None),
+    (("out", "kernel"), 3): P("model", None, None),
+    (("hidden", "kernel"), 2): P(None, "model"),
+    (("hidden", "bias"), 1): P("model"),
+    (("output", "kernel"), 2): P("model", None),
+}
+
+
+def initialize_distributed() -> bool:
+    """Calls ``jax.distributed.initialize()`` when a multi-process launch is detected; returns whether it did.
+
+    Detected: ``JAX_COORDINATOR_ADDRESS`` (with ``JAX_NUM_PROCESSES`` / ``JAX_PROCESS_ID``), or a
+    SLURM or Open MPI job with more than one task, for which JAX finds the coordinator itself.
+    """
+    launched = "JAX_COORDINATOR_ADDRESS" in os.environ or any(
+        int(os.environ.get(name, "1")) > 1 for name in ("SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE")
+    )
+    if launched:
+        jax.distributed.initialize()
+    return launched
+
+
+def make_mesh(data: int, model: int = 1) -> jax.sharding.Mesh:
+    """A ``(data, model)`` mesh over ``data * model`` devices; ``data=-1`` takes all devices left after ``model``.
+
+    Example:
+      >>> mesh = make_mesh(-1)          # pure data parallelism over every device
+      >>> mesh = make_mesh(4, model=2)  # 4-way data x 2-way heads/MLP
+    """
+    count = jax.device_count()
+    if model < 1 or count % model:
+        raise ValueError(f"mesh.model must be >= 1 and divide the {count} devices, got {model}.")
+    data = count // model if data == -1 else data
+    if data < 1 or data * model > count:
+        raise ValueError(f"mesh data x model = {data} x {model} needs {data * model} devices; {count} are present.")
+    auto = (jax.sharding.AxisType.Auto,) * len(MESH_AXES)  # XLA propagates shardings from inputs
+    return jax.make_mesh((data, model), MESH_AXES, axis_types=auto, devices=jax.devices()[: data * model])
+
+
+def _names(path) -> tuple:
+    return tuple(str(getattr(key, "key", getattr(key, "name", getattr(key, "idx", key)))) for key in path)
+
+
+def state_sharding(state, mesh: jax.sharding.Mesh):
+    """``NamedSharding`` per leaf of an ``nnx.State``: heads / MLP units over ``model``, everything else replicated."""
+    model_size = mesh.shape["model"]
+
+    def sharding(path, leaf):
+        names = [name for name in _names(path) if name != "value"]
+        spec = P()
+        if model_size > 1:
+            for (ending, rank), rule in _MODEL_AXIS_RULES.items():
+                if tuple(names[-2:]) == ending and np.ndim(leaf) == rank:
+                    axis = list(rule).index("model")
+                    if leaf.shape[axis] % model_size:
+                        raise ValueError(
+                            f"{'/'.join(names)} has {leaf.shape[axis]} heads/units on its sharded axis, not divisible "
+                            f"by mesh.model = {model_size}."
+                        )
+                    spec = rule
+        return NamedSharding(mesh, spec)
+
+    return jax.tree_util.tree_map_with_path(sharding, state)
+
+
+def batch_sharding(mesh: jax.sharding.Mesh) -> NamedSharding:
+    """Rows over ``data``, the rest of each array replicated."""
+    return NamedSharding(mesh, P("data"))
+
+
+def global_batch(batch: dict, mesh: jax.sharding.Mesh) -> dict:
+    """This process's rows ``[B / processes, ...]`` assembled into global arrays sharded over ``data``."""
+    sharding = batch_sharding(mesh)
+    return {key: jax.make_array_from_process_local_data(sharding, value) for key, value in batch.items()}

@@ -1,0 +1,107 @@
+"""Losses, metric sums and the jitted train / eval steps of the three model kinds.
+
+Steps are pure functions of ``(state, batch, step)`` where ``state = nnx.split((model,
+optimizer))[1]``: they merge the state into modules, run, and split again, so ``jax.jit`` can
+donate the state and keep its sharding. Metrics leave a step as sums (``loss``, ``nll``,
+``correct``, ``weight``, ``tokens``, and for seq2seq ``sequences_correct`` / ``sequences``),
+which add across steps, devices and evaluation batches; :func:`summarize` turns them into
+means. Dropout keys are ``fold_in(key(seed), step)`` set by ``nnx.reseed``, so a step's
+randomness depends only on the seed and the step — a resumed run repeats it exactly.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+from rfa.data.tokenizers import BOS_ID, PAD_ID
+
+
+def shift_right(targets: jax.Array) -> jax.Array:
+    """Teacher-forcing decoder inputs: ``[BOS, t_1, ..., t_{T-1}]`` (padding stays padding)."""
+    return jnp.concatenate([jnp.full_like(targets[:, :1], BOS_ID), targets[:, :-1]], axis=1)
+
+
+def _logits_labels_weights(model: nnx.Module, batch: dict, kind: str):
+    if kind == "seq2seq":
+        targets = batch["targets"]
+        return model(batch["inputs"], shift_right(targets)), targets, (targets != PAD_ID).astype(jnp.float32)
+    if kind == "lm":
+        return model(batch["inputs"]), batch["targets"], (batch["targets"] != PAD_ID).astype(jnp.float32)
+    return model(batch["inputs"]), batch["label"], batch["weight"]
+
+
+def metric_sums(model: nnx.Module, batch: dict, *, kind: str, label_smoothing: float = 0.0) -> dict:
+    """Summed loss (label-smoothed cross-entropy), NLL, correct predictions, weights and tokens of a batch."""
+    logits, labels, weights = _logits_labels_weights(model, batch, kind)
+    logits = logits.astype(jnp.float32)
+    nll = optax.softmax_cross_entropy_with_integer_labels(logits, labels)
+    if label_smoothing:
+        smoothed = optax.smooth_labels(jax.nn.one_hot(labels, logits.shape[-1]), label_smoothing)
+        loss = optax.softmax_cross_entropy(logits, smoothed)
+    else:
+        loss = nll
+    correct = (logits.argmax(-1) == labels).astype(jnp.float32)
+    tokens = (batch["inputs"] != PAD_ID).sum()
+    if kind == "seq2seq":
+        tokens += (batch["targets"] != PAD_ID).sum()
+    sums = {
+        "loss": (loss * weights).sum(),
+        "nll": (nll * weights).sum(),
+        "correct": (correct * weights).sum(),
+        "weight": weights.sum(),
+        "tokens": tokens.astype(jnp.float32),
+    }
+    if kind == "seq2seq":
+        present = weights.any(-1)
+        sums["sequences_correct"] = (
+            (jnp.all((correct > 0) | (weights == 0), axis=-1) & present).sum().astype(jnp.float32)
+        )
+        sums["sequences"] = present.sum().astype(jnp.float32)
+    return sums
+
+
+def summarize(sums: dict, *, kind: str) -> dict:
+    """Means from metric sums: ``loss``, ``accuracy``, and ``perplexity`` (token tasks) or ``sequence_accuracy``."""
+    sums = {name: float(value) for name, value in sums.items()}
+    weight = max(sums["weight"], 1e-9)
+    metrics = {"loss": sums["loss"] / weight, "accuracy": sums["correct"] / weight}
+    if kind != "classification":
+        metrics["perplexity"] = math.exp(min(sums["nll"] / weight, 700.0))
+    if kind == "seq2seq":
+        metrics["sequence_accuracy"] = sums["sequences_correct"] / max(sums["sequences"], 1e-9)
+    return metrics
+
+
+def make_train_step(graphdef: nnx.GraphDef, *, kind: str, label_smoothing: float, seed: int, state_sharding=None):
+    """``(state, batch, step) -> (state, sums)``: one optimizer step, jitted with the state donated."""
+    dropout_key = jax.random.fold_in(jax.random.key(seed), 0x0D12)
+
+    def train_step(state, batch, step):
+        model, optimizer = nnx.merge(graphdef, state)
+        nnx.reseed(model, dropout=jax.random.fold_in(dropout_key, step))
+
+        def objective(model):
+            sums = metric_sums(model, batch, kind=kind, label_smoothing=label_smoothing)
+            return sums["loss"] / jnp.maximum(sums["weight"], 1.0), sums
+
+        grads, sums = nnx.grad(objective, has_aux=True)(model)
+        optimizer.update(model, grads)
+        return nnx.state((model, optimizer)), sums
+
+    return jax.jit(train_step, donate_argnums=0, out_shardings=(state_sharding, None))
+
+
+def make_eval_step(graphdef: nnx.GraphDef, *, kind: str):
+    """``(state, batch) -> sums`` with dropout off and no label smoothing, jitted."""
+
+    def eval_step(state, batch):
+        model, _ = nnx.merge(graphdef, state)
+        model.eval()
+        return metric_sums(model, batch, kind=kind)
+
+    return jax.jit(eval_step)
