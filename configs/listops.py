@@ -19,5 +19,5 @@ def get_config(arg: str | None = None):
         num_train_steps=600,
         eval_every=200,
         checkpoint_every=200,
-        eval_batches=32,  # 1024 of the 1000 validation expressions: the whole split
+        eval_batches=0,  # the whole validation split (2000 expressions)
     )

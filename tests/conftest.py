@@ -15,3 +15,12 @@ atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE
 os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
 os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+
+
+import pytest  # noqa: E402  (after the cache settings above, which must precede any JAX import)
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory):
+    """A TFDS data_dir shared by the session: the project's datasets are prepared into it once."""
+    return str(tmp_path_factory.mktemp("tfds"))

@@ -61,10 +61,11 @@ class Checkpoints:
     def latest_step(self) -> int | None:
         return self.manager.latest_step()
 
-    def restore_latest(self, state: nnx.State, iterator: grain.DatasetIterator) -> tuple[int, nnx.State]:
+    def restore_latest(self, state: nnx.State, iterator: grain.DatasetIterator | None = None) -> tuple[int, nnx.State]:
         """``(step, state)`` of the newest checkpoint, with ``iterator`` moved to its position; ``(0, state)`` if none.
 
-        ``state`` gives the structure, shapes, dtypes and shardings to restore into.
+        ``state`` gives the structure, shapes, dtypes and shardings to restore into; without
+        ``iterator`` only the state is read (inference).
 
         Raises:
           CheckpointError: the checkpoint is unreadable or does not match ``state``.
@@ -76,13 +77,11 @@ class Checkpoints:
         target = jax.tree.map(
             lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding), nnx.to_pure_dict(saved)
         )
+        items = {"state": ocp.args.StandardRestore(target)}
+        if iterator is not None:
+            items["data"] = grain.checkpoint.CheckpointRestore(iterator)
         try:
-            restored = self.manager.restore(
-                step,
-                args=ocp.args.Composite(
-                    state=ocp.args.StandardRestore(target), data=grain.checkpoint.CheckpointRestore(iterator)
-                ),
-            )
+            restored = self.manager.restore(step, args=ocp.args.Composite(**items))
             nnx.replace_by_pure_dict(saved, restored["state"])
         except Exception as error:
             raise CheckpointError(

@@ -81,6 +81,13 @@ def evaluate(eval_step, state, task: Task, config: ml_collections.ConfigDict, me
     return summarize(jax.device_get(total), kind=task.kind)
 
 
+def initial_state(config: ml_collections.ConfigDict, task: Task) -> tuple[nnx.GraphDef, nnx.State]:
+    """``nnx.split((model, optimizer))`` of a freshly initialized run of ``config``."""
+    model = build_model(config, task)
+    tx = make_optimizer(config.optimizer, num_steps=config.num_train_steps, d_model=config.model.d_model)
+    return nnx.split((model, nnx.Optimizer(model, tx, wrt=nnx.Param)))
+
+
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *, progress: bool = True) -> dict:
     """Trains ``config``'s model on its task, resuming from ``workdir``; returns the contents of ``results.json``.
 
@@ -99,11 +106,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *, progr
     rows = _check_batch(config, mesh)
     record_config(workdir, config, execution_fields=EXECUTION_FIELDS)
 
-    model = build_model(config, task)
-    num_params = sum(x.size for x in jax.tree.leaves(nnx.state(model, nnx.Param)))
+    graphdef, state = initial_state(config, task)
+    num_params = sum(x.size for x in jax.tree.leaves(nnx.split_state(state, nnx.Param, ...)[0]))
     schedule = make_schedule(config.optimizer, num_steps=config.num_train_steps, d_model=config.model.d_model)
-    tx = make_optimizer(config.optimizer, num_steps=config.num_train_steps, d_model=config.model.d_model)
-    graphdef, state = nnx.split((model, nnx.Optimizer(model, tx, wrt=nnx.Param)))
     state_sharding = sharding.state_sharding(state, mesh)
     state = jax.device_put(state, state_sharding)
 

@@ -1,0 +1,113 @@
+"""Text-to-text inference from a training workdir's newest checkpoint.
+
+  python -m experiments.decode --workdir workdir/train/sort/positive --input dcba --input hello
+  python -m experiments.decode --workdir DIR --input_file inputs.txt [--beam_size 4] [--max_new_tokens 64]
+
+Each input (one per ``--input`` or per line of the file) is tokenized with the task's tokenizer
+and answered by the trained model: a seq2seq model decodes the target (greedy, or beam search),
+a language model continues the text, a classifier prints the class. Prints ``input<TAB>output``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+from absl import app, flags, logging
+from flax import nnx
+
+from rfa.data import BOS_ID, EOS_ID, Task
+from rfa.models import decoding
+from rfa.train import CheckpointError, Checkpoints, check_config
+from rfa.train.loop import initial_state
+from rfa.workdir import ConfigError
+
+_WORKDIR = flags.DEFINE_string("workdir", None, "A training workdir (config.json and checkpoints/).")
+_INPUTS = flags.DEFINE_multi_string("input", [], "An input text (repeatable).")
+_INPUT_FILE = flags.DEFINE_string("input_file", None, "A file with one input per line.")
+_MAX_NEW_TOKENS = flags.DEFINE_integer(
+    "max_new_tokens", 0, "Tokens to produce (0: as many as the model's length allows)."
+)
+_BEAM_SIZE = flags.DEFINE_integer("beam_size", 1, "1: greedy decoding; > 1: beam search (seq2seq).")
+flags.mark_flag_as_required("workdir")
+
+
+def load_model(workdir: str) -> tuple[nnx.Module, ml_collections.ConfigDict, Task, int]:
+    """The trained model (evaluation mode), its config and task, and the checkpoint step."""
+    path = os.path.join(workdir, "config.json")
+    if not os.path.exists(path):
+        raise ConfigError(f"{workdir!r} is not a training workdir: it has no config.json.")
+    with open(path) as f:
+        config = ml_collections.ConfigDict(json.load(f))
+    task = check_config(config)
+    graphdef, state = initial_state(config, task)
+    checkpoints = Checkpoints(os.path.join(workdir, "checkpoints"))
+    if checkpoints.latest_step() is None:
+        raise CheckpointError(f"{workdir!r} has no checkpoint yet: train first (python -m experiments.train).")
+    step, state = checkpoints.restore_latest(state)
+    checkpoints.close()
+    model, _ = nnx.merge(graphdef, state)
+    model.eval()
+    return model, config, task, step
+
+
+def answer(model: nnx.Module, config: ml_collections.ConfigDict, task: Task, text: str) -> str:
+    """The model's output for one input text."""
+    ids = task.tokenizer.encode(text)[: config.max_length]
+    if len(ids) == 0:
+        raise ConfigError(f"input {text!r} has no tokens.")
+    if task.kind == "classification":
+        logits = model(jnp.asarray(ids)[None])
+        return str(int(np.argmax(logits[0])))
+    if task.kind == "seq2seq":
+        source = np.zeros((1, config.max_length), np.int32)
+        source[0, : len(ids)] = ids
+        new_tokens = _MAX_NEW_TOKENS.value or config.max_length - 1
+        if _BEAM_SIZE.value > 1:
+            beams, _ = decoding.beam_search(
+                model,
+                jnp.asarray(source),
+                beam_size=_BEAM_SIZE.value,
+                max_new_tokens=new_tokens,
+                bos_id=BOS_ID,
+                eos_id=EOS_ID,
+            )
+            tokens = beams[:, 0]  # beams come best first
+        else:
+            tokens, _ = decoding.generate(
+                model, jnp.asarray(source), max_new_tokens=new_tokens, bos_id=BOS_ID, eos_id=EOS_ID
+            )
+        return task.tokenizer.decode(np.asarray(tokens[0]))
+    limit = config.max_length - len(ids)
+    if limit < 1:
+        raise ConfigError(f"input {text!r} fills the model's {config.max_length} positions; nothing can follow.")
+    tokens, _ = decoding.generate(
+        model, jnp.asarray(ids)[None], max_new_tokens=min(_MAX_NEW_TOKENS.value or limit, limit)
+    )
+    return task.tokenizer.decode(np.asarray(tokens[0]))
+
+
+def main(argv):
+    del argv
+    logging.set_verbosity(logging.WARNING)
+    inputs = list(_INPUTS.value)
+    if _INPUT_FILE.value:
+        with open(_INPUT_FILE.value) as f:
+            inputs += [line.rstrip("\n") for line in f if line.strip()]
+    if not inputs:
+        sys.exit("error: give inputs with --input TEXT (repeatable) or --input_file FILE.")
+    try:
+        model, config, task, step = load_model(_WORKDIR.value)
+        print(f"# {config.task} / {config.attention.variant}, checkpoint step {step}", file=sys.stderr)
+        for text in inputs:
+            print(f"{text}\t{answer(model, config, task, text)}")
+    except (ConfigError, CheckpointError, ValueError) as error:
+        sys.exit(f"error: {error}")
+
+
+if __name__ == "__main__":
+    app.run(main)

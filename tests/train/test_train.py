@@ -1,0 +1,240 @@
+"""Training: schedules, steps and metrics, the loop end to end, resume after SIGKILL, bad configs."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from configs import listops, python_source, sort
+from rfa.data import get_task
+from rfa.train import (
+    CheckpointError,
+    build_model,
+    make_schedule,
+    metric_sums,
+    read_metrics,
+    shift_right,
+    summarize,
+    task_config,
+    train_and_evaluate,
+)
+from rfa.workdir import ConfigError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TIMING = ("step_time_s", "tokens_per_s")
+
+
+def _quick(module, attention="positive", data_dir=None, **overrides):
+    config = module.get_config(f"{attention},quick")
+    config.data_dir = data_dir
+    for field, value in overrides.items():
+        *parents, leaf = field.split("__")
+        node = config
+        for parent in parents:
+            node = node[parent]
+        node[leaf] = value
+    return config
+
+
+def _deterministic(records):
+    return [{k: v for k, v in r.items() if k not in TIMING} for r in records]
+
+
+def test_schedules_follow_their_formulas():
+    config = task_config("sort", "exact").optimizer
+    cosine = jax.jit(make_schedule(config, num_steps=1000, d_model=64))
+    assert float(cosine(0)) == 0 and float(cosine(100)) == pytest.approx(1e-3)
+    assert float(cosine(1000)) == pytest.approx(1e-4) and float(cosine(50)) == pytest.approx(5e-4)
+    config.schedule, config.learning_rate, config.warmup_steps = "inverse_sqrt", 1.0, 400
+    paper = jax.jit(make_schedule(config, num_steps=1000, d_model=512))
+    for step in (1, 200, 400, 4000):
+        assert float(paper(step)) == pytest.approx(512**-0.5 * min(step**-0.5, step * 400**-1.5), rel=1e-5)
+
+
+def test_shift_right_starts_with_bos_and_keeps_padding():
+    np.testing.assert_array_equal(shift_right(jnp.array([[5, 6, 2, 0]])), [[1, 5, 6, 2]])
+
+
+def test_metric_sums_match_numpy_for_a_classifier(data_dir):
+    config = _quick(listops, data_dir=data_dir)
+    model = build_model(config, get_task("listops"))
+    model.eval()
+    rng = np.random.default_rng(0)
+    batch = {
+        "inputs": rng.integers(3, 18, (4, 24)).astype(np.int32),
+        "label": np.array([0, 3, 9, 1], np.int32),
+        "weight": np.array([1, 1, 1, 0], np.float32),
+    }
+    sums = jax.jit(lambda b: metric_sums(model, b, kind="classification"))(batch)
+    logits = np.asarray(model(jnp.asarray(batch["inputs"])), np.float64)
+    log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    nll = -log_p[np.arange(4), batch["label"]]
+    assert float(sums["nll"]) == pytest.approx((nll * batch["weight"]).sum(), rel=1e-5)
+    correct = (logits.argmax(-1) == batch["label"]) * batch["weight"]
+    assert float(sums["correct"]) == correct.sum() and float(sums["weight"]) == 3
+    assert summarize(sums, kind="classification")["accuracy"] == pytest.approx(correct.sum() / 3)
+
+
+@pytest.mark.parametrize(("module", "attention"), [(sort, "positive"), (listops, "exact"), (python_source, "oprf")])
+def test_quick_runs_train_log_checkpoint_and_plot(module, attention, data_dir, tmp_path):
+    results = train_and_evaluate(_quick(module, attention, data_dir), str(tmp_path), progress=False)
+    records = read_metrics(str(tmp_path))
+    assert [r["step"] for r in records if r["split"] == "train"] == [4, 8, 12]
+    assert results["eval"] == [r for r in records if r["split"] == "eval"][-1] and results["eval"]["step"] == 12
+    assert results["step_time_s"] > 0 and results["step_memory_bytes"] > 0 and results["parameters"] > 1000
+    assert sorted(os.listdir(tmp_path / "checkpoints")) == ["12", "8"]  # the two newest are kept
+    assert (tmp_path / "curves.png").stat().st_size > 10_000
+    (event_file,) = os.listdir(tmp_path / "tensorboard")
+    assert b"train/loss" in (tmp_path / "tensorboard" / event_file).read_bytes()
+    if module is python_source:
+        assert results["eval"]["perplexity"] == pytest.approx(np.exp(results["eval"]["loss"]))
+
+
+def test_training_lowers_the_loss(data_dir, tmp_path):
+    config = _quick(sort, "elu", data_dir, num_train_steps=48, eval_every=48, checkpoint_every=48, log_every=8)
+    config.optimizer.learning_rate = 3e-3
+    train_and_evaluate(config, str(tmp_path), progress=False)
+    losses = [r["loss"] for r in read_metrics(str(tmp_path)) if r["split"] == "train"]
+    assert losses[-1] < 0.8 * losses[0]
+
+
+def test_a_finished_workdir_is_not_retrained(data_dir, tmp_path):
+    config = _quick(listops, "exact", data_dir)
+    first = train_and_evaluate(config, str(tmp_path), progress=False)
+    records = read_metrics(str(tmp_path))
+    assert train_and_evaluate(config, str(tmp_path), progress=False) == first
+    assert read_metrics(str(tmp_path)) == records
+
+
+def test_sigkill_and_resume_ends_with_the_metrics_of_an_uninterrupted_run(data_dir, tmp_path):
+    overrides = dict(num_train_steps=40, checkpoint_every=8, eval_every=16, attention__redraw_every=6)
+    train_and_evaluate(_quick(sort, "positive", data_dir, **overrides), str(tmp_path / "whole"), progress=False)
+    killed = str(tmp_path / "killed")
+    command = [sys.executable, "-m", "experiments.train", "--config", "configs/sort.py:positive,quick",
+               "--workdir", killed, f"--config.data_dir={data_dir}"]  # fmt: skip
+    command += [f"--config.{k.replace('__', '.')}={v}" for k, v in overrides.items()]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while not os.path.isdir(os.path.join(killed, "checkpoints", "16")) and time.monotonic() < deadline:
+        assert process.poll() is None, "the run ended before it could be killed"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    steps = [r["step"] for r in read_metrics(killed)]
+    assert 16 in steps and 40 not in steps
+    subprocess.run(command, cwd=ROOT, check=True, capture_output=True)
+    assert _deterministic(read_metrics(killed)) == _deterministic(read_metrics(str(tmp_path / "whole")))
+
+
+def test_a_workdir_of_another_config_is_refused_and_left_alone(data_dir, tmp_path):
+    train_and_evaluate(_quick(sort, "positive", data_dir), str(tmp_path), progress=False)
+    before = {p: os.path.getmtime(os.path.join(r, p)) for r, _, files in os.walk(tmp_path) for p in files}
+    with pytest.raises(ConfigError, match=r"attention.kind: 'positive' -> 'trig'"):
+        train_and_evaluate(_quick(sort, "trig", data_dir), str(tmp_path), progress=False)
+    after = {p: os.path.getmtime(os.path.join(r, p)) for r, _, files in os.walk(tmp_path) for p in files}
+    assert after == before
+
+
+def test_a_corrupt_checkpoint_is_named(data_dir, tmp_path):
+    config = _quick(sort, "exact", data_dir)
+    train_and_evaluate(config, str(tmp_path), progress=False)
+    for path in (tmp_path / "checkpoints" / "12" / "state").rglob("*"):
+        if path.is_file():
+            path.write_bytes(b"garbage")
+    with pytest.raises(CheckpointError, match=r"checkpoint step 12 .* cannot be restored"):
+        train_and_evaluate(config, str(tmp_path), progress=False)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("task", "nope", "config.task: unknown task 'nope'"),
+        ("checkpoint_every", 6, "must be a multiple of config.log_every"),
+        ("batch_size", 0, "config.batch_size must be an integer >= 1, got 0"),
+        ("model.num_heads", 3, "divisible"),
+    ],
+)
+def test_bad_configs_name_the_field(field, value, message, tmp_path):
+    config = _quick(sort)
+    *parents, leaf = field.split(".")
+    node = config
+    for parent in parents:
+        node = node[parent]
+    node[leaf] = value
+    with pytest.raises(ConfigError, match=message):
+        train_and_evaluate(config, str(tmp_path), progress=False)
+    assert not os.path.exists(tmp_path / "config.json")
+
+
+def test_unknown_attention_variant_is_refused():
+    with pytest.raises(ConfigError, match=r"<attention> one of .*'positive_iid'.*got 'softmaxx'"):
+        sort.get_config("softmaxx")
+    with pytest.raises(ConfigError, match="got 'positive,slow'"):
+        sort.get_config("positive,slow")
+
+
+SHARDED_RUNS = """
+import json, sys
+from configs import sort
+from rfa.train import read_metrics, train_and_evaluate
+from rfa.workdir import ConfigError
+
+data_dir, workdir = sys.argv[1:]
+losses = {}
+for data, model in ((1, 1), (8, 1), (4, 2)):
+    config = sort.get_config("positive,quick")
+    config.data_dir, config.mesh.data, config.mesh.model = data_dir, data, model
+    train_and_evaluate(config, f"{workdir}/{data}x{model}", progress=False)
+    losses[f"{data}x{model}"] = [r["loss"] for r in read_metrics(f"{workdir}/{data}x{model}")]
+config.batch_size, config.mesh.data, config.mesh.model = 12, 8, 1
+try:
+    train_and_evaluate(config, f"{workdir}/bad", progress=False)
+except ConfigError as error:
+    losses["error"] = str(error)
+print(json.dumps(losses))
+"""
+
+
+def test_eight_devices_match_one_device(data_dir, tmp_path):
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-c", SHARDED_RUNS, data_dir, str(tmp_path)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    losses = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "batch_size = 12 must be divisible by the 8 data-parallel devices" in losses.pop("error")
+    reference = losses.pop("1x1")
+    assert len(reference) == 4  # three training windows and the evaluation
+    for mesh, values in losses.items():
+        np.testing.assert_allclose(values, reference, rtol=2e-5, err_msg=mesh)
+
+
+def _run(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, **kwargs)
+
+
+def test_decode_answers_inputs_from_the_command_line_and_a_file(data_dir, tmp_path):
+    workdir = str(tmp_path / "run")
+    train_and_evaluate(_quick(sort, "positive", data_dir), workdir, progress=False)
+    (tmp_path / "inputs.txt").write_text("dcba\nhello\n")
+    for extra in ([], ["--beam_size", "2"]):
+        done = _run("experiments.decode", "--workdir", workdir, "--input", "abc",
+                    "--input_file", str(tmp_path / "inputs.txt"), *extra, check=True)  # fmt: skip
+        lines = done.stdout.splitlines()
+        assert [line.split("\t")[0] for line in lines] == ["abc", "dcba", "hello"]
+        assert all(len(line.split("\t")) == 2 for line in lines)
+    assert "sort / positive, checkpoint step 12" in done.stderr
+
+
+def test_entry_points_report_bad_input_without_a_traceback(data_dir, tmp_path):
+    done = _run("experiments.decode", "--workdir", str(tmp_path), "--input", "abc")
+    assert done.returncode != 0 and "is not a training workdir: it has no config.json" in done.stderr
+    done = _run("experiments.train", "--config", "configs/sort.py:positive,quick", "--workdir", str(tmp_path / "w"),
+                "--config.task=nope")  # fmt: skip
+    assert done.returncode != 0 and "error: config.task: unknown task 'nope'" in done.stderr
+    assert "Traceback" not in done.stderr
