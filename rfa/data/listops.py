@@ -12,6 +12,8 @@ the task and shortens the sequences to 16-128 tokens so that it trains on a CPU 
 from __future__ import annotations
 
 import dataclasses
+import random
+import statistics
 import zlib
 from typing import ClassVar
 
@@ -21,7 +23,7 @@ import tensorflow_datasets as tfds
 OPERATORS = {
     "[MAX": max,
     "[MIN": min,
-    "[MED": lambda args: int(np.median(args)),
+    "[MED": lambda args: int(statistics.median(args)),
     "[SM": lambda args: sum(args) % 10,
 }
 CLOSE = "]"
@@ -40,28 +42,33 @@ class ListOpsConfig(tfds.core.BuilderConfig):
     num_eval: int = 2_000
 
 
-def _argument_sizes(rng: np.random.Generator, total: int, count: int) -> list[int]:
-    """``count`` sizes summing to at most ``total``, each 1 (a digit) or >= 4 (an expression)."""
-    extra = np.floor(rng.dirichlet(np.ones(count)) * (total - count)).astype(int)
+def _argument_sizes(rng: random.Random, total: int, count: int) -> list[int]:
+    """``count`` sizes summing to at most ``total``, each 1 (a digit) or >= 4 (an expression).
+
+    The ``total - count`` spare tokens are shared in flat-Dirichlet proportions (normalized
+    exponentials); shares too small for an expression stay digits.
+    """
+    weights = [rng.expovariate(1.0) for _ in range(count)]
+    extra = [int(w / sum(weights) * (total - count)) for w in weights]
     sizes = [1 if e < 3 else 1 + e for e in extra]
-    largest = int(np.argmax(sizes))
+    largest = sizes.index(max(sizes))
     leftover = total - sum(sizes)
     if sizes[largest] >= 4 or leftover >= 3:
         sizes[largest] += leftover
     return sizes
 
 
-def expression(rng: np.random.Generator, size: int, depth: int, config: ListOpsConfig) -> tuple[list[str], int]:
+def expression(rng: random.Random, size: int, depth: int, config: ListOpsConfig) -> tuple[list[str], int]:
     """Tokens of a random expression of at most ``size`` tokens (close to it) and its value."""
     if size < 4:
-        digit = int(rng.integers(10))
+        digit = rng.randrange(10)
         return [str(digit)], digit
-    operator = str(rng.choice(list(OPERATORS)))
+    operator = rng.choice(list(OPERATORS))
     inner = size - 2
     if depth >= config.max_depth:
         sizes = [1] * min(inner, config.max_args)
     else:
-        sizes = _argument_sizes(rng, inner, int(rng.integers(2, min(config.max_args, inner) + 1)))
+        sizes = _argument_sizes(rng, inner, rng.randint(2, min(config.max_args, inner)))
     tokens, values = [operator], []
     for argument_size in sizes:
         argument, value = expression(rng, argument_size, depth + 1, config)
@@ -113,10 +120,10 @@ class Listops(tfds.core.GeneratorBasedBuilder):
     def _generate_examples(self, split: str, count: int):
         """Yields ``count`` expressions with lengths in ``[min_length, max_length]``, seeded by config and split."""
         config = self.builder_config
-        rng = np.random.default_rng([zlib.crc32(config.name.encode()), zlib.crc32(split.encode())])
+        rng = random.Random(zlib.crc32(f"{config.name}/{split}".encode()))
         index = 0
         while index < count:
-            tokens, value = expression(rng, int(rng.integers(config.min_length, config.max_length + 1)), 1, config)
+            tokens, value = expression(rng, rng.randint(config.min_length, config.max_length), 1, config)
             if len(tokens) >= config.min_length:
                 yield index, {"source": " ".join(tokens), "label": value}
                 index += 1

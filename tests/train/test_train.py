@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -82,17 +83,35 @@ def test_metric_sums_match_numpy_for_a_classifier(data_dir):
     assert summarize(sums, kind="classification")["accuracy"] == pytest.approx(correct.sum() / 3)
 
 
-@pytest.mark.parametrize(("module", "attention"), [(sort, "positive"), (listops, "exact"), (python_source, "oprf")])
-def test_quick_runs_train_log_checkpoint_and_plot(module, attention, data_dir, tmp_path):
-    results = train_and_evaluate(_quick(module, attention, data_dir), str(tmp_path), progress=False)
-    records = read_metrics(str(tmp_path))
+@pytest.fixture(scope="module")
+def sort_run(data_dir, tmp_path_factory):
+    """``(config, workdir, results)`` of one quick sort run with positive features, shared by the module."""
+    config, workdir = _quick(sort, "positive", data_dir), str(tmp_path_factory.mktemp("sort_run"))
+    return config, workdir, train_and_evaluate(config, workdir, progress=False)
+
+
+def _check_run(results: dict, workdir: str) -> None:
+    records = read_metrics(workdir)
     assert [r["step"] for r in records if r["split"] == "train"] == [4, 8, 12]
     assert results["eval"] == [r for r in records if r["split"] == "eval"][-1] and results["eval"]["step"] == 12
     assert results["step_time_s"] > 0 and results["step_memory_bytes"] > 0 and results["parameters"] > 1000
-    assert sorted(os.listdir(tmp_path / "checkpoints")) == ["12", "8"]  # the two newest are kept
-    assert (tmp_path / "curves.png").stat().st_size > 10_000
-    (event_file,) = os.listdir(tmp_path / "tensorboard")
-    assert b"train/loss" in (tmp_path / "tensorboard" / event_file).read_bytes()
+    assert sorted(os.listdir(os.path.join(workdir, "checkpoints"))) == ["12", "8"]  # the two newest are kept
+    assert os.path.getsize(os.path.join(workdir, "curves.png")) > 10_000
+    (event_file,) = os.listdir(os.path.join(workdir, "tensorboard"))
+    with open(os.path.join(workdir, "tensorboard", event_file), "rb") as f:
+        assert b"train/loss" in f.read()
+
+
+def test_a_seq2seq_run_trains_logs_checkpoints_and_plots(sort_run):
+    _, workdir, results = sort_run
+    _check_run(results, workdir)
+    assert results["kind"] == "seq2seq" and 0 <= results["eval"]["sequence_accuracy"] <= 1
+
+
+@pytest.mark.parametrize(("module", "attention"), [(listops, "exact"), (python_source, "oprf")])
+def test_classifier_and_language_model_runs(module, attention, data_dir, tmp_path):
+    results = train_and_evaluate(_quick(module, attention, data_dir), str(tmp_path), progress=False)
+    _check_run(results, str(tmp_path))
     if module is python_source:
         assert results["eval"]["perplexity"] == pytest.approx(np.exp(results["eval"]["loss"]))
 
@@ -105,12 +124,11 @@ def test_training_lowers_the_loss(data_dir, tmp_path):
     assert losses[-1] < 0.8 * losses[0]
 
 
-def test_a_finished_workdir_is_not_retrained(data_dir, tmp_path):
-    config = _quick(listops, "exact", data_dir)
-    first = train_and_evaluate(config, str(tmp_path), progress=False)
-    records = read_metrics(str(tmp_path))
-    assert train_and_evaluate(config, str(tmp_path), progress=False) == first
-    assert read_metrics(str(tmp_path)) == records
+def test_a_finished_workdir_is_not_retrained(sort_run):
+    config, workdir, results = sort_run
+    records = read_metrics(workdir)
+    assert train_and_evaluate(config, workdir, progress=False) == results
+    assert read_metrics(workdir) == records
 
 
 def test_sigkill_and_resume_ends_with_the_metrics_of_an_uninterrupted_run(data_dir, tmp_path):
@@ -133,23 +151,23 @@ def test_sigkill_and_resume_ends_with_the_metrics_of_an_uninterrupted_run(data_d
     assert _deterministic(read_metrics(killed)) == _deterministic(read_metrics(str(tmp_path / "whole")))
 
 
-def test_a_workdir_of_another_config_is_refused_and_left_alone(data_dir, tmp_path):
-    train_and_evaluate(_quick(sort, "positive", data_dir), str(tmp_path), progress=False)
-    before = {p: os.path.getmtime(os.path.join(r, p)) for r, _, files in os.walk(tmp_path) for p in files}
+def test_a_workdir_of_another_config_is_refused_and_left_alone(sort_run, data_dir):
+    workdir = sort_run[1]
+    before = {p: os.path.getmtime(os.path.join(r, p)) for r, _, files in os.walk(workdir) for p in files}
     with pytest.raises(ConfigError, match=r"attention.kind: 'positive' -> 'trig'"):
-        train_and_evaluate(_quick(sort, "trig", data_dir), str(tmp_path), progress=False)
-    after = {p: os.path.getmtime(os.path.join(r, p)) for r, _, files in os.walk(tmp_path) for p in files}
+        train_and_evaluate(_quick(sort, "trig", data_dir), workdir, progress=False)
+    after = {p: os.path.getmtime(os.path.join(r, p)) for r, _, files in os.walk(workdir) for p in files}
     assert after == before
 
 
-def test_a_corrupt_checkpoint_is_named(data_dir, tmp_path):
-    config = _quick(sort, "exact", data_dir)
-    train_and_evaluate(config, str(tmp_path), progress=False)
-    for path in (tmp_path / "checkpoints" / "12" / "state").rglob("*"):
+def test_a_corrupt_checkpoint_is_named(sort_run, tmp_path):
+    config, workdir, _ = sort_run
+    shutil.copytree(workdir, tmp_path / "run")
+    for path in (tmp_path / "run" / "checkpoints" / "12" / "state").rglob("*"):
         if path.is_file():
             path.write_bytes(b"garbage")
     with pytest.raises(CheckpointError, match=r"checkpoint step 12 .* cannot be restored"):
-        train_and_evaluate(config, str(tmp_path), progress=False)
+        train_and_evaluate(config, str(tmp_path / "run"), progress=False)
 
 
 @pytest.mark.parametrize(
@@ -218,9 +236,8 @@ def _run(*args, **kwargs):
     return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, **kwargs)
 
 
-def test_decode_answers_inputs_from_the_command_line_and_a_file(data_dir, tmp_path):
-    workdir = str(tmp_path / "run")
-    train_and_evaluate(_quick(sort, "positive", data_dir), workdir, progress=False)
+def test_decode_answers_inputs_from_the_command_line_and_a_file(sort_run, tmp_path):
+    workdir = sort_run[1]
     (tmp_path / "inputs.txt").write_text("dcba\nhello\n")
     for extra in ([], ["--beam_size", "2"]):
         done = _run("experiments.decode", "--workdir", workdir, "--input", "abc",
@@ -237,4 +254,7 @@ def test_entry_points_report_bad_input_without_a_traceback(data_dir, tmp_path):
     done = _run("experiments.train", "--config", "configs/sort.py:positive,quick", "--workdir", str(tmp_path / "w"),
                 "--config.task=nope")  # fmt: skip
     assert done.returncode != 0 and "error: config.task: unknown task 'nope'" in done.stderr
+    done = _run("experiments.train", "--config", "configs/sort.py:positive,quick", "--workdir", str(tmp_path / "w"),
+                "--config.task=imdb_reviews", f"--config.data_dir={tmp_path / 'empty'}")  # fmt: skip
+    assert done.returncode != 0 and "'imdb_reviews' (split 'train') is not prepared" in done.stderr
     assert "Traceback" not in done.stderr
