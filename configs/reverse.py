@@ -6,16 +6,8 @@ Variants: ``:<attention>`` with <attention> in rfa.train.ATTENTION_VARIANTS (exa
 positive_iid, hyperbolic, oprf, elu, relu), and ``:<attention>,quick`` for a seconds-long test run.
 """
 
-from rfa.train import task_config
+from configs.sort import seq2seq_config
 
 
 def get_config(arg: str | None = None):
-    return task_config(
-        "reverse",
-        arg,
-        max_length=40,  # strings of 2-32 letters plus EOS
-        batch_size=32,
-        num_train_steps=600,
-        eval_every=200,
-        checkpoint_every=200,
-    )
+    return seq2seq_config("reverse", arg)

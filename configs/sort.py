@@ -9,9 +9,10 @@ positive_iid, hyperbolic, oprf, elu, relu), and ``:<attention>,quick`` for a sec
 from rfa.train import task_config
 
 
-def get_config(arg: str | None = None):
+def seq2seq_config(task: str, arg: str | None):
+    """The config of an algorithmic seq2seq task (copy, reverse, sort): same model and sizes for all three."""
     return task_config(
-        "sort",
+        task,
         arg,
         max_length=40,  # strings of 2-32 letters plus EOS
         batch_size=32,
@@ -19,3 +20,7 @@ def get_config(arg: str | None = None):
         eval_every=200,
         checkpoint_every=200,
     )
+
+
+def get_config(arg: str | None = None):
+    return seq2seq_config("sort", arg)

@@ -19,25 +19,23 @@ from typing import ClassVar
 import numpy as np
 import tensorflow_datasets as tfds
 
+from rfa.data.generated import GeneratedBuilder, GeneratedConfig
+
 TRANSFORMS = {"copy": lambda s: s, "reverse": lambda s: s[::-1], "sort": lambda s: "".join(sorted(s))}
 
 
 @dataclasses.dataclass
-class AlgorithmicConfig(tfds.core.BuilderConfig):
+class AlgorithmicConfig(GeneratedConfig):
     """One task and its sizes."""
 
     num_symbols: int = 16
     min_length: int = 2
     max_length: int = 32
-    num_train: int = 20_000
-    num_eval: int = 1_000
 
 
-class Algorithmic(tfds.core.GeneratorBasedBuilder):
+class Algorithmic(GeneratedBuilder):
     """Copy, reverse and sort: ``tfds.data_source("algorithmic/<task>")``; splits train/validation/test."""
 
-    VERSION = tfds.core.Version("1.0.0")
-    RELEASE_NOTES: ClassVar[dict[str, str]] = {"1.0.0": "Initial release."}
     BUILDER_CONFIGS: ClassVar[list] = [
         AlgorithmicConfig(name=task, description=f"{task} a string of letters") for task in TRANSFORMS
     ]
@@ -49,11 +47,6 @@ class Algorithmic(tfds.core.GeneratorBasedBuilder):
             features=tfds.features.FeaturesDict({"inputs": tfds.features.Text(), "targets": tfds.features.Text()}),
             supervised_keys=("inputs", "targets"),
         )
-
-    def _split_generators(self, dl_manager):
-        config = self.builder_config
-        counts = {"train": config.num_train, "validation": config.num_eval, "test": config.num_eval}
-        return {split: self._generate_examples(split, n) for split, n in counts.items()}
 
     def _generate_examples(self, split: str, count: int):
         """Yields ``(key, {"inputs", "targets"})`` for ``count`` strings, seeded by task and split."""

@@ -20,6 +20,8 @@ from typing import ClassVar
 import numpy as np
 import tensorflow_datasets as tfds
 
+from rfa.data.generated import GeneratedBuilder, GeneratedConfig
+
 OPERATORS = {
     "[MAX": max,
     "[MIN": min,
@@ -31,7 +33,7 @@ VOCABULARY = (*map(str, range(10)), *OPERATORS, CLOSE)
 
 
 @dataclasses.dataclass
-class ListOpsConfig(tfds.core.BuilderConfig):
+class ListOpsConfig(GeneratedConfig):
     """Expression sizes and split sizes."""
 
     min_length: int = 500
@@ -92,11 +94,9 @@ def evaluate(text: str) -> int:
     return value
 
 
-class Listops(tfds.core.GeneratorBasedBuilder):
+class Listops(GeneratedBuilder):
     """ListOps: ``tfds.data_source("listops/short")`` or ``"listops/lra"``; splits train/validation/test."""
 
-    VERSION = tfds.core.Version("1.0.0")
-    RELEASE_NOTES: ClassVar[dict[str, str]] = {"1.0.0": "Initial release."}
     BUILDER_CONFIGS: ClassVar[list] = [
         ListOpsConfig(name="lra", description="Long Range Arena sizes: lengths 500-2000."),
         ListOpsConfig(name="short", description="Lengths 16-128.", min_length=16, max_length=128, num_train=20_000),
@@ -111,11 +111,6 @@ class Listops(tfds.core.GeneratorBasedBuilder):
             ),
             supervised_keys=("source", "label"),
         )
-
-    def _split_generators(self, dl_manager):
-        config = self.builder_config
-        counts = {"train": config.num_train, "validation": config.num_eval, "test": config.num_eval}
-        return {split: self._generate_examples(split, n) for split, n in counts.items()}
 
     def _generate_examples(self, split: str, count: int):
         """Yields ``count`` expressions with lengths in ``[min_length, max_length]``, seeded by config and split."""

@@ -258,3 +258,16 @@ def test_entry_points_report_bad_input_without_a_traceback(data_dir, tmp_path):
                 "--config.task=imdb_reviews", f"--config.data_dir={tmp_path / 'empty'}")  # fmt: skip
     assert done.returncode != 0 and "'imdb_reviews' (split 'train') is not prepared" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_compare_kernels_tabulates_accuracy_or_sequence_accuracy_and_units():
+    from experiments.compare_kernels import table
+
+    common = {"step_time_s": 0.0125, "tokens_per_s": 25_000.0, "step_memory_bytes": 3 * 2**20}
+    rows = table([
+        {"task": "sort", "attention": "exact", "num_features": None,
+         "eval": {"accuracy": 0.9, "sequence_accuracy": 0.5, "perplexity": 1.25}, **common},
+        {"task": "listops", "attention": "trig", "num_features": 64, "eval": {"accuracy": 0.375}, **common},
+    ]).splitlines()  # fmt: skip
+    assert rows[2] == "| sort | exact | - | 0.500 | 1.25 | 12.5 | 25k | 3.0 |"
+    assert rows[3] == "| listops | trig | 64 | 0.375 | - | 12.5 | 25k | 3.0 |"
