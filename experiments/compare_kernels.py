@@ -4,8 +4,8 @@
 
 Each pair trains from ``configs/<task>.py:<attention>`` in ``<workdir>/<task>/<attention>`` (a
 finished pair is read back, an interrupted one resumes), then the table — task, attention, m,
-final accuracy / perplexity, step time, tokens/s, XLA step memory, exact attention first — is
-printed and written to ``--output`` (JSON) and beside it as markdown.
+final accuracy / perplexity, step time, tokens/s, XLA step memory, in the order of
+``--attention`` (exact first by default) — is printed and written to ``--output`` (JSON) and beside it as markdown.
 """
 
 from __future__ import annotations
@@ -28,6 +28,11 @@ _DATA_DIR = flags.DEFINE_string("data_dir", "data", "TFDS data_dir.")
 _OUTPUT = flags.DEFINE_string("output", "results/train_cpu.json", "JSON of the table ('' for none).")
 
 
+def _number(value: float | None, scale: float, form: str) -> str:
+    """``value * scale`` formatted, or "-" for a value the run did not measure (resumed after its last step)."""
+    return "-" if value is None else form.format(value * scale)
+
+
 def table(results: list[dict]) -> str:
     """Markdown: one row per run."""
     rows = []
@@ -39,9 +44,9 @@ def table(results: list[dict]) -> str:
             "-" if r["num_features"] is None else str(r["num_features"]),
             f"{score:.3f}",
             f"{r['eval']['perplexity']:.2f}" if "perplexity" in r["eval"] else "-",
-            f"{r['step_time_s'] * 1e3:.1f}",
-            f"{r['tokens_per_s'] / 1e3:.0f}k",
-            f"{r['step_memory_bytes'] / 2**20:.1f}",
+            _number(r["step_time_s"], 1e3, "{:.1f}"),
+            _number(r["tokens_per_s"], 1e-3, "{:.0f}k"),
+            _number(r["step_memory_bytes"], 2**-20, "{:.1f}"),
         ])  # fmt: skip
     header = ["task", "attention", "m", "accuracy", "perplexity", "step (ms)", "tokens/s", "step memory (MiB)"]
     return markdown_table(header, rows)

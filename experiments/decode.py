@@ -57,9 +57,9 @@ def load_model(workdir: str) -> tuple[nnx.Module, ml_collections.ConfigDict, Tas
 
 def answer(model: nnx.Module, config: ml_collections.ConfigDict, task: Task, text: str) -> str:
     """The model's output for one input text."""
-    ids = task.tokenizer.encode(text)[: config.max_length]
-    if len(ids) == 0:
-        raise ConfigError(f"input {text!r} has no tokens.")
+    ids = task.tokenizer.encode(text)
+    if not 0 < len(ids) <= config.max_length:
+        raise ConfigError(f"input {text!r} has {len(ids)} tokens; the model takes 1 to {config.max_length}.")
     if task.kind == "classification":
         logits = model(jnp.asarray(ids)[None])
         return str(int(np.argmax(logits[0])))

@@ -79,10 +79,13 @@ def config_differences(old: dict, new: dict, *, execution_fields: tuple[str, ...
     ]
 
 
-def record_config(workdir: str, config: ml_collections.ConfigDict, *, execution_fields: tuple[str, ...] = ()) -> None:
+def record_config(
+    workdir: str, config: ml_collections.ConfigDict, *, execution_fields: tuple[str, ...] = (), write: bool = True
+) -> None:
     """Records ``config`` in ``<workdir>/config.json``, or raises ``ConfigError`` if the workdir holds another.
 
-    The error lists the differing fields; nothing in the workdir is touched then.
+    The error lists the differing fields; nothing in the workdir is touched then. ``write=False``
+    only checks (the non-primary processes of a multi-process run).
     """
     path = os.path.join(workdir, "config.json")
     config_dict = json.loads(config.to_json())
@@ -94,5 +97,6 @@ def record_config(workdir: str, config: ml_collections.ConfigDict, *, execution_
                 f"workdir {workdir!r} holds results of a different config; use another --workdir, or delete it "
                 f"to start over. Differences (workdir -> this run): {'; '.join(differences)}."
             )
-    os.makedirs(workdir, exist_ok=True)
-    write_atomic(path, json.dumps(config_dict, indent=2, sort_keys=True) + "\n")
+    if write:
+        os.makedirs(workdir, exist_ok=True)
+        write_atomic(path, json.dumps(config_dict, indent=2, sort_keys=True) + "\n")

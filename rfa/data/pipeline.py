@@ -9,8 +9,8 @@ empty rows. Every batch is a dict of NumPy arrays with static shapes:
   (pairs longer than L are dropped).
 - ``classification``: ``inputs [B, L]`` (truncated to L), ``label [B]``, ``weight [B]``
   (0 for padding rows).
-- ``lm``: the split read as one stream cut into windows of L + 1: ``inputs = w[:-1]``,
-  ``targets = w[1:]``.
+- ``lm``: the split read as one stream of documents, each ended by EOS, cut into windows of
+  L + 1: ``inputs = w[:-1]``, ``targets = w[1:]``.
 
 Id 0 is padding everywhere, so weights of token losses are ``targets != 0``.
 """
@@ -18,7 +18,9 @@ Id 0 is padding everywhere, so weights of token losses are ``targets != 0``.
 from __future__ import annotations
 
 import grain
+import jax
 import numpy as np
+from jax.experimental import multihost_utils
 import tensorflow_datasets as tfds
 
 from rfa.data.tasks import Task
@@ -36,6 +38,10 @@ def load_source(task: Task, split: str, data_dir: str):
       DatasetMissingError: a real dataset that is not in ``data_dir`` as ``array_record``, with
         the command that prepares it.
     """
+    if task.generated and jax.process_count() > 1:  # one process prepares, the others wait and read
+        if jax.process_index() == 0:
+            tfds.builder(task.dataset, data_dir=data_dir, file_format="array_record").download_and_prepare()
+        multihost_utils.sync_global_devices(f"prepared {task.dataset}")
     try:
         return tfds.data_source(
             task.dataset,
@@ -72,7 +78,7 @@ def _tokenize(task: Task, max_length: int):
         }
     if task.kind == "classification":
         return lambda ex: {"inputs": encode(ex[task.inputs])[:max_length], "label": np.int32(ex[task.targets])}
-    return lambda ex: {"inputs": encode(ex[task.inputs])}
+    return lambda ex: {"inputs": np.append(encode(ex[task.inputs]), np.int32(EOS_ID))}  # EOS marks document ends
 
 
 def _fits(max_length: int):

@@ -36,6 +36,8 @@ class Checkpoints:
     """
 
     def __init__(self, directory: str, *, keep: int = 2, keep_every: int = 0):
+        if keep < 1 or keep_every < 0:
+            raise ValueError(f"keep must be >= 1 and keep_every >= 0, got keep={keep}, keep_every={keep_every}.")
         policies = [ocp.checkpoint_managers.LatestN(keep)]
         if keep_every:
             policies.append(ocp.checkpoint_managers.EveryNSteps(keep_every))
@@ -86,8 +88,9 @@ class Checkpoints:
         except Exception as error:
             raise CheckpointError(
                 f"checkpoint step {step} in {os.path.join(self.directory, str(step))} cannot be restored into this "
-                f"run's model and optimizer: {type(error).__name__}: {error}. It is corrupt or was written by a "
-                f"different model; move it out of the workdir (or use a new --workdir) to start over."
+                f"run's model and optimizer: {type(error).__name__}: {error}. It is corrupt, was written by a "
+                f"different model, or by a run with another number of processes (the data position is saved per "
+                f"process); move it out of the workdir (or use a new --workdir) to start over."
             ) from error
         return step, nnx.merge_state(rngs, saved)
 

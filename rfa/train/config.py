@@ -152,6 +152,19 @@ def check_config(config: ml_collections.ConfigDict) -> Task:
             f"config.checkpoint_every ({config.checkpoint_every}) must be a multiple of config.log_every "
             f"({config.log_every}), so that a resumed run logs the same averages as an uninterrupted one."
         )
+    _positive_int(config, "attention.redraw_every", minimum=0)
+    if config.mesh.data != -1:
+        _positive_int(config, "mesh.data")
+    _positive_int(config, "mesh.model")
+    o = config.optimizer
+    for field, value, valid, expected in (
+        ("learning_rate", o.learning_rate, o.learning_rate > 0, "> 0"),
+        ("label_smoothing", o.label_smoothing, 0 <= o.label_smoothing < 1, "in [0, 1)"),
+        ("grad_clip_norm", o.grad_clip_norm, o.grad_clip_norm >= 0, ">= 0 (0: no clipping)"),
+        ("final_fraction", o.final_fraction, 0 <= o.final_fraction <= 1, "in [0, 1]"),
+    ):
+        if not valid:
+            raise ConfigError(f"config.optimizer.{field} must be {expected}, got {value!r}.")
     if config.optimizer.schedule not in SCHEDULES:
         raise ConfigError(f"config.optimizer.schedule must be one of {SCHEDULES}, got {config.optimizer.schedule!r}.")
     try:

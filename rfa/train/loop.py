@@ -5,8 +5,10 @@ workdir (model, optimizer, data position, step), and then runs jitted steps on a
 redrawing random projections on the config's schedule, logging averaged training metrics every
 ``log_every`` steps, evaluating every ``eval_every`` steps, and checkpointing every
 ``checkpoint_every`` steps and at the end. A run killed at any moment and started again on the
-same workdir ends with exactly the metrics of an uninterrupted run: batches, dropout keys and
-redraw keys depend only on the seed and the step.
+same workdir ends with exactly the metrics of an uninterrupted run (all but the wall-clock ones,
+step time and tokens/s): batches, dropout keys and redraw keys depend only on the seed and the
+step. With several processes, process 0 writes the files; every process evaluates the same
+global batches (its own rows of each), so all of them run the same number of steps.
 
 The workdir then holds ``config.json``, ``metrics.jsonl``, ``tensorboard/``, ``checkpoints/``,
 ``curves.png`` and ``results.json`` (final evaluation, step time, tokens/s, memory).
@@ -65,19 +67,24 @@ def _add(total: dict | None, sums: dict) -> dict:
     return sums if total is None else jax.tree.map(jnp.add, total, sums)
 
 
-def evaluate(eval_step, state, task: Task, config: ml_collections.ConfigDict, mesh, rows: int) -> dict:
-    """Metrics of ``state`` on the task's evaluation split (``config.eval_batches`` batches, 0: all)."""
+def evaluate(eval_step, state, task: Task, config: ml_collections.ConfigDict, mesh) -> dict:
+    """Metrics of ``state`` on the task's evaluation split (``config.eval_batches`` batches, 0: all).
+
+    Every process reads the same global batches and contributes its rows of each, so the number
+    of (collective) evaluation steps is the same on every process.
+    """
     batches = eval_batches(
         task,
         data_dir=config.data_dir,
-        batch_size=rows,
+        batch_size=config.batch_size,
         max_length=config.max_length,
         max_batches=config.eval_batches or None,
-        shard=_process_shard(),
     )
+    index, count = _process_shard()
     total = None
     for batch in batches:
-        total = _add(total, eval_step(state, sharding.global_batch(batch, mesh)))
+        rows = {key: np.array_split(value, count)[index] for key, value in batch.items()}
+        total = _add(total, eval_step(state, sharding.global_batch(rows, mesh)))
     return summarize(jax.device_get(total), kind=task.kind)
 
 
@@ -102,14 +109,15 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *, progr
       >>> results["eval"]["accuracy"]
     """
     task = check_config(config)
-    mesh = sharding.make_mesh(config.mesh.data, config.mesh.model)
-    rows = _check_batch(config, mesh)
-    record_config(workdir, config, execution_fields=EXECUTION_FIELDS)
-
     graphdef, state = initial_state(config, task)
+    try:
+        mesh = sharding.make_mesh(config.mesh.data, config.mesh.model)
+        state_sharding = sharding.state_sharding(state, mesh)
+    except ValueError as error:
+        raise ConfigError(f"config.mesh: {error}") from error
+    rows = _check_batch(config, mesh)
     num_params = sum(x.size for x in jax.tree.leaves(nnx.split_state(state, nnx.Param, ...)[0]))
     schedule = make_schedule(config.optimizer, num_steps=config.num_train_steps, d_model=config.model.d_model)
-    state_sharding = sharding.state_sharding(state, mesh)
     state = jax.device_put(state, state_sharding)
 
     iterator = iter(
@@ -122,11 +130,13 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *, progr
             shard=_process_shard(),
         )
     )
+    primary = jax.process_index() == 0
+    record_config(workdir, config, execution_fields=EXECUTION_FIELDS, write=primary)  # data and model exist
     checkpoints = Checkpoints(
         os.path.join(workdir, "checkpoints"), keep=config.keep_checkpoints, keep_every=config.keep_checkpoints_every
     )
     start, state = checkpoints.restore_latest(state, iterator)
-    writer = MetricWriter(workdir, resume_step=start)
+    writer = MetricWriter(workdir, resume_step=start, active=primary)
 
     train_step = make_train_step(
         graphdef,
@@ -140,7 +150,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *, progr
     compiled, window, timer = None, None, None
     bar = tqdm.tqdm(total=config.num_train_steps, initial=start, disable=not progress, desc=config.task)
     for step in range(start, config.num_train_steps):
-        every = config.attention.redraw_every
+        every = config.attention.redraw_every  # every site has this policy: merge the modules only when due
         if every and step % every == 0:
             model, optimizer = nnx.merge(graphdef, state)
             if redraw_projections(model, jax.random.fold_in(redraw_key, step), step=step):
@@ -167,7 +177,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *, progr
             bar.set_postfix(loss=f"{metrics['loss']:.3f}")
             window, timer = None, (time.perf_counter(), done)
         if done % config.eval_every == 0 or done == config.num_train_steps:
-            eval_metrics = evaluate(eval_step, state, task, config, mesh, rows)
+            eval_metrics = evaluate(eval_step, state, task, config, mesh)
             writer.write(done, "eval", eval_metrics)
             timer = (time.perf_counter(), done)  # evaluation time is not step time
         if done % config.checkpoint_every == 0 or done == config.num_train_steps:
@@ -176,11 +186,13 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *, progr
     bar.close()
     writer.close()
     checkpoints.close()
-    return _finish(workdir, config, task, num_params, compiled)
+    return _finish(workdir, config, task, num_params, compiled, write=primary)
 
 
-def _finish(workdir: str, config: ml_collections.ConfigDict, task: Task, num_params: int, compiled) -> dict:
-    """Writes ``curves.png`` and ``results.json`` (a re-run of a finished workdir keeps its results)."""
+def _finish(
+    workdir: str, config: ml_collections.ConfigDict, task: Task, num_params: int, compiled, *, write: bool
+) -> dict:
+    """The run's results; ``write``: also ``curves.png`` and ``results.json`` (a finished workdir keeps its own)."""
     path = os.path.join(workdir, "results.json")
     if compiled is None and os.path.exists(path):
         with open(path) as f:
@@ -202,6 +214,7 @@ def _finish(workdir: str, config: ml_collections.ConfigDict, task: Task, num_par
         "devices": jax.device_count(),
         "backend": jax.default_backend(),
     }
-    plot_curves(workdir, ("loss", "accuracy") + (("perplexity",) if task.kind == "lm" else ()))
-    write_atomic(path, json.dumps(results, indent=2) + "\n")
+    if write:
+        plot_curves(workdir, ("loss", "accuracy") + (("perplexity",) if task.kind == "lm" else ()))
+        write_atomic(path, json.dumps(results, indent=2) + "\n")
     return results

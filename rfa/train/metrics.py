@@ -33,12 +33,17 @@ def read_metrics(workdir: str) -> list[dict]:
 class MetricWriter:
     """Appends metric records to JSONL and TensorBoard; ``resume_step`` drops records after it.
 
+    ``active=False`` (processes other than 0 of a multi-process run) writes nothing.
+
     Example:
       >>> writer = MetricWriter(workdir, resume_step=0)
       >>> writer.write(100, "train", {"loss": 2.3, "accuracy": 0.4})
     """
 
-    def __init__(self, workdir: str, *, resume_step: int):
+    def __init__(self, workdir: str, *, resume_step: int, active: bool = True):
+        self.active = active
+        if not active:
+            return
         self.path = os.path.join(workdir, "metrics.jsonl")
         kept = [record for record in read_metrics(workdir) if record["step"] <= resume_step]
         write_atomic(self.path, "".join(json.dumps(record) + "\n" for record in kept))
@@ -46,6 +51,8 @@ class MetricWriter:
         self.tensorboard = tensorboardX.SummaryWriter(os.path.join(workdir, "tensorboard"), purge_step=resume_step + 1)
 
     def write(self, step: int, split: str, metrics: dict) -> None:
+        if not self.active:
+            return
         self.file.write(json.dumps({"step": step, "split": split, **metrics}) + "\n")
         self.file.flush()
         for name, value in metrics.items():
@@ -53,6 +60,8 @@ class MetricWriter:
         self.tensorboard.flush()
 
     def close(self) -> None:
+        if not self.active:
+            return
         self.file.close()
         self.tensorboard.close()
 

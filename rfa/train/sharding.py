@@ -36,15 +36,21 @@ _MODEL_AXIS_RULES = {
 def initialize_distributed() -> bool:
     """Calls ``jax.distributed.initialize()`` when a multi-process launch is detected; returns whether it did.
 
-    Detected: ``JAX_COORDINATOR_ADDRESS`` (with ``JAX_NUM_PROCESSES`` / ``JAX_PROCESS_ID``), or a
-    SLURM or Open MPI job with more than one task, for which JAX finds the coordinator itself.
+    Detected: ``JAX_COORDINATOR_ADDRESS`` with ``JAX_NUM_PROCESSES`` and ``JAX_PROCESS_ID`` (passed
+    on to ``initialize``), or a SLURM or Open MPI job with more than one task, for which JAX finds
+    the coordinator, process count and id itself.
     """
-    launched = "JAX_COORDINATOR_ADDRESS" in os.environ or any(
-        int(os.environ.get(name, "1")) > 1 for name in ("SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE")
-    )
-    if launched:
+    if "JAX_COORDINATOR_ADDRESS" in os.environ:
+        jax.distributed.initialize(
+            coordinator_address=os.environ["JAX_COORDINATOR_ADDRESS"],
+            num_processes=int(os.environ["JAX_NUM_PROCESSES"]) if "JAX_NUM_PROCESSES" in os.environ else None,
+            process_id=int(os.environ["JAX_PROCESS_ID"]) if "JAX_PROCESS_ID" in os.environ else None,
+        )
+        return True
+    if any(int(os.environ.get(name, "1")) > 1 for name in ("SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE")):
         jax.distributed.initialize()
-    return launched
+        return True
+    return False
 
 
 def make_mesh(data: int, model: int = 1) -> jax.sharding.Mesh:
@@ -60,6 +66,8 @@ def make_mesh(data: int, model: int = 1) -> jax.sharding.Mesh:
     data = count // model if data == -1 else data
     if data < 1 or data * model > count:
         raise ValueError(f"mesh data x model = {data} x {model} needs {data * model} devices; {count} are present.")
+    if jax.process_count() > 1 and data * model != count:
+        raise ValueError(f"a multi-process mesh must use all {count} devices, got data x model = {data} x {model}.")
     auto = (jax.sharding.AxisType.Auto,) * len(MESH_AXES)  # XLA propagates shardings from inputs
     return jax.make_mesh((data, model), MESH_AXES, axis_types=auto, devices=jax.devices()[: data * model])
 
@@ -73,7 +81,8 @@ def state_sharding(state, mesh: jax.sharding.Mesh):
     model_size = mesh.shape["model"]
 
     def sharding(path, leaf):
-        names = [name for name in _names(path) if name != "value"]
+        names = list(_names(path))
+        names = names[:-1] if names[-1] == "value" else names  # the Variable's value field, not the V projection
         spec = P()
         if model_size > 1:
             for (ending, rank), rule in _MODEL_AXIS_RULES.items():

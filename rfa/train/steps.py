@@ -5,7 +5,10 @@ optimizer))[1]``: they merge the state into modules, run, and split again, so ``
 donate the state and keep its sharding. Metrics leave a step as sums (``loss``, ``nll``,
 ``correct``, ``weight``, ``tokens``, and for seq2seq ``sequences_correct`` / ``sequences``),
 which add across steps, devices and evaluation batches; :func:`summarize` turns them into
-means. Dropout keys are ``fold_in(key(seed), step)`` set by ``nnx.reseed``, so a step's
+means. ``loss`` is the training objective (label-smoothed when smoothing is on), ``nll`` the plain
+cross-entropy that the reported loss and perplexity come from. Sequence accuracy is the
+teacher-forced exact match: every target token of a sequence, EOS included, is the argmax
+given the true prefix. Dropout keys are ``fold_in(key(seed), step)`` set by ``nnx.reseed``, so a step's
 randomness depends only on the seed and the step — a resumed run repeats it exactly.
 """
 
@@ -18,6 +21,7 @@ import jax.numpy as jnp
 import optax
 from flax import nnx
 
+from rfa.data.tasks import KINDS
 from rfa.data.tokenizers import BOS_ID, PAD_ID
 
 
@@ -27,6 +31,8 @@ def shift_right(targets: jax.Array) -> jax.Array:
 
 
 def _logits_labels_weights(model: nnx.Module, batch: dict, kind: str):
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}.")
     if kind == "seq2seq":
         targets = batch["targets"]
         return model(batch["inputs"], shift_right(targets)), targets, (targets != PAD_ID).astype(jnp.float32)
@@ -66,10 +72,16 @@ def metric_sums(model: nnx.Module, batch: dict, *, kind: str, label_smoothing: f
 
 
 def summarize(sums: dict, *, kind: str) -> dict:
-    """Means from metric sums: ``loss``, ``accuracy``, and ``perplexity`` (token tasks) or ``sequence_accuracy``."""
+    """Means from metric sums.
+
+    ``loss`` (cross-entropy), ``accuracy``; ``perplexity = exp(loss)`` for token tasks (seq2seq,
+    lm); ``sequence_accuracy`` for seq2seq; ``smoothed_loss`` (the objective) when it differs.
+    """
     sums = {name: float(value) for name, value in sums.items()}
     weight = max(sums["weight"], 1e-9)
-    metrics = {"loss": sums["loss"] / weight, "accuracy": sums["correct"] / weight}
+    metrics = {"loss": sums["nll"] / weight, "accuracy": sums["correct"] / weight}
+    if sums["loss"] != sums["nll"]:
+        metrics["smoothed_loss"] = sums["loss"] / weight
     if kind != "classification":
         metrics["perplexity"] = math.exp(min(sums["nll"] / weight, 700.0))
     if kind == "seq2seq":

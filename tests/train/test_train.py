@@ -177,6 +177,9 @@ def test_a_corrupt_checkpoint_is_named(sort_run, tmp_path):
         ("checkpoint_every", 6, "must be a multiple of config.log_every"),
         ("batch_size", 0, "config.batch_size must be an integer >= 1, got 0"),
         ("model.num_heads", 3, "divisible"),
+        ("optimizer.label_smoothing", 1.0, r"label_smoothing must be in \[0, 1\), got 1.0"),
+        ("attention.redraw_every", -1, "redraw_every must be an integer >= 0, got -1"),
+        ("mesh.model", 3, "config.mesh: mesh.model must be >= 1 and divide the 1 devices, got 3"),
     ],
 )
 def test_bad_configs_name_the_field(field, value, message, tmp_path):
@@ -200,6 +203,7 @@ def test_unknown_attention_variant_is_refused():
 
 SHARDED_RUNS = """
 import json, sys
+import jax
 from configs import sort
 from rfa.train import read_metrics, train_and_evaluate
 from rfa.workdir import ConfigError
@@ -211,6 +215,13 @@ for data, model in ((1, 1), (8, 1), (4, 2)):
     config.data_dir, config.mesh.data, config.mesh.model = data_dir, data, model
     train_and_evaluate(config, f"{workdir}/{data}x{model}", progress=False)
     losses[f"{data}x{model}"] = [r["loss"] for r in read_metrics(f"{workdir}/{data}x{model}")]
+from rfa.data import get_task
+from rfa.train.loop import initial_state
+from rfa.train.sharding import make_mesh, state_sharding
+_, state = initial_state(config, get_task("sort"))
+specs = jax.tree_util.tree_flatten_with_path(state_sharding(state, make_mesh(4, 2)))[0]
+losses["specs"] = sorted({jax.tree_util.keystr(p).split("]")[-3] + "] " + str(s.spec) for p, s in specs
+                          if "kernel" in jax.tree_util.keystr(p) and "opt_state" not in jax.tree_util.keystr(p)})
 config.batch_size, config.mesh.data, config.mesh.model = 12, 8, 1
 try:
     train_and_evaluate(config, f"{workdir}/bad", progress=False)
@@ -226,6 +237,14 @@ def test_eight_devices_match_one_device(data_dir, tmp_path):
                           capture_output=True, text=True, check=True)  # fmt: skip
     losses = json.loads(done.stdout.strip().splitlines()[-1])
     assert "batch_size = 12 must be divisible by the 8 data-parallel devices" in losses.pop("error")
+    assert losses.pop("specs") == [  # heads of q/k/v/out and the MLP's hidden units over "model"
+        "['hidden'] P(None, 'model')",
+        "['key'] P(None, 'model', None)",
+        "['out'] P('model', None, None)",
+        "['output'] P('model', None)",
+        "['query'] P(None, 'model', None)",
+        "['value'] P(None, 'model', None)",
+    ]
     reference = losses.pop("1x1")
     assert len(reference) == 4  # three training windows and the evaluation
     for mesh, values in losses.items():
