@@ -1,68 +1,56 @@
 """The kernel comparison on real tasks: train every (task, attention) pair and tabulate the results.
 
-  python -m experiments.compare_kernels --workdir workdir/train [--tasks sort,listops] [--attention exact,positive]
+  python -m experiments.compare_kernels --config configs/compare_kernels.py --workdir workdir/train
+  python -m experiments.compare_kernels --config configs/compare_kernels.py --config.tasks=sort,listops ...
 
 Each pair trains from ``configs/<task>.py:<attention>`` in ``<workdir>/<task>/<attention>`` (a
 finished pair is read back, an interrupted one resumes), then the table — task, attention, m,
 final accuracy / perplexity, step time, tokens/s, XLA step memory, in the order of
-``--attention`` (exact first by default) — is printed and written to ``--output`` (JSON) and beside it as markdown.
+``config.attention`` (exact first by default) — is printed and written to ``--output`` (JSON) and beside it as markdown.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
+import sys
 
 from absl import app, flags, logging
+from ml_collections import config_flags
 
-from experiments.tables import markdown_table, write_json
-from rfa.train import ATTENTION_VARIANTS, train_and_evaluate
+from experiments.tables import training_table, write_json
+from rfa.data import DatasetMissingError
+from rfa.train import CheckpointError, train_and_evaluate
+from rfa.workdir import ConfigError
 
-TASKS = ("sort", "listops", "python_source")
-ATTENTION = ("exact", "trig", "positive", "positive_iid", "hyperbolic", "oprf", "elu")
-
+_CONFIG = config_flags.DEFINE_config_file("config", "configs/compare_kernels.py", "Which tasks and attention kinds.")
 _WORKDIR = flags.DEFINE_string("workdir", "workdir/train", "Parent of the per-(task, attention) workdirs.")
-_TASKS = flags.DEFINE_list("tasks", list(TASKS), "Config names under configs/.")
-_ATTENTION = flags.DEFINE_list("attention", list(ATTENTION), f"Attention variants of {sorted(ATTENTION_VARIANTS)}.")
-_DATA_DIR = flags.DEFINE_string("data_dir", "data", "TFDS data_dir.")
 _OUTPUT = flags.DEFINE_string("output", "results/train_cpu.json", "JSON of the table ('' for none).")
 
 
-def _number(value: float | None, scale: float, form: str) -> str:
-    """``value * scale`` formatted, or "-" for a value the run did not measure (resumed after its last step)."""
-    return "-" if value is None else form.format(value * scale)
-
-
-def table(results: list[dict]) -> str:
-    """Markdown: one row per run."""
-    rows = []
-    for r in results:
-        score = r["eval"].get("sequence_accuracy", r["eval"]["accuracy"])
-        rows.append([
-            r["task"],
-            r["attention"],
-            "-" if r["num_features"] is None else str(r["num_features"]),
-            f"{score:.3f}",
-            f"{r['eval']['perplexity']:.2f}" if "perplexity" in r["eval"] else "-",
-            _number(r["step_time_s"], 1e3, "{:.1f}"),
-            _number(r["tokens_per_s"], 1e-3, "{:.0f}k"),
-            _number(r["step_memory_bytes"], 2**-20, "{:.1f}"),
-        ])  # fmt: skip
-    header = ["task", "attention", "m", "accuracy", "perplexity", "step (ms)", "tokens/s", "step memory (MiB)"]
-    return markdown_table(header, rows)
+def run(comparison, workdir: str) -> list[dict]:
+    """Trains (or reads back) every pair of ``comparison`` (``configs/compare_kernels.py``); their results."""
+    results = []
+    for task in comparison.tasks:
+        if importlib.util.find_spec(f"configs.{task}") is None:
+            raise ConfigError(f"config.tasks names {task!r}, which has no configs/{task}.py.")
+        module = importlib.import_module(f"configs.{task}")
+        for attention in comparison.attention:
+            config = module.get_config(f"{attention},quick" if comparison.quick else attention)
+            config.data_dir = comparison.data_dir
+            results.append(train_and_evaluate(config, os.path.join(workdir, task, attention)))
+    return results
 
 
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)
-    results = []
-    for task in _TASKS.value:
-        module = importlib.import_module(f"configs.{task}")
-        for attention in _ATTENTION.value:
-            config = module.get_config(attention)
-            config.data_dir = _DATA_DIR.value
-            results.append(train_and_evaluate(config, os.path.join(_WORKDIR.value, task, attention)))
-    text = table(results)
+    try:
+        results = run(_CONFIG.value, _WORKDIR.value)
+    except (ConfigError, DatasetMissingError, CheckpointError) as error:
+        sys.exit(f"error: {error}")
+    text = training_table(results)
     print(text)
     write_json(_OUTPUT.value, results)
     if _OUTPUT.value:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from configs import listops, python_source, sort
+from experiments.tables import training_table
 from rfa.data import get_task
 from rfa.train import (
     CheckpointError,
@@ -280,13 +281,23 @@ def test_entry_points_report_bad_input_without_a_traceback(data_dir, tmp_path):
 
 
 def test_compare_kernels_tabulates_accuracy_or_sequence_accuracy_and_units():
-    from experiments.compare_kernels import table
-
     common = {"step_time_s": 0.0125, "tokens_per_s": 25_000.0, "step_memory_bytes": 3 * 2**20}
-    rows = table([
+    rows = training_table([
         {"task": "sort", "attention": "exact", "num_features": None,
          "eval": {"accuracy": 0.9, "sequence_accuracy": 0.5, "perplexity": 1.25}, **common},
         {"task": "listops", "attention": "trig", "num_features": 64, "eval": {"accuracy": 0.375}, **common},
     ]).splitlines()  # fmt: skip
-    assert rows[2] == "| sort | exact | - | 0.500 | 1.25 | 12.5 | 25k | 3.0 |"
-    assert rows[3] == "| listops | trig | 64 | 0.375 | - | 12.5 | 25k | 3.0 |"
+    assert rows[2] == "| sort | exact | - | 0.900 | 0.500 | 1.25 | 12.5 | 25k | 3.0 |"
+    assert rows[3] == "| listops | trig | 64 | 0.375 | - | - | 12.5 | 25k | 3.0 |"
+
+
+def test_compare_kernels_trains_every_pair_and_writes_the_table(data_dir, tmp_path):
+    output = tmp_path / "table.json"
+    _run("experiments.compare_kernels", "--config", "configs/compare_kernels.py:quick", "--workdir", str(tmp_path),
+         f"--config.data_dir={data_dir}", f"--output={output}", check=True)  # fmt: skip
+    rows = (tmp_path / "table.md").read_text().splitlines()
+    assert [row.split(" | ")[:3] for row in rows[2:]] == [["| sort", "exact", "-"], ["| sort", "positive", "16"]]
+    assert [r["attention"] for r in json.loads(output.read_text())] == ["exact", "positive"]
+    done = _run("experiments.compare_kernels", "--config", "configs/compare_kernels.py:quick", "--workdir",
+                str(tmp_path), "--config.tasks=nope", "--output=")  # fmt: skip
+    assert done.returncode != 0 and "config.tasks names 'nope', which has no configs/nope.py" in done.stderr
