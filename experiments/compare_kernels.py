@@ -6,7 +6,8 @@
 Each pair trains from ``configs/<task>.py:<attention>`` in ``<workdir>/<task>/<attention>`` (a
 finished pair is read back, an interrupted one resumes), then the table — task, attention, m,
 final accuracy / perplexity, step time, tokens/s, XLA step memory, in the order of
-``config.attention`` (exact first by default) — is printed and written to ``--output`` (JSON) and beside it as markdown.
+``config.attention`` (exact first by default) — is printed and written to ``--output`` (JSON),
+beside it as markdown, and with a PNG of every run's training loss, one panel per task.
 """
 
 from __future__ import annotations
@@ -16,12 +17,16 @@ import importlib.util
 import os
 import sys
 
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
 from absl import app, flags, logging
 from ml_collections import config_flags
 
 from experiments.tables import training_table, write_json
 from rfa.data import DatasetMissingError
-from rfa.train import CheckpointError, train_and_evaluate
+from rfa.train import CheckpointError, read_metrics, train_and_evaluate
 from rfa.workdir import ConfigError
 
 _CONFIG = config_flags.DEFINE_config_file("config", "configs/compare_kernels.py", "Which tasks and attention kinds.")
@@ -43,6 +48,23 @@ def run(comparison, workdir: str) -> list[dict]:
     return results
 
 
+def plot_losses(comparison, workdir: str, path: str) -> None:
+    """One panel per task: the training loss (cross-entropy) of every attention kind against the step."""
+    tasks = list(comparison.tasks)
+    figure, axes = plt.subplots(1, len(tasks), figsize=(4.6 * len(tasks), 3.6), squeeze=False)
+    for axis, task in zip(axes[0], tasks, strict=True):
+        for attention in comparison.attention:
+            records = read_metrics(os.path.join(workdir, task, attention))
+            points = [(r["step"], r["loss"]) for r in records if r["split"] == "train"]
+            axis.plot(*zip(*points, strict=True), label=attention, linewidth=1.2)
+        axis.set(title=task, xlabel="step", ylabel="training loss", yscale="log")
+        axis.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)
@@ -54,8 +76,10 @@ def main(argv):
     print(text)
     write_json(_OUTPUT.value, results)
     if _OUTPUT.value:
-        with open(os.path.splitext(_OUTPUT.value)[0] + ".md", "w") as f:
+        stem = os.path.splitext(_OUTPUT.value)[0]
+        with open(stem + ".md", "w") as f:
             f.write(text + "\n")
+        plot_losses(_CONFIG.value, _WORKDIR.value, stem + ".png")
 
 
 if __name__ == "__main__":

@@ -298,6 +298,7 @@ def test_compare_kernels_trains_every_pair_and_writes_the_table(data_dir, tmp_pa
     rows = (tmp_path / "table.md").read_text().splitlines()
     assert [row.split(" | ")[:3] for row in rows[2:]] == [["| sort", "exact", "-"], ["| sort", "positive", "16"]]
     assert [r["attention"] for r in json.loads(output.read_text())] == ["exact", "positive"]
+    assert (tmp_path / "table.png").stat().st_size > 10_000
     done = _run("experiments.compare_kernels", "--config", "configs/compare_kernels.py:quick", "--workdir",
                 str(tmp_path), "--config.tasks=nope", "--output=")  # fmt: skip
     assert done.returncode != 0 and "config.tasks names 'nope', which has no configs/nope.py" in done.stderr
