@@ -17,7 +17,6 @@ import statistics
 import zlib
 from typing import ClassVar
 
-import numpy as np
 import tensorflow_datasets as tfds
 
 from rfa.data.generated import GeneratedBuilder, GeneratedConfig

@@ -20,8 +20,8 @@ from __future__ import annotations
 import grain
 import jax
 import numpy as np
-from jax.experimental import multihost_utils
 import tensorflow_datasets as tfds
+from jax.experimental import multihost_utils
 
 from rfa.data.tasks import Task
 from rfa.data.tokenizers import EOS_ID, PAD_ID

@@ -63,7 +63,11 @@ def test_python_source_splits_by_file(data_dir):
 
 @pytest.mark.parametrize(
     ("name", "keys"),
-    [("sort", {"inputs", "targets"}), ("listops", {"inputs", "label", "weight"}), ("python_source", {"inputs", "targets"})],
+    [
+        ("sort", {"inputs", "targets"}),
+        ("listops", {"inputs", "label", "weight"}),
+        ("python_source", {"inputs", "targets"}),
+    ],
 )
 def test_train_batches_have_static_shapes_and_resume_from_their_state(name, keys, data_dir):
     task = data.get_task(name)
