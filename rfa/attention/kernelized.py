@@ -21,13 +21,13 @@ matrix and is rejected; causal masking is ``is_causal=True``.
 
 Causal form (chunked, all dense matmuls; flash-linear-attention's scheme): with chunks of C
 tokens, ``O_c = φ̃(Q_c) S_{c-1} + (φ̃(Q_c) φ(K_c)ᵀ ⊙ tril) V_c`` and
-``S_c = S_{c-1} + φ(K_c)ᵀ V_c``, the states carried by a scan over chunks (not tokens).
-Autodiff stores one m×d state per chunk, not per token: memory grows linearly in L.
+``S_c = S_{c-1} + φ(K_c)ᵀ V_c``. One scan over chunks (not tokens) carries S and does each chunk's
+work; the tokens are laid out chunk-major ``[chunks, batch..., heads, C, ·]`` before the feature
+maps, so the scan slices its inputs without transposing F-wide arrays. Autodiff stores one
+F×(d+1) state and one C×C score block per chunk, nothing per token: memory grows linearly in L.
 """
 
 from __future__ import annotations
-
-import math
 
 import jax
 import jax.numpy as jnp
@@ -151,67 +151,69 @@ def _bidirectional(phi_q, keys, key_log_mask, v_aug, precision):
     return num_aug, ref[..., 0]
 
 
-def _prefix_states(kv_chunks: Array, chunk_ref: Array) -> Array:
-    """``S_c = Σ_{c'<c} exp(R_{c'} - R_{c-1}) KV_{c'}``, the state before chunk c at reference R_{c-1}.
+def to_chunks(x: Array, chunk: int, fill: float = 0.0) -> Array:
+    """``[..., length, n]`` → chunk-major ``[chunks, ..., chunk, n]``, the last chunk padded with ``fill``."""
+    length = x.shape[-2]
+    num_chunks = -(-length // chunk)
+    x = jnp.pad(x, [(0, 0)] * (x.ndim - 2) + [(0, num_chunks * chunk - length), (0, 0)], constant_values=fill)
+    return jnp.moveaxis(x.reshape(x.shape[:-2] + (num_chunks, chunk, x.shape[-1])), -3, 0)
 
-    ``kv_chunks [..., chunks, F, dv+1]``, ``chunk_ref [..., chunks]``. A scan over chunks (not
-    tokens): each step emits the state, moves it to the chunk's reference and adds the chunk, all
-    on ``[F, dv+1]`` arrays; the heavy contractions stay outside, batched over every chunk.
+
+def from_chunks(x: Array, length: int) -> Array:
+    """Inverse of :func:`to_chunks`: ``[chunks, ..., chunk, n]`` → ``[..., length, n]``."""
+    x = jnp.moveaxis(x, 0, -3)
+    return x.reshape(x.shape[:-3] + (-1, x.shape[-1]))[..., :length, :]
+
+
+def _chunk_token_params(fm: FeatureMap, params: dict, token_shape: tuple[int, ...], chunk: int) -> dict:
+    """Lays out the map's per-token parameters (``fm.token_params``) chunk-major like the tokens.
+
+    A parameter constant along the length axis (a scalar, ``[heads, 1]``) broadcasts as it is.
     """
-
-    def step(carry, chunk):
-        state, previous_ref = carry
-        kv, ref = chunk
-        return (state * jnp.exp(previous_ref - ref)[..., None, None] + kv, ref), state
-
-    kv_first, ref_first = jnp.moveaxis(kv_chunks, -3, 0), jnp.moveaxis(chunk_ref, -1, 0)
-    _, states = jax.lax.scan(step, (jnp.zeros_like(kv_first[0]), ref_first[0]), (kv_first, ref_first))
-    return jnp.moveaxis(states, 0, -3)
+    chunked = dict(params)
+    for name in set(fm.token_params) & set(params):
+        if jnp.ndim(params[name]) and jnp.shape(params[name])[-1] != 1:
+            per_token = jnp.broadcast_to(params[name], token_shape)[..., None]
+            chunked[name] = to_chunks(per_token, chunk)[..., 0]
+    return chunked
 
 
-def _causal(phi_q, keys, key_log_mask, v_aug, chunk_size, precision):
-    """Chunked causal form; returns ``(num_aug, r)`` with ``r_i = max_{j<=i} s_j`` per query.
+def _causal(phi_q, keys, key_log_mask, v_aug, precision):
+    """Chunked causal form on chunk-major ``[chunks, ..., C, ·]`` inputs; returns ``(num_aug, r)``.
 
-    Arguments as in :func:`_bidirectional`. Every key j <= i enters query i's sums as
-    ``φ(k_j) exp(-r_i)``: inside a chunk as ``φ̃(k_j) exp(s_j - r_i)`` through a masked C×C
-    factor, from earlier chunks through the state, kept at the reference ``R_c`` of the chunk's
-    last token and rescaled by ``exp(R_{c-1} - r_i)``. No exponent is ever positive, padded
-    positions included (the running maximum carries through them).
+    ``r_i = max_{j<=i} s_j`` per query. Every key j <= i enters query i's sums as ``φ(k_j) exp(-r_i)``:
+    inside a chunk as ``φ̃(k_j) exp(s_j - r_i)`` through a masked C×C factor, from earlier chunks
+    through the state ``S``, kept at the reference ``R_c = r`` of the chunk's last token and read with
+    ``exp(R_{c-1} - r_i)``. No exponent is ever positive, padded positions included (the running
+    maximum carries through them). A scan over chunks carries ``S`` and does all of a chunk's work,
+    so the states are never materialized as one array and a step's matmuls stay batched over
+    ``[batch..., heads]``. ``S`` is held transposed, ``[dv+1, F]``: XLA:CPU contracts a chunk's
+    tokens into that orientation faster than into ``[F, dv+1]`` (1.6x on the benchmark's shapes).
     """
     base_k, log_k = keys
-    length = phi_q.shape[-2]
-    chunk = min(chunk_size, length)
-    num_chunks = math.ceil(length / chunk)
-    pad = num_chunks * chunk - length
-
-    def chunks(x, fill=0.0):  # [..., length, n] -> [..., chunks, chunk, n]
-        x = jnp.pad(x, [(0, 0)] * (x.ndim - 2) + [(0, pad), (0, 0)], constant_values=fill)
-        return x.reshape(x.shape[:-2] + (num_chunks, chunk, x.shape[-1]))
-
     s_k = row_log_scale(log_k)
     phi_k = features_at(base_k, log_k, s_k)
-    log_mask = chunks(jnp.broadcast_to(key_log_mask, s_k.shape), -jnp.inf)  # padding is dropped too
-    phi_q, phi_k, v_aug, s_k = chunks(phi_q), chunks(phi_k), chunks(v_aug), chunks(s_k)
-    flat = log_mask.shape[:-3] + (num_chunks * chunk, 1)
-    running_max = jax.lax.cummax((s_k + log_mask).reshape(flat), axis=len(flat) - 2)
-    ref = _at_least_lowest(running_max).reshape(s_k.shape)
-    chunk_ref = ref[..., -1:, :]  # R_c: the reference at the chunk's last token
+    s_k = s_k + key_log_mask  # -inf: left out (padding, or the tail of the last chunk)
+    local = jax.lax.cummax(s_k, axis=s_k.ndim - 2)
+    chunk_ref = _at_least_lowest(jax.lax.cummax(local[..., -1:, :], axis=0))  # R_c
+    previous_ref = jnp.concatenate([jnp.full_like(chunk_ref[:1], LOWEST), chunk_ref[:-1]])  # R_{c-1}
+    ref = jnp.maximum(local, previous_ref)  # r_i
+    causal = jnp.tril(jnp.ones((phi_q.shape[-2],) * 2, jnp.bool_))
 
-    causal = jnp.tril(jnp.ones((chunk, chunk), jnp.bool_))
-    log_weights = jnp.swapaxes(s_k + log_mask, -1, -2) - ref  # [..., c, q, k]: s_j - r_i
-    weights = jnp.exp(jnp.where(causal, log_weights, -jnp.inf))
-    scores = jnp.einsum("...qf,...kf->...qk", phi_q, phi_k, precision=precision) * weights
-    intra = jnp.einsum("...qk,...kd->...qd", scores, v_aug, precision=precision)
+    def chunk_step(state, chunk):
+        phi_q_c, phi_k_c, v_c, s_c, r_c, chunk_ref_c, previous_ref_c = chunk
+        weights = jnp.exp(jnp.where(causal, jnp.swapaxes(s_c, -1, -2) - r_c, -jnp.inf))  # s_j - r_i
+        scores = jnp.einsum("...qf,...kf->...qk", phi_q_c, phi_k_c, precision=precision) * weights
+        intra = jnp.einsum("...qk,...kd->...qd", scores, v_c, precision=precision)
+        inter = jnp.einsum("...qf,...df->...qd", phi_q_c, state, precision=precision)
+        inter = inter * jnp.exp(previous_ref_c - r_c)
+        v_at_chunk_ref = v_c * jnp.exp(s_c - chunk_ref_c)
+        kv = jnp.einsum("...kd,...kf->...df", v_at_chunk_ref, phi_k_c, precision=precision)
+        return state * jnp.exp(previous_ref_c - chunk_ref_c) + kv, intra + inter
 
-    phi_k_at_chunk_ref = phi_k * jnp.exp(s_k + log_mask - chunk_ref)
-    kv_chunks = jnp.einsum("...kf,...kd->...fd", phi_k_at_chunk_ref, v_aug, precision=precision)
-    states = _prefix_states(kv_chunks, chunk_ref[..., 0, 0])
-    previous_ref = jnp.concatenate([chunk_ref[..., :1, :, :], chunk_ref[..., :-1, :, :]], axis=-3)
-    inter = jnp.einsum("...qf,...fd->...qd", phi_q, states, precision=precision)
-    inter = inter * jnp.exp(jnp.minimum(previous_ref, ref) - ref)  # chunk 0 has no state: any finite factor
-
-    num_aug = (intra + inter).reshape(phi_q.shape[:-3] + (num_chunks * chunk, -1))[..., :length, :]
-    return num_aug, ref.reshape(ref.shape[:-3] + (num_chunks * chunk,))[..., :length]
+    state = jnp.zeros(phi_q.shape[1:-2] + (v_aug.shape[-1], phi_q.shape[-1]), jnp.float32)
+    _, num_aug = jax.lax.scan(chunk_step, state, (phi_q, phi_k, v_aug, s_k, ref, chunk_ref, previous_ref))
+    return num_aug, ref[..., 0]
 
 
 def kernelized_attention(
@@ -281,11 +283,20 @@ def kernelized_attention(
         key_log_mask = jnp.where(keep, 0.0, -jnp.inf)
         k32, v32 = jnp.where(keep, k32, 0.0), jnp.where(keep, v32, 0.0)  # padding may hold inf or NaN
     params = resolve_feature_params(fm, feature_params, q32, k32, keep, causal=is_causal)
+    length = q32.shape[-2]
+    if is_causal:  # chunk-major [chunks, batch..., heads, chunk, ·] from here on
+        chunk = min(chunk_size, length)
+        params = _chunk_token_params(fm, params, q32.shape[:-1], chunk)
+        q32, k32, v32 = (to_chunks(x, chunk) for x in (q32, k32, v32))
+        key_log_mask = to_chunks(key_log_mask, chunk, -jnp.inf)
     phi_q, s_q = fm.split(q32, projection, **params)
     keys = fm.terms(k32, projection, **params)
     v_aug = with_ones_column(v32)
     if is_causal:
-        num_aug, ref = _causal(phi_q, keys, key_log_mask, v_aug, chunk_size, precision)
+        num_aug, ref = _causal(phi_q, keys, key_log_mask, v_aug, precision)
     else:
         num_aug, ref = _bidirectional(phi_q, keys, key_log_mask, v_aug, precision)
-    return jnp.swapaxes(finish(num_aug, ref, s_q[..., 0], renormalize), -3, -2).astype(q.dtype)
+    out = finish(num_aug, ref, s_q[..., 0], renormalize)
+    if is_causal:
+        out = from_chunks(out, length)
+    return jnp.swapaxes(out, -3, -2).astype(q.dtype)

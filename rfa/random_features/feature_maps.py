@@ -179,6 +179,8 @@ class FeatureMap:
         ``φ(q)ᵀφ(k)`` estimates ``exp(qᵀk/√d)``.
       params: keyword parameters the map accepts.
       required: the subset of ``params`` without a default.
+      token_params: the subset of ``params`` given per token: arrays that broadcast against the
+        token axes ``[batch..., heads, length]`` (``A``, ``phi_sq``) rather than the features.
     """
 
     name: str
@@ -188,6 +190,7 @@ class FeatureMap:
     temperature_scaled: bool
     params: tuple[str, ...] = ()
     required: tuple[str, ...] = ()
+    token_params: tuple[str, ...] = ()
 
     @property
     def needs_projection(self) -> bool:
@@ -293,8 +296,19 @@ for _fm in (
     FeatureMap("trig", _trig, "softmax", 2, temperature_scaled=True),
     FeatureMap("positive", _positive, "softmax", 1, temperature_scaled=True),
     FeatureMap("hyperbolic", _hyperbolic, "softmax", 2, temperature_scaled=True),
-    FeatureMap("gerf", _gerf, "softmax", 1, temperature_scaled=True, params=("A",), required=("A",)),
-    FeatureMap("oprf", _oprf, "softmax", 1, temperature_scaled=True, params=("phi_sq",), required=("phi_sq",)),
+    FeatureMap(
+        "gerf", _gerf, "softmax", 1, temperature_scaled=True, params=("A",), required=("A",), token_params=("A",)
+    ),
+    FeatureMap(
+        "oprf",
+        _oprf,
+        "softmax",
+        1,
+        temperature_scaled=True,
+        params=("phi_sq",),
+        required=("phi_sq",),
+        token_params=("phi_sq",),
+    ),
     FeatureMap("relu", _relu, None, 1, temperature_scaled=True, params=("epsilon",)),
     FeatureMap("elu", _elu, None, 0, temperature_scaled=False),
     FeatureMap("gaussian_trig", _gaussian_trig, "gaussian", 2, temperature_scaled=True),

@@ -19,11 +19,11 @@ def attend(q, k, v, name="positive", **kwargs):
     return rfa.kernelized_attention(q, k, v, feature_map=name, projection=W if fm.needs_projection else None, **kwargs)
 
 
-def quadratic_reference(q, k, v, name, causal, renormalize=True):
-    """The same estimator with the L×L matrix formed explicitly, in float64."""
+def quadratic_reference(q, k, v, name, causal, renormalize=True, params=None):
+    """The same estimator with the L×L matrix formed explicitly, in float64 (params in [B, L, H] layout)."""
     fm = rfa.feature_map(name)
     scale = D**-0.25 if fm.temperature_scaled else 1.0
-    params = PARAMS.get(name, {})
+    params = PARAMS.get(name, {}) if params is None else params
     projection = W if fm.needs_projection else None
     phi_q = np.asarray(fm(q * scale, projection, **params), np.float64)
     phi_k = np.asarray(fm(k * scale, projection, **params), np.float64)
@@ -44,6 +44,15 @@ def test_bidirectional_equals_quadratic_form(name):
 def test_causal_equals_masked_quadratic_form(name, chunk_size):
     out = attend(Q, K, V, name, is_causal=True, chunk_size=chunk_size)
     np.testing.assert_allclose(out, quadratic_reference(Q, K, V, name, True), rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_per_token_parameters_follow_their_tokens(is_causal):
+    """A per token ``[batch, heads, length]``: the causal form lays it out chunk-major, padded tail included."""
+    A = -0.2 * jax.random.uniform(jax.random.key(3), (B, H, L))
+    out = attend(Q, K, V, "gerf", is_causal=is_causal, chunk_size=7, feature_params={"A": A})
+    expected = quadratic_reference(Q, K, V, "gerf", is_causal, params={"A": jnp.swapaxes(A, 1, 2)})
+    np.testing.assert_allclose(out, expected, rtol=2e-4, atol=2e-5)
 
 
 def test_cross_attention_equals_quadratic_form():
