@@ -151,7 +151,7 @@ def _bidirectional(phi_q, keys, key_log_mask, v_aug, precision):
     return num_aug, ref[..., 0]
 
 
-def to_chunks(x: Array, chunk: int, fill: float = 0.0) -> Array:
+def _to_chunks(x: Array, chunk: int, fill: float = 0.0) -> Array:
     """``[..., length, n]`` → chunk-major ``[chunks, ..., chunk, n]``, the last chunk padded with ``fill``."""
     length = x.shape[-2]
     num_chunks = -(-length // chunk)
@@ -159,8 +159,8 @@ def to_chunks(x: Array, chunk: int, fill: float = 0.0) -> Array:
     return jnp.moveaxis(x.reshape(x.shape[:-2] + (num_chunks, chunk, x.shape[-1])), -3, 0)
 
 
-def from_chunks(x: Array, length: int) -> Array:
-    """Inverse of :func:`to_chunks`: ``[chunks, ..., chunk, n]`` → ``[..., length, n]``."""
+def _from_chunks(x: Array, length: int) -> Array:
+    """Inverse of :func:`_to_chunks`: ``[chunks, ..., chunk, n]`` → ``[..., length, n]``."""
     x = jnp.moveaxis(x, 0, -3)
     return x.reshape(x.shape[:-3] + (-1, x.shape[-1]))[..., :length, :]
 
@@ -174,7 +174,7 @@ def _chunk_token_params(fm: FeatureMap, params: dict, token_shape: tuple[int, ..
     for name in set(fm.token_params) & set(params):
         if jnp.ndim(params[name]) and jnp.shape(params[name])[-1] != 1:
             per_token = jnp.broadcast_to(params[name], token_shape)[..., None]
-            chunked[name] = to_chunks(per_token, chunk)[..., 0]
+            chunked[name] = _to_chunks(per_token, chunk)[..., 0]
     return chunked
 
 
@@ -287,8 +287,8 @@ def kernelized_attention(
     if is_causal:  # chunk-major [chunks, batch..., heads, chunk, ·] from here on
         chunk = min(chunk_size, length)
         params = _chunk_token_params(fm, params, q32.shape[:-1], chunk)
-        q32, k32, v32 = (to_chunks(x, chunk) for x in (q32, k32, v32))
-        key_log_mask = to_chunks(key_log_mask, chunk, -jnp.inf)
+        q32, k32, v32 = (_to_chunks(x, chunk) for x in (q32, k32, v32))
+        key_log_mask = _to_chunks(key_log_mask, chunk, -jnp.inf)
     phi_q, s_q = fm.split(q32, projection, **params)
     keys = fm.terms(k32, projection, **params)
     v_aug = with_ones_column(v32)
@@ -298,5 +298,5 @@ def kernelized_attention(
         num_aug, ref = _bidirectional(phi_q, keys, key_log_mask, v_aug, precision)
     out = finish(num_aug, ref, s_q[..., 0], renormalize)
     if is_causal:
-        out = from_chunks(out, length)
+        out = _from_chunks(out, length)
     return jnp.swapaxes(out, -3, -2).astype(q.dtype)
