@@ -22,7 +22,7 @@ matrix and is rejected; causal masking is ``is_causal=True``.
 Causal form (chunked, all dense matmuls; flash-linear-attention's scheme): with chunks of C
 tokens, ``O_c = φ̃(Q_c) S_{c-1} + (φ̃(Q_c) φ(K_c)ᵀ ⊙ tril) V_c`` and
 ``S_c = S_{c-1} + φ(K_c)ᵀ V_c``. One scan over chunks (not tokens) carries S and does each chunk's
-work; the tokens are laid out chunk-major ``[chunks, batch..., heads, C, ·]`` before the feature
+work; the tokens are laid out chunk-major ``[chunks, batch·heads, C, ·]`` before the feature
 maps, so the scan slices its inputs without transposing F-wide arrays. Autodiff stores one
 F×(d+1) state and one C×C score block per chunk, nothing per token: memory grows linearly in L.
 """
@@ -151,6 +151,12 @@ def _bidirectional(phi_q, keys, key_log_mask, v_aug, precision):
     return num_aug, ref[..., 0]
 
 
+def _merge_rows(x: Array, rows: tuple[int, ...], trailing: int) -> Array:
+    """Broadcasts ``x`` to ``[*rows, *x.shape[-trailing:]]`` and merges the ``rows`` axes into one."""
+    x = jnp.broadcast_to(x, rows + x.shape[-trailing:])
+    return x.reshape((-1,) + x.shape[len(rows) :])
+
+
 def _to_chunks(x: Array, chunk: int, fill: float = 0.0) -> Array:
     """``[..., length, n]`` → chunk-major ``[chunks, ..., chunk, n]``, the last chunk padded with ``fill``."""
     length = x.shape[-2]
@@ -187,7 +193,7 @@ def _causal(phi_q, keys, key_log_mask, v_aug, precision):
     ``exp(R_{c-1} - r_i)``. No exponent is ever positive, padded positions included (the running
     maximum carries through them). A scan over chunks carries ``S`` and does all of a chunk's work,
     so the states are never materialized as one array and a step's matmuls stay batched over
-    ``[batch..., heads]``. ``S`` is held transposed, ``[dv+1, F]``: XLA:CPU contracts a chunk's
+    ``batch·heads``. ``S`` is held transposed, ``[dv+1, F]``: XLA:CPU contracts a chunk's
     tokens into that orientation faster than into ``[F, dv+1]`` (1.6x on the benchmark's shapes).
     """
     base_k, log_k = keys
@@ -283,8 +289,13 @@ def kernelized_attention(
         key_log_mask = jnp.where(keep, 0.0, -jnp.inf)
         k32, v32 = jnp.where(keep, k32, 0.0), jnp.where(keep, v32, 0.0)  # padding may hold inf or NaN
     params = resolve_feature_params(fm, feature_params, q32, k32, keep, causal=is_causal)
+    # [batch..., heads] merged into one axis: with a size-1 axis among them (batch 1) XLA:CPU copies
+    # F-wide arrays between layouts that differ only in where that axis goes.
+    rows = q32.shape[:-2]
+    q32, k32, v32, key_log_mask = (_merge_rows(x, rows, 2) for x in (q32, k32, v32, key_log_mask))
+    params = {name: _merge_rows(value, rows, 1) if jnp.ndim(value) else value for name, value in params.items()}
     length = q32.shape[-2]
-    if is_causal:  # chunk-major [chunks, batch..., heads, chunk, ·] from here on
+    if is_causal:  # chunk-major [chunks, batch·heads, chunk, ·] from here on
         chunk = min(chunk_size, length)
         params = _chunk_token_params(fm, params, q32.shape[:-1], chunk)
         q32, k32, v32 = (_to_chunks(x, chunk) for x in (q32, k32, v32))
@@ -299,4 +310,4 @@ def kernelized_attention(
     out = finish(num_aug, ref, s_q[..., 0], renormalize)
     if is_causal:
         out = _from_chunks(out, length)
-    return jnp.swapaxes(out, -3, -2).astype(q.dtype)
+    return jnp.swapaxes(out.reshape(rows + out.shape[-2:]), -3, -2).astype(q.dtype)

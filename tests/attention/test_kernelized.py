@@ -55,6 +55,20 @@ def test_per_token_parameters_follow_their_tokens(is_causal):
     np.testing.assert_allclose(out, expected, rtol=2e-4, atol=2e-5)
 
 
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_extra_batch_axes_with_per_head_parameters(is_causal):
+    """``[2, B, L, H, D]`` inputs and one A per head (``[H, 1]``): each leading index is its own problem."""
+    A = jnp.array([[-0.2], [0.0], [0.05]])
+    q, k, v = (jnp.stack([x, x[::-1]]) for x in (Q, K, V))
+    out = jax.jit(lambda q, k, v: attend(q, k, v, "gerf", is_causal=is_causal, chunk_size=7, feature_params={"A": A}))(
+        q, k, v
+    )
+    assert out.shape == q.shape
+    for i in range(2):
+        expected = quadratic_reference(q[i], k[i], v[i], "gerf", is_causal, params={"A": A[:, 0]})
+        np.testing.assert_allclose(out[i], expected, rtol=2e-4, atol=2e-5)
+
+
 def test_cross_attention_equals_quadratic_form():
     q = Q[:, :9]
     np.testing.assert_allclose(attend(q, K, V), quadratic_reference(q, K, V, "positive", False), rtol=2e-4, atol=2e-5)
