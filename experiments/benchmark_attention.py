@@ -12,10 +12,12 @@ Cases, all float32 with layout ``[batch, length, heads, head_dim]`` = ``[1, L, 8
 
 Time. Each case is the jitted ``jax.value_and_grad`` of ``loss = sum(out * g)`` with respect to q, k
 and v, for a fixed random ``g`` shaped like the output. q, k, v, g (and W) are arguments of the
-compiled function, never compiled-in constants. The function is compiled ahead of time, run once
-to warm up, then run ``n`` more times, each call timed to ``jax.block_until_ready``; the median and
-the minimum are reported. ``n`` is ``--repeats``, reduced for slow cases so that one case spends
-about ``--time_budget_s`` seconds (at least ``--min_repeats`` runs).
+compiled function, never compiled-in constants. Each function is compiled ahead of time and run
+once to warm up. Then bidir and causal are run in turns (bidir, causal, bidir, ...), ``n`` times
+each, so that a drift in a shared machine's speed falls on both and not on their ratio; exact is
+timed on its own. Each call is timed to ``jax.block_until_ready``; the median and the minimum are
+reported. ``n`` is ``--repeats``, reduced for slow cases so that a case spends about
+``--time_budget_s`` seconds (at least ``--min_repeats`` runs).
 
 Peak memory. From XLA's compiled memory analysis (``jit(f).lower(...).compile().memory_analysis()``):
 ``peak = argument_size_in_bytes + output_size_in_bytes + temp_size_in_bytes - alias_size_in_bytes``,
@@ -67,6 +69,7 @@ from experiments.tables import markdown_table, write_json
 
 BATCH, HEADS, HEAD_DIM, NUM_FEATURES = 1, 8, 64, 256
 CASES = ("exact", "bidir", "causal")
+TIMED_IN_TURNS = (("exact",), ("bidir", "causal"))  # exact alone: at large L one of its runs takes seconds
 MIB = 2**20
 
 _LENGTHS = flags.DEFINE_list("lengths", ["1024", "2048", "4096", "8192"], "Sequence lengths L.")
@@ -138,30 +141,37 @@ def memory_bytes(compiled) -> dict | None:
     return parts
 
 
-def time_runs(compiled, args, max_repeats: int) -> list[float]:
-    """Seconds of one warm-up run and then up to ``max_repeats`` timed runs (fewer if slow)."""
-
-    def run_once() -> float:
-        start = time.perf_counter()
-        jax.block_until_ready(compiled(*args))
-        return time.perf_counter() - start
-
-    warmup = run_once()
-    repeats = max(_MIN_REPEATS.value, min(max_repeats, int(_TIME_BUDGET.value / max(warmup, 1e-9))))
-    return [run_once() for _ in range(repeats)]
+def run_once(compiled, args) -> float:
+    """Seconds of one call, to ``jax.block_until_ready``."""
+    start = time.perf_counter()
+    jax.block_until_ready(compiled(*args))
+    return time.perf_counter() - start
 
 
-def measure(fn: Callable, args) -> dict:
-    """Compiles ``fn`` on ``args``, then returns its timings (ms) and memory analysis."""
-    compiled = jax.jit(fn).lower(*args).compile()
-    memory = memory_bytes(compiled)
-    times_ms = [1e3 * t for t in time_runs(compiled, args, _REPEATS.value)]
+def time_in_turns(programs: dict[str, tuple], max_repeats: int) -> dict[str, list[float]]:
+    """Seconds of timed runs of ``{case: (compiled, args)}``, one warm-up each, then the cases in turns.
+
+    Taking the cases in turns (a, b, a, b, ...) lets a drift in the machine's speed fall on all of
+    them alike instead of on whichever case ran during it. The number of turns is ``max_repeats``,
+    fewer if one turn is slow (about ``--time_budget_s`` per case in all, at least ``--min_repeats``).
+    """
+    turn = sum(run_once(*program) for program in programs.values())
+    budget = _TIME_BUDGET.value * len(programs)
+    repeats = max(_MIN_REPEATS.value, min(max_repeats, int(budget / max(turn, 1e-9))))
+    times = {case: [] for case in programs}
+    for _ in range(repeats):
+        for case, program in programs.items():
+            times[case].append(run_once(*program))
+    return times
+
+
+def timing_summary(seconds: list[float]) -> dict:
+    times_ms = [1e3 * t for t in seconds]
     return {
         "median_ms": statistics.median(times_ms),
         "min_ms": min(times_ms),
         "repeats": len(times_ms),
         "times_ms": times_ms,
-        "memory": memory,
     }
 
 
@@ -199,24 +209,32 @@ def ratio(numerator: dict | None, denominator: dict | None) -> float | None:
 def bench_length(length: int, functions: dict[str, Callable], W: jax.Array, on_gpu: bool) -> dict:
     """All cases at one length, with their per-token memory, FLOP/s (GPU) and the time ratios."""
     q, k, v, g = make_inputs(length)
-    cases = {}
+    cases = {case: None for case in functions}
+    programs = {}
     for case, fn in functions.items():
         if skipped(case, length):
-            cases[case] = None
             continue
         args = (q, k, v, g) if case == "exact" else (q, k, v, g, W)
-        result = measure(fn, args)
-        memory = result["memory"]
-        result["peak_bytes_per_token"] = None if memory is None else memory["peak_bytes"] / length
-        result["estimated_flops"] = estimated_flops(case, length, _CHUNK_SIZE.value)
-        if on_gpu:
-            result["achieved_flops_per_s"] = result["estimated_flops"] / (1e-3 * result["median_ms"])
-        print(
-            f"L={length:6d} {case:6s} median {result['median_ms']:10.2f} ms  min {result['min_ms']:10.2f} ms  "
-            f"({result['repeats']} runs)",
-            flush=True,
-        )
-        cases[case] = result
+        compiled = jax.jit(fn).lower(*args).compile()
+        memory = memory_bytes(compiled)
+        cases[case] = {
+            "memory": memory,
+            "peak_bytes_per_token": None if memory is None else memory["peak_bytes"] / length,
+            "estimated_flops": estimated_flops(case, length, _CHUNK_SIZE.value),
+        }
+        programs[case] = (compiled, args)
+    for group in TIMED_IN_TURNS:
+        group_programs = {case: programs[case] for case in group if case in programs}
+        for case, seconds in time_in_turns(group_programs, _REPEATS.value).items():
+            result = cases[case]
+            result.update(timing_summary(seconds))
+            if on_gpu:
+                result["achieved_flops_per_s"] = result["estimated_flops"] / (1e-3 * result["median_ms"])
+            print(
+                f"L={length:6d} {case:6s} median {result['median_ms']:10.2f} ms  min {result['min_ms']:10.2f} ms  "
+                f"({result['repeats']} runs)",
+                flush=True,
+            )
     ratios = {
         "exact_over_bidir": ratio(cases["exact"], cases["bidir"]),
         "causal_over_bidir": ratio(cases["causal"], cases["bidir"]),
@@ -228,7 +246,7 @@ def matmul_peak(n: int) -> dict:
     """FLOP/s of an n×n float32 matmul at default precision, the reference peak."""
     a, b = (jax.random.normal(key, (n, n), jnp.float32) for key in jax.random.split(jax.random.key(1), 2))
     compiled = jax.jit(jnp.matmul).lower(a, b).compile()
-    seconds = statistics.median(time_runs(compiled, (a, b), _REPEATS.value))
+    seconds = statistics.median(time_in_turns({"matmul": (compiled, (a, b))}, _REPEATS.value)["matmul"])
     return {"n": n, "median_ms": 1e3 * seconds, "flops_per_s": 2.0 * n**3 / seconds}
 
 
