@@ -304,6 +304,7 @@ def environment() -> dict:
         "jax_version": jax.__version__,
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "cpu_count": os.cpu_count(),
+        "cpus_available": len(os.sched_getaffinity(0)),  # fewer when pinned, e.g. with taskset
         "rfa_commit": rfa_commit(),
     }
 
