@@ -46,15 +46,26 @@ def check_causal_lengths(q, k):
         )
 
 
-def check_mask(mask, q, k) -> Array:
-    """Checks that ``mask`` is boolean and broadcastable to ``[batch..., heads, q_len, kv_len]``."""
-    target = q.shape[:-3] + (q.shape[-2], q.shape[-3], k.shape[-3])
+def as_bool_mask(mask, meaning: str = "attend") -> Array:
+    """``mask`` as a bool array: any bool or numeric dtype is accepted, nonzero meaning ``meaning``.
+
+    Flax's ``make_attention_mask``, ``make_causal_mask`` and ``combine_masks`` return float masks of
+    0 and 1.
+    """
     if not hasattr(mask, "dtype") or not hasattr(mask, "shape"):
-        raise TypeError(f"mask must be a boolean array, got {type(mask).__name__}.")
-    if mask.dtype != jnp.bool_:
-        raise TypeError(f"mask must have dtype bool (True = attend), got {mask.dtype}.")
+        raise TypeError(f"mask must be an array (nonzero or True = {meaning}), got {type(mask).__name__}.")
+    if not (mask.dtype == jnp.bool_ or jnp.issubdtype(mask.dtype, jnp.number)):
+        raise TypeError(f"mask must have a bool or numeric dtype (nonzero = {meaning}), got {mask.dtype}.")
+    mask = jnp.asarray(mask)
+    return mask if mask.dtype == jnp.bool_ else mask != 0
+
+
+def check_mask(mask, q, k) -> Array:
+    """Checks that ``mask`` is broadcastable to ``[batch..., heads, q_len, kv_len]``; returns it as bool."""
+    mask = as_bool_mask(mask)
+    target = q.shape[:-3] + (q.shape[-2], q.shape[-3], k.shape[-3])
     check_broadcastable_to(mask.shape, target, "mask", "[batch..., heads, q_len, kv_len] =")
-    return jnp.asarray(mask)
+    return mask
 
 
 def with_ones_column(v: Array) -> Array:

@@ -13,7 +13,7 @@ import jax
 from flax import nnx
 
 from rfa._validation import check_choice, check_key, check_positive_int
-from rfa.attention.kernelized import kernelized_attention
+from rfa.attention.kernelized import fitted_from_data, kernelized_attention
 from rfa.random_features.feature_maps import FeatureMap
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 from rfa.random_features.projections import PROJECTION_KINDS, ROW_SCALINGS, sample_projection
@@ -115,6 +115,16 @@ class KernelizedAttention(nnx.Module):
             raise ValueError("kernelized attention has no attention weights to sow; call with sow_weights=False.")
         if query.shape[-1] != self.head_dim:
             raise ValueError(f"query head dim must be head_dim={self.head_dim}, got query.shape={tuple(query.shape)}.")
+        fitted = fitted_from_data(self.feature_map, self.feature_params)
+        if fitted and query.shape[-3] != key.shape[-3]:
+            raise ValueError(
+                f"feature map {self.feature_map.name!r} fits {list(fitted)} from the queries and keys of each call, "
+                f"and this call has q_len={query.shape[-3]} != kv_len={key.shape[-3]} (Flax's decode=True cache, "
+                "or cross-attention while decoding): the fit would differ from the one of the full pass. Fix the "
+                f"parameters: make_attention_fn(..., feature_params={{'phi_sq': value}}), e.g. the full pass's "
+                f"rfa.attention.kernelized.oprf_statistic, or 2·√head_dim = {2 * self.head_dim**0.5:.3g} for "
+                "queries and keys with independent unit-variance entries."
+            )
         if dtype is not None:
             query, key, value = (x.astype(dtype) for x in (query, key, value))
         return kernelized_attention(
@@ -157,8 +167,13 @@ def make_attention_fn(
     Returns:
       A :class:`KernelizedAttention` module. ``nnx.MultiHeadAttention(..., attention_fn=fn)``
       keeps it as a submodule, so its projection travels with the model's state; redraw with
-      ``fn.redraw(new_key)``. Masks must be key-padding masks; causal attention is the call's
-      ``is_causal=True``.
+      ``fn.redraw(new_key)``. It takes the masks Flax builds (float or bool; key padding, query ⊗ key
+      padding, causal ∧ padding, the ``decode=True`` cache mask) or ``is_causal=True``; see
+      :mod:`rfa.attention.masks` for the rest. With Flax's ``decode=True`` cache each step attends to
+      the whole cache, O(L) per token, and equals the causal pass; rfa's own models decode in O(1)
+      per token with the recurrent state (:mod:`rfa.attention.recurrent`). Maps with parameters fitted
+      from the data (oprf's ``phi_sq``) need them in ``feature_params`` for causal masks and for calls
+      with q_len != kv_len (decoding), where a fit per call would change the estimator.
 
     Example:
       >>> fn = rfa.make_attention_fn("positive", 128, head_dim=16, key=jax.random.key(0))

@@ -16,8 +16,9 @@ the estimate of ``exp(QKᵀ/√d) V`` for the softmax-kernel maps. ``LOWEST`` (n
 
 Masking. Padded keys (and their values) are zeroed and their log-scales set to -inf, which removes
 them from numerator and normalizer alike, so a padded batch equals the truncated sequences even if
-the padding holds inf or NaN. An arbitrary dense mask cannot be applied to an implicit attention
-matrix and is rejected; causal masking is ``is_causal=True``.
+the padding holds inf or NaN. Flax's dense masks are reduced to key padding, query padding and
+whether they are causal (:mod:`rfa.attention.masks`); an arbitrary dense mask cannot be applied to
+an implicit attention matrix and is refused.
 
 Causal form (chunked, all dense matmuls; flash-linear-attention's scheme): with chunks of C
 tokens, ``O_c = φ̃(Q_c) S_{c-1} + (φ̃(Q_c) φ(K_c)ᵀ ⊙ tril) V_c`` and
@@ -29,41 +30,20 @@ F×(d+1) state and one C×C score block per chunk, nothing per token: memory gro
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
+from jax.experimental import checkify
 
 from rfa._validation import check_positive_int
-from rfa.attention.common import (
-    check_causal_lengths,
-    check_mask,
-    check_qkv,
-    with_ones_column,
-)
+from rfa.attention.common import check_causal_lengths, check_qkv, with_ones_column
 from rfa.attention.common import renormalize as divide_by_normalizer
+from rfa.attention.masks import CAUSAL, TRACED_MESSAGE, plan_mask
 from rfa.random_features.feature_maps import FeatureMap, features_at, row_log_scale
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 
 Array = jax.Array
-
-
-def key_padding(mask, q, k) -> Array | None:
-    """Turns a key-padding mask into head-major ``[batch..., heads or 1, kv_len, 1]`` booleans (True = keep).
-
-    Raises ValueError for a mask that varies along q_len: kernelized attention cannot apply it.
-    """
-    if mask is None:
-        return None
-    mask = check_mask(mask, q, k)
-    if mask.ndim >= 2 and mask.shape[-2] != 1:
-        raise ValueError(
-            "kernelized attention can only apply key-padding masks, broadcastable to "
-            f"[batch..., heads, 1, kv_len]; got mask.shape={tuple(mask.shape)} with q_len axis "
-            f"{mask.shape[-2]}. Pass the key mask as key_valid[..., None, None, :] (a padding mask "
-            "from nnx.make_attention_mask(q_valid, k_valid) reduces to mask.any(axis=-2, keepdims=True)) "
-            "and use is_causal=True for causal masking."
-        )
-    heads = mask.shape[-3] if mask.ndim >= 3 else 1
-    return jnp.swapaxes(jnp.broadcast_to(mask, q.shape[:-3] + (heads, 1, k.shape[-3])), -1, -2)
 
 
 def temperature(fm: FeatureMap, q: Array, k: Array) -> tuple[Array, Array]:
@@ -85,36 +65,43 @@ def _masked_mean(x: Array, keep: Array | None) -> Array:
     return jnp.sum(jnp.where(keep, x, 0.0), axis=-2) / jnp.maximum(count, 1.0)
 
 
-def oprf_statistic(q: Array, k: Array, keep: Array | None) -> Array:
+def oprf_statistic(q: Array, k: Array, keep_q: Array | None, keep_k: Array | None) -> Array:
     """``φ = mean|q|² + mean|k|² + 2 mean(q)ᵀmean(k)`` per batch and head, shape ``[batch..., heads, 1]``.
 
-    Inputs are head-major ``[batch..., heads, length, d]``. Estimates ``|q + k|²`` over the
-    attended pairs for OPRF's optimal A (Likhosherstov et al., NeurIPS 2022). Padded keys are
-    left out. When q_len == kv_len the key mask is taken as the sequence's padding and left out of
+    Inputs are head-major ``[batch..., heads, length, d]``, the masks ``[batch..., heads or 1, length, 1]``
+    (None: all kept). Estimates ``|q + k|²`` over the attended pairs for OPRF's optimal A
+    (Likhosherstov et al., NeurIPS 2022). Padded keys and padded queries are left out. Without a
+    query mask, when q_len == kv_len the key mask is taken as the sequence's padding and left out of
     the query means too, so a padded batch gets the A of its truncated sequences (in a
     cross-attention of equal lengths this only moves A, a variance parameter: the estimate stays
     unbiased). It is a statistic, like a normalization's: no gradient flows through it.
     """
-    keep_q = keep if q.shape[-2] == k.shape[-2] else None
+    if keep_q is None and q.shape[-2] == k.shape[-2]:
+        keep_q = keep_k
     mean_q = _masked_mean(q, keep_q)
-    mean_k = _masked_mean(k, keep)
+    mean_k = _masked_mean(k, keep_k)
     sq_q = _masked_mean(jnp.sum(q * q, axis=-1, keepdims=True), keep_q)
-    sq_k = _masked_mean(jnp.sum(k * k, axis=-1, keepdims=True), keep)
+    sq_k = _masked_mean(jnp.sum(k * k, axis=-1, keepdims=True), keep_k)
     phi = sq_q + sq_k + 2.0 * jnp.sum(mean_q * mean_k, axis=-1, keepdims=True)
     return jax.lax.stop_gradient(phi)
 
 
-def resolve_feature_params(fm: FeatureMap, params, q, k, keep, *, causal: bool) -> dict:
+def fitted_from_data(fm: FeatureMap, params: dict | None) -> tuple[str, ...]:
+    """The map's parameters that are missing from ``params`` and would be fitted from q and k (OPRF's ``phi_sq``)."""
+    return tuple(name for name in ("phi_sq",) if name in fm.required and name not in (params or {}))
+
+
+def resolve_feature_params(fm: FeatureMap, params, q, k, keep_q, keep_k, *, causal: bool) -> dict:
     """Feature-map parameters, filling OPRF's ``phi_sq`` from the data where that is allowed."""
     params = dict(params or {})
-    if "phi_sq" in fm.required and "phi_sq" not in params:
+    if fitted_from_data(fm, params):
         if causal:
             raise ValueError(
                 f"feature map {fm.name!r} in causal or recurrent mode needs feature_params['phi_sq'] "
                 "fixed in advance: estimating it from the sequence would let future tokens change "
                 "earlier outputs."
             )
-        params["phi_sq"] = oprf_statistic(q, k, keep)
+        params["phi_sq"] = oprf_statistic(q, k, keep_q, keep_k)
     return params
 
 
@@ -250,7 +237,10 @@ def kernelized_attention(
       feature_map: a registered name (``rfa.registered_feature_maps()``) or a ``FeatureMap``.
       projection: ``W`` of shape ``[m, d_k]`` from ``rfa.sample_projection``, shared by all heads;
         ``None`` for deterministic maps (elu).
-      mask: key-padding mask, boolean, broadcastable to ``[batch..., heads, 1, kv_len]``.
+      mask: an attention mask of any bool or numeric dtype (nonzero = attend) broadcastable to
+        ``[batch..., heads, q_len, kv_len]``, as Flax builds them: key padding (``[..., 1, kv_len]``),
+        query ⊗ key padding, or causal ∧ padding (then the chunked causal form runs). Padded queries
+        output 0. Other patterns raise a ValueError; traced ones give NaN (see :mod:`rfa.attention.masks`).
       is_causal: each query attends to keys at or before its position (q_len == kv_len).
       renormalize: divide by the estimated normalizer ``D̂`` (attention); if False return
         ``φ(Q)(φ(K)ᵀV)`` itself (for softmax-kernel maps, the estimate of ``exp(QKᵀ/√d) V``).
@@ -279,23 +269,58 @@ def kernelized_attention(
     chunk_size = check_positive_int(chunk_size, "chunk_size")
     if is_causal:
         check_causal_lengths(q, k)
-    keep = key_padding(mask, q, k)
+    plan = plan_mask(mask, q, k, is_causal=is_causal)
+
+    def attend(causal: bool) -> Array:
+        out = _attend(
+            q, k, v, fm, projection, plan.keep_keys, plan.keep_queries,
+            causal=causal, renormalize=renormalize, chunk_size=chunk_size, feature_params=feature_params,
+            precision=precision,
+        )  # fmt: skip
+        if plan.keep_queries is None:
+            return out
+        return jnp.where(jnp.swapaxes(plan.keep_queries, -1, -2)[..., None], out, 0).astype(out.dtype)
+
+    if isinstance(plan.pattern, int):
+        return attend(plan.pattern == CAUSAL)
+    # A traced mask: its pattern is known at run time only (see rfa.attention.masks). `runnable` says
+    # which of the patterns PADDING, CAUSAL, UNSUPPORTED this call can run.
+    runnable = (not is_causal, q.shape[-3] == k.shape[-3] and not fitted_from_data(fm, feature_params), False)
+    checkify.debug_check(jnp.asarray(runnable)[plan.pattern], TRACED_MESSAGE)
+
+    def unsupported() -> Array:
+        return jnp.full(q.shape[:-1] + v.shape[-1:], jnp.nan, q.dtype)
+
+    branches = [functools.partial(attend, p == CAUSAL) if ok else unsupported for p, ok in enumerate(runnable)]
+    return jax.lax.switch(plan.pattern, branches)
+
+
+def _attend(q, k, v, fm, projection, keep_keys, keep_queries, *, causal, renormalize, chunk_size, feature_params,
+            precision) -> Array:  # fmt: skip
+    """Kernelized attention with key padding ``keep_keys`` and query padding ``keep_queries`` (see MaskPlan).
+
+    Padded queries are zeroed here so that they change no statistic or gradient; their output rows
+    are set to 0 by the caller.
+    """
     # Head-major [batch..., heads, length, ·] inside: every contraction is a plain batched matmul.
     q32, k32 = (jnp.swapaxes(x, -3, -2) for x in temperature(fm, q, k))
     v32 = jnp.swapaxes(v, -3, -2).astype(jnp.float32)
-    if keep is None:
+    keep_k, keep_q = (None if x is None else _head_major(x, q.shape[:-3]) for x in (keep_keys, keep_queries))
+    if keep_q is not None:
+        q32 = jnp.where(keep_q, q32, 0.0)
+    if keep_k is None:
         key_log_mask = jnp.zeros(k32.shape[:-1] + (1,), jnp.float32)
     else:
-        key_log_mask = jnp.where(keep, 0.0, -jnp.inf)
-        k32, v32 = jnp.where(keep, k32, 0.0), jnp.where(keep, v32, 0.0)  # padding may hold inf or NaN
-    params = resolve_feature_params(fm, feature_params, q32, k32, keep, causal=is_causal)
+        key_log_mask = jnp.where(keep_k, 0.0, -jnp.inf)
+        k32, v32 = jnp.where(keep_k, k32, 0.0), jnp.where(keep_k, v32, 0.0)  # padding may hold inf or NaN
+    params = resolve_feature_params(fm, feature_params, q32, k32, keep_q, keep_k, causal=causal)
     # [batch..., heads] merged into one axis: with a size-1 axis among them (batch 1) XLA:CPU copies
     # F-wide arrays between layouts that differ only in where that axis goes.
     rows = q32.shape[:-2]
     q32, k32, v32, key_log_mask = (_merge_rows(x, rows, 2) for x in (q32, k32, v32, key_log_mask))
     params = {name: _merge_rows(value, rows, 1) if jnp.ndim(value) else value for name, value in params.items()}
     length = q32.shape[-2]
-    if is_causal:  # chunk-major [chunks, batch·heads, chunk, ·] from here on
+    if causal:  # chunk-major [chunks, batch·heads, chunk, ·] from here on
         chunk = min(chunk_size, length)
         params = _chunk_token_params(fm, params, q32.shape[:-1], chunk)
         q32, k32, v32 = (_to_chunks(x, chunk) for x in (q32, k32, v32))
@@ -303,11 +328,16 @@ def kernelized_attention(
     phi_q, s_q = fm.split(q32, projection, **params)
     keys = fm.terms(k32, projection, **params)
     v_aug = with_ones_column(v32)
-    if is_causal:
+    if causal:
         num_aug, ref = _causal(phi_q, keys, key_log_mask, v_aug, precision)
     else:
         num_aug, ref = _bidirectional(phi_q, keys, key_log_mask, v_aug, precision)
     out = finish(num_aug, ref, s_q[..., 0], renormalize)
-    if is_causal:
+    if causal:
         out = _from_chunks(out, length)
     return jnp.swapaxes(out.reshape(rows + out.shape[-2:]), -3, -2).astype(q.dtype)
+
+
+def _head_major(keep: Array, batch: tuple[int, ...]) -> Array:
+    """``[batch'..., heads or 1, length]`` booleans → head-major ``[batch..., heads or 1, length, 1]``."""
+    return jnp.broadcast_to(keep, batch + keep.shape[-2:])[..., None]

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from rfa._validation import check_broadcastable_to, check_floating, check_positive_int, check_rank
-from rfa.attention.common import with_ones_column
+from rfa.attention.common import as_bool_mask, with_ones_column
 from rfa.attention.kernelized import finish, resolve_feature_params, temperature
 from rfa.random_features.feature_maps import FeatureMap
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
@@ -73,10 +73,7 @@ def _check_token(x, name, last):
 
 
 def _check_token_mask(mask, shape) -> Array:
-    if getattr(mask, "dtype", None) != jnp.bool_:
-        raise TypeError(
-            f"mask must be a boolean array (True = keep the token), got {getattr(mask, 'dtype', type(mask))}."
-        )
+    mask = as_bool_mask(mask, "keep the token")
     check_broadcastable_to(mask.shape, shape, "mask", "[batch..., heads] =")
     return jnp.broadcast_to(mask, shape)
 
@@ -106,7 +103,7 @@ def step(
       feature_map, projection, renormalize, feature_params, precision: as in
         ``rfa.kernelized_attention``; array parameters broadcast against ``[batch..., heads]``
         (oprf needs ``feature_params["phi_sq"]``).
-      mask: optional boolean broadcastable to ``[batch..., heads]``: False leaves this token's key
+      mask: optional, broadcastable to ``[batch..., heads]``, nonzero = keep: 0 leaves this token's key
         and value out of the state (e.g. left padding of a batched prompt).
 
     Returns:
@@ -153,7 +150,7 @@ def _key_terms(fm: FeatureMap, q, k, v, keep, projection, feature_params):
     v32 = v.astype(jnp.float32)
     if keep is not None:  # as in kernelized_attention: a left-out token may hold inf or NaN
         k32, v32 = jnp.where(keep[..., None], k32, 0.0), jnp.where(keep[..., None], v32, 0.0)
-    params = resolve_feature_params(fm, feature_params, q32, k32, None, causal=True)
+    params = resolve_feature_params(fm, feature_params, q32, k32, None, None, causal=True)
     phi_k, s_k = fm.split(k32, projection, **params)
     s_k = s_k[..., 0] if keep is None else jnp.where(keep, s_k[..., 0], -jnp.inf)
     return phi_k, s_k, v32, params
@@ -186,7 +183,7 @@ def prefill(
       v: ``[batch..., length, heads, d_v]``.
       feature_map, projection, feature_params, precision: as in :func:`step` (array parameters
         broadcast against ``[batch..., length, heads]``).
-      mask: optional boolean broadcastable to ``[batch..., length, heads]``; False leaves a token out.
+      mask: optional, broadcastable to ``[batch..., length, heads]``, nonzero = keep: 0 leaves a token out.
 
     Returns:
       A :class:`RecurrentState` with ``kv [batch..., heads, F, d_v + 1]``.
@@ -248,5 +245,5 @@ def attend(
             "[batch..., heads, F, d_v + 1] with the batch and heads of q."
         )
     fm = lookup_feature_map(feature_map)
-    params = resolve_feature_params(fm, feature_params, q, q, None, causal=True)
+    params = resolve_feature_params(fm, feature_params, q, q, None, None, causal=True)
     return _read(state, fm, q, projection, params, renormalize, precision)

@@ -117,3 +117,138 @@ def test_feature_params_are_scalars():
     np.testing.assert_allclose(fn(q, q, q), expected, rtol=1e-6)
     with pytest.raises(TypeError, match=r"feature_params.*Python numbers.*A="):
         rfa.make_attention_fn("gerf", 64, head_dim=HEAD_DIM, key=jax.random.key(0), feature_params={"A": jnp.zeros(4)})
+
+
+# Unmodified Flax modules with rfa's attention_fn: masks as Flax builds them, and Flax's decode cache.
+
+LENGTHS = (L, 11)
+RIGHT = np.arange(L)[None, :] < np.array(LENGTHS)[:, None]  # [B, L]: row 1 padded on the right
+LEFT = RIGHT[:, ::-1].copy()  # padded on the left: the decoder's queries see the padding
+PHI_SQ = 2 * HEAD_DIM**0.5  # |q + k|²/√d for unit-variance q and k
+
+
+@nnx.jit
+def _nnx_apply(module, x, mask):
+    return module(x, mask=mask)
+
+
+@nnx.jit
+def _nnx_decode_step(module, token):
+    return module(token, decode=True)
+
+
+class NNXSite:
+    """``nnx.MultiHeadAttention`` with ``attention_fn=fn`` (parameters from ``nnx.Rngs(0)`` whatever fn is)."""
+
+    def __init__(self, fn=None):
+        kwargs = {} if fn is None else {"attention_fn": fn}
+        self.module = nnx.MultiHeadAttention(HEADS, FEATURES, decode=False, rngs=nnx.Rngs(0), **kwargs)
+
+    def __call__(self, x, mask=None):
+        return _nnx_apply(self.module, x, mask)
+
+    def decode(self, x):
+        self.module.init_cache(x.shape)
+        return jnp.concatenate([_nnx_decode_step(self.module, x[:, t : t + 1]) for t in range(x.shape[1])], axis=1)
+
+
+class LinenSite:
+    """linen ``MultiHeadDotProductAttention`` with ``attention_fn=fn``, parameters from ``key(0)``."""
+
+    def __init__(self, fn=None):
+        kwargs = {} if fn is None else {"attention_fn": fn}
+        self.layer = nn.MultiHeadDotProductAttention(num_heads=HEADS, qkv_features=FEATURES, **kwargs)
+        self.params = self.layer.init(jax.random.key(0), X)["params"]
+        self.apply = jax.jit(lambda params, x, mask: self.layer.apply({"params": params}, x, mask=mask))
+
+    def __call__(self, x, mask=None):
+        return self.apply(self.params, x, mask)
+
+    def decode(self, x):
+        layer = self.layer.clone(decode=True)
+        cache = layer.init(jax.random.key(0), x)["cache"]
+        step = jax.jit(
+            lambda cache, token: layer.apply({"params": self.params, "cache": cache}, token, mutable=["cache"])
+        )
+        outputs = []
+        for t in range(x.shape[1]):
+            out, variables = step(cache, x[:, t : t + 1])
+            cache = variables["cache"]
+            outputs.append(out)
+        return jnp.concatenate(outputs, axis=1)
+
+
+SITES = {"nnx": NNXSite, "linen": LinenSite}
+
+
+def flax_mask(site: str, valid):
+    """The mask a Flax model builds (float32 0/1): padding for an encoder, causal ∧ padding for a decoder."""
+    padding = nnx.make_attention_mask(valid, valid)
+    return padding if site == "encoder" else nnx.combine_masks(nnx.make_causal_mask(valid), padding)
+
+
+@pytest.mark.parametrize("api", SITES)
+@pytest.mark.parametrize("site", ["encoder", "decoder"])
+def test_flax_padded_batch_equals_truncated_sequences(api, site):
+    """Padding (right for the encoder, left for the decoder, where causal queries see it) holding NaN."""
+    attention = SITES[api](rfa.make_attention_fn("positive", 64, head_dim=HEAD_DIM, key=jax.random.key(0)))
+    valid = RIGHT if site == "encoder" else LEFT
+    out = attention(np.where(valid[..., None], X, np.nan), flax_mask(site, valid))
+    n = LENGTHS[1]
+    kept = slice(0, n) if site == "encoder" else slice(L - n, L)
+    alone = attention(X[1:, kept], None if site == "encoder" else nnx.make_causal_mask(jnp.ones((1, n))))
+    np.testing.assert_allclose(out[1:, kept], alone, rtol=1e-5, atol=1e-5)
+    full = attention(X[:1], None if site == "encoder" else nnx.make_causal_mask(jnp.ones((1, L))))
+    np.testing.assert_allclose(out[:1], full, rtol=1e-5, atol=1e-5)
+    assert bool(jnp.all(jnp.isfinite(out)))
+
+
+@pytest.mark.parametrize("api", SITES)
+@pytest.mark.parametrize("site", ["encoder", "decoder"])
+def test_flax_outputs_approach_exact_attention_as_m_grows(api, site):
+    """The same module with Flax's own softmax attention (same parameters) is the target."""
+    x, valid = 0.5 * X, LEFT
+    mask = flax_mask(site, valid)
+    exact = SITES[api]()(x, mask)
+    errors = []
+    for m in (8, 128, 2048):
+        attention = SITES[api](rfa.make_attention_fn("positive", m, head_dim=HEAD_DIM, key=jax.random.key(m)))
+        errors.append(float(jnp.mean((attention(x, mask) - exact)[valid] ** 2)))
+    assert errors == sorted(errors, reverse=True), errors
+    assert errors[-1] < errors[0] / 20, errors
+
+
+@pytest.mark.parametrize("api", SITES)
+@pytest.mark.parametrize(("name", "params"), [("positive", None), ("elu", None), ("oprf", {"phi_sq": PHI_SQ})])
+def test_flax_decode_cache_equals_the_causal_pass(api, name, params):
+    """decode=True: one query against Flax's key/value cache and its mask, token by token."""
+    fn = rfa.make_attention_fn(name, 64, head_dim=HEAD_DIM, key=jax.random.key(0), feature_params=params)
+    attention = SITES[api](fn)
+    full = attention(X, nnx.make_causal_mask(jnp.ones((B, L))))
+    np.testing.assert_allclose(attention.decode(X), full, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("api", SITES)
+def test_flax_decode_with_a_data_fitted_map_says_what_to_pass(api):
+    attention = SITES[api](rfa.make_attention_fn("oprf", 64, head_dim=HEAD_DIM, key=jax.random.key(0)))
+    with pytest.raises(ValueError, match=r"q_len=1 != kv_len=16.*feature_params=\{'phi_sq': value\}"):
+        attention.decode(X)
+
+
+def test_linen_passes_every_keyword_it_has():
+    """Dropout configured but off (deterministic), a dtype and a precision: all accepted by the attention_fn."""
+    fn = rfa.make_attention_fn("positive", 64, head_dim=HEAD_DIM, key=jax.random.key(0))
+    layer = nn.MultiHeadDotProductAttention(
+        num_heads=HEADS, qkv_features=FEATURES, attention_fn=fn, dropout_rate=0.1, deterministic=True,
+        dtype=jnp.float32, precision=jax.lax.Precision.HIGHEST, broadcast_dropout=False,
+    )  # fmt: skip
+    variables = layer.init(jax.random.key(0), X)
+    expected = LinenSite(fn)
+    np.testing.assert_allclose(layer.apply(variables, X), expected.layer.apply(variables, X), rtol=1e-5, atol=1e-6)
+
+
+def test_a_bias_is_refused():
+    fn = rfa.make_attention_fn("positive", 64, head_dim=HEAD_DIM, key=jax.random.key(0))
+    q = normal(1, (B, L, HEADS, HEAD_DIM))
+    with pytest.raises(ValueError, match="bias must be None"):
+        fn(q, q, q, bias=jnp.zeros((B, HEADS, L, L)))
