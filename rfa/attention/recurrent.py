@@ -101,8 +101,9 @@ def step(
       k: ``[batch..., heads, d_k]`` its key.
       v: ``[batch..., heads, d_v]`` its value.
       feature_map, projection, renormalize, feature_params, precision: as in
-        ``rfa.kernelized_attention``; array parameters broadcast against ``[batch..., heads]``
-        (oprf needs ``feature_params["phi_sq"]``).
+        ``rfa.kernelized_attention``; array parameters broadcast against ``[batch..., heads, 1]``
+        (the layout ``[batch..., heads, length]`` of every mode, this token being the length axis;
+        oprf needs ``feature_params["phi_sq"]``).
       mask: optional, broadcastable to ``[batch..., heads]``, nonzero = keep: 0 leaves this token's key
         and value out of the state (e.g. left padding of a batched prompt).
 
@@ -130,7 +131,10 @@ def step(
         )
     fm = lookup_feature_map(feature_map)
     keep = None if mask is None else _check_token_mask(mask, q.shape[:-1])
-    phi_k, s_k, v32, params = _key_terms(fm, q, k, v, keep, projection, feature_params)
+    phi_k, s_k, v32, params = _key_terms(
+        fm, k[..., None, :], v[..., None, :], None if keep is None else keep[..., None], projection, feature_params
+    )
+    phi_k, s_k, v32 = phi_k[..., 0, :], s_k[..., 0], v32[..., 0, :]
     if phi_k.shape[-1] != state.kv.shape[-2]:
         raise ValueError(
             f"state has F = {state.kv.shape[-2]} features but feature map {fm.name!r} gives "
@@ -144,23 +148,29 @@ def step(
     return new_state, _read(new_state, fm, q, projection, params, renormalize, precision)
 
 
-def _key_terms(fm: FeatureMap, q, k, v, keep, projection, feature_params):
-    """Stabilized key features ``φ̃(k)``, their log-scales (``-inf`` where left out), float32 values, params."""
-    q32, k32 = temperature(fm, q, k)
+def _key_terms(fm: FeatureMap, k, v, keep, projection, feature_params):
+    """Stabilized key features ``φ̃(k)``, their log-scales (``-inf`` where left out), float32 values, params.
+
+    Head-major: ``k [batch..., heads, length, d_k]``, ``v [..., heads, length, d_v]``, ``keep`` of
+    ``[..., heads, length]`` or None; parameter arrays broadcast against ``[batch..., heads, length]``
+    as in ``rfa.kernelized_attention``. Returns ``φ̃(k) [..., heads, length, F]`` and ``s [..., heads, length]``.
+    """
+    _, k32 = temperature(fm, k, k)
     v32 = v.astype(jnp.float32)
     if keep is not None:  # as in kernelized_attention: a left-out token may hold inf or NaN
         k32, v32 = jnp.where(keep[..., None], k32, 0.0), jnp.where(keep[..., None], v32, 0.0)
-    params = resolve_feature_params(fm, feature_params, q32, k32, None, None, causal=True)
+    params = resolve_feature_params(fm, feature_params, k32, k32, None, None, causal=True)
     phi_k, s_k = fm.split(k32, projection, **params)
     s_k = s_k[..., 0] if keep is None else jnp.where(keep, s_k[..., 0], -jnp.inf)
     return phi_k, s_k, v32, params
 
 
 def _read(state: RecurrentState, fm: FeatureMap, q, projection, params, renormalize, precision) -> Array:
+    """``φ(q)ᵀS`` normalized (or not) for one query per state: ``q [batch..., heads, d_k]``."""
     q32, _ = temperature(fm, q, q)
-    phi_q, s_q = fm.split(q32, projection, **params)
-    num_aug = jnp.einsum("...hf,...hfd->...hd", phi_q, state.kv, precision=precision)
-    return finish(num_aug, state.log_reference, s_q[..., 0], renormalize).astype(q.dtype)
+    phi_q, s_q = fm.split(q32[..., None, :], projection, **params)  # a length axis of 1 for the parameters
+    num_aug = jnp.einsum("...hf,...hfd->...hd", phi_q[..., 0, :], state.kv, precision=precision)
+    return finish(num_aug, state.log_reference, s_q[..., 0, 0], renormalize).astype(q.dtype)
 
 
 def prefill(
@@ -182,7 +192,7 @@ def prefill(
       k: ``[batch..., length, heads, d_k]``.
       v: ``[batch..., length, heads, d_v]``.
       feature_map, projection, feature_params, precision: as in :func:`step` (array parameters
-        broadcast against ``[batch..., length, heads]``).
+        broadcast against ``[batch..., heads, length]``, as in ``rfa.kernelized_attention``).
       mask: optional, broadcastable to ``[batch..., length, heads]``, nonzero = keep: 0 leaves a token out.
 
     Returns:
@@ -203,11 +213,13 @@ def prefill(
         )
     fm = lookup_feature_map(feature_map)
     keep = None if mask is None else _check_token_mask(mask, k.shape[:-1])
-    phi_k, s_k, v32, _ = _key_terms(fm, k, k, v, keep, projection, feature_params)
-    reference = jnp.max(s_k, axis=-2)  # [batch..., heads]
+    head_major = (jnp.swapaxes(x, -3, -2) for x in (k, v))
+    keep = None if keep is None else jnp.swapaxes(keep, -1, -2)
+    phi_k, s_k, v32, _ = _key_terms(fm, *head_major, keep, projection, feature_params)
+    reference = jnp.max(s_k, axis=-1)  # [batch..., heads]
     safe = jnp.where(jnp.isfinite(reference), reference, jnp.finfo(jnp.float32).min)
-    weights = jnp.exp(s_k - safe[..., None, :])[..., None] * phi_k  # [batch..., length, heads, F]
-    kv = jnp.einsum("...lhf,...lhd->...hfd", weights, with_ones_column(v32), precision=precision)
+    weights = jnp.exp(s_k - safe[..., None])[..., None] * phi_k  # [batch..., heads, length, F]
+    kv = jnp.einsum("...hlf,...hld->...hfd", weights, with_ones_column(v32), precision=precision)
     return RecurrentState(kv, safe)
 
 
