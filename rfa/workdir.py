@@ -47,9 +47,14 @@ def write_atomic(path: str, text: str) -> None:
     most recent files — they are then recomputed, never read half-written.
     """
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:  # interrupted (Ctrl-C, a full disk): leave the old file and no temporary behind
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
 
 
 def _flatten(tree: dict, prefix: str = "") -> dict:

@@ -114,6 +114,36 @@ def test_write_atomic_replaces_whole_files(tmp_path):
     assert os.listdir(tmp_path) == ["a.json"]
 
 
+def test_write_atomic_interrupted_mid_write_leaves_the_old_file(tmp_path, monkeypatch):
+    """A Ctrl-C after half the text is written: readers still see the whole old file, and no temporary."""
+    path = str(tmp_path / "a.json")
+    workdir.write_atomic(path, json.dumps({"a": list(range(1000))}))
+
+    class HalfThenInterrupt:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def write(self, text):
+            self.f.write(text[: len(text) // 2])
+            self.f.flush()
+            raise KeyboardInterrupt
+
+    real_open = open
+    monkeypatch.setattr(workdir, "open", lambda *a, **k: HalfThenInterrupt(real_open(*a, **k)), raising=False)
+    with pytest.raises(KeyboardInterrupt):
+        workdir.write_atomic(path, json.dumps({"a": list(range(2000))}))
+    monkeypatch.undo()
+    with open(path) as f:
+        assert json.load(f) == {"a": list(range(1000))}
+    assert os.listdir(tmp_path) == ["a.json"]
+
+
 def test_command_line_rejects_a_misspelt_override(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "experiments.mse", "--config=configs/performer_fig2.py:quick",
