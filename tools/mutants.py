@@ -1,0 +1,303 @@
+"""Mutation testing: apply small deliberate bugs to the library one at a time and see a test fail.
+
+Each :class:`Mutant` replaces one exact snippet of one file (it must occur exactly once) and names
+the tests that must catch it. The runner copies the repository (tracked and untracked, not ignored
+files) to a scratch directory once, applies each mutant there in turn, runs its tests with
+``python -m pytest -x``, restores the file, and writes a report: a mutant is *killed* when its tests
+fail and *survives* when they pass. Every listed mutant must be killed; a survivor means a test is
+missing. Grow the list with every feature (tests/test_mutants.py checks that every snippet is
+still in its file, so the list cannot silently go stale).
+
+Run: ``python tools/mutants.py`` (all, ~1 h on 2 cores), ``--only id1,id2`` for some,
+``--report tools/mutants_report.md`` for where the report goes (default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutant:
+    """One deliberate bug: in ``path``, ``original`` (occurring once) becomes ``mutated``; ``tests`` must fail."""
+
+    id: str
+    path: str
+    original: str
+    mutated: str
+    tests: tuple[str, ...]
+    why: str
+
+
+ATTENTION = "rfa/attention/kernelized.py"
+REFERENCE_TESTS = ("tests/attention/test_against_references.py",)
+
+MUTANTS = [
+    # The bugs an audit found passing every test (issue 14).
+    Mutant("key-gradient-cut", ATTENTION,
+           "    phi_k = features_at(base_k, log_k, ref - key_log_mask)\n",
+           "    phi_k = jax.lax.stop_gradient(features_at(base_k, log_k, ref - key_log_mask))\n",
+           REFERENCE_TESTS, "bidirectional attention passes no gradient to the keys"),
+    Mutant("oprf-statistic-gradient", ATTENTION,
+           "    return jax.lax.stop_gradient(phi)\n", "    return phi\n",
+           REFERENCE_TESTS, "OPRF's data statistic carries a gradient"),
+    Mutant("causal-mask-dropped", ATTENTION,
+           "        key_log_mask = _to_chunks(key_log_mask, chunk, -jnp.inf)\n",
+           "        key_log_mask = _to_chunks(jnp.zeros_like(key_log_mask), chunk, -jnp.inf)\n",
+           REFERENCE_TESTS, "causal attention ignores key padding"),
+    Mutant("rotary-not-relative", "rfa/models/positional.py",
+           "    angle = positions[..., None, None].astype(jnp.float32) * rate",
+           "    angle = positions[..., None, None].astype(jnp.float32) ** 2 * rate",
+           ("tests/models/test_positional.py",), "rotary angle grows with position², scores stop being relative"),
+    Mutant("relu-map-wrong", "rfa/random_features/feature_maps.py",
+           "    return _no_log(jax.nn.relu(_project(x, W)) + epsilon)",
+           "    return _no_log(jax.nn.relu(-_project(x, W)) + 0.5)",
+           ("tests/random_features/test_feature_maps.py",), "relu features of -Wx, offset 0.5"),
+    Mutant("output-underflows", ATTENTION,
+           "    ref = _at_least_lowest(jnp.max(row_log_scale(log_k) + key_log_mask, axis=-2, keepdims=True))\n",
+           "    ref = _at_least_lowest(jnp.max(row_log_scale(log_k) + key_log_mask, axis=-2, keepdims=True)) + 90.0\n",
+           ("tests/attention/test_kernelized.py::test_inputs_with_norm_10_in_low_precision_equal_the_reference",),
+           "keys divided by e^90 too many: large-norm outputs underflow"),
+    Mutant("low-precision-arithmetic", ATTENTION,
+           "    q = q.astype(jnp.float32)\n    k = k.astype(jnp.float32)\n", "",
+           ("tests/attention/test_kernelized.py::test_inputs_with_norm_10_in_low_precision_equal_the_reference",),
+           "bfloat16/float16 inputs computed in their own precision"),
+    Mutant("builder-unseeded", "rfa/data/algorithmic.py",
+           "        rng = np.random.default_rng([zlib.crc32(config.name.encode()), zlib.crc32(split.encode())])",
+           "        rng = np.random.default_rng()",
+           ("tests/data/test_golden.py",), "a dataset generated from an unseeded generator"),
+    Mutant("label-smoothing-halved", "rfa/train/steps.py",
+           "jax.nn.one_hot(labels, logits.shape[-1]), label_smoothing)",
+           "jax.nn.one_hot(labels, logits.shape[-1]), label_smoothing / 2)",
+           ("tests/train/test_steps.py",), "label smoothing with half the configured mass"),
+    Mutant("sequence-accuracy-counts-empty-rows", "rfa/train/steps.py",
+           "        present = weights.any(-1)\n", "        present = jnp.ones(weights.shape[:-1], bool)\n",
+           ("tests/train/test_steps.py",), "all-padding rows count as sequences"),
+    Mutant("write-not-atomic", "rfa/workdir.py",
+           "        with open(tmp, \"w\") as f:\n            f.write(text)\n        os.replace(tmp, path)\n",
+           "        with open(path, \"w\") as f:\n            f.write(text)\n",
+           ("tests/experiments/test_sweep.py",), "results written in place: a kill leaves half a file"),
+    # Masks (issue 13).
+    Mutant("causal-mask-read-as-padding", "rfa/attention/masks.py",
+           "            return MaskPlan(keep_keys, keep_queries, CAUSAL)",
+           "            return MaskPlan(keep_keys, keep_queries, PADDING)",
+           ("tests/attention/test_masks.py",), "a concrete causal mask runs bidirectional attention"),
+    Mutant("traced-mask-branches-swapped", ATTENTION,
+           "functools.partial(attend, p == CAUSAL)", "functools.partial(attend, p != CAUSAL)",
+           ("tests/attention/test_masks.py",), "under jit a causal mask selects the bidirectional form"),
+    Mutant("padded-queries-not-zeroed", ATTENTION,
+           "        q32 = jnp.where(keep_q, q32, 0.0)\n", "        q32 = q32 + 0.0\n",
+           ("tests/attention/test_masks.py",), "NaN in a padded query reaches the gradients"),
+    Mutant("padded-query-outputs-kept", ATTENTION,
+           "        if plan.keep_queries is None:\n            return out\n",
+           "        if True:\n            return out\n",
+           ("tests/attention/test_masks.py",), "padded queries output attention instead of 0"),
+    Mutant("decode-fit-allowed", "rfa/attention/flax_adapter.py",
+           "        if fitted and query.shape[-3] != key.shape[-3]:",
+           "        if fitted and query.shape[-3] < 0:",
+           ("tests/attention/test_flax_adapter.py",), "oprf fits phi_sq per decoding step of Flax's cache"),
+    # Attention forms.
+    Mutant("causal-future-visible", ATTENTION,
+           "    causal = jnp.tril(jnp.ones((phi_q.shape[-2],) * 2, jnp.bool_))",
+           "    causal = jnp.ones((phi_q.shape[-2],) * 2, jnp.bool_)",
+           REFERENCE_TESTS, "inside a chunk queries see later keys"),
+    Mutant("causal-state-not-rescaled", ATTENTION,
+           "        return state * jnp.exp(previous_ref_c - chunk_ref_c) + kv, intra + inter",
+           "        return state + kv, intra + inter",
+           ("tests/attention/test_kernelized.py", *REFERENCE_TESTS),
+           "the carried state keeps its old stabilizer reference"),
+    Mutant("recurrent-state-not-rescaled", "rfa/attention/recurrent.py",
+           "    decay = jnp.exp(state.log_reference - reference)", "    decay = jnp.ones_like(reference)",
+           ("tests/attention/test_recurrent.py", *REFERENCE_TESTS),
+           "the recurrent state ignores a change of reference"),
+    Mutant("prefill-reference-mean", "rfa/attention/recurrent.py",
+           "    reference = jnp.max(s_k, axis=-1)  # [batch..., heads]",
+           "    reference = jnp.mean(jnp.where(jnp.isfinite(s_k), s_k, 0.0), axis=-1)",
+           REFERENCE_TESTS, "prefill's state at a reference that is not the maximum (and stored at the wrong one)"),
+    Mutant("exact-no-temperature", "rfa/attention/exact.py",
+           "k.astype(jnp.float32)) / math.sqrt(q.shape[-1])", "k.astype(jnp.float32))",
+           ("tests/attention/test_exact.py",), "softmax attention without 1/√d"),
+    Mutant("exact-causal-upper", "rfa/attention/exact.py",
+           "        allowed = allowed & jnp.tril(jnp.ones(logits.shape[-2:], jnp.bool_))",
+           "        allowed = allowed & jnp.triu(jnp.ones(logits.shape[-2:], jnp.bool_))",
+           ("tests/attention/test_exact.py",), "exact causal attention sees the future"),
+    Mutant("renormalize-divides-by-zero", "rfa/attention/common.py",
+           "    safe = jnp.where(den == 0, 1.0, den)", "    safe = den",
+           ("tests/attention",), "a query that sees no key outputs NaN"),
+    # Feature maps and projections.
+    Mutant("hyperbolic-normalization", "rfa/random_features/feature_maps.py",
+           "- 0.5 * math.log(2 * W.shape[0])", "- 0.5 * math.log(W.shape[0])",
+           ("tests/random_features/test_feature_maps.py",),
+           "hyperbolic features scaled by m^{-1/2} instead of (2m)^{-1/2}"),
+    Mutant("gerf-coefficient", "rfa/random_features/feature_maps.py",
+           "    b = jnp.sqrt(1.0 - 4.0 * A)", "    b = 1.0 - 4.0 * A",
+           ("tests/random_features/test_feature_maps.py",), "GERF's √(1-4A) coefficient dropped to 1-4A"),
+    Mutant("optimal-a-constant", "rfa/random_features/feature_maps.py",
+           "jnp.sqrt((2.0 * rho + 1.0) ** 2 + 8.0 * rho)) / 16.0",
+           "jnp.sqrt((2.0 * rho + 1.0) ** 2 + 8.0 * rho)) / 8.0",
+           ("tests/random_features",), "OPRF's A* with 1/8, the misprint of a third-party summary"),
+    Mutant("trig-cos-twice", "rfa/random_features/feature_maps.py",
+           "    return jnp.concatenate([jnp.cos(wx), jnp.sin(wx)], axis=-1) / math.sqrt(W.shape[0]), _half_sq_norm(x)",
+           "    return jnp.concatenate([jnp.cos(wx), jnp.cos(wx)], axis=-1) / math.sqrt(W.shape[0]), _half_sq_norm(x)",
+           ("tests/random_features/test_feature_maps.py",), "trig features [cos, cos]"),
+    Mutant("orthogonal-blocks-repeat", "rfa/random_features/projections.py",
+           "    gaussian = jax.random.normal(key, (num_blocks, dim, dim), jnp.float32)",
+           "    gaussian = jnp.repeat(jax.random.normal(key, (1, dim, dim), jnp.float32), num_blocks, axis=0)",
+           ("tests/random_features/test_projections.py",), "every orthogonal block is the same block"),
+    Mutant("orthogonal-unit-norms", "rfa/random_features/projections.py",
+           "        norms = jnp.linalg.norm(jax.random.normal(norm_key, (num_features, dim), jnp.float32), axis=-1)",
+           "        norms = jnp.ones((num_features,), jnp.float32)",
+           ("tests/random_features/test_projections.py",), "orthogonal rows of norm 1, not chi(d)"),
+    # Closed forms.
+    Mutant("trig-mse-factor", "rfa/random_features/theory.py",
+           "        return x_sq + y_sq + 2.0 * _log_one_minus_exp(delta_sq) - math.log(2.0) - log_m",
+           "        return x_sq + y_sq + 2.0 * _log_one_minus_exp(delta_sq) - log_m",
+           ("tests/random_features/test_theory.py",), "trig MSE 1/m instead of 1/(2m)"),
+    Mutant("hyperbolic-mse-factor", "rfa/random_features/theory.py",
+           "        return log_var - log_m + _log_one_minus_exp(z_sq) - math.log(2.0)",
+           "        return log_var - log_m - math.log(2.0)",
+           ("tests/random_features/test_theory.py",), "hyperbolic MSE without (1 - e^{-|z|²})"),
+    # Models.
+    Mutant("embedding-not-scaled", "rfa/models/transformer.py",
+           "        self.scale = math.sqrt(config.d_model)", "        self.scale = 1.0",
+           ("tests/models",), "token embeddings not multiplied by √d_model"),
+    # Data.
+    Mutant("sort-descending", "rfa/data/algorithmic.py",
+           "\"sort\": lambda s: \"\".join(sorted(s))", "\"sort\": lambda s: \"\".join(sorted(s, reverse=True))",
+           ("tests/data",), "the sort task's targets sorted the wrong way"),
+    Mutant("listops-median-mean", "rfa/data/listops.py",
+           "    \"[MED\": lambda args: int(statistics.median(args)),",
+           "    \"[MED\": lambda args: int(statistics.mean(args)),",
+           ("tests/data",), "ListOps' MED computes the mean"),
+    # Training.
+    Mutant("teacher-forcing-without-bos", "rfa/train/steps.py",
+           "    return jnp.concatenate([jnp.full_like(targets[:, :1], BOS_ID), targets[:, :-1]], axis=1)",
+           "    return jnp.concatenate([jnp.full_like(targets[:, :1], 0), targets[:, :-1]], axis=1)",
+           ("tests/train/test_steps.py",), "the decoder's first input is padding, not BOS"),
+    Mutant("inverse-sqrt-schedule", "rfa/train/optim.py",
+           "jnp.minimum(step**-0.5, step * max(warmup, 1) ** -1.5)",
+           "jnp.minimum(step**-0.5, step * max(warmup, 1) ** -1.0)",
+           ("tests/train/test_train.py::test_schedules_follow_their_formulas",),
+           "the paper's warmup with the wrong power"),
+    # Runners.
+    Mutant("config-change-ignored", "rfa/workdir.py",
+           "        if not is_execution(key) and old.get(key) != new.get(key)",
+           "        if not is_execution(key) and old.get(key) != new.get(key) and False",
+           ("tests/experiments/test_sweep.py",), "a workdir of another config is resumed as if it were the same"),
+]  # fmt: skip
+
+
+def check_mutants(root: str = ROOT) -> list[str]:
+    """Problems with the list: unknown files, snippets that do not occur exactly once, duplicate ids."""
+    problems, seen = [], set()
+    for mutant in MUTANTS:
+        if mutant.id in seen:
+            problems.append(f"{mutant.id}: duplicate id")
+        seen.add(mutant.id)
+        path = os.path.join(root, mutant.path)
+        if not os.path.exists(path):
+            problems.append(f"{mutant.id}: no file {mutant.path}")
+            continue
+        with open(path) as f:
+            count = f.read().count(mutant.original)
+        if count != 1:
+            problems.append(f"{mutant.id}: its snippet occurs {count} times in {mutant.path}")
+    return problems
+
+
+def _copy_repository(destination: str) -> None:
+    files = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    for name in files:
+        if os.path.exists(os.path.join(ROOT, name)):
+            os.makedirs(os.path.dirname(os.path.join(destination, name)) or destination, exist_ok=True)
+            shutil.copy2(os.path.join(ROOT, name), os.path.join(destination, name))
+
+
+def run(mutants: list[Mutant], report_path: str, timeout: int) -> list[tuple[Mutant, str, str, float]]:
+    """Applies each mutant in a scratch copy, runs its tests; returns ``(mutant, outcome, detail, seconds)``."""
+    results = []
+    with tempfile.TemporaryDirectory(prefix="rfa-mutants-") as scratch:
+        _copy_repository(scratch)
+        for mutant in mutants:
+            path = os.path.join(scratch, mutant.path)
+            with open(path) as f:
+                pristine = f.read()
+            with open(path, "w") as f:
+                f.write(pristine.replace(mutant.original, mutant.mutated, 1))
+            start = time.perf_counter()
+            try:
+                completed = subprocess.run(
+                    [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "--no-header", *mutant.tests],
+                    cwd=scratch, capture_output=True, text=True, timeout=timeout,
+                )  # fmt: skip
+                # pytest exits 1 when tests fail; 2-5 mean the run itself broke (a mutant that does not import).
+                outcome = {0: "survived", 1: "killed"}.get(completed.returncode, f"error (exit {completed.returncode})")
+                failed = [line for line in completed.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]
+                detail = failed[0] if failed else completed.stdout.strip().splitlines()[-1:][0]
+            except subprocess.TimeoutExpired:
+                outcome, detail = "timeout", f"tests ran over {timeout} s"
+            finally:
+                with open(path, "w") as f:
+                    f.write(pristine)
+            seconds = time.perf_counter() - start
+            results.append((mutant, outcome, detail, seconds))
+            print(f"{outcome:>8}  {mutant.id}  ({seconds:.0f} s)  {detail}", flush=True)
+    _write_report(results, report_path)
+    return results
+
+
+def _write_report(results, report_path: str) -> None:
+    killed = sum(outcome == "killed" for _, outcome, _, _ in results)
+    lines = [
+        "# Mutation testing report",
+        "",
+        f"`python tools/mutants.py`: {killed} of {len(results)} mutants killed. Each row is one deliberate bug",
+        "(tools/mutants.py) and the first test that failed on it.",
+        "",
+        "| mutant | file | the bug | outcome | first failure | seconds |",
+        "|---|---|---|---|---|---:|",
+    ]
+    for mutant, outcome, detail, seconds in results:
+        detail = detail.replace("|", "\\|")
+        lines.append(f"| {mutant.id} | {mutant.path} | {mutant.why} | {outcome} | {detail} | {seconds:.0f} |")
+    with open(report_path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default="", help="comma-separated mutant ids (default: all)")
+    parser.add_argument("--report", default=os.path.join(ROOT, "tools", "mutants_report.md"))
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per mutant's tests")
+    args = parser.parse_args(argv)
+    problems = check_mutants()
+    if problems:
+        print("the mutant list is out of date:\n" + "\n".join(problems), file=sys.stderr)
+        return 2
+    wanted = set(filter(None, args.only.split(",")))
+    unknown = wanted - {m.id for m in MUTANTS}
+    if unknown:
+        print(f"unknown mutant ids: {sorted(unknown)}", file=sys.stderr)
+        return 2
+    results = run([m for m in MUTANTS if not wanted or m.id in wanted], args.report, args.timeout)
+    survivors = [m.id for m, outcome, _, _ in results if outcome != "killed"]
+    print(f"\n{len(results) - len(survivors)} of {len(results)} killed; report: {args.report}")
+    if survivors:
+        print(f"not killed: {survivors}", file=sys.stderr)
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
