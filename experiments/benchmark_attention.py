@@ -62,9 +62,10 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
-from absl import app, flags
+from absl import flags
 
 import rfa
+from experiments import run_main
 from experiments.tables import markdown_table, write_json
 
 BATCH, HEADS, HEAD_DIM, NUM_FEATURES = 1, 8, 64, 256
@@ -356,4 +357,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run_main(main)

@@ -16,9 +16,10 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-from absl import app, flags
+from absl import flags
 from flax import nnx
 
+from experiments import run_main
 from experiments.tables import markdown_table, write_json
 from rfa.models import AttentionConfig, Decoder, preset
 
@@ -85,4 +86,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run_main(main)

@@ -16,10 +16,10 @@ import tempfile
 import time
 
 import jax
-from absl import app, flags
+from absl import flags
 
 from configs import performer_fig2
-from experiments import runner
+from experiments import run_main, runner
 from experiments.tables import write_json
 
 _OUTPUT = flags.DEFINE_string("output", "results/benchmark_mse_cpu.json", "Where the JSON summary is written.")
@@ -59,4 +59,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run_main(main)

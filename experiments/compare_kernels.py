@@ -21,12 +21,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-from absl import app, flags, logging
+from absl import flags
 from ml_collections import config_flags
 
+from experiments import exit_interrupted, run_main
 from experiments.tables import training_table, write_json
 from rfa.data import DatasetMissingError
-from rfa.train import CheckpointError, read_metrics, train_and_evaluate
+from rfa.train import CheckpointError, TrainingInterrupted, read_metrics, train_and_evaluate
 from rfa.workdir import ConfigError
 
 _CONFIG = config_flags.DEFINE_config_file("config", "configs/compare_kernels.py", "Which tasks and attention kinds.")
@@ -67,11 +68,12 @@ def plot_losses(comparison, workdir: str, path: str) -> None:
 
 def main(argv):
     del argv
-    logging.set_verbosity(logging.WARNING)
     try:
         results = run(_CONFIG.value, _WORKDIR.value)
     except (ConfigError, DatasetMissingError, CheckpointError) as error:
         sys.exit(f"error: {error}")
+    except TrainingInterrupted as stop:
+        exit_interrupted(stop)
     text = training_table(results)
     print(text)
     write_json(_OUTPUT.value, results)
@@ -83,4 +85,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run_main(main)

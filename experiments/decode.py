@@ -17,9 +17,10 @@ import sys
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
-from absl import app, flags, logging
+from absl import flags
 from flax import nnx
 
+from experiments import run_main
 from rfa.data import BOS_ID, EOS_ID, Task
 from rfa.models import decoding
 from rfa.train import CheckpointError, Checkpoints, check_config
@@ -93,7 +94,6 @@ def answer(model: nnx.Module, config: ml_collections.ConfigDict, task: Task, tex
 
 def main(argv):
     del argv
-    logging.set_verbosity(logging.WARNING)
     inputs = list(_INPUTS.value)
     if _INPUT_FILE.value:
         with open(_INPUT_FILE.value) as f:
@@ -110,4 +110,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run_main(main)

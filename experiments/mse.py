@@ -17,6 +17,7 @@ import sys
 from absl import app, flags
 from ml_collections import config_flags
 
+from experiments import run_main
 from experiments.runner import run
 from experiments.sweep import ConfigError
 
@@ -38,4 +39,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run_main(main)

@@ -1,9 +1,11 @@
 """The main job: runs every reproduction (quick variants by default) and writes an index report.
 
 Run: ``python -m experiments.reproduce --workdir workdir/reproduce`` (``make reproduce``);
-``--variant=full`` runs the full sweeps. Each reproduction gets ``<workdir>/<name>/`` with its own
-``report.md``, ``results.csv`` and figures (see ``experiments.mse``); ``<workdir>/report.md``
-links them. Re-running resumes every sweep from its workdir.
+``--variant=full`` runs the full sweeps. Each reproduction gets ``<workdir>/<variant>/<name>/``
+with its own ``report.md``, ``results.csv`` and figures (see ``experiments.mse``);
+``<workdir>/<variant>/report.md`` opens with one verdict line per reproduction (reproduced or not,
+against which published values) and links the reports. Re-running resumes every sweep from its
+workdir.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import os
 
 from absl import app, flags
 
-from experiments import reproductions, runner, sweep
+from experiments import reproductions, run_main, runner, sweep
 
 REPRODUCTIONS = tuple(reproductions.ANALYSES)  # each has configs/<name>.py
 
@@ -22,18 +24,35 @@ _VARIANT = flags.DEFINE_string("variant", "quick", "Config variant to run: 'quic
 _ONLY = flags.DEFINE_list("only", list(REPRODUCTIONS), "Reproductions to run (config names under configs/).")
 
 
-def run_all(names, variant: str, workdir: str, *, progress: bool = True) -> str:
-    """Runs ``configs/<name>.py:<variant>`` into ``<workdir>/<variant>/<name>``; returns the index path."""
-    lines = [f"# rfa reproductions ({variant} variants)", ""]
+def run_all(names, variant: str, workdir: str, *, progress: bool = True) -> tuple[str, dict[str, runner.Outputs]]:
+    """Runs ``configs/<name>.py:<variant>`` into ``<workdir>/<variant>/<name>`` and writes the index.
+
+    Args:
+      names: reproductions to run (names of ``configs/<name>.py``).
+      variant: the config variant, ``"quick"`` or ``"full"``.
+      workdir: parent of the variant's directory.
+      progress: show a progress bar per reproduction.
+
+    Returns:
+      the index's path and each reproduction's outputs.
+
+    Example:
+      >>> index, outputs = run_all(["performer_fig2"], "quick", "/tmp/reproduce")
+      >>> outputs["performer_fig2"].verdict.reproduced
+      True
+    """
+    outputs, links = {}, []
     for name in names:
         config = importlib.import_module(f"configs.{name}").get_config(variant)
-        outputs = runner.run(config, os.path.join(workdir, variant, name), progress=progress)
-        figures = ", ".join(f"[{os.path.basename(f)}]({name}/{os.path.basename(f)})" for f in outputs.figures)
-        lines.append(f"- **{name}**: [report]({name}/report.md), [results.csv]({name}/results.csv); figures: {figures}")
-        print(f"{name}: {outputs.report}")
+        outputs[name] = out = runner.run(config, os.path.join(workdir, variant, name), progress=progress)
+        figures = ", ".join(f"[{os.path.basename(f)}]({name}/{os.path.basename(f)})" for f in out.figures)
+        links.append(f"- **{name}**: [report]({name}/report.md), [results.csv]({name}/results.csv); figures: {figures}")
+        print(f"{out.verdict.line(name) if out.verdict else name}\n    {out.report}")
+    verdicts = [f"- {out.verdict.line(name)}" for name, out in outputs.items() if out.verdict is not None]
     index = os.path.join(workdir, variant, "report.md")
-    sweep.write_atomic(index, "\n".join(lines) + "\n")
-    return index
+    text = [f"# rfa reproductions ({variant} variants)", "\n".join(verdicts), "## Reports", "\n".join(links)]
+    sweep.write_atomic(index, "\n\n".join(text) + "\n")
+    return index, outputs
 
 
 def main(argv):
@@ -42,9 +61,9 @@ def main(argv):
     unknown = sorted(set(_ONLY.value) - set(REPRODUCTIONS))
     if unknown:
         raise app.UsageError(f"unknown reproductions {unknown}; choose from {list(REPRODUCTIONS)}.")
-    index = run_all(_ONLY.value, _VARIANT.value, _WORKDIR.value)
+    index, _ = run_all(_ONLY.value, _VARIANT.value, _WORKDIR.value)
     print(f"\nIndex of the reports and figures: {index}")
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run_main(main)

@@ -2,7 +2,8 @@
 
 ``run(config, workdir)`` computes every cell of the sweep not already stored in the workdir (see
 ``experiments.sweep.ResultStore``), then writes ``results.csv``/``results.json`` (every cell), the
-reproduction's PNG figures and ``report.md``. ``experiments.mse`` is its command line.
+reproduction's PNG figures and ``report.md``, which opens with the reproduction's verdict (see
+``experiments.reproductions.Verdict``). ``experiments.mse`` is its command line.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ from experiments import measure, reproductions, sweep
 
 @dataclasses.dataclass(frozen=True)
 class Outputs:
-    """What a run left in its workdir."""
+    """What a run left in its workdir, and its verdict (None: a sweep with no published comparison)."""
 
     report: str
     results: str
     figures: tuple[str, ...]
     records: list[dict]
+    verdict: reproductions.Verdict | None
 
 
 def _write_tables(workdir: str, records: list[dict]) -> str:
@@ -94,10 +96,14 @@ def run(config: ml_collections.ConfigDict, workdir: str, *, progress: bool = Tru
                 bar.update()
     records = [store.load(cell) for cell in all_cells]
     results_path = _write_tables(workdir, records)
-    sections = reproductions.analyze(config, records, workdir)
-    title = f"# {config.name}\n\nResults: `results.csv` (one row per cell); figures beside this report."
-    report = "\n\n".join([title, *sections, _run_summary(config, records, time.perf_counter() - began)]) + "\n"
+    analysis = reproductions.analyze(config, records, workdir)
+    title = [f"# {config.name}"]
+    if analysis.verdict is not None:
+        title.append(f"**{analysis.verdict.line(config.name)}**")
+    title.append("Results: `results.csv` (one row per cell); figures beside this report.")
+    summary = _run_summary(config, records, time.perf_counter() - began)
+    report = "\n\n".join([*title, *analysis.sections, summary]) + "\n"
     report_path = os.path.join(workdir, "report.md")
     sweep.write_atomic(report_path, report)
     figures = tuple(sorted(os.path.join(workdir, f) for f in os.listdir(workdir) if f.endswith(".png")))
-    return Outputs(report_path, results_path, figures, records)
+    return Outputs(report_path, results_path, figures, records, analysis.verdict)

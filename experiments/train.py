@@ -4,7 +4,9 @@
 
 
 Re-running on the same workdir resumes from its newest checkpoint; a workdir written by another
-config is refused. Overrides: ``--config.num_train_steps=500``, ``--config.data_dir=/data/tfds``.
+config is refused. Ctrl-C (SIGINT) or SIGTERM stops the run after the step in progress, with a
+checkpoint of that step and one line on stderr; the exit status is 130 or 143, and the same
+command resumes. Overrides: ``--config.num_train_steps=500``, ``--config.data_dir=/data/tfds``.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ from __future__ import annotations
 import json
 import sys
 
-from absl import app, flags, logging
+from absl import flags
 from ml_collections import config_flags
 
+from experiments import exit_interrupted, run_main
 from rfa.data import DatasetMissingError
-from rfa.train import CheckpointError, initialize_distributed, train_and_evaluate
+from rfa.train import CheckpointError, TrainingInterrupted, initialize_distributed, train_and_evaluate
 from rfa.workdir import ConfigError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Training config file (configs/<task>.py:<attention>).")
@@ -26,14 +29,15 @@ flags.mark_flags_as_required(["config", "workdir"])
 
 def main(argv):
     del argv
-    logging.set_verbosity(logging.WARNING)  # orbax and TFDS log every file they touch at INFO
     initialize_distributed()
     try:
         results = train_and_evaluate(_CONFIG.value, _WORKDIR.value)
     except (ConfigError, DatasetMissingError, CheckpointError) as error:
         sys.exit(f"error: {error}")
+    except TrainingInterrupted as stop:
+        exit_interrupted(stop)
     print(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run_main(main)

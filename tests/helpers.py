@@ -1,5 +1,7 @@
 """Shared helpers for the test suite (``tests/`` is on pytest's pythonpath)."""
 
+import re
+
 import jax
 import numpy as np
 
@@ -14,3 +16,13 @@ def monte_carlo(estimate, num_draws: int, seed: int = 0, batch: int = 5000):
     keys = jax.random.split(jax.random.key(seed), num_draws)
     fn = jax.jit(jax.vmap(estimate))
     return np.concatenate([np.asarray(fn(keys[i : i + batch]), np.float64) for i in range(0, num_draws, batch)])
+
+
+def non_progress_lines(output: str, desc: str) -> list[str]:
+    """The non-empty lines of a command's output that are not whole tqdm bars labelled ``desc``.
+
+    A bar redraws itself after ``\\r``; a log record printed in the middle of one shares its line,
+    so a line counts as a bar only if it is nothing else.
+    """
+    bar = re.compile(rf"{re.escape(desc)}: +\d+%\|[^|]*\| \d+/\d+ \[[^\]]*\]")
+    return [line for line in re.split(r"[\r\n]+", output) if line.strip() and not bar.fullmatch(line)]

@@ -31,25 +31,33 @@ class DatasetMissingError(FileNotFoundError):
     """A real TFDS dataset is not prepared in the data_dir."""
 
 
+def _is_prepared(builder: tfds.core.DatasetBuilder) -> bool:
+    # Not builder.is_prepared(): that logs a warning for every dataset not prepared yet.
+    return (builder.data_path / "dataset_info.json").exists()
+
+
 def load_source(task: Task, split: str, data_dir: str):
     """The random-access ``tfds.data_source`` of ``split``; the project's own datasets are prepared on first use.
+
+    Preparing one prints a single line on stderr (see ``rfa.data.generated.PreparedLocally``);
+    with several processes, process 0 prepares it while the others wait.
 
     Raises:
       DatasetMissingError: a real dataset that is not in ``data_dir`` as ``array_record``, with
         the command that prepares it.
     """
-    if task.generated and jax.process_count() > 1:  # one process prepares, the others wait and read
+    if task.generated:  # the project's own builders: an error here is a bug to see, not a missing dataset
         if jax.process_index() == 0:
-            tfds.builder(task.dataset, data_dir=data_dir, file_format="array_record").download_and_prepare()
-        multihost_utils.sync_global_devices(f"prepared {task.dataset}")
-    try:
+            builder = tfds.builder(task.dataset, data_dir=data_dir, file_format="array_record")
+            if not _is_prepared(builder):
+                builder.download_and_prepare()
+        if jax.process_count() > 1:
+            multihost_utils.sync_global_devices(f"prepared {task.dataset}")
         return tfds.data_source(
-            task.dataset,
-            split=split,
-            data_dir=data_dir,
-            download=task.generated,
-            builder_kwargs={"file_format": "array_record"},
+            task.dataset, split=split, data_dir=data_dir, download=False, builder_kwargs={"file_format": "array_record"}
         )
+    try:  # not tfds.data_source, whose is_prepared() check would log a warning before the error below
+        return tfds.builder(task.dataset, data_dir=data_dir, file_format="array_record").as_data_source(split=split)
     except (
         tfds.core.registered.DatasetNotFoundError,
         KeyError,

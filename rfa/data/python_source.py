@@ -18,6 +18,8 @@ from typing import ClassVar
 
 import tensorflow_datasets as tfds
 
+from rfa.data.generated import PreparedLocally
+
 SKIPPED_DIRECTORIES = {"test", "tests", "idle_test", "site-packages", "__pycache__"}
 
 
@@ -34,7 +36,7 @@ def is_held_out(relative_path: str) -> bool:
     return zlib.crc32(relative_path.encode()) % 10 == 0
 
 
-class PythonSource(tfds.core.GeneratorBasedBuilder):
+class PythonSource(PreparedLocally, tfds.core.GeneratorBasedBuilder):
     """The standard library's Python source, split by file into train and validation."""
 
     VERSION = tfds.core.Version("1.0.0")

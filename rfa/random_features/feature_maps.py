@@ -11,7 +11,7 @@ so does a common offset of the keys, so attention divides queries by ``exp(s(q))
 ``φ̃(x)ᵀφ̃(y) · exp(s(x) + s(y))``, which is exact. Offsets never carry gradients: the features
 carry the whole derivative.
 
-Maps (``W`` is ``[m, d]``, rows ``w_i``; see REFERENCES.md):
+Maps (``W`` is ``[m, d]``, rows ``w_i``; see docs/references.md, "Feature maps"):
 
 ==================  ==========================================================  ========
 name                φ(x)                                                        features

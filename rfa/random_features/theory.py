@@ -10,7 +10,7 @@ Likhosherstov et al., "Chefs' Random Tables", NeurIPS 2022, Thm. 4.1):
 - positive:    ``(1/m) exp(|z|²) SM² (1 - exp(-|z|²))``
 - hyperbolic:  ``½ (1 - exp(-|z|²)) · MSE_positive``
 - gerf(A):     ``V(A)/m``, ``V(A) = SM² (((1-4A)²/(1-8A))^{d/2} exp(|z|²/(1-8A)) - 1)``
-  (equal to REFERENCES.md's form; positive is A = 0, oprf is A = A*(|z|², d))
+  (docs/references.md, "Closed-form MSE with iid vectors"; positive is A = 0, oprf is A = A*(|z|², d))
 - gaussian_trig:   ``(1 - exp(-|Δ|²))² / (2m)``
 - gaussian_cosine: ``(1 + exp(-2|Δ|²)/2 - exp(-|Δ|²)) / m``
 
@@ -21,7 +21,8 @@ rows of different blocks are independent, hence with ``P`` ordered within-block 
 
     MSE_ort = V(A)/m + P C / m²,
 
-which is REFERENCES.md's one-block formula for m <= d and its 1/k law for m = k d.
+which is the one-block formula for m <= d and the 1/k law for m = k d (docs/references.md,
+"Orthogonal features", with the series' derivation).
 ``S - exp(|z|²) = -Σ_n (|z|²/2)ⁿ Σ_j (1 - Γ(d/2+j)Γ(d/2+n-j)/(Γ(d/2)Γ(d/2+n))) / (j!(n-j)!)``
 is summed term by term (every term has the same sign, so nothing cancels).
 Performer Theorem 2 bounds it for m <= d: ``MSE_ort <= MSE_iid - 2(m-1)/(m(d+2)) (SM - Λ)²``.

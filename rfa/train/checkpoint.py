@@ -2,10 +2,11 @@
 
 One ``ocp.CheckpointManager`` directory per workdir (``<workdir>/checkpoints/<step>``), each
 step holding ``state`` (``nnx.to_pure_dict`` of the model and optimizer state without RNG
-streams: dropout keys are derived from the step) and ``data`` (the grain iterator state).
-Orbax writes each step to a temporary directory and renames it when complete, so a killed run
-leaves only whole checkpoints; a preservation policy keeps the latest ``keep`` steps (and
-every ``keep_every``-th step, if set).
+streams: dropout keys are derived from the step), ``data`` (the grain iterator state) and, for a
+run stopped between two logs, ``metric_sums`` (the training-metric sums of the steps since the
+last log, so that the resumed run logs the same averages). Orbax writes each step to a temporary
+directory and renames it when complete, so a killed run leaves only whole checkpoints; a
+preservation policy keeps the latest ``keep`` steps (and every ``keep_every``-th step, if set).
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ import os
 
 import grain
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 from flax import nnx
+
+_METRIC_SUMS = "metric_sums"  # not "metrics": CheckpointManager reserves that item for its own JSON
 
 
 class CheckpointError(RuntimeError):
@@ -51,17 +55,39 @@ class Checkpoints:
             ),
         )
 
-    def save(self, step: int, state: nnx.State, iterator: grain.DatasetIterator) -> None:
+    def save(
+        self, step: int, state: nnx.State, iterator: grain.DatasetIterator, *, metrics: dict | None = None
+    ) -> None:
+        """Saves ``state`` and the position of ``iterator`` as step ``step``.
+
+        Args:
+          step: the number of completed training steps.
+          state: the model and optimizer state (RNG streams are left out).
+          iterator: the training data iterator, positioned at the next batch.
+          metrics: metric sums not yet logged (a run stopped between two logs), or None.
+        """
         _, saved = _split_rngs(state)
-        self.manager.save(
-            step,
-            args=ocp.args.Composite(
-                state=ocp.args.StandardSave(nnx.to_pure_dict(saved)), data=grain.checkpoint.CheckpointSave(iterator)
-            ),
-        )
+        items = {
+            "state": ocp.args.StandardSave(nnx.to_pure_dict(saved)),
+            "data": grain.checkpoint.CheckpointSave(iterator),
+        }
+        if metrics is not None:  # host arrays restore without a target, keeping their dtypes
+            items[_METRIC_SUMS] = ocp.args.StandardSave(jax.tree.map(np.asarray, jax.device_get(metrics)))
+        self.manager.save(step, args=ocp.args.Composite(**items))
 
     def latest_step(self) -> int | None:
         return self.manager.latest_step()
+
+    def step_directory(self, step: int) -> str:
+        """Where the checkpoint of ``step`` is (or will be) written."""
+        return os.path.join(self.directory, str(step))
+
+    def pending_metrics(self, step: int) -> dict | None:
+        """The metric sums saved with ``step`` by :meth:`save` (``metrics=``), or None if it has none."""
+        if not os.path.isdir(os.path.join(self.step_directory(step), _METRIC_SUMS)):
+            return None
+        restored = self.manager.restore(step, args=ocp.args.Composite(**{_METRIC_SUMS: ocp.args.StandardRestore()}))
+        return restored[_METRIC_SUMS]
 
     def restore_latest(self, state: nnx.State, iterator: grain.DatasetIterator | None = None) -> tuple[int, nnx.State]:
         """``(step, state)`` of the newest checkpoint, with ``iterator`` moved to its position; ``(0, state)`` if none.
@@ -87,7 +113,7 @@ class Checkpoints:
             nnx.replace_by_pure_dict(saved, restored["state"])
         except Exception as error:
             raise CheckpointError(
-                f"checkpoint step {step} in {os.path.join(self.directory, str(step))} cannot be restored into this "
+                f"checkpoint step {step} in {self.step_directory(step)} cannot be restored into this "
                 f"run's model and optimizer: {type(error).__name__}: {error}. It is corrupt, was written by a "
                 f"different model, or by a run with another number of processes (the data position is saved per "
                 f"process); move it out of the workdir (or use a new --workdir) to start over."

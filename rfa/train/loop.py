@@ -7,8 +7,10 @@ redrawing random projections on the config's schedule, logging averaged training
 ``checkpoint_every`` steps and at the end. A run killed at any moment and started again on the
 same workdir ends with exactly the metrics of an uninterrupted run (all but the wall-clock ones,
 step time and tokens/s): batches, dropout keys and redraw keys depend only on the seed and the
-step. With several processes, process 0 writes the files; every process evaluates the same
-global batches (its own rows of each), so all of them run the same number of steps.
+step. SIGINT (Ctrl-C) and SIGTERM stop a single-process run after the step in progress: it saves
+that step's checkpoint and raises :class:`TrainingInterrupted`. With several processes, process 0
+writes the files; every process evaluates the same global batches (its own rows of each), so all
+of them run the same number of steps.
 
 The workdir then holds ``config.json``, ``metrics.jsonl``, ``tensorboard/``, ``checkpoints/``,
 ``curves.png`` and ``results.json`` (final evaluation, step time, tokens/s, memory).
@@ -16,9 +18,13 @@ The workdir then holds ``config.json``, ``metrics.jsonl``, ``tensorboard/``, ``c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import threading
 import time
+from collections.abc import Callable, Iterator
 
 import jax
 import jax.numpy as jnp
@@ -67,6 +73,64 @@ def _add(total: dict | None, sums: dict) -> dict:
     return sums if total is None else jax.tree.map(jnp.add, total, sums)
 
 
+class TrainingInterrupted(Exception):  # noqa: N818  (a requested stop, like KeyboardInterrupt)
+    """SIGINT or SIGTERM stopped training; the checkpoint of the last completed step is saved.
+
+    Running ``train_and_evaluate`` again on the same workdir resumes from that checkpoint and ends
+    with the metrics of an uninterrupted run.
+
+    Attributes:
+      step: the last completed step, the one checkpointed.
+      signal: the number of the signal received.
+      checkpoint: the directory of the checkpoint.
+      exit_status: ``128 + signal`` (130 for SIGINT, 143 for SIGTERM), the status shells expect.
+
+    Example:
+      >>> try:
+      ...     train_and_evaluate(config, workdir)
+      ... except TrainingInterrupted as stop:
+      ...     print(stop)  # interrupted by SIGINT at step 123: checkpoint saved to .../checkpoints/123
+    """
+
+    def __init__(self, step: int, signum: int, checkpoint: str):
+        self.step, self.signal, self.checkpoint = step, signum, checkpoint
+        self.exit_status = 128 + signum
+        super().__init__(
+            f"interrupted by {signal.Signals(signum).name} at step {step}: checkpoint saved to {checkpoint}"
+        )
+
+
+@contextlib.contextmanager
+def _deferred_signals() -> Iterator[list[int]]:
+    """Records SIGINT and SIGTERM in the yielded list instead of acting on them; restores the handlers after.
+
+    The loop checks the list between steps, so a signal cuts off neither a step, nor a checkpoint
+    write, nor the input pipeline in the middle of a batch. A second signal while one is pending raises
+    ``KeyboardInterrupt``: an insistent user can still stop a step that hangs. Signals that are
+    ignored (a background job of a script) stay ignored; off the main thread and in multi-process
+    runs, where the processes would have to agree on the step to stop at, nothing is installed.
+    """
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread() or jax.process_count() > 1:
+        yield received
+        return
+
+    def record(signum, frame):
+        if received:
+            raise KeyboardInterrupt
+        received.append(signum)
+
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    for signum, handler in previous.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(signum, record)
+    try:
+        yield received
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def evaluate(eval_step, state, task: Task, config: ml_collections.ConfigDict, mesh) -> dict:
     """Metrics of ``state`` on the task's evaluation split (``config.eval_batches`` batches, 0: all).
 
@@ -95,7 +159,13 @@ def initial_state(config: ml_collections.ConfigDict, task: Task) -> tuple[nnx.Gr
     return nnx.split((model, nnx.Optimizer(model, tx, wrt=nnx.Param)))
 
 
-def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *, progress: bool = True) -> dict:
+def train_and_evaluate(
+    config: ml_collections.ConfigDict,
+    workdir: str,
+    *,
+    progress: bool = True,
+    on_step: Callable[[int], None] | None = None,
+) -> dict:
     """Trains ``config``'s model on its task, resuming from ``workdir``; returns the contents of ``results.json``.
 
     Args:
@@ -103,6 +173,16 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *, progr
       workdir: where everything the run produces goes; a workdir of a different config is refused
         with ``ConfigError`` before anything in it is touched.
       progress: show a tqdm progress bar.
+      on_step: called with the number of completed steps after each step, once that step's
+        metrics, evaluation and checkpoint are written (monitoring, or tests that interrupt a run
+        at a known step).
+
+    Returns:
+      the run's results (final evaluation, step time, tokens/s, memory), also in ``results.json``.
+
+    Raises:
+      TrainingInterrupted: SIGINT or SIGTERM arrived before the last step; the checkpoint of the
+        last completed step is saved (a signal during the last step lets the run finish).
 
     Example:
       >>> results = train_and_evaluate(configs.sort.get_config("positive,quick"), "/tmp/sort")
@@ -147,45 +227,54 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *, progr
     )
     eval_step = make_eval_step(graphdef, kind=task.kind)
     redraw_key = jax.random.fold_in(jax.random.key(config.seed), 0x2EDA)
-    compiled, window, timer = None, None, None
+    compiled, timer = None, None
+    window = checkpoints.pending_metrics(start)  # sums of the steps since the last log, if stopped between logs
     bar = tqdm.tqdm(total=config.num_train_steps, initial=start, disable=not progress, desc=config.task)
-    for step in range(start, config.num_train_steps):
-        every = config.attention.redraw_every  # every site has this policy: merge the modules only when due
-        if every and step % every == 0:
-            model, optimizer = nnx.merge(graphdef, state)
-            if redraw_projections(model, jax.random.fold_in(redraw_key, step), step=step):
-                state = jax.device_put(nnx.state((model, optimizer)), state_sharding)
-        batch = sharding.global_batch(next(iterator), mesh)
-        if compiled is None:
-            compiled = train_step.lower(state, batch, jnp.int32(step)).compile()
-        state, sums = compiled(state, batch, jnp.int32(step))
-        window = _add(window, sums)
-        done = step + 1
-        bar.update()
-        if timer is None:  # time from the end of this process's first step (compilation, warm-up)
-            jax.block_until_ready(sums)
-            timer = (time.perf_counter(), done)
-        if done % config.log_every == 0 or done == config.num_train_steps:
-            totals = jax.device_get(window)
-            metrics = summarize(totals, kind=task.kind)
-            if done > timer[1]:
-                seconds = (time.perf_counter() - timer[0]) / (done - timer[1])
-                tokens = totals["tokens"] / (done - (done - 1) // config.log_every * config.log_every)
-                metrics |= {"step_time_s": seconds, "tokens_per_s": float(tokens) / seconds}
-            metrics["learning_rate"] = float(schedule(step))
-            writer.write(done, "train", metrics)
-            bar.set_postfix(loss=f"{metrics['loss']:.3f}")
-            window, timer = None, (time.perf_counter(), done)
-        if done % config.eval_every == 0 or done == config.num_train_steps:
-            eval_metrics = evaluate(eval_step, state, task, config, mesh)
-            writer.write(done, "eval", eval_metrics)
-            timer = (time.perf_counter(), done)  # evaluation time is not step time
-        if done % config.checkpoint_every == 0 or done == config.num_train_steps:
-            checkpoints.save(done, state, iterator)
-            timer = (time.perf_counter(), done)
-    bar.close()
-    writer.close()
-    checkpoints.close()
+    with _deferred_signals() as received, contextlib.ExitStack() as closing:
+        # iterator.close() stops grain's prefetch threads now rather than at interpreter exit
+        for close in (bar.close, writer.close, checkpoints.close, iterator.close):
+            closing.callback(close)
+        for step in range(start, config.num_train_steps):
+            every = config.attention.redraw_every  # every site has this policy: merge the modules only when due
+            if every and step % every == 0:
+                model, optimizer = nnx.merge(graphdef, state)
+                if redraw_projections(model, jax.random.fold_in(redraw_key, step), step=step):
+                    state = jax.device_put(nnx.state((model, optimizer)), state_sharding)
+            batch = sharding.global_batch(next(iterator), mesh)
+            if compiled is None:
+                compiled = train_step.lower(state, batch, jnp.int32(step)).compile()
+                bar.unpause()  # else the first interval holds the compilation: ETA = steps left x compile time
+            state, sums = compiled(state, batch, jnp.int32(step))
+            window = _add(window, sums)
+            done = step + 1
+            bar.update()
+            if timer is None:  # time from the end of this process's first step (compilation, warm-up)
+                jax.block_until_ready(sums)
+                timer = (time.perf_counter(), done)
+            if done % config.log_every == 0 or done == config.num_train_steps:
+                totals = jax.device_get(window)
+                metrics = summarize(totals, kind=task.kind)
+                if done > timer[1]:
+                    seconds = (time.perf_counter() - timer[0]) / (done - timer[1])
+                    tokens = totals["tokens"] / (done - (done - 1) // config.log_every * config.log_every)
+                    metrics |= {"step_time_s": seconds, "tokens_per_s": float(tokens) / seconds}
+                metrics["learning_rate"] = float(schedule(step))
+                writer.write(done, "train", metrics)
+                bar.set_postfix(loss=f"{metrics['loss']:.3f}")
+                window, timer = None, (time.perf_counter(), done)
+            if done % config.eval_every == 0 or done == config.num_train_steps:
+                eval_metrics = evaluate(eval_step, state, task, config, mesh)
+                writer.write(done, "eval", eval_metrics)
+                timer = (time.perf_counter(), done)  # evaluation time is not step time
+            if done % config.checkpoint_every == 0 or done == config.num_train_steps:
+                checkpoints.save(done, state, iterator)
+                timer = (time.perf_counter(), done)
+            if on_step is not None:
+                on_step(done)
+            if received and done < config.num_train_steps:
+                if done % config.checkpoint_every:
+                    checkpoints.save(done, state, iterator, metrics=window)
+                raise TrainingInterrupted(done, received[0], checkpoints.step_directory(done))
     return _finish(workdir, config, task, num_params, compiled, write=primary)
 
 

@@ -1,6 +1,8 @@
 """End to end: every reproduction's quick variant, resuming, kill -9, and the main job's command line."""
 
+import copy
 import json
+import math
 import os
 import re
 import signal
@@ -9,9 +11,10 @@ import sys
 import time
 
 import pytest
+from helpers import non_progress_lines
 
 from configs import performer_fig2
-from experiments import reproduce, runner
+from experiments import reproduce, reproductions, runner
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -36,10 +39,16 @@ def _column(report, header):
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory):
-    """Runs each quick reproduction once; the tests below read its outputs."""
-    root = tmp_path_factory.mktemp("reproductions")
-    return {name: runner.run(_config(name), str(root / name), progress=False) for name in reproduce.REPRODUCTIONS}
+def main_job(tmp_path_factory):
+    """``(index path, outputs per reproduction)`` of the main job's quick run, shared by the tests below."""
+    return reproduce.run_all(
+        reproduce.REPRODUCTIONS, "quick", str(tmp_path_factory.mktemp("reproduce")), progress=False
+    )
+
+
+@pytest.fixture(scope="module")
+def reports(main_job):
+    return main_job[1]
 
 
 def _report(outputs):
@@ -97,6 +106,77 @@ def test_attention_error_reproduces_the_input_scale_claims(reports):
             assert record["mse"] > record["mean_of_v_mse"]
 
 
+def _fig2_ratio(length, degrees):
+    """Performer Fig. 2's closed-form ratio MSE_trig / MSE_positive at |x| = |y| = length (docs/references.md)."""
+    c = math.cos(math.radians(degrees))
+    l2 = length**2
+    return math.exp(-4 * l2 * c) * (1 - math.exp(-2 * l2 * (1 - c))) ** 2 / (2 * (1 - math.exp(-2 * l2 * (1 + c))))
+
+
+def test_the_index_opens_with_one_verdict_per_reproduction(main_job):
+    index, outputs = main_job
+    with open(index) as f:
+        title, verdicts, *_ = f.read().split("\n\n")
+    lines = verdicts.splitlines()
+    assert title == "# rfa reproductions (quick variants)" and len(lines) == len(reproduce.REPRODUCTIONS)
+    for name, line in zip(reproduce.REPRODUCTIONS, lines, strict=True):
+        assert line.startswith(f"- {name} — reproduced: ")
+        assert line == f"- {outputs[name].verdict.line(name)}"
+        assert _report(outputs[name]).split("\n\n")[1] == f"**{line[2:]}**"  # the report opens with the same line
+    fig2, crt = lines[1], lines[3]
+    for length, degrees, published in [(1, 90, "0.43"), (1, 150, "65"), (2, 150, "7.9e+05")]:
+        assert (
+            f"{reproductions.fmt(_fig2_ratio(length, degrees))} at l = {length}, {degrees}° (published {published})"
+            in fig2
+        )
+    assert "trig 15.3 (published 15.3), positive 32 (published 32), oprf 23.7 (published 23.7)" in crt
+
+
+MEASURED = ("mse_theory", "log_mse_theory", "mse_monte_carlo", "standard_error", "mse")  # every MSE of a cell
+
+
+def _off(records, factor, fields, **where):
+    """A copy of ``records`` whose cells matching ``where`` have their MSE ``fields`` times ``factor``."""
+    records = copy.deepcopy(records)
+    for record in reproductions.select(records, **where):
+        for field in set(fields) & set(record):
+            record[field] = record[field] + math.log(factor) if field.startswith("log") else record[field] * factor
+    return records
+
+
+VERDICTS = {  # each reproduction's verdict as a function of its records (m = 64 and d = 64 are the quick configs')
+    "performer_lemma2": reproductions.agreement_verdict,
+    "performer_fig2": lambda records: reproductions.fig2_verdict(records, 64),
+    "orthogonal_vs_iid": reproductions.orthogonal_verdict,
+    "oprf_variance": lambda records: reproductions.crt_verdict(records, 64),
+    "attention_output_error": reproductions.input_scale_verdict,
+}
+
+
+# (reproduction, cells, factor on their MSEs, which MSEs, what the claim then says). Where Monte Carlo is scaled
+# with the closed form the two still agree, so only the published comparison can turn the verdict.
+OFF_CASES = [
+    # a closed form 1.5x off disagrees with Monte Carlo: fewer cells agree than are compared
+    ("performer_lemma2", {"estimator": "positive", "m": 64}, 1.5, ["mse_theory"], r"\b(\d+)/(?!\1 )\d+ compared cells"),
+    # the ratio at (l = 1, 90°) 10% above the published 0.43 (the tolerance is 5%)
+    ("performer_fig2", {"estimator": "trig", "norm": 1.0, "angle": 90.0}, 1.1, MEASURED, r"0\.476 at l = 1, 90° \("),
+    # iid MSEs halved: orthogonal features no longer beat them
+    ("orthogonal_vs_iid", {"projection": "iid", "m": 4}, 0.5, MEASURED, r"below iid at (\d+)/(?!\1 )\d+ \(pair, m\)"),
+    ("oprf_variance", {"estimator": "oprf"}, math.exp(0.2), MEASURED, r"oprf 23\.9 \(published 23\.7\)"),
+    # trig 1000x better at s = 1: worse than positive by less than 100x, so not "catastrophic"
+    ("attention_output_error", {"estimator": "trig", "input_scale": 1.0}, 1e-3, MEASURED, r"s = 1 \S+ \(published"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "where", "factor", "fields", "claim"), OFF_CASES, ids=[c[0] for c in OFF_CASES])
+def test_a_verdict_turns_to_not_reproduced_when_a_measured_value_is_off(reports, name, where, factor, fields, claim):
+    records = reports[name].records
+    assert VERDICTS[name](records) == reports[name].verdict and reports[name].verdict.reproduced
+    off = VERDICTS[name](_off(records, factor, fields, **where))
+    assert not off.reproduced and re.search(claim, off.claim), off.claim
+    assert off.line(name).startswith(f"{name} — not reproduced: ")
+
+
 def test_rerun_resumes_without_recomputing(tmp_path, monkeypatch):
     config = performer_fig2.get_config("quick")
     first = runner.run(config, str(tmp_path), progress=False)
@@ -139,14 +219,22 @@ def test_kill_9_loses_no_finished_cell_and_resuming_gives_the_uninterrupted_numb
     assert resumed == whole
 
 
-def test_main_job_command_prints_where_the_reports_are(tmp_path):
+def test_main_job_command_prints_verdicts_and_where_the_reports_are_without_library_noise(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "experiments.reproduce", f"--workdir={tmp_path}", "--only=performer_fig2"],
         cwd=REPO, capture_output=True, text=True, check=True,
     )  # fmt: skip
     index = tmp_path / "quick" / "report.md"
-    assert str(index) in result.stdout
-    assert "(performer_fig2/report.md)" in index.read_text()
+    verdict, report, blank, last = result.stdout.split("\n")[:4]
+    assert verdict.startswith("performer_fig2 — reproduced: ratio MSE_trig / MSE_positive 0.432 at l = 1, 90°")
+    assert (report, blank, last) == (
+        f"    {tmp_path / 'quick' / 'performer_fig2' / 'report.md'}",
+        "",
+        f"Index of the reports and figures: {index}",
+    )
+    assert f"- {verdict}" in index.read_text() and "(performer_fig2/report.md)" in index.read_text()
+    # stderr holds the progress bar and nothing else: no JAX backend probe, no absl INFO lines
+    assert non_progress_lines(result.stderr, "performer_fig2") == []
 
 
 def test_command_line_refuses_a_workdir_of_another_config(tmp_path):
