@@ -1,12 +1,15 @@
-"""Every notebook in notebooks/ executes top to bottom without an error.
+"""Every notebook in notebooks/ executes top to bottom without an error, and checks what it shows.
 
 Each ``notebooks/*.ipynb`` (found by glob, so new notebooks are picked up automatically) runs in a
 fresh ``python3`` kernel with ``notebooks/`` as its working directory; a cell that raises fails the
 test with nbclient's ``CellExecutionError``, which shows the cell and its traceback. The executed
 notebook is kept in memory only: the stored file (without outputs) is never rewritten. Notebooks
-that run experiments write them under ``$RFA_WORKDIR``, a temporary directory here.
+that run experiments write them under ``$RFA_WORKDIR``, a temporary directory here. A notebook
+states its findings as ``assert`` statements next to the numbers and figures it shows, so a
+notebook that runs but shows something wrong fails too; one without assertions fails here.
 """
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -21,6 +24,8 @@ NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
 def test_notebook_executes(path, tmp_path, monkeypatch):
     monkeypatch.setenv("RFA_WORKDIR", str(tmp_path))  # where notebooks write experiment results (kernel inherits it)
     notebook = nbformat.read(path, as_version=4)
+    code = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
+    assert sum(len(re.findall(r"^\s*assert ", source, re.M)) for source in code) >= 3, f"{path.name} asserts nothing"
     client = NotebookClient(
         notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS_DIR)}}
     )
