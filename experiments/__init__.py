@@ -49,10 +49,11 @@ def exit_interrupted(stop) -> NoReturn:
       stop: the ``TrainingInterrupted`` raised by ``train_and_evaluate``.
 
     Example:
-      >>> try:
-      ...     train_and_evaluate(config, workdir)
-      ... except TrainingInterrupted as stop:
-      ...     exit_interrupted(stop)  # "interrupted by SIGINT at step 6: checkpoint saved to ...; run the same ..."
+      >>> import signal
+      >>> from rfa.train import TrainingInterrupted
+      >>> exit_interrupted(TrainingInterrupted(6, signal.SIGINT, "/tmp/sort/checkpoints/6"))  # and one line on stderr
+      Traceback (most recent call last):
+      SystemExit: 130
     """
     print(f"{stop}; run the same command to resume", file=sys.stderr)
     sys.exit(stop.exit_status)

@@ -138,8 +138,11 @@ def agreement_verdict(records: list[dict]) -> Verdict:
     """Performer Lemma 2 (and every closed form): reproduced when every compared cell agrees with Monte Carlo.
 
     Example:
-      >>> agreement_verdict(records).line("performer_lemma2")
-      'performer_lemma2 — reproduced: closed-form MSE vs Monte Carlo: 50/50 compared cells within 4 SE ...'
+      >>> cell = {"mse_theory": 1.0, "mse_monte_carlo": 1.02, "predicted_relative_error": 0.01, "kernel": 1.0}
+      >>> agreement_verdict([cell]).line("performer_lemma2")  # z = 2
+      'performer_lemma2 — reproduced: closed-form MSE vs Monte Carlo: 1/1 compared cells within 4 SE ...'
+      >>> agreement_verdict([dict(cell, mse_monte_carlo=1.05)]).reproduced  # z = 5
+      False
     """
     counts = agreement_counts(records)
     compared = counts["yes"] + counts["no"]
@@ -242,8 +245,8 @@ def _fig2_matches(theory: float, published: float) -> bool:
 def fig2_verdict(records: list[dict], m: int) -> Verdict:
     """Performer Fig. 2: reproduced when the ratio is within 5% of every published value and Monte Carlo agrees.
 
-    Example:
-      >>> fig2_verdict(records, 64).claim
+    Example (``records`` of a finished sweep, ``runner.run(config, workdir).records``):
+      >>> fig2_verdict(records, 64).claim  # doctest: +SKIP
       'ratio MSE_trig / MSE_positive 0.432 at l = 1, 90° (published 0.43), ...; 19/19 compared cells within 4 SE ...'
     """
     ratio = fig2_ratios(records, m)
@@ -330,8 +333,8 @@ def orthogonal_check(records: list[dict], ort: dict) -> tuple[float, bool | None
 def orthogonal_verdict(records: list[dict]) -> Verdict:
     """Performer Thm. 2: orthogonal below iid and below the bound everywhere, and the exact series agreeing with MC.
 
-    Example:
-      >>> orthogonal_verdict(records).claim
+    Example (``records`` of a finished sweep, ``runner.run(config, workdir).records``):
+      >>> orthogonal_verdict(records).claim  # doctest: +SKIP
       'orthogonal MSE below iid at 12/12 (pair, m); below the Theorem 2 bound at 6/6 m ≤ d; 24/24 ...'
     """
     checks = [orthogonal_check(records, ort)[1:] for ort in select(records, projection="orthogonal")]
@@ -415,8 +418,8 @@ def _crt_matches(cell: dict, published: float) -> bool:
 def crt_verdict(records: list[dict], dim: int) -> Verdict:
     """Chefs' Random Tables: reproduced when each closed-form log-variance is within 0.1 of the published one.
 
-    Example:
-      >>> crt_verdict(records, 64).claim
+    Example (``records`` of a finished sweep, ``runner.run(config, workdir).records``):
+      >>> crt_verdict(records, 64).claim  # doctest: +SKIP
       'log-variance at |x| = |y| = 2√2, 60°, d = 64: trig 15.3 (published 15.3), positive 32 (published 32), ...'
     """
     parts, matched = [], True
@@ -561,8 +564,8 @@ def input_scale_comparison(records: list[dict]) -> list[tuple[float, int, float,
 def input_scale_verdict(records: list[dict]) -> Verdict:
     """Performer's attention-output comparison: reproduced when both input-scale claims hold.
 
-    Example:
-      >>> input_scale_verdict(records).claim
+    Example (``records`` of a finished sweep, ``runner.run(config, workdir).records``):
+      >>> input_scale_verdict(records).claim  # doctest: +SKIP
       'trig / positive output MSE at m = 256: s = 0.5 0.14 (published: trig can win), s = 1 ...'
     """
     by_scale = {row[0]: row for row in input_scale_comparison(records)}
@@ -621,9 +624,9 @@ def analyze(config, records: list[dict], workdir: str) -> Analysis:
     trig) gets the generic analysis of its experiment kind, a note saying what is missing and a
     "not reproduced" verdict.
 
-    Example:
-      >>> analysis = analyze(config, records, workdir)
-      >>> analysis.verdict.line(config.name)
+    Example (``records`` of a finished sweep, ``runner.run(config, workdir).records``):
+      >>> analysis = analyze(config, records, workdir)  # doctest: +SKIP
+      >>> analysis.verdict.line(config.name)  # doctest: +SKIP
       'performer_fig2 — reproduced: ratio MSE_trig / MSE_positive 0.432 at l = 1, 90° (published 0.43), ...'
     """
     generic = kernel_agreement if config.experiment == "kernel_mse" else attention_error

@@ -24,7 +24,10 @@ def apply_variant(config: ml_collections.ConfigDict, arg: str | None, variants: 
     ``None`` or ``""`` selects ``"full"``; an unknown variant or field raises ``ConfigError``.
 
     Example:
-      >>> apply_variant(config, "quick", {"full": {}, "quick": {"train.num_steps": 20}})
+      >>> import ml_collections
+      >>> config = ml_collections.ConfigDict({"train": {"num_steps": 1000}})
+      >>> apply_variant(config, "quick", {"full": {}, "quick": {"train.num_steps": 20}}).train.num_steps
+      20
     """
     name = arg or "full"
     if name not in variants:

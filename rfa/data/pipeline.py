@@ -143,7 +143,10 @@ def train_batches(
       A grain ``IterDataset``; ``iter()`` of it is a checkpointable ``DatasetIterator``.
 
     Example:
-      >>> batches = iter(train_batches(get_task("sort"), data_dir="data", batch_size=32, max_length=40, seed=0))
+      >>> import tempfile
+      >>> from rfa.data import get_task
+      >>> data_dir = tempfile.mkdtemp()  # algorithmic/sort is generated there on first use
+      >>> batches = iter(train_batches(get_task("sort"), data_dir=data_dir, batch_size=32, max_length=40, seed=0))
       >>> next(batches)["inputs"].shape
       (32, 40)
     """

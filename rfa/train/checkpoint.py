@@ -34,9 +34,16 @@ class Checkpoints:
     """Saves and restores ``(state, data iterator)`` of a training run.
 
     Example:
-      >>> checkpoints = Checkpoints(f"{workdir}/checkpoints", keep=2)
-      >>> step, state = checkpoints.restore_latest(state, iterator)  # (0, state) when there is none
-      >>> checkpoints.save(step, state, iterator)
+      >>> import tempfile, grain
+      >>> state = nnx.state(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
+      >>> iterator = iter(grain.MapDataset.range(10).to_iter_dataset())
+      >>> checkpoints = Checkpoints(tempfile.mkdtemp(), keep=2)
+      >>> checkpoints.restore_latest(state, iterator)[0]  # (0, state) when there is none
+      0
+      >>> _ = next(iterator), checkpoints.save(1, state, iterator)
+      >>> step, state = checkpoints.restore_latest(state, iterator)
+      >>> step, next(iterator)  # the data position is restored too
+      (1, 1)
     """
 
     def __init__(self, directory: str, *, keep: int = 2, keep_every: int = 0):

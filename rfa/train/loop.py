@@ -86,10 +86,8 @@ class TrainingInterrupted(Exception):  # noqa: N818  (a requested stop, like Key
       exit_status: ``128 + signal`` (130 for SIGINT, 143 for SIGTERM), the status shells expect.
 
     Example:
-      >>> try:
-      ...     train_and_evaluate(config, workdir)
-      ... except TrainingInterrupted as stop:
-      ...     print(stop)  # interrupted by SIGINT at step 123: checkpoint saved to .../checkpoints/123
+      >>> print(TrainingInterrupted(123, signal.SIGINT, "/tmp/run/checkpoints/123"))
+      interrupted by SIGINT at step 123: checkpoint saved to /tmp/run/checkpoints/123
     """
 
     def __init__(self, step: int, signum: int, checkpoint: str):
@@ -185,8 +183,13 @@ def train_and_evaluate(
         last completed step is saved (a signal during the last step lets the run finish).
 
     Example:
-      >>> results = train_and_evaluate(configs.sort.get_config("positive,quick"), "/tmp/sort")
-      >>> results["eval"]["accuracy"]
+      >>> import tempfile
+      >>> from rfa.train.config import task_config
+      >>> config = task_config("sort", "positive,quick", data_dir=tempfile.mkdtemp())
+      >>> config.num_train_steps = 2
+      >>> results = train_and_evaluate(config, tempfile.mkdtemp(), progress=False)
+      >>> results["steps"], 0.0 <= results["eval"]["accuracy"] <= 1.0
+      (2, True)
     """
     task = check_config(config)
     graphdef, state = initial_state(config, task)

@@ -36,8 +36,13 @@ class MetricWriter:
     ``active=False`` (processes other than 0 of a multi-process run) writes nothing.
 
     Example:
+      >>> import tempfile
+      >>> workdir = tempfile.mkdtemp()
       >>> writer = MetricWriter(workdir, resume_step=0)
       >>> writer.write(100, "train", {"loss": 2.3, "accuracy": 0.4})
+      >>> writer.close()
+      >>> read_metrics(workdir)
+      [{'step': 100, 'split': 'train', 'loss': 2.3, 'accuracy': 0.4}]
     """
 
     def __init__(self, workdir: str, *, resume_step: int, active: bool = True):

@@ -23,7 +23,10 @@ def make_schedule(config: ml_collections.ConfigDict, *, num_steps: int, d_model:
     """The learning rate as a function of the step (``config`` is ``config.optimizer``).
 
     Example:
-      >>> make_schedule(config.optimizer, num_steps=1000, d_model=64)(0)
+      >>> from rfa.train.config import task_config
+      >>> schedule = make_schedule(task_config("sort", "positive").optimizer, num_steps=1000, d_model=64)
+      >>> float(schedule(0))  # linear warmup from 0
+      0.0
     """
     lr, warmup = config.learning_rate, config.warmup_steps
     if config.schedule == "cosine":
@@ -46,7 +49,10 @@ def make_optimizer(config: ml_collections.ConfigDict, *, num_steps: int, d_model
     """Global-norm gradient clipping (0: none), then AdamW with the schedule (``config = config.optimizer``).
 
     Example:
-      >>> optimizer = nnx.Optimizer(model, make_optimizer(config.optimizer, num_steps=1000, d_model=64), wrt=nnx.Param)
+      >>> from rfa.train.config import task_config
+      >>> model = nnx.Linear(4, 2, rngs=nnx.Rngs(0))
+      >>> tx = make_optimizer(task_config("sort", "positive").optimizer, num_steps=1000, d_model=64)
+      >>> optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
     """
     adamw = optax.adamw(
         make_schedule(config, num_steps=num_steps, d_model=d_model),

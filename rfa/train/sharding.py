@@ -57,8 +57,9 @@ def make_mesh(data: int, model: int = 1) -> jax.sharding.Mesh:
     """A ``(data, model)`` mesh over ``data * model`` devices; ``data=-1`` takes all devices left after ``model``.
 
     Example:
-      >>> mesh = make_mesh(-1)          # pure data parallelism over every device
-      >>> mesh = make_mesh(4, model=2)  # 4-way data x 2-way heads/MLP
+      >>> mesh = make_mesh(-1)  # pure data parallelism over every device; with 8: make_mesh(4, model=2)
+      >>> mesh.axis_names
+      ('data', 'model')
     """
     count = jax.device_count()
     if model < 1 or count % model:
