@@ -2,9 +2,11 @@
 
 The q/k/v/output projections are ``nnx.LinearGeneral`` layers; the attention between them is
 chosen by an :class:`~rfa.models.config.AttentionConfig`. For decoding, self-attention keeps a
-cache — the keys and values so far for exact attention, the recurrent state ``(S, z)`` for
-kernelized attention, so each token costs the same at any position — and cross-attention
-prepares the encoder side once (:meth:`MultiHeadAttention.prepare_memory`).
+cache — the keys and values so far for exact attention (in the model's dtype), the recurrent state
+``(S, z)`` for kernelized attention, so each token costs the same at any position — built for a
+whole prompt in one parallel pass (:meth:`MultiHeadAttention.prefill`) and extended token by token
+(:meth:`MultiHeadAttention.decode_step`); cross-attention prepares the encoder side once
+(:meth:`MultiHeadAttention.prepare_memory`).
 """
 
 from __future__ import annotations
@@ -44,9 +46,9 @@ class MultiHeadAttention(nnx.Module):
         self.key = nnx.LinearGeneral(d, (h, dh), dtype=dtype, rngs=rngs)
         self.value = nnx.LinearGeneral(d, (h, dh), dtype=dtype, rngs=rngs)
         self.out = nnx.LinearGeneral((h, dh), d, axis=(-2, -1), dtype=dtype, rngs=rngs)
-        self.attention, self.causal = attention, causal
+        self.attention, self.causal, self.dtype = attention, causal, dtype
         self.num_heads, self.head_dim = h, dh
-        self.rotary = config.positional == "rotary"
+        self.rotary = config.positional == "rotary" and (not cross or config.cross_attention_rotary)
         relative = config.positional == "relative" and not cross
         self.relative = (
             RelativeBias(h, num_buckets=config.relative_buckets, max_distance=config.relative_max_distance,
@@ -89,6 +91,10 @@ class MultiHeadAttention(nnx.Module):
           q_positions, k_positions: ``[batch, q_len]`` and ``[batch, kv_len]`` integer positions.
         """
         q, k, v = self._queries_keys(x, x if memory is None else memory, q_positions, k_positions)
+        return self._attend(q, k, v, key_mask, q_positions, k_positions)
+
+    def _attend(self, q, k, v, key_mask, q_positions, k_positions) -> Array:
+        """The attention of projected (and rotated) ``q, k, v``, then the output projection."""
         if self.feature_map is not None:
             out = kernelized_attention(
                 q, k, v, mask=key_mask[:, None, None, :], is_causal=self.causal,
@@ -109,13 +115,40 @@ class MultiHeadAttention(nnx.Module):
     # Decoding.
 
     def init_cache(self, batch: int, max_length: int):
-        """The empty self-attention cache: keys/values (exact) or the recurrent state (kernelized)."""
+        """The empty self-attention cache: keys/values in the model's dtype (exact) or the recurrent state."""
         if self.feature_map is not None:
             features = self.feature_map.num_outputs(self.attention.num_features, self.head_dim)
             return init_state((batch,), self.num_heads, features, self.head_dim)
         shape = (batch, max_length, self.num_heads, self.head_dim)
-        return {"k": jnp.zeros(shape, jnp.float32), "v": jnp.zeros(shape, jnp.float32),
+        return {"k": jnp.zeros(shape, self.dtype), "v": jnp.zeros(shape, self.dtype),
                 "mask": jnp.zeros((batch, max_length), jnp.bool_)}  # fmt: skip
+
+    def prefill(self, x: Array, *, key_mask: Array, positions: Array, max_length: int):
+        """Causal self-attention over a whole prompt, returning the cache :meth:`decode_step` continues.
+
+        One parallel pass (the same as :meth:`__call__`) gives the outputs; the cache is built from
+        the same keys and values: written into the first ``prompt_len`` slots (exact), or summed into
+        the recurrent state ``Σ_j φ(k_j)[v_j, 1]ᵀ`` by :func:`rfa.attention.prefill`, whose reference
+        ``max_j s(k_j)`` is the one the token-by-token :func:`rfa.attention.step` reaches (Katharopoulos
+        et al., "Transformers are RNNs", ICML 2020, Sec. 3.4).
+
+        Args:
+          x: ``[batch, prompt_len, d_model]``.
+          key_mask: ``[batch, prompt_len]`` boolean, False for padding tokens (left out of the cache).
+          positions: ``[batch, prompt_len]`` integer positions.
+          max_length: cache slots, ``>= prompt_len`` (the prompt plus every token to decode).
+
+        Returns:
+          ``(y [batch, prompt_len, d_model], cache)``.
+
+        Example:
+          >>> y, cache = attention.prefill(x, key_mask=mask, positions=positions, max_length=64)
+        """
+        q, k, v = self._queries_keys(x, x, positions, positions)
+        out = self._attend(q, k, v, key_mask, positions, positions)
+        if self.feature_map is not None:
+            return out, prefill(k, v, mask=key_mask[..., None], **self._kernel_options())
+        return out, _write(self.init_cache(x.shape[0], max_length), 0, k, v, key_mask)
 
     def decode_step(self, x: Array, cache, position: Array, keep: Array):
         """One token of causal self-attention: ``x [batch, d_model]`` at ``position`` -> ``(y, cache)``.
@@ -127,11 +160,7 @@ class MultiHeadAttention(nnx.Module):
         if self.feature_map is not None:
             cache, out = step(cache, q, k, v, mask=keep[:, None], **self._kernel_options())
             return self.out(out), cache
-        cache = {
-            "k": cache["k"].at[:, position].set(k.astype(jnp.float32)),
-            "v": cache["v"].at[:, position].set(v.astype(jnp.float32)),
-            "mask": cache["mask"].at[:, position].set(keep),
-        }
+        cache = _write(cache, position, k[:, None], v[:, None], keep[:, None])
         key_positions = jnp.broadcast_to(jnp.arange(cache["k"].shape[1]), cache["mask"].shape)
         mask = cache["mask"] & (key_positions <= position)
         bias = None if self.relative is None else self.relative(positions, key_positions)[:, :, 0]
@@ -145,7 +174,7 @@ class MultiHeadAttention(nnx.Module):
             k = rotate(k, positions)
         if self.feature_map is not None:
             return prefill(k, v, mask=key_mask[..., None], **self._kernel_options())
-        return {"k": k.astype(jnp.float32), "v": v.astype(jnp.float32), "mask": key_mask}
+        return {"k": k.astype(self.dtype), "v": v.astype(self.dtype), "mask": key_mask}
 
     def attend_memory(self, x: Array, prepared, position: Array) -> Array:
         """Cross-attention of one decoder token ``x [batch, d_model]`` to :meth:`prepare_memory`'s result."""
@@ -158,11 +187,29 @@ class MultiHeadAttention(nnx.Module):
         return self.out(_attend_one(q, prepared["k"], prepared["v"], prepared["mask"], None).astype(x.dtype))
 
 
+def _write(cache: dict, start: Array | int, k: Array, v: Array, keep: Array) -> dict:
+    """The exact cache with ``k, v [batch, n, heads, d]`` and ``keep [batch, n]`` written from slot ``start`` on.
+
+    Keys and values take the cache's dtype (the model's).
+    """
+    return {
+        "k": jax.lax.dynamic_update_slice_in_dim(cache["k"], k.astype(cache["k"].dtype), start, axis=1),
+        "v": jax.lax.dynamic_update_slice_in_dim(cache["v"], v.astype(cache["v"].dtype), start, axis=1),
+        "mask": jax.lax.dynamic_update_slice_in_dim(cache["mask"], keep, start, axis=1),
+    }
+
+
 def _attend_one(q: Array, k: Array, v: Array, mask: Array, bias: Array | None) -> Array:
-    """Softmax attention of one query per batch row: ``q [b, h, d]``, ``k, v [b, L, h, d]``, ``mask [b, L]``."""
-    logits = jnp.einsum("bhd,blhd->bhl", q.astype(jnp.float32), k) / jnp.sqrt(q.shape[-1]).astype(jnp.float32)
+    """Softmax attention of one query per batch row: ``q [b, h, d]``, ``k, v [b, L, h, d]``, ``mask [b, L]``.
+
+    As ``jax.nn.dot_product_attention`` (the teacher-forced path): logits and softmax in float32
+    from the cache's dtype, probabilities cast to the values' dtype.
+    """
+    logits = jnp.einsum("bhd,blhd->bhl", q.astype(k.dtype), k, preferred_element_type=jnp.float32)
+    logits = logits / jnp.sqrt(q.shape[-1]).astype(jnp.float32)
     if bias is not None:
         logits = logits + bias
     logits = jnp.where(mask[:, None, :], logits, jnp.finfo(jnp.float32).min)
-    out = jnp.einsum("bhl,blhd->bhd", jax.nn.softmax(logits, axis=-1), v)
+    probs = jax.nn.softmax(logits, axis=-1).astype(v.dtype)
+    out = jnp.einsum("bhl,blhd->bhd", probs, v, preferred_element_type=jnp.float32)
     return jnp.where(jnp.any(mask, axis=-1)[:, None, None], out, 0.0)  # no visible key: 0

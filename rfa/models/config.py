@@ -87,6 +87,10 @@ class TransformerConfig:
       positional: ``"sinusoidal"`` (paper), ``"learned"`` absolute, ``"relative"`` (bucketed bias
         on the logits: exact softmax only) or ``"rotary"`` (applied to q and k before any
         feature map, so kernelized attention can use it).
+      cross_attention_rotary: with ``positional="rotary"``, also rotate cross-attention's queries
+        (by target position) and keys (by source position). Off by default: target and source
+        positions are unrelated, so their offset carries no meaning; the self-attention sites
+        are rotated either way. True needs ``positional="rotary"``.
       max_length: longest sequence (learned positions, decoding caches).
       relative_buckets, relative_max_distance: buckets of the relative bias (T5-style).
       pooling: encoder classifier pooling, ``"mean"`` over unpadded tokens or ``"cls"`` (first token).
@@ -107,6 +111,7 @@ class TransformerConfig:
     activation: str = "relu"
     norm: str = "post"
     positional: str = "sinusoidal"
+    cross_attention_rotary: bool = False
     max_length: int = 512
     relative_buckets: int = 32
     relative_max_distance: int = 128
@@ -165,6 +170,15 @@ class TransformerConfig:
             )
         if not 0 <= self.dropout_rate < 1:
             raise ValueError(f"dropout_rate must be in [0, 1), got {self.dropout_rate}.")
+        if not isinstance(self.cross_attention_rotary, bool):
+            raise TypeError(
+                f"TransformerConfig.cross_attention_rotary must be a bool, got {self.cross_attention_rotary!r}."
+            )
+        if self.cross_attention_rotary and self.positional != "rotary":
+            raise ValueError(
+                f"cross_attention_rotary=True rotates q and k by their positions, which needs positional='rotary', "
+                f"got positional={self.positional!r}."
+            )
         if self.positional == "rotary" and self.head_dim % 2:
             raise ValueError(f"rotary positions need an even head dimension, got {self.head_dim}.")
         for site, causal in (("encoder_attention", False), ("decoder_attention", True), ("cross_attention", True)):

@@ -1,16 +1,20 @@
 """Autoregressive decoding with caches: greedy, temperature / top-k sampling and beam search, jitted.
 
 Self-attention keeps a cache per layer (keys/values for exact attention, the recurrent state
-``(S, z)`` for kernelized attention, whose cost per token does not grow with the position);
-cross-attention's encoder side is prepared once per source. A :class:`~rfa.models.Decoder`
-continues a prompt ``[batch, prompt_len]`` (no padding inside it); an
-:class:`~rfa.models.EncoderDecoder` translates a source ``[batch, source_len]`` starting from ``bos_id``.
-Decode with the model in evaluation mode (``model.eval()``), or dropout stays on.
+``(S, z)`` for kernelized attention, whose cost per token does not grow with the position). A
+:class:`~rfa.models.Decoder` continues a prompt ``[batch, prompt_len]`` (no padding inside it),
+consumed in one parallel pass (:meth:`~rfa.models.Decoder.prefill`); an
+:class:`~rfa.models.EncoderDecoder` translates a source ``[batch, source_len]``, encoded and
+prepared for cross-attention once, starting from ``bos_id``. Beam search runs this prompt pass once
+per input and repeats the resulting caches for its beams. Decode with the model in evaluation mode
+(``model.eval()``), or dropout stays on.
 """
 
 from __future__ import annotations
 
 import functools
+import math
+import numbers
 
 import jax
 import jax.numpy as jnp
@@ -21,23 +25,19 @@ from rfa.models.transformer import Decoder, EncoderDecoder, check_tokens
 Array = jax.Array
 
 
-def _start(model, inputs: Array, total_length: int, repeat: int = 1):
-    """Caches after the prompt (or the prepared source), the last logits and the next position."""
+def _start(model, inputs: Array, total_length: int, bos_id: int):
+    """The prompt pass: ``(caches, memories, logits [batch, vocab], position)`` before the first new token.
+
+    A decoder prefills its prompt in one parallel pass; an encoder-decoder encodes the source,
+    prepares every layer's cross-attention memory (``memories``, None for a decoder) and consumes bos.
+    """
     if isinstance(model, EncoderDecoder):
-        memory, memory_mask = model.encode(inputs)
-        memories = model.prepare_memory(jnp.repeat(memory, repeat, 0), jnp.repeat(memory_mask, repeat, 0))
-        batch = inputs.shape[0] * repeat
-        return model.init_cache(batch, total_length), memories, None, 0
-    prompt = jnp.repeat(inputs, repeat, 0)
-    cache = model.init_cache(prompt.shape[0], total_length)
-
-    def consume(cache, token_position):
-        token, position = token_position
-        logits, cache = model.decode_step(token, cache, position)
-        return cache, logits
-
-    cache, logits = jax.lax.scan(consume, cache, (prompt.T, jnp.arange(prompt.shape[1])))
-    return cache, None, logits[-1], prompt.shape[1]
+        memories = model.prepare_memory(*model.encode(inputs))
+        cache = model.init_cache(inputs.shape[0], total_length)
+        logits, cache = model.decode_step(jnp.full(inputs.shape[:1], bos_id), cache, 0, memories)
+        return cache, memories, logits, 1
+    logits, cache = model.prefill(inputs, total_length)
+    return cache, None, logits, inputs.shape[1]
 
 
 def _step(model, token, cache, position, memories):
@@ -131,10 +131,7 @@ def generate(
 @functools.partial(nnx.jit, static_argnames=("max_new_tokens", "bos_id", "eos_id", "temperature", "top_k"))
 def _generate(model, inputs, *, max_new_tokens, bos_id, eos_id, temperature, top_k, key):
     """The jitted body of :func:`generate`, which has checked every argument."""
-    cache, memories, logits, position = _start(model, inputs, _cache_length(model, inputs, max_new_tokens))
-    if logits is None:  # encoder-decoder: the first step consumes bos
-        logits, cache = _step(model, jnp.full(inputs.shape[:1], bos_id), cache, 0, memories)
-        position = 1
+    cache, memories, logits, position = _start(model, inputs, _cache_length(model, inputs, max_new_tokens), bos_id)
 
     def body(carry, step_key):
         cache, logits, position, finished = carry
@@ -162,64 +159,103 @@ def beam_search(
     eos_id: int | None = None,
     length_penalty: float = 0.0,
 ) -> tuple[Array, Array]:
-    """Beam search: the ``beam_size`` most likely continuations per input, best first.
+    """Beam search with GNMT's length penalty: the ``beam_size`` best hypotheses per input, best first.
 
-    Beams are pruned by their summed log-probabilities; the returned scores are divided by
-    ``((5 + length)/6)^length_penalty`` (Wu et al., 2016; the length counts tokens up to and
-    including ``eos_id``) and sorted. The penalty thus reorders the final beams but does not guide
-    pruning. A finished beam only extends with ``eos_id`` at no cost. Arguments as in :func:`generate`.
+    A hypothesis ``Y`` that ends (emits ``eos_id``) is scored ``log P(Y) / lp(|Y|)`` with
+    ``lp(n) = ((5 + n) / 6)^α``, ``α = length_penalty`` and ``|Y|`` counting the tokens up to and
+    including ``eos_id`` (Wu et al., "Google's Neural Machine Translation System", 2016, Sec. 7).
+    As in flax's ``examples/wmt/decode.py``, the search keeps two sets per input:
+
+    - ``beam_size`` live hypotheses, ranked by their log-probability: at each step the ``2 ·
+      beam_size`` most likely one-token extensions are formed, so that ``beam_size`` remain live
+      even if ``beam_size`` of them end;
+    - a pool of ``beam_size`` finished hypotheses, ranked by the penalized score: an extension
+      that emits ``eos_id`` leaves the live set and enters the pool if its score beats the pool's
+      worst. The penalty thus chooses the hypotheses kept during the search, not only their final
+      order, and an ended hypothesis never takes a live slot.
+
+    Log-probabilities only fall as a hypothesis grows, so a live one can at best end with
+    ``log P / lp(max_new_tokens)`` for α >= 0 (``lp`` at the next length for α < 0); the search
+    stops early once no input's best live hypothesis can reach the worst score of its full pool.
+    The result is the pool, best first; where it holds fewer than ``beam_size`` hypotheses (none,
+    for ``eos_id=None``), the remaining slots take the live hypotheses of length ``max_new_tokens``,
+    best first, scored ``log P / lp(max_new_tokens)`` — flax falls back to them when none ended.
+    Tokens after ``eos_id`` are ``eos_id``. Arguments as in :func:`generate`.
+
+    Args:
+      beam_size: hypotheses kept, in ``[1, output vocabulary]``.
+      length_penalty: α >= 0 favours longer hypotheses (0.6 to 1 in GNMT; 0: plain log-probability).
 
     Returns:
-      ``(tokens [batch, beam_size, max_new_tokens], scores [batch, beam_size])``.
+      ``(tokens [batch, beam_size, max_new_tokens], scores [batch, beam_size])``: finished
+      hypotheses by score, then unfinished ones by score.
 
     Example:
-      >>> tokens, scores = beam_search(model, source, beam_size=4, max_new_tokens=20, eos_id=2)
+      >>> tokens, scores = beam_search(model, source, beam_size=4, max_new_tokens=20, eos_id=2, length_penalty=0.6)
     """
     _check_decoding(model, inputs, max_new_tokens, bos_id, eos_id)
     vocab = model.config.output_vocab_size
     if isinstance(beam_size, bool) or not isinstance(beam_size, int) or not 1 <= beam_size <= vocab:
         raise ValueError(f"beam_size must be an int in [1, {vocab}], got {beam_size!r}.")
+    if isinstance(length_penalty, bool) or not isinstance(length_penalty, numbers.Real):
+        raise TypeError(f"length_penalty must be a real number (alpha), got {length_penalty!r}.")
+    if not math.isfinite(length_penalty):
+        raise ValueError(f"length_penalty must be finite, got {length_penalty}.")
     return _beam_search(model, inputs, beam_size=beam_size, max_new_tokens=max_new_tokens, bos_id=bos_id,
                         eos_id=eos_id, length_penalty=float(length_penalty))  # fmt: skip
+
+
+def _take(x: Array, index: Array) -> Array:
+    """``x [batch, n, ...]`` at ``index [batch, m]`` along axis 1: ``[batch, m, ...]``."""
+    return jnp.take_along_axis(x, index.reshape(index.shape + (1,) * (x.ndim - 2)), axis=1)
 
 
 @functools.partial(nnx.jit, static_argnames=("beam_size", "max_new_tokens", "bos_id", "eos_id", "length_penalty"))
 def _beam_search(model, inputs, *, beam_size, max_new_tokens, bos_id, eos_id, length_penalty):
     """The jitted body of :func:`beam_search`, which has checked every argument."""
-    batch = inputs.shape[0]
-    cache, memories, logits, position = _start(
-        model, inputs, _cache_length(model, inputs, max_new_tokens), repeat=beam_size
-    )
-    if logits is None:
-        logits, cache = _step(model, jnp.full((batch * beam_size,), bos_id), cache, 0, memories)
-        position = 1
+    batch, k = inputs.shape[0], beam_size
+    cache, memories, logits, position = _start(model, inputs, _cache_length(model, inputs, max_new_tokens), bos_id)
+    # The prompt pass ran once per input; its beams start from copies of its caches.
+    cache, memories, logits = jax.tree.map(lambda x: jnp.repeat(x, k, axis=0), (cache, memories, logits))
     vocab = logits.shape[-1]
-    # Only the first beam is live at the start: the others would duplicate it.
-    scores = jnp.tile(jnp.where(jnp.arange(beam_size) == 0, 0.0, -jnp.inf), (batch, 1))
-    tokens = jnp.zeros((batch, beam_size, max_new_tokens), jnp.int32)
-    finished = jnp.zeros((batch, beam_size), jnp.bool_)
-    lengths = jnp.zeros((batch, beam_size), jnp.int32)
+    extensions = min(2 * k, k * vocab)
 
-    def body(carry, t):
-        cache, logits, scores, tokens, finished, lengths = carry
-        log_probs = jax.nn.log_softmax(logits).reshape(batch, beam_size, vocab)
-        if eos_id is not None:
-            only_eos = jnp.where(jnp.arange(vocab) == eos_id, 0.0, -jnp.inf)
-            log_probs = jnp.where(finished[..., None], only_eos, log_probs)
-        candidates = (scores[..., None] + log_probs).reshape(batch, beam_size * vocab)
-        scores, index = jax.lax.top_k(candidates, beam_size)
+    def penalty(length):
+        return ((5.0 + length) / 6.0) ** length_penalty
+
+    def not_done(state):
+        t, _, _, _, live_log_probs, _, finished_scores = state
+        bound_length = max_new_tokens if length_penalty >= 0 else t + 1
+        best_live = live_log_probs[:, 0] / penalty(bound_length)
+        # An empty pool slot scores -inf, so a pool that is not full never stops the search.
+        return (t < max_new_tokens) & ~jnp.all(finished_scores[:, -1] > best_live)
+
+    def extend(state):
+        t, cache, logits, live_tokens, live_log_probs, finished_tokens, finished_scores = state
+        log_probs = live_log_probs[..., None] + jax.nn.log_softmax(logits).reshape(batch, k, vocab)
+        top_log_probs, index = jax.lax.top_k(log_probs.reshape(batch, k * vocab), extensions)
         parent, token = index // vocab, (index % vocab).astype(jnp.int32)
-        gather = (parent + beam_size * jnp.arange(batch)[:, None]).reshape(-1)
-        cache = jax.tree.map(lambda x: x[gather], cache)
-        tokens = jnp.take_along_axis(tokens, parent[..., None], axis=1).at[:, :, t].set(token)
-        was_finished = jnp.take_along_axis(finished, parent, axis=1)
-        lengths = jnp.take_along_axis(lengths, parent, axis=1) + (~was_finished).astype(jnp.int32)
-        finished = was_finished | ((token == eos_id) if eos_id is not None else False)
-        logits, cache = _step(model, token.reshape(-1), cache, position + t, memories)
-        return (cache, logits, scores, tokens, finished, lengths), None
+        top_tokens = _take(live_tokens, parent).at[:, :, t].set(token)
+        # A -inf extension (of a start-up duplicate beam) is no hypothesis: it never enters the pool.
+        ends = (token == eos_id) & jnp.isfinite(top_log_probs) if eos_id is not None else jnp.zeros_like(token, bool)
+        live_log_probs, live = jax.lax.top_k(jnp.where(ends, -jnp.inf, top_log_probs), k)
+        ended_scores = jnp.where(ends, top_log_probs / penalty(t + 1), -jnp.inf)
+        finished_scores, best = jax.lax.top_k(jnp.concatenate([finished_scores, ended_scores], axis=1), k)
+        finished_tokens = _take(jnp.concatenate([finished_tokens, top_tokens], axis=1), best)
+        rows = (_take(parent, live) + k * jnp.arange(batch)[:, None]).reshape(-1)
+        cache = jax.tree.map(lambda x: x[rows], cache)
+        logits, cache = _step(model, _take(token, live).reshape(-1), cache, position + t, memories)
+        return t + 1, cache, logits, _take(top_tokens, live), live_log_probs, finished_tokens, finished_scores
 
-    carry = (cache, logits, scores, tokens, finished, lengths)
-    (_, _, scores, tokens, _, lengths), _ = jax.lax.scan(body, carry, jnp.arange(max_new_tokens))
-    normalized = scores / ((5.0 + lengths) / 6.0) ** length_penalty
-    order = jnp.argsort(-normalized, axis=1)
-    return jnp.take_along_axis(tokens, order[..., None], axis=1), jnp.take_along_axis(normalized, order, axis=1)
+    # Only the first beam is live at the start: the others would duplicate it.
+    live_log_probs = jnp.tile(jnp.where(jnp.arange(k) == 0, 0.0, -jnp.inf), (batch, 1))
+    no_tokens = jnp.full((batch, k, max_new_tokens), 0 if eos_id is None else eos_id, jnp.int32)
+    state = (0, cache, logits, no_tokens, live_log_probs, no_tokens, jnp.full((batch, k), -jnp.inf))
+    _, _, _, live_tokens, live_log_probs, finished_tokens, finished_scores = jax.lax.while_loop(not_done, extend, state)
+    # Slots the pool leaves empty take the live hypotheses, which then have max_new_tokens tokens.
+    pooled = jnp.sum(jnp.isfinite(finished_scores), axis=1, keepdims=True)
+    from_pool = jnp.arange(k) < pooled
+    live = jnp.clip(jnp.arange(k) - pooled, 0, k - 1)
+    tokens = jnp.where(from_pool[..., None], finished_tokens, _take(live_tokens, live))
+    scores = jnp.where(from_pool, finished_scores, _take(live_log_probs, live) / penalty(max_new_tokens))
+    return tokens, scores

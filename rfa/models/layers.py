@@ -76,17 +76,29 @@ class DecoderLayer(nnx.Module):
         self.mlp_residual = Residual(config, rngs=rngs)
 
     def __call__(self, x, *, key_mask, positions, memory=None, memory_mask=None, memory_positions=None) -> Array:
-        x = self.self_residual(
-            x, lambda h: self.self_attention(h, key_mask=key_mask, q_positions=positions, k_positions=positions)
+        return self._sublayers(
+            x,
+            lambda h: self.self_attention(h, key_mask=key_mask, q_positions=positions, k_positions=positions),
+            lambda h: self.cross_attention(
+                h, memory, key_mask=memory_mask, q_positions=positions, k_positions=memory_positions
+            ),
         )
-        if self.cross_attention is not None:
-            x = self.cross_residual(
-                x,
-                lambda h: self.cross_attention(
-                    h, memory, key_mask=memory_mask, q_positions=positions, k_positions=memory_positions
-                ),
+
+    def prefill(self, x: Array, *, key_mask: Array, positions: Array, max_length: int) -> tuple[Array, dict]:
+        """The layer over a whole prompt ``x [batch, P, d_model]`` (no cross-attention): ``(y, cache)``.
+
+        The self-attention cache holds the prompt (:meth:`MultiHeadAttention.prefill`), for
+        :meth:`decode_step` to continue from position P.
+        """
+        cache = {}
+
+        def self_attention(h):
+            out, cache["self"] = self.self_attention.prefill(
+                h, key_mask=key_mask, positions=positions, max_length=max_length
             )
-        return self.mlp_residual(x, self.mlp)
+            return out
+
+        return self._sublayers(x, self_attention, None), cache
 
     def decode_step(self, x: Array, cache: dict, position: Array, keep: Array, memory=None):
         """One token ``x [batch, d_model]``: ``(y, cache)``; ``memory`` from ``prepare_memory``."""
@@ -96,7 +108,12 @@ class DecoderLayer(nnx.Module):
             out, new_cache["self"] = self.self_attention.decode_step(h, cache["self"], position, keep)
             return out
 
+        y = self._sublayers(x, self_attention, lambda h: self.cross_attention.attend_memory(h, memory, position))
+        return y, new_cache
+
+    def _sublayers(self, x: Array, self_attention: Callable, cross_attention: Callable | None) -> Array:
+        """Self-attention, cross-attention (in a layer that has it) and the MLP, each with its residual."""
         x = self.self_residual(x, self_attention)
         if self.cross_attention is not None:
-            x = self.cross_residual(x, lambda h: self.cross_attention.attend_memory(h, memory, position))
-        return self.mlp_residual(x, self.mlp), new_cache
+            x = self.cross_residual(x, cross_attention)
+        return self.mlp_residual(x, self.mlp)

@@ -8,9 +8,11 @@ plus positional encodings, N layers, output logits tied to the (target) embeddin
 from __future__ import annotations
 
 import math
+import numbers
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
 from rfa._validation import is_concrete
@@ -30,10 +32,10 @@ def check_tokens(tokens, name: str, vocab_size: int, max_length: int) -> Array:
         raise ValueError(f"{name} must have shape [batch, length], got {tuple(tokens.shape)}.")
     if tokens.shape[1] > max_length:
         raise ValueError(f"{name} has length {tokens.shape[1]} > config.max_length = {max_length}.")
-    if is_concrete(tokens) and tokens.size and not 0 <= int(jnp.min(tokens)) <= int(jnp.max(tokens)) < vocab_size:
-        raise ValueError(
-            f"{name} holds ids outside [0, {vocab_size}): min {int(jnp.min(tokens))}, max {int(jnp.max(tokens))}."
-        )
+    if is_concrete(tokens) and tokens.size:
+        ids = np.asarray(tokens)  # on the host: jnp.min would be traced under an enclosing transformation
+        if not 0 <= ids.min() <= ids.max() < vocab_size:
+            raise ValueError(f"{name} holds ids outside [0, {vocab_size}): min {ids.min()}, max {ids.max()}.")
     return jnp.asarray(tokens)
 
 
@@ -89,21 +91,41 @@ class DecoderStack(nnx.Module):
     def __call__(self, x: Array, **kwargs) -> Array:
         for layer in self.layers:
             x = layer(x, **kwargs)
+        return self._final(x)
+
+    def _final(self, x: Array) -> Array:
         return x if self.final_norm is None else self.final_norm(x)
 
     def init_cache(self, batch: int, max_length: int | None, config: TransformerConfig) -> list:
         """Empty per-layer self-attention caches for ``max_length`` tokens (default ``config.max_length``)."""
-        length = config.max_length if max_length is None else max_length
-        if not 1 <= length <= config.max_length:
-            raise ValueError(f"cache length must be in [1, config.max_length = {config.max_length}], got {length}.")
+        length = _checked_cache_length(max_length, config)
         return [{"self": layer.self_attention.init_cache(batch, length)} for layer in self.layers]
+
+    def prefill(self, x: Array, *, key_mask: Array, positions: Array, max_length: int) -> tuple[Array, list]:
+        """The stack over a whole prompt (no cross-attention): the last layer's output and each layer's cache."""
+        caches = []
+        for layer in self.layers:
+            x, cache = layer.prefill(x, key_mask=key_mask, positions=positions, max_length=max_length)
+            caches.append(cache)
+        return self._final(x), caches
 
     def decode_step(self, x: Array, caches: list, position: Array, keep: Array, memories=None):
         new_caches = []
         for i, layer in enumerate(self.layers):
             x, cache = layer.decode_step(x, caches[i], position, keep, None if memories is None else memories[i])
             new_caches.append(cache)
-        return (x if self.final_norm is None else self.final_norm(x)), new_caches
+        return self._final(x), new_caches
+
+
+def _checked_cache_length(max_length: int | None, config: TransformerConfig, *, at_least: int = 1) -> int:
+    """The cache slots asked for (default ``config.max_length``), checked to be in ``[at_least, config.max_length]``."""
+    length = config.max_length if max_length is None else max_length
+    integer = isinstance(length, numbers.Integral) and not isinstance(length, bool)
+    if not integer or not at_least <= length <= config.max_length:
+        raise ValueError(
+            f"cache length must be an int in [{at_least}, config.max_length = {config.max_length}], got {length!r}."
+        )
+    return int(length)
 
 
 def redraw_projections(model: nnx.Module, key: Array, *, step: int | None = None) -> int:
@@ -145,6 +167,37 @@ class Decoder(nnx.Module):
     def init_cache(self, batch: int, max_length: int | None = None) -> list:
         """Empty decoding caches for ``batch`` sequences of up to ``max_length`` tokens."""
         return self.stack.init_cache(batch, max_length, self.config)
+
+    def prefill(self, prompt: Array, max_length: int | None = None) -> tuple[Array, list]:
+        """The next-token logits after ``prompt`` and the caches holding it, from one parallel pass.
+
+        The causal forward pass over the prompt (as :meth:`__call__`) gives the logits at its last
+        position; each layer's self-attention cache is built from the same pass — the prompt's keys
+        and values in the first P slots (exact), or the recurrent state ``Σ_j φ(k_j)[v_j, 1]ᵀ``
+        (kernelized, Katharopoulos et al., ICML 2020) — so :meth:`decode_step` continues at
+        position P exactly as after P token-by-token steps, with P times fewer sequential steps.
+
+        Args:
+          prompt: ``[batch, P]`` token ids, P >= 1; padding tokens are left out of the caches.
+          max_length: cache slots, in ``[P, config.max_length]`` (default ``config.max_length``):
+            the prompt plus every token to be decoded.
+
+        Returns:
+          ``(logits [batch, vocab] of the token after the prompt, caches)``.
+
+        Example:
+          >>> logits, cache = model.prefill(prompt, max_length=prompt.shape[1] + 16)
+          >>> logits, cache = model.decode_step(jnp.argmax(logits, -1), cache, prompt.shape[1])
+        """
+        prompt = check_tokens(prompt, "prompt", self.config.vocab_size, self.config.max_length)
+        if prompt.shape[1] < 1:
+            raise ValueError(f"prompt must hold at least one token, got shape {tuple(prompt.shape)}.")
+        length = _checked_cache_length(max_length, self.config, at_least=prompt.shape[1])
+        positions = _positions(prompt)
+        x, caches = self.stack.prefill(
+            self.embed(prompt, positions), key_mask=prompt != self.config.pad_id, positions=positions, max_length=length
+        )
+        return self.embed.logits(x[:, -1]), caches
 
     def decode_step(self, token: Array, cache: list, position: Array) -> tuple[Array, list]:
         """Logits ``[batch, vocab]`` of the next token after ``token [batch]`` at ``position``."""
