@@ -105,6 +105,10 @@ class MultiHeadAttention(nnx.Module):
             if self.causal:
                 mask = mask & (k_positions[:, None, None, :] <= q_positions[:, None, :, None])
             bias = None if self.relative is None else self.relative(q_positions, k_positions)
+            if q.dtype == jnp.float16 and jax.default_backend() == "cpu":
+                # jax.nn.dot_product_attention asks float16 dots for float32 results, a precision
+                # XLA:CPU rejects under jit; float32 copies give the same products.
+                q, k, v = (x.astype(jnp.float32) for x in (q, k, v))
             out = jax.nn.dot_product_attention(q, k, v, bias=bias, mask=mask)
             # A query that sees no key (a padding token at position 0) gets 0, as in kernelized attention,
             # instead of softmax's uniform average over every key, future ones included.

@@ -462,18 +462,27 @@ def test_cls_pooling_and_bfloat16_classifier(kind):
     np.testing.assert_allclose(logits, forward(classifier, source), rtol=0.05, atol=0.05)  # bfloat16 rounding
 
 
+# Max abs errors of decoding against teacher forcing measured below, about one rounding of logits up to
+# 5.4 in the dtype: bfloat16 0.0078 and 0.0069 (exact), 0.0137 and 0.0077 (positive); float16 0.0020 and
+# 0.0029 (exact), 0 and 0 (positive: its float32 internals agree to below a float16 rounding).
+# The tolerance is 2x the largest.
+LOW_PRECISION_TOLERANCE = {"bfloat16": 0.028, "float16": 0.006}
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("kind", ["softmax", "positive"])
-def test_bfloat16_decoding_equals_teacher_forcing(kind):
-    # Max abs errors measured below: 0.0078 and 0.0069 (exact), 0.0137 and 0.0077 (positive), about one
-    # bfloat16 rounding of logits up to 5.4; the tolerance is 2x the largest.
-    tolerance = 0.028
+def test_low_precision_decoding_equals_teacher_forcing(kind, dtype):
+    tolerance = LOW_PRECISION_TOLERANCE[dtype]
     one_layer = {"num_encoder_layers": 1, "num_decoder_layers": 1}  # stacking is tested in float32
-    lm = Decoder(config(kind, dtype="bfloat16", **one_layer), rngs=nnx.Rngs(0))
+    lm = Decoder(config(kind, dtype=dtype, **one_layer), rngs=nnx.Rngs(0))
     prompt = tokens(31, (2, 4)).at[1, 0].set(0)
     generated, logits = decoding.generate(lm, prompt, max_new_tokens=5)
     full = forward(lm, jnp.concatenate([prompt, generated], axis=1))
     np.testing.assert_allclose(logits, full[:, 3:-1], rtol=0, atol=tolerance)
-    translation = EncoderDecoder(config(kind, dtype="bfloat16", **one_layer), rngs=nnx.Rngs(0))
+    # The same parameters computing in float32 (max abs difference measured: bfloat16 0.024, float16 0.003).
+    reference = forward(Decoder(config(kind, **one_layer), rngs=nnx.Rngs(0)), jnp.concatenate([prompt, generated], 1))
+    np.testing.assert_allclose(full, reference, rtol=0, atol={"bfloat16": 0.05, "float16": 0.006}[dtype])
+    translation = EncoderDecoder(config(kind, dtype=dtype, **one_layer), rngs=nnx.Rngs(0))
     source = tokens(32, (2, 7)).at[1, 5:].set(0)
     generated, logits = decoding.generate(translation, source, max_new_tokens=5)
     target_in = jnp.concatenate([jnp.ones((2, 1), generated.dtype), generated[:, :-1]], axis=1)
@@ -482,7 +491,7 @@ def test_bfloat16_decoding_equals_teacher_forcing(kind):
         _, cache = nnx.eval_shape(lambda m: m.prefill(prompt, 9), lm)
         memories = nnx.eval_shape(lambda m: m.prepare_memory(*m.encode(source)), translation)
         for keys_values in (cache[0]["self"], memories[0]):
-            assert keys_values["k"].dtype == keys_values["v"].dtype == jnp.bfloat16
+            assert keys_values["k"].dtype == keys_values["v"].dtype == jnp.dtype(dtype)
 
 
 def test_mismatched_batches_are_rejected():
