@@ -86,8 +86,10 @@ def renormalize(numerator: Array, normalizer: Array) -> Array:
       ``[..., q_len, heads, d_v]`` in the numerator's dtype.
 
     Example:
-      >>> num, den = rfa.unnormalized_softmax_attention(q, k, v)  # doctest: +SKIP
-      >>> out = rfa.renormalize(num, den)  # equals rfa.softmax_attention(q, k, v)  # doctest: +SKIP
+      >>> q = k = v = 0.5 * jnp.ones((2, 5, 4, 8))
+      >>> num, den = rfa.unnormalized_softmax_attention(q, k, v)
+      >>> bool(jnp.allclose(rfa.renormalize(num, den), rfa.softmax_attention(q, k, v), atol=1e-6))
+      True
     """
     numerator = check_floating(numerator, "numerator")
     normalizer = check_floating(normalizer, "normalizer")

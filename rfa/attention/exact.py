@@ -71,7 +71,10 @@ def unnormalized_softmax_attention(q: Array, k: Array, v: Array, *, mask=None, i
       ``q.dtype``.
 
     Example:
-      >>> num, den = rfa.unnormalized_softmax_attention(q, k, v)  # doctest: +SKIP
+      >>> q = k = v = jnp.ones((1, 3, 2, 4))
+      >>> num, den = rfa.unnormalized_softmax_attention(q, k, v)
+      >>> round(float(den[0, 0, 0]), 4)  # 3 keys, each exp(qᵀk/√d) = exp(4/2)
+      22.1672
     """
     num, den = _numerator_and_normalizer(q, k, v, mask, is_causal, stabilize=False)
     return num.astype(q.dtype), den.astype(q.dtype)

@@ -146,7 +146,14 @@ class MultiHeadAttention(nnx.Module):
           ``(y [batch, prompt_len, d_model], cache)``.
 
         Example:
-          >>> y, cache = attention.prefill(x, key_mask=mask, positions=positions, max_length=64)
+          >>> from rfa.models import AttentionConfig, preset
+          >>> config = preset("tiny", vocab_size=50, decoder_attention=AttentionConfig("positive", 16))
+          >>> attention = MultiHeadAttention(config, config.decoder_attention, causal=True, cross=False,
+          ...                                rngs=nnx.Rngs(0))
+          >>> x, positions = jnp.ones((2, 5, config.d_model)), jnp.broadcast_to(jnp.arange(5), (2, 5))
+          >>> y, cache = attention.prefill(x, key_mask=jnp.ones((2, 5), bool), positions=positions, max_length=64)
+          >>> y.shape, cache.kv.shape  # the recurrent state (S, z) after the 5 tokens: [batch, heads, F, d_v + 1]
+          ((2, 5, 32), (2, 4, 16, 9))
         """
         q, k, v = self._queries_keys(x, x, positions, positions)
         out = self._attend(q, k, v, key_mask, positions, positions)

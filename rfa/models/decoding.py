@@ -114,7 +114,11 @@ def generate(
       token was chosen from.
 
     Example:
-      >>> tokens, logits = generate(model, prompt, max_new_tokens=16)
+      >>> from rfa.models import Decoder, preset
+      >>> model = Decoder(preset("tiny", vocab_size=50), rngs=nnx.Rngs(0))  # tiny: no dropout
+      >>> tokens, logits = generate(model, jnp.array([[5, 6, 7]]), max_new_tokens=4)
+      >>> tokens.shape, logits.shape
+      ((1, 4), (1, 4, 50))
     """
     _check_decoding(model, inputs, max_new_tokens, bos_id, eos_id)
     if not temperature >= 0:
@@ -191,7 +195,12 @@ def beam_search(
       hypotheses by score, then unfinished ones by score.
 
     Example:
-      >>> tokens, scores = beam_search(model, source, beam_size=4, max_new_tokens=20, eos_id=2, length_penalty=0.6)
+      >>> from rfa.models import EncoderDecoder, preset
+      >>> model = EncoderDecoder(preset("tiny", vocab_size=50), rngs=nnx.Rngs(0))
+      >>> source = jnp.array([[5, 6, 7, 0]])  # 0 = padding
+      >>> tokens, scores = beam_search(model, source, beam_size=4, max_new_tokens=6, eos_id=2, length_penalty=0.6)
+      >>> tokens.shape, scores.shape
+      ((1, 4, 6), (1, 4))
     """
     _check_decoding(model, inputs, max_new_tokens, bos_id, eos_id)
     vocab = model.config.output_vocab_size

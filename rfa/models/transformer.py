@@ -137,7 +137,13 @@ def redraw_projections(model: nnx.Module, key: Array, *, step: int | None = None
     Evaluation with a given projection is deterministic.
 
     Example:
-      >>> redraw_projections(model, jax.random.fold_in(key, step), step=step)
+      >>> from rfa.models import AttentionConfig, preset
+      >>> site = AttentionConfig("positive", 16, redraw_every=100)
+      >>> model = Decoder(preset("tiny", vocab_size=50, decoder_attention=site), rngs=nnx.Rngs(0))
+      >>> redraw_projections(model, jax.random.key(7))  # every kernelized site: one per layer
+      2
+      >>> redraw_projections(model, jax.random.key(8), step=150), redraw_projections(model, jax.random.key(9), step=200)
+      (0, 2)
     """
     attentions = [m for _, m in nnx.iter_modules(model) if isinstance(m, MultiHeadAttention)]
     redrawn = 0
@@ -186,8 +192,12 @@ class Decoder(nnx.Module):
           ``(logits [batch, vocab] of the token after the prompt, caches)``.
 
         Example:
+          >>> from rfa.models import preset
+          >>> model, prompt = Decoder(preset("tiny", vocab_size=50), rngs=nnx.Rngs(0)), jnp.array([[5, 6, 7]])
           >>> logits, cache = model.prefill(prompt, max_length=prompt.shape[1] + 16)
           >>> logits, cache = model.decode_step(jnp.argmax(logits, -1), cache, prompt.shape[1])
+          >>> logits.shape
+          (1, 50)
         """
         prompt = check_tokens(prompt, "prompt", self.config.vocab_size, self.config.max_length)
         if prompt.shape[1] < 1:

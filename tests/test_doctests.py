@@ -1,0 +1,32 @@
+"""Every docstring example runs (doctest), in a namespace holding what the examples import by convention.
+
+Examples are written to be run: they build what they use. ``# doctest: +SKIP`` marks the few that
+need data or a trained run the project cannot ship with a docstring.
+"""
+
+import doctest
+import importlib
+import pkgutil
+
+import flax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+import rfa
+
+MODULES = sorted(
+    [name for _, name, _ in pkgutil.walk_packages(rfa.__path__, "rfa.")]
+    + ["experiments", "experiments.runner", "experiments.reproductions", "experiments.sweep", "experiments.tables"]
+)
+NAMESPACE = {"rfa": rfa, "jax": jax, "jnp": jnp, "np": np, "nnx": nnx, "flax": flax}
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_run(name):
+    module = importlib.import_module(name)
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    failed, _ = doctest.testmod(module, extraglobs=dict(NAMESPACE), optionflags=flags, report=True)
+    assert failed == 0, f"{failed} docstring example(s) of {name} failed; see the output above"
