@@ -2,6 +2,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import references
 from helpers import normal
 
 import rfa
@@ -54,5 +55,14 @@ def test_bf16_in_bf16_out():
 def test_jit_vmap_grad():
     fn = jax.jit(lambda q, k, v: rfa.softmax_attention(q, k, v, is_causal=True))
     np.testing.assert_allclose(jax.vmap(fn)(Q, K, V), fn(Q, K, V), rtol=1e-5, atol=1e-6)
-    grads = jax.grad(lambda q, k, v: jnp.sum(fn(q, k, v) ** 2), argnums=(0, 1, 2))(Q, K, V)
-    assert all(bool(jnp.all(jnp.isfinite(g))) for g in grads)
+    np.testing.assert_allclose(fn(Q, K, V), references.softmax_attention(Q, K, V, causal=True), rtol=1e-4, atol=1e-5)
+    G = np.random.default_rng(7).standard_normal(Q.shape)
+    grads = jax.grad(lambda q, k, v: jnp.sum(fn(q, k, v) * G), argnums=(0, 1, 2))(Q, K, V)
+
+    def reference(q, k, v):
+        return np.sum(references.softmax_attention(q, k, v, causal=True) * G)
+
+    for i, grad in enumerate(grads):  # directional derivatives against central differences of the reference
+        direction = np.random.default_rng(8 + i).standard_normal(Q.shape)
+        expected = references.directional_derivative(reference, (Q, K, V), i, direction)
+        assert abs(float(np.sum(np.asarray(grad, np.float64) * direction)) - expected) <= 1e-3 * abs(expected) + 1e-5

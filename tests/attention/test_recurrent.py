@@ -69,16 +69,18 @@ def test_large_key_rescales_state_without_overflow():
 
 def test_bf16_in_bf16_out():
     state = init_state((B,), H, M, D)
-    _, out = step(state, *(jnp.asarray(x[:, 0], jnp.bfloat16) for x in (Q, K, V)), **options("positive"))
-    assert out.dtype == jnp.bfloat16 and bool(jnp.all(jnp.isfinite(out.astype(jnp.float32))))
+    tokens = [jnp.asarray(x[:, 0], jnp.bfloat16) for x in (Q, K, V)]
+    _, out = step(state, *tokens, **options("positive"))
+    assert out.dtype == jnp.bfloat16
+    _, exact = step(state, *(t.astype(jnp.float32) for t in tokens), **options("positive"))
+    np.testing.assert_allclose(out.astype(jnp.float32), exact, rtol=2**-8)  # one bfloat16 rounding of the output
 
 
 def test_step_vmap_and_grad():
     state = init_state((), H, rfa.feature_map("hyperbolic").num_outputs(M, D), D)
     fn = jax.jit(lambda q, k, v: step(state, q, k, v, **options("hyperbolic"))[1])
     np.testing.assert_allclose(jax.vmap(fn)(Q[:, 0], K[:, 0], V[:, 0]), decode("hyperbolic", Q, K, V)[:, 0], rtol=1e-5)
-    grads = jax.grad(lambda q, k, v: jnp.sum(fn(q, k, v) ** 2), argnums=(0, 1, 2))(Q[0, 0], K[0, 0], V[0, 0])
-    assert all(bool(jnp.all(jnp.isfinite(g))) for g in grads)
+    # Gradients through step: test_against_references.py (recurrent mode, every map).
 
 
 def test_left_out_token_may_hold_non_finite_values():
