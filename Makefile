@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 WORKDIR ?= workdir
+TEST_WORKERS ?= 2  # pytest-xdist processes; whole test files go to one worker (their shared fixtures too)
 
 .PHONY: reproduce test benchmark lint
 
@@ -19,7 +20,7 @@ reproduce: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 benchmark: $(VENV)/.installed
 	$(PY) -m experiments.benchmark_attention

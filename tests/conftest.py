@@ -1,23 +1,39 @@
-"""Session set-up: a persistent XLA compilation cache shared by this process and its subprocesses.
+"""Session set-up: a persistent XLA compilation cache and fast compilation, for this process and its subprocesses.
 
-The entry-point tests start ``python -m experiments...`` subprocesses that compile the same programs
-as the in-process tests; through the cache (a fresh temporary directory per session, removed at
-exit) they skip most compilation. Set before JAX is imported, as JAX reads these at import.
+The suite runs thousands of small programs, so compiling them is most of its time:
+
+- **A persistent compilation cache** keyed by the installed jax and jaxlib versions, in
+  ``~/.cache/rfa-tests/`` (or ``$RFA_TEST_XLA_CACHE``). The entry-point tests start
+  ``python -m experiments...`` subprocesses that compile the programs the in-process tests already
+  compiled, and pytest-xdist workers and later runs (e.g. ``tools/mutants.py``) compile the same
+  programs again; through the cache they skip it. XLA keys every entry by the program and the
+  compiler flags, so a stale entry is never used; the version in the folder name lets old ones be
+  deleted by hand.
+- **XLA's backend optimisation level 0** (``XLA_FLAGS``), which compiles about 1.6x faster on these
+  tiny shapes. The suite checks values, not speed; benchmarks and users keep XLA's default.
+  Flags already in ``XLA_FLAGS`` are kept.
+
+Set before JAX is imported, as JAX reads these at import.
 """
 
-import atexit
+import importlib.metadata
 import os
-import shutil
-import tempfile
+import sys
 
-_CACHE = tempfile.mkdtemp(prefix="rfa-test-xla-cache-")
-atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+_VERSIONS = "-".join(
+    [f"jax{importlib.metadata.version('jax')}", f"jaxlib{importlib.metadata.version('jaxlib')}",
+     f"py{sys.version_info.major}{sys.version_info.minor}"]
+)  # fmt: skip
+_CACHE = os.environ.get("RFA_TEST_XLA_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "rfa-tests", _VERSIONS)
+os.makedirs(_CACHE, exist_ok=True)
 os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE
 os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
 os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()
 
 
-import pytest  # noqa: E402  (after the cache settings above, which must precede any JAX import)
+import pytest  # noqa: E402  (after the settings above, which must precede any JAX import)
 
 
 @pytest.fixture(scope="session")

@@ -22,9 +22,14 @@ MODULES = sorted(
     + ["experiments", "experiments.runner", "experiments.reproductions", "experiments.sweep", "experiments.tables"]
 )
 NAMESPACE = {"rfa": rfa, "jax": jax, "jnp": jnp, "np": np, "nnx": nnx, "flax": flax}
+# Examples that train, decode, build models or attend under several masks (over 4 s each): in the slow tier.
+SLOW = {
+    "rfa.train.loop", "rfa.models.transformer", "rfa.models.decoding", "rfa.models.attention", "rfa.data.pipeline",
+    "rfa.attention.kernelized", "rfa.attention.flax_adapter", "rfa.attention.recurrent",
+}  # fmt: skip
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in MODULES])
 def test_docstring_examples_run(name):
     module = importlib.import_module(name)
     flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE

@@ -5,6 +5,8 @@ import re
 
 import pytest
 
+pytestmark = pytest.mark.slow  # executes whole documents; the fast tier leaves them out
+
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
 

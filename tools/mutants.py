@@ -200,7 +200,7 @@ MUTANTS = [
     Mutant("kv-cache-float32", "rfa/models/attention.py",
            'return {"k": jnp.zeros(shape, self.dtype), "v": jnp.zeros(shape, self.dtype),',
            'return {"k": jnp.zeros(shape, jnp.float32), "v": jnp.zeros(shape, jnp.float32),',
-           ("tests/models/test_models.py::test_bfloat16_decoding_equals_teacher_forcing",),
+           ("tests/models/test_models.py::test_low_precision_decoding_equals_teacher_forcing",),
            "exact KV caches in float32 instead of the model's dtype"),
     # Data.
     Mutant("sort-descending", "rfa/data/algorithmic.py",
@@ -242,7 +242,7 @@ MUTANTS = [
 
 
 def check_mutants(root: str = ROOT) -> list[str]:
-    """Problems with the list: unknown files, snippets that do not occur exactly once, duplicate ids."""
+    """Problems with the list: unknown files or tests, snippets that do not occur exactly once, duplicate ids."""
     problems, seen = [], set()
     for mutant in MUTANTS:
         if mutant.id in seen:
@@ -256,6 +256,14 @@ def check_mutants(root: str = ROOT) -> list[str]:
             count = f.read().count(mutant.original)
         if count != 1:
             problems.append(f"{mutant.id}: its snippet occurs {count} times in {mutant.path}")
+        for test in mutant.tests:
+            file, _, name = test.partition("::")
+            if not os.path.exists(os.path.join(root, file)):
+                problems.append(f"{mutant.id}: no test file {file}")
+            elif name:
+                with open(os.path.join(root, file)) as f:
+                    if f"def {name}(" not in f.read():
+                        problems.append(f"{mutant.id}: no test {name} in {file}")
     return problems
 
 

@@ -11,6 +11,7 @@ B, L, H, D = 2, 12, 3, 8
 Q, K, V = normal(0, (B, L, H, D)), normal(1, (B, L, H, D)), normal(2, (B, L, H, D))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("is_causal", [False, True])
 def test_matches_jax_dot_product_attention(is_causal):
     out = rfa.softmax_attention(Q, K, V, is_causal=is_causal)

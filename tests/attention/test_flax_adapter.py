@@ -22,6 +22,7 @@ def make_mha(feature_map="positive", seed=0):
     return nnx.MultiHeadAttention(HEADS, FEATURES, attention_fn=fn, decode=False, rngs=nnx.Rngs(0))
 
 
+@pytest.mark.slow
 def test_equals_kernelized_attention_on_the_heads():
     fn = rfa.make_attention_fn("hyperbolic", 64, head_dim=HEAD_DIM, key=jax.random.key(0))
     q, k, v = (normal(i, (B, L, HEADS, HEAD_DIM)) for i in range(3))
@@ -63,6 +64,7 @@ def test_redraw_under_nnx_jit_changes_outputs_without_retracing():
     np.testing.assert_array_equal(forward(mha, X), redrawn)
 
 
+@pytest.mark.slow
 def test_is_causal_is_honoured():
     mha = make_mha()
     changed = X.copy()
@@ -72,6 +74,7 @@ def test_is_causal_is_honoured():
     assert float(jnp.abs(a[:, 10:] - b[:, 10:]).max()) > 1e-3
 
 
+@pytest.mark.slow
 def test_key_padding_mask_equals_truncation():
     mha = make_mha()
     keep = np.arange(L)[None, None, None, :] < 11
@@ -85,6 +88,7 @@ def test_deterministic_map_has_no_projection():
     assert mha(X).shape == X.shape
 
 
+@pytest.mark.slow
 def test_gradients_are_those_of_kernelized_attention():
     """The adapter passes q, k, v's gradients through untouched (the kernel's own are checked against the
     float64 reference in test_against_references.py)."""
@@ -191,6 +195,7 @@ def flax_mask(site: str, valid):
     return padding if site == "encoder" else nnx.combine_masks(nnx.make_causal_mask(valid), padding)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("api", SITES)
 @pytest.mark.parametrize("site", ["encoder", "decoder"])
 def test_flax_padded_batch_equals_truncated_sequences(api, site):
@@ -207,6 +212,7 @@ def test_flax_padded_batch_equals_truncated_sequences(api, site):
     assert bool(jnp.all(jnp.isfinite(out)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("api", SITES)
 @pytest.mark.parametrize("site", ["encoder", "decoder"])
 def test_flax_outputs_approach_exact_attention_as_m_grows(api, site):

@@ -35,13 +35,11 @@ def quadratic_reference(q, k, v, name, causal, renormalize=True, params=None):
     return num / a.sum(-1).transpose(0, 2, 1)[..., None] if renormalize else num
 
 
-@pytest.mark.parametrize("name", MAPS)
-def test_bidirectional_equals_quadratic_form(name):
-    np.testing.assert_allclose(attend(Q, K, V, name), quadratic_reference(Q, K, V, name, False), rtol=2e-4, atol=2e-5)
-
-
-@pytest.mark.parametrize("name", MAPS)
-@pytest.mark.parametrize("chunk_size", [1, 7, 16, 64])
+# Every map against an independent float64 reference, in every mode: test_against_references.py.
+# Here the chunking: one token per chunk, chunks that do not divide L, one chunk longer than L; for a
+# map with a per-row stabilizer (positive) and one without (trig).
+@pytest.mark.parametrize("name", ["positive", "trig"])
+@pytest.mark.parametrize("chunk_size", [1, 7, 64])
 def test_causal_equals_masked_quadratic_form(name, chunk_size):
     out = attend(Q, K, V, name, is_causal=True, chunk_size=chunk_size)
     np.testing.assert_allclose(out, quadratic_reference(Q, K, V, name, True), rtol=2e-4, atol=2e-5)
@@ -82,6 +80,7 @@ def test_unnormalized_equals_quadratic_numerator(is_causal):
     np.testing.assert_allclose(out, quadratic_reference(q, k, V, "hyperbolic", is_causal, False), rtol=2e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "is_causal"), [("positive", False), ("oprf", False), ("hyperbolic", True)])
 def test_error_falls_as_features_grow(name, is_causal):
     q, k = Q * 0.5, K * 0.5
@@ -103,7 +102,8 @@ def test_unnormalized_approaches_exact_numerator():
     assert float(jnp.linalg.norm(out - num) / jnp.linalg.norm(num)) < 0.05
 
 
-@pytest.mark.parametrize("name", ["positive", "trig", "oprf", "elu"])
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["positive", "oprf"])  # oprf: its statistic must see only the kept tokens
 @pytest.mark.parametrize("is_causal", [False, True])
 def test_padded_batch_equals_truncated_sequences(name, is_causal):
     lengths = [L, 23]
@@ -131,6 +131,7 @@ def test_all_keys_masked_gives_zero():
     assert float(jnp.abs(out).max()) == 0.0
 
 
+@pytest.mark.slow
 def test_per_head_key_mask():
     keep = np.ones((1, H, 1, L), bool)
     keep[0, 1, 0, 20:] = False
@@ -150,10 +151,11 @@ def test_oprf_default_statistic_is_mean_based():
 
 
 # Measured float32 computation error of each map at these inputs, in units of float32's eps times the
-# largest output (trig's normalizer nearly cancels, so its error is ~1000x the others'; measured: 7.5
-# and 1000). The tolerance below doubles it and adds one ulp of the output's dtype for rounding the
-# output (measured: at most half an ulp in bfloat16 and float16).
-COMPUTATION_ERROR = {"trig": 1000.0}
+# largest output (trig's normalizer nearly cancels, so its error is ~1000x the others'; measured: 7.5,
+# and for trig 1000 with XLA's default optimisation level, 2200 at level 0, which the suite uses:
+# tests/conftest.py). The tolerance below doubles it and adds one ulp of the output's dtype for
+# rounding the output (measured: at most half an ulp in bfloat16 and float16).
+COMPUTATION_ERROR = {"trig": 2200.0}
 DEFAULT_COMPUTATION_ERROR = 8.0
 
 
@@ -179,6 +181,7 @@ def test_inputs_with_norm_10_in_low_precision_equal_the_reference(name, is_causa
         np.testing.assert_array_less(np.abs(np.asarray(out.astype(jnp.float32)) - expected), computation + rounding)
 
 
+@pytest.mark.slow
 def test_large_future_key_does_not_wipe_out_earlier_ones():
     """The causal reference is a running maximum: a key 300 nats larger later on leaves early rows intact."""
     k = K * 0.3
@@ -197,6 +200,7 @@ def test_vmap_over_the_batch_equals_the_batched_call(is_causal):
     np.testing.assert_allclose(jax.vmap(fn)(Q, K, V), fn(Q, K, V), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_causal_gradient_equals_quadratic_gradient():
     def loss(fn):
         return lambda q, k: jnp.sum(jnp.sin(fn(q, k)))
@@ -226,12 +230,14 @@ def _fwd_bwd_bytes(length, is_causal):
     return compiled.memory_analysis().temp_size_in_bytes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("is_causal", [False, True])
 def test_forward_backward_memory_is_linear_in_length(is_causal):
     small, large = _fwd_bwd_bytes(1024, is_causal), _fwd_bwd_bytes(8192, is_causal)
     assert large / small < 8 * 1.25, (small, large)  # 8x the tokens; quadratic would be 64x
 
 
+@pytest.mark.slow
 def test_large_key_in_a_padded_last_chunk_keeps_gradients_right():
     """L % chunk != 0: the padded tail carries the running maximum, so no exponent turns positive."""
     q, k, v = Q[:, :5] * 0.3, K[:, :5] * 0.3, V[:, :5]
@@ -247,6 +253,7 @@ def test_large_key_in_a_padded_last_chunk_keeps_gradients_right():
     assert abs(float(np.sum(np.asarray(grad, np.float64) * direction)) - expected) <= 1e-3 * abs(expected) + 1e-5
 
 
+@pytest.mark.slow
 def test_fully_masked_leading_chunk_with_small_keys_stays_finite():
     """Left padding filling whole chunks: "no key yet" is the lowest float, not 0, so no decay overflows."""
     keep = np.arange(L) >= 6

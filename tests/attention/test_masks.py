@@ -68,6 +68,7 @@ def test_flax_masks_are_told_apart(name):
     assert int(traced) == EXPECTED_PATTERN[name]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
 @pytest.mark.parametrize("name", MASKS)
 def test_flax_masks_equal_the_masked_quadratic_form(name, jitted):
@@ -77,6 +78,7 @@ def test_flax_masks_equal_the_masked_quadratic_form(name, jitted):
     np.testing.assert_allclose(out, masked_reference(Q, K, V, MASKS[name]), rtol=2e-4, atol=2e-5)
 
 
+@pytest.mark.slow
 def test_traced_causal_mask_gradients_equal_the_reference():
     """Gradients w.r.t. q, k and v through the lax.switch branch a traced causal ∧ padding mask selects."""
     mask = MASKS["causal-and-left-padding"]
@@ -98,6 +100,7 @@ def test_traced_causal_mask_gradients_equal_the_reference():
         np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["outer-product", "causal-and-left-padding"])
 def test_padded_queries_change_nothing_and_output_zero(name):
     """Padded queries (and keys) holding NaN: other outputs and every gradient stay finite and equal."""
@@ -112,12 +115,14 @@ def test_padded_queries_change_nothing_and_output_zero(name):
         np.testing.assert_array_equal(got[~valid], 0.0)  # and padding gets none
 
 
+@pytest.mark.slow
 def test_padded_batch_equals_truncated_sequences_under_causal_and_left_padding():
     out = jax.jit(attend)(Q, K, V, MASKS["causal-and-left-padding"])
     alone = attend(Q[1:, L - 7 :], K[1:, L - 7 :], V[1:, L - 7 :], None, is_causal=True)
     np.testing.assert_allclose(out[1:, L - 7 :], alone, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_vmapped_masks_of_different_patterns():
     """Under vmap each mask gets its own form (lax.switch becomes a select over the branches)."""
     masks = jnp.stack([MASKS["causal"][0], MASKS["outer-product"][1]])  # [2, 1, L, L]: causal, then padding
@@ -146,6 +151,7 @@ def test_unsupported_concrete_mask_raises():
         attend(Q, K, V, SLIDING_WINDOW)
 
 
+@pytest.mark.slow
 def test_traced_causal_mask_with_a_data_fitted_map():
     """OPRF fits phi_sq from the data: fine for a padding mask, refused for a causal one (NaN + check)."""
 
@@ -162,6 +168,7 @@ def test_traced_causal_mask_with_a_data_fitted_map():
         oprf(MASKS["causal"])
 
 
+@pytest.mark.slow
 def test_outer_product_padding_gives_oprf_the_statistic_of_the_valid_tokens():
     """Padded queries are left out of OPRF's phi_sq: row 1 equals its truncated sequence."""
 

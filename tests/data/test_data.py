@@ -17,6 +17,7 @@ def _examples(name, split, data_dir, count=200):
     return [source[i] for i in range(min(count, len(source)))], len(source)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TRANSFORMS))
 def test_algorithmic_examples_follow_their_task(name, data_dir):
     examples, size = _examples(name, "train", data_dir)
@@ -29,6 +30,7 @@ def test_algorithmic_examples_follow_their_task(name, data_dir):
     assert validation_size == 1000 and [e["inputs"] for e in validation] != [e["inputs"] for e in examples]
 
 
+@pytest.mark.slow
 def test_listops_labels_are_the_values_of_their_expressions(data_dir):
     examples, size = _examples("listops", "train", data_dir, count=500)
     assert size == 20_000
@@ -51,6 +53,7 @@ def test_listops_generator_reaches_lra_lengths_and_depth():
     assert listops.evaluate("[MED 1 5 2 8 ]") == 3 and listops.evaluate("[SM 9 8 ]") == 7
 
 
+@pytest.mark.slow
 def test_python_source_splits_by_file(data_dir):
     train, train_size = _examples("python_source", "train", data_dir, count=10_000)
     validation, validation_size = _examples("python_source", "validation", data_dir, count=10_000)
@@ -61,6 +64,7 @@ def test_python_source_splits_by_file(data_dir):
     assert "json/decoder.py" in train_paths | {e["path"].decode() for e in validation}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "keys"),
     [
@@ -85,6 +89,7 @@ def test_train_batches_have_static_shapes_and_resume_from_their_state(name, keys
         assert all(np.array_equal(want[k], v) for k, v in next(resumed).items())
 
 
+@pytest.mark.slow
 def test_seq2seq_batches_end_targets_with_eos_and_drop_long_pairs(data_dir):
     task = data.get_task("reverse")
     batch = next(iter(data.train_batches(task, data_dir=data_dir, batch_size=64, max_length=12, seed=0)))
@@ -102,6 +107,7 @@ def test_lm_windows_are_shifted_by_one_and_contiguous(data_dir):
     assert (batch["inputs"] != data.PAD_ID).all()
 
 
+@pytest.mark.slow
 def test_eval_batches_are_one_padded_pass(data_dir):
     task = data.get_task("listops")
     batches = list(data.eval_batches(task, data_dir=data_dir, batch_size=64, max_length=128))

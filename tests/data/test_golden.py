@@ -38,6 +38,7 @@ def digest(task: str, split: str, data_dir: str, count: int = 20) -> str:
     return h.hexdigest()[:16]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("task", "split"), sorted(GOLDEN))
 def test_generated_examples_are_the_golden_ones(task, split, data_dir):
     assert digest(task, split, data_dir) == GOLDEN[task, split]

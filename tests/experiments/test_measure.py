@@ -94,6 +94,7 @@ def test_results_do_not_depend_on_batching_and_follow_the_seed():
     assert all(reseeded[n]["mse_monte_carlo"] != r["mse_monte_carlo"] for n, r in whole.items())
 
 
+@pytest.mark.slow
 def test_orthogonal_cells_get_the_exact_mse_and_theorem_2_bound():
     config = _tiny_kernel_config(projections=("orthogonal",))
     for record in _measure(config, kind="orthogonal").values():
@@ -110,6 +111,7 @@ def test_cells_with_an_unreliable_monte_carlo_are_listed_but_not_run():
     assert all(np.isfinite(r["mse_theory"]) for r in records.values())
 
 
+@pytest.mark.slow
 def test_attention_error_falls_with_m_and_shares_inputs_across_estimators():
     config = attention_output_error.get_config("quick")
     config.length, config.num_seeds, config.num_features, config.input_scales = 256, 3, (8, 128), (0.5,)

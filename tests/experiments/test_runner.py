@@ -56,6 +56,7 @@ def _report(outputs):
         return f.read()
 
 
+@pytest.mark.slow
 def test_every_reproduction_writes_tables_figures_and_report(reports):
     for name, outputs in reports.items():
         workdir = os.path.dirname(outputs.report)
@@ -71,11 +72,13 @@ def test_every_reproduction_writes_tables_figures_and_report(reports):
             assert f"]({os.path.basename(figure)})" in report
 
 
+@pytest.mark.slow
 def test_lemma2_closed_forms_agree_with_monte_carlo(reports):
     agree, compared = _agreement(_report(reports["performer_lemma2"]))
     assert agree == compared > 30
 
 
+@pytest.mark.slow
 def test_fig2_reproduces_the_published_ratios(reports):
     report = _report(reports["performer_fig2"])
     assert _column(report, "within 5%") == ["yes"] * 5
@@ -83,6 +86,7 @@ def test_fig2_reproduces_the_published_ratios(reports):
     assert agree == compared > 0
 
 
+@pytest.mark.slow
 def test_orthogonal_features_beat_iid_and_satisfy_theorem_2(reports):
     report = _report(reports["orthogonal_vs_iid"])
     assert set(_column(report, "ort ≤ iid")) == {"yes"}
@@ -91,6 +95,7 @@ def test_orthogonal_features_beat_iid_and_satisfy_theorem_2(reports):
     assert agree == compared > 0
 
 
+@pytest.mark.slow
 def test_oprf_variance_matches_chefs_random_tables(reports):
     report = _report(reports["oprf_variance"])
     assert _column(report, "within 0.1") == ["yes"] * 3
@@ -98,6 +103,7 @@ def test_oprf_variance_matches_chefs_random_tables(reports):
     assert any(r["repetitions"] == 0 for r in records) and any(r["repetitions"] > 0 for r in records)
 
 
+@pytest.mark.slow
 def test_attention_error_reproduces_the_input_scale_claims(reports):
     report = _report(reports["attention_output_error"])
     assert _column(report, "reproduced") == ["yes", "yes"]
@@ -113,6 +119,7 @@ def _fig2_ratio(length, degrees):
     return math.exp(-4 * l2 * c) * (1 - math.exp(-2 * l2 * (1 - c))) ** 2 / (2 * (1 - math.exp(-2 * l2 * (1 + c))))
 
 
+@pytest.mark.slow
 def test_the_index_opens_with_one_verdict_per_reproduction(main_job):
     index, outputs = main_job
     with open(index) as f:
@@ -168,6 +175,7 @@ OFF_CASES = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "where", "factor", "fields", "claim"), OFF_CASES, ids=[c[0] for c in OFF_CASES])
 def test_a_verdict_turns_to_not_reproduced_when_a_measured_value_is_off(reports, name, where, factor, fields, claim):
     records = reports[name].records
@@ -177,6 +185,7 @@ def test_a_verdict_turns_to_not_reproduced_when_a_measured_value_is_off(reports,
     assert off.line(name).startswith(f"{name} — not reproduced: ")
 
 
+@pytest.mark.slow
 def test_rerun_resumes_without_recomputing(tmp_path, monkeypatch):
     config = performer_fig2.get_config("quick")
     first = runner.run(config, str(tmp_path), progress=False)
@@ -197,6 +206,7 @@ def test_rerun_resumes_without_recomputing(tmp_path, monkeypatch):
     assert second.records == first.records  # the group's chunk is recomputed whole: the same bits  # fmt: skip
 
 
+@pytest.mark.slow
 def test_kill_9_loses_no_finished_cell_and_resuming_gives_the_uninterrupted_numbers(tmp_path):
     overrides = ["--config.estimators=('positive',)", "--config.num_features=(2,4,8,16,32,64)"]
     command = [sys.executable, "-m", "experiments.mse", "--config=configs/performer_lemma2.py:quick", *overrides]
@@ -219,6 +229,7 @@ def test_kill_9_loses_no_finished_cell_and_resuming_gives_the_uninterrupted_numb
     assert resumed == whole
 
 
+@pytest.mark.slow
 def test_main_job_command_prints_verdicts_and_where_the_reports_are_without_library_noise(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "experiments.reproduce", f"--workdir={tmp_path}", "--only=performer_fig2"],
@@ -237,6 +248,7 @@ def test_main_job_command_prints_verdicts_and_where_the_reports_are_without_libr
     assert non_progress_lines(result.stderr, "performer_fig2") == []
 
 
+@pytest.mark.slow
 def test_command_line_refuses_a_workdir_of_another_config(tmp_path):
     base = [sys.executable, "-m", "experiments.mse", "--config=configs/performer_fig2.py:quick"]
     base.append(f"--workdir={tmp_path}")
@@ -250,6 +262,7 @@ def test_command_line_refuses_a_workdir_of_another_config(tmp_path):
     assert sorted(p.name for p in (tmp_path / "cells").iterdir()) == before
 
 
+@pytest.mark.slow
 def test_an_override_that_drops_what_the_published_comparison_needs_gets_the_generic_analysis(tmp_path):
     config = performer_fig2.get_config("quick")
     config.estimators, config.geometry.angles, config.repetitions = ("positive",), (90.0,), 100
@@ -257,6 +270,7 @@ def test_an_override_that_drops_what_the_published_comparison_needs_gets_the_gen
     assert "needs {'estimators': ['trig']}" in report and "## Closed form vs Monte Carlo" in report
 
 
+@pytest.mark.slow
 def test_benchmarks_write_json(tmp_path):
     subprocess.run([sys.executable, "-m", "experiments.benchmark_attention", "--lengths=64,128", "--repeats=1",
                     "--min_repeats=1", f"--output={tmp_path / 'attention.json'}", "--huge_pages=false"],

@@ -144,6 +144,7 @@ def test_write_atomic_interrupted_mid_write_leaves_the_old_file(tmp_path, monkey
     assert os.listdir(tmp_path) == ["a.json"]
 
 
+@pytest.mark.slow
 def test_command_line_rejects_a_misspelt_override(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "experiments.mse", "--config=configs/performer_fig2.py:quick",

@@ -65,6 +65,7 @@ def test_iid_mse_matches_monte_carlo(estimator, params):
     assert_matches_monte_carlo(estimator, 4, "iid", params)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_features", [4, 8, 13, 16])
 @pytest.mark.parametrize(("estimator", "params"), [("positive", {}), ("gerf", {"A": -0.2}), ("oprf", {})], ids=str)
 def test_orthogonal_mse_matches_monte_carlo(num_features, estimator, params):

@@ -77,6 +77,7 @@ def test_language_model_sums_weigh_out_padding(smoothing):
     assert metrics["perplexity"] == pytest.approx(np.exp(nll), rel=1e-5)
 
 
+@pytest.mark.slow
 def test_seq2seq_sums_and_sequence_accuracy():
     """Exact match of the non-padding targets; rows: all right, one wrong, wrong at padding only, empty."""
     targets = np.array([[3, 4, 2, 0], [5, 6, 2, 0], [4, 2, 0, 0], [0, 0, 0, 0]], np.int32)
