@@ -40,3 +40,19 @@ import pytest  # noqa: E402  (after the settings above, which must precede any J
 def data_dir(tmp_path_factory):
     """A TFDS data_dir shared by the session: the project's datasets are prepared into it once."""
     return str(tmp_path_factory.mktemp("tfds"))
+
+
+# The files that take longest, first: pytest-xdist hands out whole files in collection order, so a
+# long file collected last (tests/train/ sorts last) would run alone at the end on one worker.
+LONGEST_FIRST = (
+    "train/test_train.py", "experiments/test_runner.py", "models/test_models.py", "test_readme.py",
+    "test_doctests.py", "test_notebooks.py", "attention/test_kernelized.py",
+)  # fmt: skip
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item):
+        path = item.path.as_posix()
+        return next((i for i, name in enumerate(LONGEST_FIRST) if path.endswith(f"tests/{name}")), len(LONGEST_FIRST))
+
+    items.sort(key=rank)
