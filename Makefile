@@ -4,7 +4,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 WORKDIR ?= workdir
-TEST_WORKERS ?= 2  # pytest-xdist processes; whole test files go to one worker (their shared fixtures too)
+# pytest-xdist processes for `make test`; each test file runs whole on one worker (its shared fixtures too).
+TEST_WORKERS ?= 2
 
 .PHONY: reproduce test benchmark lint
 
