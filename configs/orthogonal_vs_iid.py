@@ -22,5 +22,5 @@ def get_config(arg=None):
     config.geometry.norms = (1.0,)  # l
     config.geometry.angles = (60.0, 120.0)  # a large-kernel and a small-kernel pair
     config.repetitions = 20000  # Monte Carlo repetitions per cell
-    quick = {"num_features": (4, 16, 64), "repetitions": 2000}
+    quick = {"num_features": (4, 64), "repetitions": 2000}
     return apply_variant(config, arg, {"full": {}, "quick": quick})

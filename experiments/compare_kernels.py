@@ -17,11 +17,8 @@ import importlib.util
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 from absl import flags
+from matplotlib.figure import Figure
 from ml_collections import config_flags
 
 from experiments import exit_interrupted, run_main
@@ -52,7 +49,8 @@ def run(comparison, workdir: str) -> list[dict]:
 def plot_losses(comparison, workdir: str, path: str) -> None:
     """One panel per task: the training loss (cross-entropy) of every attention kind against the step."""
     tasks = list(comparison.tasks)
-    figure, axes = plt.subplots(1, len(tasks), figsize=(4.6 * len(tasks), 3.6), squeeze=False)
+    figure = Figure(figsize=(4.6 * len(tasks), 3.6))
+    axes = figure.subplots(1, len(tasks), squeeze=False)
     for axis, task in zip(axes[0], tasks, strict=True):
         for attention in comparison.attention:
             records = read_metrics(os.path.join(workdir, task, attention))
@@ -63,7 +61,6 @@ def plot_losses(comparison, workdir: str, path: str) -> None:
     axes[0][0].legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
-    plt.close(figure)
 
 
 def main(argv):

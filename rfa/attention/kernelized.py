@@ -270,6 +270,7 @@ def kernelized_attention(
     if is_causal:
         check_causal_lengths(q, k)
     plan = plan_mask(mask, q, k, is_causal=is_causal)
+    fm.check_params(feature_params or {})  # here, where concrete values can still be checked
 
     def attend(causal: bool) -> Array:
         out = _attend(
@@ -295,12 +296,15 @@ def kernelized_attention(
     return jax.lax.switch(plan.pattern, branches)
 
 
+# One compiled program even when called eagerly: op-by-op dispatch compiles every primitive on
+# first use (1.3 s for a first eager call against 0.2 s jitted, on CPU).
+@functools.partial(jax.jit, static_argnames=("fm", "causal", "renormalize", "chunk_size", "precision"))
 def _attend(q, k, v, fm, projection, keep_keys, keep_queries, *, causal, renormalize, chunk_size, feature_params,
             precision) -> Array:  # fmt: skip
     """Kernelized attention with key padding ``keep_keys`` and query padding ``keep_queries`` (see MaskPlan).
 
     Padded queries are zeroed here so that they change no statistic or gradient; their output rows
-    are set to 0 by the caller.
+    are set to 0 by the caller. The caller has checked the inputs and the parameters' values.
     """
     # Head-major [batch..., heads, length, ·] inside: every contraction is a plain batched matmul.
     q32, k32 = (jnp.swapaxes(x, -3, -2) for x in temperature(fm, q, k))

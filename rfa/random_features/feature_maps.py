@@ -71,8 +71,7 @@ def optimal_gerf_parameter(phi_sq, dim: int) -> Array:
       >>> float(optimal_gerf_parameter(0.0, 64))
       0.0
     """
-    if is_concrete(phi_sq) and np.any(np.asarray(phi_sq) < 0):
-        raise ValueError(f"phi_sq must be >= 0 (it is |x + y|²), got min {np.min(np.asarray(phi_sq))}.")
+    _check_phi_sq(phi_sq)
     phi_sq = jnp.asarray(phi_sq, jnp.float32)
     dim = check_positive_int(dim, "dim")
     rho = phi_sq / dim
@@ -123,8 +122,13 @@ def _check_gerf_parameter(A):
     return jnp.asarray(A, jnp.float32)
 
 
+def _check_phi_sq(phi_sq):
+    if is_concrete(phi_sq) and np.any(np.asarray(phi_sq) < 0):
+        raise ValueError(f"phi_sq must be >= 0 (it is |x + y|²), got min {np.min(np.asarray(phi_sq))}.")
+
+
 def _gerf(x, W, *, A):
-    A = _check_gerf_parameter(A)[..., None]
+    A = jnp.asarray(A, jnp.float32)[..., None]
     m, d = W.shape
     b = jnp.sqrt(1.0 - 4.0 * A)
     log_phi = (
@@ -181,6 +185,8 @@ class FeatureMap:
       required: the subset of ``params`` without a default.
       token_params: the subset of ``params`` given per token: arrays that broadcast against the
         token axes ``[batch..., heads, length]`` (``A``, ``phi_sq``) rather than the features.
+      param_checks: ``(name, check)`` pairs; ``check(value)`` raises a ValueError for a concrete
+        value outside the parameter's valid range (traced values pass).
     """
 
     name: str
@@ -191,6 +197,7 @@ class FeatureMap:
     params: tuple[str, ...] = ()
     required: tuple[str, ...] = ()
     token_params: tuple[str, ...] = ()
+    param_checks: tuple[tuple[str, Callable[[object], object]], ...] = ()
 
     @property
     def needs_projection(self) -> bool:
@@ -200,16 +207,23 @@ class FeatureMap:
         """Length F of φ(x) for ``num_features`` random vectors and inputs of dimension ``dim``."""
         return self.features_per_vector * num_features if self.needs_projection else dim
 
-    def terms(self, x: Array, projection: Array | None, **params) -> tuple[Array | None, Array]:
-        """Checks the inputs and returns the float32 pair ``(base, log)`` with ``φ = base ⊙ exp(log)``."""
-        x = check_floating(x, "x")
-        check_rank(x, "x", min_ndim=1, layout="[..., d]")
+    def check_params(self, params: dict) -> None:
+        """Raises a TypeError for an unknown parameter, a ValueError for a concrete value out of its range."""
         unknown = set(params) - set(self.params)
         if unknown:
             raise TypeError(
                 f"feature map {self.name!r} got unknown parameter(s) {sorted(unknown)}; "
                 f"it accepts {list(self.params) or 'none'}."
             )
+        for name, check in self.param_checks:
+            if name in params:
+                check(params[name])
+
+    def terms(self, x: Array, projection: Array | None, **params) -> tuple[Array | None, Array]:
+        """Checks the inputs and returns the float32 pair ``(base, log)`` with ``φ = base ⊙ exp(log)``."""
+        x = check_floating(x, "x")
+        check_rank(x, "x", min_ndim=1, layout="[..., d]")
+        self.check_params(params)
         missing = set(self.required) - set(params)
         if missing:
             raise TypeError(f"feature map {self.name!r} needs the parameter(s) {sorted(missing)}.")
@@ -297,7 +311,15 @@ for _fm in (
     FeatureMap("positive", _positive, "softmax", 1, temperature_scaled=True),
     FeatureMap("hyperbolic", _hyperbolic, "softmax", 2, temperature_scaled=True),
     FeatureMap(
-        "gerf", _gerf, "softmax", 1, temperature_scaled=True, params=("A",), required=("A",), token_params=("A",)
+        "gerf",
+        _gerf,
+        "softmax",
+        1,
+        temperature_scaled=True,
+        params=("A",),
+        required=("A",),
+        token_params=("A",),
+        param_checks=(("A", _check_gerf_parameter),),
     ),
     FeatureMap(
         "oprf",
@@ -308,6 +330,7 @@ for _fm in (
         params=("phi_sq",),
         required=("phi_sq",),
         token_params=("phi_sq",),
+        param_checks=(("phi_sq", _check_phi_sq),),
     ),
     FeatureMap("relu", _relu, None, 1, temperature_scaled=True, params=("epsilon",)),
     FeatureMap("elu", _elu, None, 0, temperature_scaled=False),

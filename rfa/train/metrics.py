@@ -12,11 +12,8 @@ from __future__ import annotations
 import json
 import os
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import tensorboardX
+from matplotlib.figure import Figure
 
 from rfa.workdir import write_atomic
 
@@ -74,7 +71,8 @@ class MetricWriter:
 def plot_curves(workdir: str, metrics: tuple[str, ...]) -> str:
     """Writes ``<workdir>/curves.png``: one panel per metric, train and eval against the step; returns its path."""
     records = read_metrics(workdir)
-    figure, axes = plt.subplots(1, len(metrics), figsize=(4.5 * len(metrics), 3.4), squeeze=False)
+    figure = Figure(figsize=(4.5 * len(metrics), 3.4))
+    axes = figure.subplots(1, len(metrics), squeeze=False)
     for axis, metric in zip(axes[0], metrics, strict=True):
         for split, style in (("train", "-"), ("eval", "o-")):
             points = [(r["step"], r[metric]) for r in records if r["split"] == split and metric in r]
@@ -86,5 +84,4 @@ def plot_curves(workdir: str, metrics: tuple[str, ...]) -> str:
     figure.tight_layout()
     path = os.path.join(workdir, "curves.png")
     figure.savefig(path, dpi=110)
-    plt.close(figure)
     return path
