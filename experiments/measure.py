@@ -20,12 +20,10 @@ from collections.abc import Iterator
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy.special import comb, logsumexp
 
 import rfa
 from experiments.sweep import Cell, group_seed
-
-MOMENT_ESTIMATORS = ("trig", "positive", "hyperbolic", "gerf", "oprf", "gaussian_trig")
+from rfa.random_features.kernels import KERNELS
 
 
 def pair_vectors(norms, angles, dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -47,67 +45,16 @@ def cell_vectors(cells: list[Cell], dim: int) -> tuple[np.ndarray, np.ndarray]:
     return pair_vectors([p["norm"] for p in points], [p["angle"] for p in points], dim)
 
 
-def _estimator_params(estimator: str, config) -> dict:
-    return {"A": config.gerf_parameter} if estimator == "gerf" else {}
+def estimator_params(config, estimator: str) -> dict:
+    """The fixed parameters ``config.feature_params[estimator]`` of ``estimator`` (empty if none)."""
+    return dict(config.feature_params.get(estimator, {}))
 
 
 def _exact_kernel(estimator: str, x, y) -> np.ndarray:
-    kernel = rfa.softmax_kernel if rfa.feature_map(estimator).kernel == "softmax" else rfa.gaussian_kernel
-    return np.asarray(kernel(x, y), np.float64)
+    return np.asarray(KERNELS[rfa.feature_map(estimator).kernel](x, y), np.float64)
 
 
-def log_relative_moments(estimator: str, x: np.ndarray, y: np.ndarray, *, A: float = 0.0) -> np.ndarray:
-    """``log E[(Y/K)^k]``, k = 1..4, for the estimate ``Y`` of one random vector ``w ~ N(0, I)``; ``[..., 4]``.
-
-    With ``z = x + y``, ``Δ = x - y``, ``Λ = exp(-(|x|²+|y|²)/2)`` and the moment generating
-    function ``E exp(a|w|² + bᵀw) = (1-2a)^{-d/2} exp(|b|²/(2(1-2a)))``:
-
-    - gerf(A) (positive: A = 0; oprf: A*): ``E Y^k = (1-4A)^{kd/2} Λ^k (1-4kA)^{-d/2} exp(k²(1-4A)|z|²/(2(1-4kA)))``,
-      infinite for ``4kA >= 1``;
-    - hyperbolic: ``Y = Λ cosh(wᵀz)``, ``E Y^k = Λ^k 2^{-k} Σ_j C(k,j) exp((k-2j)²|z|²/2)``;
-    - trig: ``Y = Λ⁻¹ cos(wᵀΔ)``, ``E Y^k = Λ^{-k} 2^{-k} Σ_j C(k,j) exp(-(k-2j)²|Δ|²/2)``;
-      gaussian_trig is trig without the ``Λ⁻¹`` factor.
-
-    Likhosherstov et al., "Chefs' Random Tables", NeurIPS 2022 (the GERF moments).
-    """
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    dim = x.shape[-1]
-    x_sq, y_sq, xy = (x * x).sum(-1), (y * y).sum(-1), (x * y).sum(-1)
-    z_sq, delta_sq = x_sq + y_sq + 2 * xy, np.maximum(x_sq + y_sq - 2 * xy, 0.0)
-    log_lambda = -(x_sq + y_sq) / 2
-    k = np.arange(1.0, 5.0)
-    j = np.arange(5.0)
-    with np.errstate(divide="ignore"):
-        log_binomial = np.log(comb(k[:, None], j))  # [4, 5], -inf for j > k
-    shift_sq = (k[:, None] - 2 * j) ** 2  # [4, 5]
-    log_kernel = xy[..., None]
-    if estimator == "gaussian_trig":
-        log_kernel = -delta_sq[..., None] / 2
-    if estimator in ("trig", "gaussian_trig"):
-        log_sum = logsumexp(log_binomial - shift_sq * delta_sq[..., None, None] / 2, axis=-1)
-        scale = 0.0 if estimator == "gaussian_trig" else -log_lambda[..., None]
-        return k * (scale - math.log(2.0)) + log_sum - k * log_kernel
-    if estimator == "hyperbolic":
-        log_sum = logsumexp(log_binomial + shift_sq * z_sq[..., None, None] / 2, axis=-1)
-        return k * (log_lambda[..., None] - math.log(2.0)) + log_sum - k * log_kernel
-    if estimator == "oprf":
-        A = np.asarray(rfa.optimal_gerf_parameter(z_sq, dim), np.float64)[..., None]
-    elif estimator == "positive":
-        A = 0.0
-    elif estimator != "gerf":
-        raise ValueError(f"closed-form moments exist for {list(MOMENT_ESTIMATORS)}, not {estimator!r}.")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        one_minus = 1 - 4 * k * A
-        log_moment = (
-            k * dim / 2 * np.log1p(-4 * A)
-            + k * log_lambda[..., None]
-            - dim / 2 * np.log(one_minus)
-            + k**2 * (1 - 4 * A) * z_sq[..., None] / (2 * one_minus)
-        )
-    return np.where(one_minus > 0, log_moment - k * log_kernel, np.inf)
-
-
-def predicted_relative_error(estimator: str, x, y, num_features: int, repetitions: int, *, A: float = 0.0):
+def predicted_relative_error(estimator: str, x, y, num_features: int, repetitions: int, **params):
     """Predicted relative standard error of the Monte Carlo MSE, ``sqrt(((κ - 3)/m + 2)/n)``, ``[...]``.
 
     The squared error of a mean of m iid estimates has variance ``(E e⁴ - (E e²)²)`` with
@@ -116,10 +63,14 @@ def predicted_relative_error(estimator: str, x, y, num_features: int, repetition
     are formed from ``ρ_k - 1 = expm1(log E U^k)`` (``μ₄ = (ρ₄-1) - 4(ρ₃-1) + 6(ρ₂-1)``), which keeps
     the digits that ``ρ_k`` themselves would lose; NaN (unknown) where the variance is so small that
     μ₄ still drowns in rounding. ``inf`` where the fourth moment is infinite, 0 where the estimator
-    is exact. For orthogonal vectors it is the iid prediction.
+    is exact. For coupled vectors it is the iid prediction; NaN for an estimator without closed-form
+    moments (``Theory.log_relative_moments``).
     """
+    theory = rfa.feature_map(estimator).theory
+    if theory is None or theory.log_relative_moments is None:
+        return np.full(np.broadcast_shapes(np.shape(x)[:-1], np.shape(y)[:-1]), np.nan)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        excess = np.expm1(log_relative_moments(estimator, x, y, A=A))  # ρ_k - 1, k = 1..4
+        excess = np.expm1(theory.log_relative_moments(x, y, **params))  # ρ_k - 1, k = 1..4
         mu2 = excess[..., 1]
         terms = np.stack([excess[..., 3], -4 * excess[..., 2], 6 * excess[..., 1]], axis=-1)
         mu4 = terms.sum(-1)
@@ -139,15 +90,9 @@ def _relative_error_moments(key, first, end, x, y, exact, *, batch, estimator, k
     keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, reps)
     valid = reps < end
 
-    fm = rfa.feature_map(estimator)
-    estimate = rfa.estimate_softmax_kernel if fm.kernel == "softmax" else rfa.estimate_gaussian_kernel
-
     def squared_relative_error(key):
-        W = rfa.sample_projection(key, num_features, x.shape[-1], kind=kind)
-        extra = {}
-        if "phases" in fm.required:
-            extra["phases"] = rfa.sample_phases(jax.random.fold_in(key, 1), num_features)
-        return (estimate(x, y, W, estimator, **dict(params), **extra) / exact - 1.0) ** 2
+        W, sampled = _draw(key, estimator, kind, num_features, x.shape[-1])
+        return (_estimate(x, y, W, estimator, **dict(params), **sampled) / exact - 1.0) ** 2
 
     sq = jnp.where(valid[:, None], jax.vmap(squared_relative_error)(keys), 0.0)  # [B, P]
     peak = jnp.max(sq, axis=0)
@@ -155,21 +100,45 @@ def _relative_error_moments(key, first, end, x, y, exact, *, batch, estimator, k
     return jnp.sum(sq, axis=0), peak, jnp.sum((sq / safe_peak) ** 2, axis=0)
 
 
+def _draw(key, estimator: str, kind: str, num_features: int, dim: int) -> tuple[jax.Array | None, dict]:
+    """One draw of the estimator's randomness: the projection (None for a deterministic map) and its
+    ``sampled`` parameters (from ``fold_in(key, 1)``)."""
+    fm = rfa.feature_map(estimator)
+    W = rfa.sample_projection(key, num_features, dim, kind=kind) if fm.needs_projection else None
+    sampled = fm.sample_params(jax.random.fold_in(key, 1), num_features, dim) if fm.sample_params else {}
+    return W, sampled
+
+
+def _estimate(x, y, W, estimator: str, **params) -> jax.Array:
+    """``φ_q(x)ᵀφ_k(y)`` for every pair, fitted parameters fitted to each pair (as rfa's kernel estimators)."""
+    fm = rfa.feature_map(estimator)
+    estimate = rfa.estimate_softmax_kernel if fm.kernel == "softmax" else rfa.estimate_gaussian_kernel
+    return estimate(x, y, W, estimator, **params)
+
+
+def has_closed_form(estimator: str, kind: str) -> bool:
+    """Whether ``estimator`` has a closed-form MSE for projections of ``kind``."""
+    theory = rfa.feature_map(estimator).theory
+    return theory is not None and kind in theory.projections
+
+
 def _theory(config, cell_group: list[Cell], x, y) -> dict[str, np.ndarray]:
+    """Closed-form MSE (NaN: none known for this estimator and projection) and a published bound (NaN: none)."""
     estimator, kind, m = cell_group[0].group
-    params = _estimator_params(estimator, config)
-    orthogonal = kind == "orthogonal"
+    params = estimator_params(config, estimator)
     log_mse = bound = np.full(len(cell_group), np.nan)
-    if not orthogonal or estimator in rfa.theory.ORTHOGONAL_ESTIMATORS:
-        log_mse = np.asarray(rfa.theory.log_mse(estimator, x, y, m, orthogonal=orthogonal, **params), np.float64)
-    if orthogonal and estimator == "positive" and m <= config.dim:
-        bound = np.asarray(rfa.theory.orthogonal_mse_bound(x, y, m), np.float64)
+    if has_closed_form(estimator, kind):
+        log_mse = np.asarray(rfa.theory.log_mse(estimator, x, y, m, projection=kind, **params), np.float64)
+        theory = rfa.feature_map(estimator).theory
+        published = theory.bound(x, y, m, kind) if theory.bound else None
+        if published is not None:
+            bound = np.asarray(published, np.float64)
     return {"log_mse_theory": log_mse, "mse_theory": np.exp(log_mse), "mse_bound": bound}
 
 
 def _projection_size(kind: str, num_features: int, dim: int) -> int:
-    """Values drawn for one projection: orthogonal rows come from whole d x d Gaussian blocks."""
-    return (math.ceil(num_features / dim) * dim * dim if kind == "orthogonal" else 0) + 2 * num_features * dim
+    """Values drawn for one projection: coupled (orthogonal, simplex) rows come from whole d x d Gaussian blocks."""
+    return (math.ceil(num_features / dim) * dim * dim if kind != "iid" else 0) + 2 * num_features * dim
 
 
 def measure_kernel_mse(config, cell_group: list[Cell], done=lambda cell: False) -> Iterator[tuple[Cell, dict]]:
@@ -180,14 +149,12 @@ def measure_kernel_mse(config, cell_group: list[Cell], done=lambda cell: False) 
     done are skipped.
     """
     estimator, kind, m = cell_group[0].group
-    params = _estimator_params(estimator, config)
+    params = estimator_params(config, estimator)
     x, y = cell_vectors(cell_group, config.dim)
     exact = _exact_kernel(estimator, x, y)
     theory = _theory(config, cell_group, x, y)
     n = config.repetitions
-    predicted = np.full(len(cell_group), np.nan)
-    if estimator in MOMENT_ESTIMATORS:
-        predicted = predicted_relative_error(estimator, x, y, m, n, **params)
+    predicted = predicted_relative_error(estimator, x, y, m, n, **params)
     skip = (predicted > config.max_relative_error) if config.max_relative_error > 0 else np.zeros(len(x), bool)
     run = np.flatnonzero(~skip)
     values_per_pair = 2 * rfa.feature_map(estimator).num_outputs(m, config.dim)  # φ(x) and φ(y)
@@ -260,13 +227,14 @@ def _exact_outputs(q, k, v):
     return jax.lax.map(lambda qkv: rfa.softmax_attention(*qkv), (q, k, v))
 
 
-@functools.partial(jax.jit, static_argnames=("estimator", "kind", "num_features"))
-def _attention_errors(keys, q, k, v, exact, *, estimator, kind, num_features):
+@functools.partial(jax.jit, static_argnames=("estimator", "kind", "num_features", "params"))
+def _attention_errors(keys, q, k, v, exact, *, estimator, kind, num_features, params):
     """Per seed: MSE of the kernelized output and of the "mean of V" output against exact attention."""
 
     def one(key, q, k, v, exact):
-        W = rfa.sample_projection(key, num_features, q.shape[-1], kind=kind)
-        out = rfa.kernelized_attention(q, k, v, feature_map=estimator, projection=W)
+        W, sampled = _draw(key, estimator, kind, num_features, q.shape[-1])
+        feature_params = {**dict(params), **sampled}
+        out = rfa.kernelized_attention(q, k, v, feature_map=estimator, projection=W, feature_params=feature_params)
         baseline = jnp.broadcast_to(jnp.mean(v, axis=0), v.shape)
         return jnp.mean((out - exact) ** 2), jnp.mean((baseline - exact) ** 2)
 
@@ -306,8 +274,9 @@ def measure_attention_error(
             # Pad the last batch with the first seeds so every batch has one shape (one compilation).
             index = np.arange(first, first + seeds_per_batch) % config.num_seeds
             error, baseline = _attention_errors(
-                keys[index], q[index], k[index], v[index], exact[index], estimator=estimator, kind=kind, num_features=m
-            )
+                keys[index], q[index], k[index], v[index], exact[index], estimator=estimator, kind=kind, num_features=m,
+                params=tuple(estimator_params(config, estimator).items()),
+            )  # fmt: skip
             keep = min(seeds_per_batch, config.num_seeds - first)
             errors.append(np.asarray(error, np.float64)[:keep])
             baselines.append(np.asarray(baseline, np.float64)[:keep])

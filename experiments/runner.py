@@ -71,10 +71,11 @@ def run(config: ml_collections.ConfigDict, workdir: str, *, progress: bool = Tru
       the paths written and the records of all cells.
 
     Example:
+      >>> import os, tempfile
       >>> from configs import performer_fig2
-      >>> outputs = run(performer_fig2.get_config("quick"), "/tmp/fig2")
-      >>> print(outputs.report)
-      /tmp/fig2/report.md
+      >>> outputs = run(performer_fig2.get_config("quick"), tempfile.mkdtemp(), progress=False)
+      >>> os.path.basename(outputs.report)
+      'report.md'
     """
     sweep.check_config(config)
     began = time.perf_counter()

@@ -10,6 +10,7 @@ loses no finished cell; it refuses a workdir that holds a different config.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import math
 import os
@@ -24,7 +25,6 @@ EXPERIMENTS = ("kernel_mse", "attention_error")
 
 
 GEOMETRIES = ("norm_angle",)
-ATTENTION_ESTIMATORS = ("trig", "positive", "hyperbolic", "oprf")  # oprf takes A* from the inputs' statistics
 # Execution settings: they bound memory and never change a result, so a resumed run may change them.
 EXECUTION_FIELDS = ("batch_elements",)
 
@@ -34,15 +34,16 @@ def base_config(experiment: str) -> ml_collections.ConfigDict:
     config = ml_collections.ConfigDict()
     config.name = ""  # reproduction name: selects the figures and published values of the report
     config.experiment = experiment  # "kernel_mse" (estimates of SM(x, y)) or "attention_error"
-    config.estimators = ()  # registered feature-map names estimating the kernel
-    config.projections = ("iid",)  # projection kinds: "iid" and/or "orthogonal"
+    config.modules = ()  # Python modules imported first: they register your own estimators (rfa.register_feature_map)
+    config.estimators = ()  # registered estimator (feature-map) names
+    config.feature_params = ml_collections.ConfigDict()  # fixed parameters per estimator, e.g. {"gerf": {"A": -0.1}}
+    config.projections = ("iid",)  # projection kinds: "iid", "orthogonal", "simplex"
     config.num_features = ()  # the sweep over m, the number of random vectors
     config.dim = 16  # d, the input dimension
     config.seed = 0  # every random draw derives from this seed and the cell's parameters
     config.batch_elements = 2**22  # largest number of feature values held in memory at once
     if experiment == "kernel_mse":
         config.repetitions = 1000  # independent projections per cell (Monte Carlo repetitions)
-        config.gerf_parameter = 0.0  # A of the "gerf" estimator (< 1/8)
         config.max_relative_error = 0.0  # skip Monte Carlo where its predicted relative error exceeds this (0: never)
         config.geometry = ml_collections.ConfigDict()
         config.geometry.kind = "norm_angle"  # x = l e1, y = l (cos t e1 + sin t e2): |x| = |y| = l at angle t
@@ -68,11 +69,41 @@ def _check_sequence(values, field, check_item, what):
     return values
 
 
-def _check_estimator(name, field):
-    fm = rfa.feature_map(name) if name in rfa.registered_feature_maps() else None
-    if fm is None or fm.kernel is None:
-        unbiased = sorted(n for n in rfa.registered_feature_maps() if rfa.feature_map(n).kernel)
-        raise ConfigError(f"{field} has unknown estimator {name!r}; known random-feature estimators: {unbiased}.")
+def import_modules(config: ml_collections.ConfigDict) -> None:
+    """Imports ``config.modules``, whose import registers the user's estimators."""
+    for name in config.modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as error:
+            raise ConfigError(f"config.modules: cannot import {name!r}: {error}") from error
+
+
+def check_estimator(config: ml_collections.ConfigDict, name: str) -> None:
+    """Raises ``ConfigError`` unless the experiment can run estimator ``name`` with the config's parameters."""
+    if name not in rfa.registered_feature_maps():
+        raise ConfigError(
+            f"config.estimators has unknown estimator {name!r}; registered: {list(rfa.registered_feature_maps())}. "
+            "Register your own with rfa.register_feature_map in a module listed in config.modules."
+        )
+    fm = rfa.feature_map(name)
+    if config.experiment == "kernel_mse" and fm.kernel is None:
+        raise ConfigError(
+            f"config.estimators: {name!r} estimates no kernel (FeatureMap.kernel is None), so it has no kernel "
+            "MSE; compare it in the attention_error experiment."
+        )
+    if config.experiment == "attention_error" and fm.kernel not in ("softmax", None):
+        raise ConfigError(
+            f"config.estimators: {name!r} estimates the {fm.kernel} kernel; attention_error compares against "
+            "softmax attention, so it needs a softmax-kernel estimator or a deterministic map."
+        )
+    params = dict(config.feature_params.get(name, {}))
+    try:
+        fm.check_params(params)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"config.feature_params.{name}: {error}") from error
+    missing = set(fm.required) - set(params) - set(fm.fitted) - set(fm.sampled)
+    if missing:
+        raise ConfigError(f"config.feature_params.{name} must give {sorted(missing)}, which {name!r} requires.")
 
 
 def _check_positive_int(value, field):
@@ -96,7 +127,11 @@ def check_config(config: ml_collections.ConfigDict) -> None:
         raise ConfigError(f"config.experiment must be one of {list(EXPERIMENTS)}, got {config.experiment!r}.")
     if not config.name:
         raise ConfigError("config.name is empty: name the reproduction (it names the report and figures).")
-    _check_sequence(config.estimators, "estimators", _check_estimator, "estimator")
+    import_modules(config)
+    _check_sequence(config.estimators, "estimators", lambda name, field: check_estimator(config, name), "estimator")
+    unused = set(config.feature_params) - set(config.estimators)
+    if unused:
+        raise ConfigError(f"config.feature_params names {sorted(unused)}, which config.estimators does not list.")
     _check_sequence(config.projections, "projections", _check_projection, "projection kind")
     _check_sequence(config.num_features, "num_features", _check_positive_int, "m")
     for field in ("dim", "batch_elements"):
@@ -112,17 +147,9 @@ def check_config(config: ml_collections.ConfigDict) -> None:
         if not config.max_relative_error >= 0:
             value = config.max_relative_error
             raise ConfigError(f"config.max_relative_error must be >= 0 (0: never skip), got {value}.")
-        if "gerf" in config.estimators and not config.gerf_parameter < 1 / 8:
-            raise ConfigError(f"config.gerf_parameter must be < 1/8, got {config.gerf_parameter}.")
         if config.dim < 2:
             raise ConfigError(f"config.dim must be >= 2 to place two vectors at an angle, got {config.dim}.")
     else:
-        for name in config.estimators:
-            if name not in ATTENTION_ESTIMATORS:
-                raise ConfigError(
-                    f"config.estimators: {name!r} is not an estimator of the softmax kernel that attention can use "
-                    f"without parameters; use {list(ATTENTION_ESTIMATORS)}."
-                )
         _check_positive_int(config.length, "config.length")
         _check_positive_int(config.num_seeds, "config.num_seeds")
         _check_sequence(config.input_scales, "input_scales", _check_positive, "input scale")
@@ -130,7 +157,8 @@ def check_config(config: ml_collections.ConfigDict) -> None:
 
 def _check_projection(kind, field):
     if kind not in rfa.random_features.projections.PROJECTION_KINDS:
-        raise ConfigError(f"{field} has unknown projection kind {kind!r}; use 'iid' or 'orthogonal'.")
+        kinds = list(rfa.random_features.projections.PROJECTION_KINDS)
+        raise ConfigError(f"{field} has unknown projection kind {kind!r}; use one of {kinds}.")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -207,10 +207,37 @@ MSE_FUNCTIONS = [pytest.param(rfa.theory.mse, id="mse"), pytest.param(rfa.theory
         pytest.param("positive", 0, {}, ValueError, _msg("num_features", ">= 1", "got 0"), id="num_features=0"),
         pytest.param("positive", M, {"num_terms": 0}, ValueError, _msg("num_terms", ">= 1", "got 0"), id="num_terms=0"),
         pytest.param(
-            "trig", M, {"orthogonal": True}, ValueError, _msg("orthogonal", "positive", "got 'trig'"), id="orth-trig"
+            "trig",
+            M,
+            {"orthogonal": True},
+            ValueError,
+            _msg("'trig'", "['iid']", "projection='orthogonal'"),
+            id="orth-trig",
         ),
-        pytest.param("gerf", M, {}, TypeError, _msg("A", "required", "'gerf'"), id="gerf-missing-A"),
-        pytest.param("positive", M, {"A": -0.1}, TypeError, _msg("A", "'gerf'", "'positive'"), id="positive-given-A"),
+        pytest.param(
+            "trig",
+            M,
+            {"projection": "simplex"},
+            ValueError,
+            _msg("'trig'", "['iid']", "projection='simplex'"),
+            id="simplex-trig",
+        ),
+        pytest.param(
+            "positive", M, {"projection": "sparse"}, ValueError, _msg("projection", "got 'sparse'"), id="proj"
+        ),
+        pytest.param(
+            "positive",
+            M,
+            {"orthogonal": True, "projection": "simplex"},
+            ValueError,
+            _msg("orthogonal=True", "projection='simplex'"),
+            id="orth-and-simplex",
+        ),
+        pytest.param("relu", M, {}, ValueError, _msg("estimator", "positive", "got 'relu'"), id="no-closed-form"),
+        pytest.param("gerf", M, {}, TypeError, _msg("'gerf'", "needs", "['A']"), id="gerf-missing-A"),
+        pytest.param(
+            "positive", M, {"A": -0.1}, TypeError, _msg("'positive'", "unknown", "['A']"), id="positive-given-A"
+        ),
         pytest.param("gerf", M, {"A": 0.125}, ValueError, _msg("A", "< 1/8", "got 0.125"), id="A=0.125"),
         pytest.param("gerf", M, {"A": 0.2}, ValueError, _msg("A", "< 1/8", "got 0.2"), id="A=0.2"),
     ],

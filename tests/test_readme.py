@@ -1,8 +1,10 @@
 """The README's Python code blocks run: every ```python block, in order, in one namespace (as a reader pastes them)."""
 
+import math
 import pathlib
 import re
 
+import numpy as np
 import pytest
 
 pytestmark = pytest.mark.slow  # executes whole documents; the fast tier leaves them out
@@ -36,3 +38,13 @@ def test_flax_examples_ran_to_the_end(namespace):
     """The Linen decode loop consumed every token, after the NNX decode assertion passed."""
     assert namespace["t"] == namespace["length"] - 1
     assert namespace["y_t"].shape == (namespace["batch"], 1, namespace["features"])
+
+
+def test_a_registered_estimator_runs_in_attention_and_in_the_sweep(namespace):
+    """The user's antithetic map is hyperbolic written anew: same attention, Monte Carlo meets hyperbolic's theory."""
+    np.testing.assert_allclose(namespace["mine"].shape, namespace["out"].shape)
+    cells = {(r["estimator"], r["angle"]): r for r in namespace["sweep"].records}
+    for angle in (60.0, 150.0):
+        mine, reference = cells["antithetic", angle], cells["hyperbolic", angle]
+        assert math.isnan(mine["mse_theory"])
+        assert abs(mine["mse_monte_carlo"] - reference["mse_theory"]) < 4 * mine["standard_error"]

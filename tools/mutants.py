@@ -39,6 +39,7 @@ class Mutant:
 
 
 ATTENTION = "rfa/attention/kernelized.py"
+SOFTMAX = "rfa/random_features/estimators/softmax.py"
 REFERENCE_TESTS = ("tests/attention/test_against_references.py",)
 
 MUTANTS = [
@@ -47,7 +48,7 @@ MUTANTS = [
            "    phi_k = features_at(base_k, log_k, ref - key_log_mask)\n",
            "    phi_k = jax.lax.stop_gradient(features_at(base_k, log_k, ref - key_log_mask))\n",
            REFERENCE_TESTS, "bidirectional attention passes no gradient to the keys"),
-    Mutant("oprf-statistic-gradient", ATTENTION,
+    Mutant("oprf-statistic-gradient", SOFTMAX,
            "    return jax.lax.stop_gradient(phi)\n", "    return phi\n",
            REFERENCE_TESTS, "OPRF's data statistic carries a gradient"),
     Mutant("causal-mask-dropped", ATTENTION,
@@ -58,9 +59,9 @@ MUTANTS = [
            "    angle = positions[..., None, None].astype(jnp.float32) * rate",
            "    angle = positions[..., None, None].astype(jnp.float32) ** 2 * rate",
            ("tests/models/test_positional.py",), "rotary angle grows with position², scores stop being relative"),
-    Mutant("relu-map-wrong", "rfa/random_features/feature_maps.py",
-           "    return _no_log(jax.nn.relu(_project(x, W)) + epsilon)",
-           "    return _no_log(jax.nn.relu(-_project(x, W)) + 0.5)",
+    Mutant("relu-map-wrong", "rfa/random_features/estimators/deterministic.py",
+           "    return no_log(jax.nn.relu(project(x, W)) + epsilon)",
+           "    return no_log(jax.nn.relu(-project(x, W)) + 0.5)",
            ("tests/random_features/test_feature_maps.py",), "relu features of -Wx, offset 0.5"),
     Mutant("output-underflows", ATTENTION,
            "    ref = _at_least_lowest(jnp.max(row_log_scale(log_k) + key_log_mask, axis=-2, keepdims=True))\n",
@@ -133,20 +134,20 @@ MUTANTS = [
            "    safe = jnp.where(den == 0, 1.0, den)", "    safe = den",
            ("tests/attention",), "a query that sees no key outputs NaN"),
     # Feature maps and projections.
-    Mutant("hyperbolic-normalization", "rfa/random_features/feature_maps.py",
+    Mutant("hyperbolic-normalization", SOFTMAX,
            "- 0.5 * math.log(2 * W.shape[0])", "- 0.5 * math.log(W.shape[0])",
            ("tests/random_features/test_feature_maps.py",),
            "hyperbolic features scaled by m^{-1/2} instead of (2m)^{-1/2}"),
-    Mutant("gerf-coefficient", "rfa/random_features/feature_maps.py",
+    Mutant("gerf-coefficient", SOFTMAX,
            "    b = jnp.sqrt(1.0 - 4.0 * A)", "    b = 1.0 - 4.0 * A",
            ("tests/random_features/test_feature_maps.py",), "GERF's √(1-4A) coefficient dropped to 1-4A"),
-    Mutant("optimal-a-constant", "rfa/random_features/feature_maps.py",
+    Mutant("optimal-a-constant", "rfa/random_features/theory.py",
            "jnp.sqrt((2.0 * rho + 1.0) ** 2 + 8.0 * rho)) / 16.0",
            "jnp.sqrt((2.0 * rho + 1.0) ** 2 + 8.0 * rho)) / 8.0",
            ("tests/random_features",), "OPRF's A* with 1/8, the misprint of a third-party summary"),
-    Mutant("trig-cos-twice", "rfa/random_features/feature_maps.py",
-           "    return jnp.concatenate([jnp.cos(wx), jnp.sin(wx)], axis=-1) / math.sqrt(W.shape[0]), _half_sq_norm(x)",
-           "    return jnp.concatenate([jnp.cos(wx), jnp.cos(wx)], axis=-1) / math.sqrt(W.shape[0]), _half_sq_norm(x)",
+    Mutant("trig-cos-twice", SOFTMAX,
+           "    return jnp.concatenate([jnp.cos(wx), jnp.sin(wx)], axis=-1) / math.sqrt(W.shape[0]), half_sq_norm(x)",
+           "    return jnp.concatenate([jnp.cos(wx), jnp.cos(wx)], axis=-1) / math.sqrt(W.shape[0]), half_sq_norm(x)",
            ("tests/random_features/test_feature_maps.py",), "trig features [cos, cos]"),
     Mutant("orthogonal-blocks-repeat", "rfa/random_features/projections.py",
            "    gaussian = jax.random.normal(key, (num_blocks, dim, dim), jnp.float32)",
@@ -156,15 +157,23 @@ MUTANTS = [
            "        norms = jnp.linalg.norm(jax.random.normal(norm_key, (num_features, dim), jnp.float32), axis=-1)",
            "        norms = jnp.ones((num_features,), jnp.float32)",
            ("tests/random_features/test_projections.py",), "orthogonal rows of norm 1, not chi(d)"),
+    Mutant("simplex-not-rotated", "rfa/random_features/projections.py",
+           "            blocks = jnp.asarray(simplex_vertices(dim), jnp.float32) @ blocks",
+           "            blocks = jnp.broadcast_to(jnp.asarray(simplex_vertices(dim), jnp.float32), blocks.shape)",
+           ("tests/random_features/test_projections.py",), "simplex rows without their Haar rotation"),
     # Closed forms.
-    Mutant("trig-mse-factor", "rfa/random_features/theory.py",
-           "        return x_sq + y_sq + 2.0 * _log_one_minus_exp(delta_sq) - math.log(2.0) - log_m",
-           "        return x_sq + y_sq + 2.0 * _log_one_minus_exp(delta_sq) - log_m",
+    Mutant("trig-mse-factor", SOFTMAX,
+           "    return s.x_sq + s.y_sq + 2.0 * log_one_minus_exp(s.delta_sq) - math.log(2.0) - math.log(num_features)",
+           "    return s.x_sq + s.y_sq + 2.0 * log_one_minus_exp(s.delta_sq) - math.log(num_features)",
            ("tests/random_features/test_theory.py",), "trig MSE 1/m instead of 1/(2m)"),
-    Mutant("hyperbolic-mse-factor", "rfa/random_features/theory.py",
-           "        return log_var - log_m + _log_one_minus_exp(z_sq) - math.log(2.0)",
-           "        return log_var - log_m - math.log(2.0)",
+    Mutant("hyperbolic-mse-factor", SOFTMAX,
+           "    return log_var - math.log(num_features) + log_one_minus_exp(s.z_sq) - math.log(2.0)",
+           "    return log_var - math.log(num_features) - math.log(2.0)",
            ("tests/random_features/test_theory.py",), "hyperbolic MSE without (1 - e^{-|z|²})"),
+    Mutant("simplex-cosine", "rfa/random_features/theory.py",
+           '    return -1.0 / (dim - 1) if projection == "simplex" else 0.0',
+           '    return -0.5 / (dim - 1) if projection == "simplex" else 0.0',
+           ("tests/random_features/test_theory.py",), "simplex closed form with half the rows' negative cosine"),
     # Models.
     Mutant("embedding-not-scaled", "rfa/models/transformer.py",
            "        self.scale = math.sqrt(config.d_model)", "        self.scale = 1.0",
@@ -238,6 +247,10 @@ MUTANTS = [
            "        if not is_execution(key) and old.get(key) != new.get(key)",
            "        if not is_execution(key) and old.get(key) != new.get(key) and False",
            ("tests/experiments/test_sweep.py",), "a workdir of another config is resumed as if it were the same"),
+    Mutant("config-modules-not-imported", "experiments/sweep.py",
+           "            importlib.import_module(name)", "            pass",
+           ("tests/experiments/test_runner.py::test_a_users_estimators_run_from_a_module_named_in_the_config",),
+           "the runner ignores config.modules: a user's estimator is unknown"),
 ]  # fmt: skip
 
 

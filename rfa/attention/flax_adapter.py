@@ -121,9 +121,11 @@ class KernelizedAttention(nnx.Module):
                 f"feature map {self.feature_map.name!r} fits {list(fitted)} from the queries and keys of each call, "
                 f"and this call has q_len={query.shape[-3]} != kv_len={key.shape[-3]} (Flax's decode=True cache, "
                 "or cross-attention while decoding): the fit would differ from the one of the full pass. Fix the "
-                f"parameters: make_attention_fn(..., feature_params={{'phi_sq': value}}), e.g. the full pass's "
-                f"rfa.attention.kernelized.oprf_statistic, or 2·√head_dim = {2 * self.head_dim**0.5:.3g} for "
-                "queries and keys with independent unit-variance entries."
+                f"parameters: make_attention_fn(..., feature_params={{{', '.join(f'{n!r}: value' for n in fitted)}}}) "
+                f"with the values of rfa.feature_map({self.feature_map.name!r}).fit(q, k) on a full pass, or "
+                f"rfa.feature_map({self.feature_map.name!r}).standard_params({self.head_dim}) = "
+                f"{self.feature_map.standard_params(self.head_dim) if self.feature_map.standard_params else None} "
+                "for queries and keys with independent unit-variance entries."
             )
         if dtype is not None:
             query, key, value = (x.astype(dtype) for x in (query, key, value))

@@ -56,52 +56,26 @@ def temperature(fm: FeatureMap, q: Array, k: Array) -> tuple[Array, Array]:
     return q, k
 
 
-def _masked_mean(x: Array, keep: Array | None) -> Array:
-    """Mean over the length axis (-2) of head-major ``x [batch..., heads, length, n]``, counting kept rows."""
-    if keep is None:
-        return jnp.mean(x, axis=-2)
-    keep = jnp.broadcast_to(keep, x.shape[:-1] + (1,))
-    count = jnp.sum(keep.astype(x.dtype), axis=-2)
-    return jnp.sum(jnp.where(keep, x, 0.0), axis=-2) / jnp.maximum(count, 1.0)
-
-
-def oprf_statistic(q: Array, k: Array, keep_q: Array | None, keep_k: Array | None) -> Array:
-    """``φ = mean|q|² + mean|k|² + 2 mean(q)ᵀmean(k)`` per batch and head, shape ``[batch..., heads, 1]``.
-
-    Inputs are head-major ``[batch..., heads, length, d]``, the masks ``[batch..., heads or 1, length, 1]``
-    (None: all kept). Estimates ``|q + k|²`` over the attended pairs for OPRF's optimal A
-    (Likhosherstov et al., NeurIPS 2022). Padded keys and padded queries are left out. Without a
-    query mask, when q_len == kv_len the key mask is taken as the sequence's padding and left out of
-    the query means too, so a padded batch gets the A of its truncated sequences (in a
-    cross-attention of equal lengths this only moves A, a variance parameter: the estimate stays
-    unbiased). It is a statistic, like a normalization's: no gradient flows through it.
-    """
-    if keep_q is None and q.shape[-2] == k.shape[-2]:
-        keep_q = keep_k
-    mean_q = _masked_mean(q, keep_q)
-    mean_k = _masked_mean(k, keep_k)
-    sq_q = _masked_mean(jnp.sum(q * q, axis=-1, keepdims=True), keep_q)
-    sq_k = _masked_mean(jnp.sum(k * k, axis=-1, keepdims=True), keep_k)
-    phi = sq_q + sq_k + 2.0 * jnp.sum(mean_q * mean_k, axis=-1, keepdims=True)
-    return jax.lax.stop_gradient(phi)
-
-
 def fitted_from_data(fm: FeatureMap, params: dict | None) -> tuple[str, ...]:
-    """The map's parameters that are missing from ``params`` and would be fitted from q and k (OPRF's ``phi_sq``)."""
-    return tuple(name for name in ("phi_sq",) if name in fm.required and name not in (params or {}))
+    """The map's parameters that are missing from ``params`` and would be fitted from q and k (``fm.fitted``)."""
+    return tuple(name for name in fm.fitted if name not in (params or {}))
 
 
 def resolve_feature_params(fm: FeatureMap, params, q, k, keep_q, keep_k, *, causal: bool) -> dict:
-    """Feature-map parameters, filling OPRF's ``phi_sq`` from the data where that is allowed."""
+    """Feature-map parameters, the missing ``fm.fitted`` ones fitted from q and k where that is allowed."""
     params = dict(params or {})
-    if fitted_from_data(fm, params):
+    missing = fitted_from_data(fm, params)
+    if missing:
         if causal:
             raise ValueError(
-                f"feature map {fm.name!r} in causal or recurrent mode needs feature_params['phi_sq'] "
-                "fixed in advance: estimating it from the sequence would let future tokens change "
-                "earlier outputs."
+                f"feature map {fm.name!r} in causal or recurrent mode needs "
+                f"{', '.join(f'feature_params[{name!r}]' for name in missing)} fixed in advance: fitting "
+                "them to the sequence would let future tokens change earlier "
+                f"outputs. Fit them on other data (rfa.feature_map({fm.name!r}).fit(q, k)) or take "
+                f"rfa.feature_map({fm.name!r}).standard_params(head_dim)."
             )
-        params["phi_sq"] = oprf_statistic(q, k, keep_q, keep_k)
+        fitted = fm.fit(q, k, keep_q, keep_k)
+        params.update({name: fitted[name] for name in missing})
     return params
 
 
@@ -249,9 +223,9 @@ def kernelized_attention(
       chunk_size: tokens per chunk of the causal form.
       feature_params: feature-map parameters, e.g. ``{"A": -0.1}`` for gerf; arrays broadcast
         against ``[batch..., heads, length]`` (e.g. one value per head: ``[heads, 1]``). For oprf,
-        ``phi_sq`` is ``|q + k|²`` of the temperature-scaled inputs (``d^{-1/2}|q + k|²``): it
-        defaults to :func:`oprf_statistic` of q and k in bidirectional mode and is required in
-        causal mode.
+        ``phi_sq`` is ``|q + k|²`` of the temperature-scaled inputs (``d^{-1/2}|q + k|²``). Parameters
+        the map fits from data (``fm.fitted``, e.g. oprf's ``phi_sq``) default to ``fm.fit`` of q and
+        k in bidirectional mode and are required in causal mode.
       precision: ``jax.lax.Precision`` of the contractions.
 
     Returns:
@@ -330,7 +304,7 @@ def _attend(q, k, v, fm, projection, keep_keys, keep_queries, *, causal, renorma
         q32, k32, v32 = (_to_chunks(x, chunk) for x in (q32, k32, v32))
         key_log_mask = _to_chunks(key_log_mask, chunk, -jnp.inf)
     phi_q, s_q = fm.split(q32, projection, **params)
-    keys = fm.terms(k32, projection, **params)
+    keys = fm.terms(k32, projection, side="key", **params)
     v_aug = with_ones_column(v32)
     if causal:
         num_aug, ref = _causal(phi_q, keys, key_log_mask, v_aug, precision)

@@ -160,7 +160,7 @@ def _key_terms(fm: FeatureMap, k, v, keep, projection, feature_params):
     if keep is not None:  # as in kernelized_attention: a left-out token may hold inf or NaN
         k32, v32 = jnp.where(keep[..., None], k32, 0.0), jnp.where(keep[..., None], v32, 0.0)
     params = resolve_feature_params(fm, feature_params, k32, k32, None, None, causal=True)
-    phi_k, s_k = fm.split(k32, projection, **params)
+    phi_k, s_k = fm.split(k32, projection, side="key", **params)
     s_k = s_k[..., 0] if keep is None else jnp.where(keep, s_k[..., 0], -jnp.inf)
     return phi_k, s_k, v32, params
 

@@ -1,13 +1,7 @@
 """Random projections, feature maps, kernel estimators and their closed-form theory."""
 
-from rfa.random_features import theory
-from rfa.random_features.feature_maps import (
-    FeatureMap,
-    feature_map,
-    optimal_gerf_parameter,
-    register_feature_map,
-    registered_feature_maps,
-)
+from rfa.random_features import estimators, theory
+from rfa.random_features.feature_maps import FeatureMap, feature_map, register_feature_map, registered_feature_maps
 from rfa.random_features.kernels import (
     estimate_gaussian_kernel,
     estimate_softmax_kernel,
@@ -15,11 +9,13 @@ from rfa.random_features.kernels import (
     softmax_kernel,
 )
 from rfa.random_features.projections import sample_phases, sample_projection
+from rfa.random_features.theory import optimal_gerf_parameter
 
 __all__ = [
     "FeatureMap",
     "estimate_gaussian_kernel",
     "estimate_softmax_kernel",
+    "estimators",
     "feature_map",
     "gaussian_kernel",
     "optimal_gerf_parameter",

@@ -11,78 +11,38 @@ so does a common offset of the keys, so attention divides queries by ``exp(s(q))
 ``φ̃(x)ᵀφ̃(y) · exp(s(x) + s(y))``, which is exact. Offsets never carry gradients: the features
 carry the whole derivative.
 
-Maps (``W`` is ``[m, d]``, rows ``w_i``; see docs/references.md, "Feature maps"):
-
-==================  ==========================================================  ========
-name                φ(x)                                                        features
-==================  ==========================================================  ========
-trig                exp(|x|²/2) m^{-1/2} [cos(Wx), sin(Wx)]                     2m
-positive            exp(-|x|²/2) m^{-1/2} exp(Wx)                               m
-hyperbolic          exp(-|x|²/2) (2m)^{-1/2} [exp(Wx), exp(-Wx)]                2m
-gerf (A < 1/8)      (1-4A)^{d/4} m^{-1/2} exp(A|w_i|² + √(1-4A) w_iᵀx - |x|²/2)  m
-oprf                gerf at A* = optimal_gerf_parameter(phi_sq, d)              m
-relu                relu(Wx) + ε                                                m
-elu                 elu(x) + 1                                                  d
-gaussian_trig       m^{-1/2} [cos(Wx), sin(Wx)]                                 2m
-gaussian_cosine     √(2/m) cos(Wx + b)                                          m
-==================  ==========================================================  ========
-
-The softmax-kernel maps estimate ``SM(x, y) = exp(xᵀy)`` without bias; the Gaussian ones
-``exp(-|x-y|²/2)``; relu and elu are deterministic baselines that estimate no kernel.
-
-References: Rahimi & Recht, NeurIPS 2007 (trig, cosine); Choromanski et al., "Rethinking
-Attention with Performers", ICLR 2021 (positive, hyperbolic, relu); Likhosherstov et al.,
-"Chefs' Random Tables", NeurIPS 2022 (gerf, oprf); Katharopoulos et al., "Transformers are
-RNNs", ICML 2020 (elu).
+The registered estimators live in :mod:`rfa.random_features.estimators`, one module per family,
+each with its maps and its closed-form theory: trig, positive, hyperbolic, gerf and oprf estimate
+the softmax kernel ``SM(x, y) = exp(xᵀy)`` without bias, gaussian_trig and gaussian_cosine the
+Gaussian kernel ``exp(-|x-y|²/2)``; relu and elu are deterministic baselines that estimate no
+kernel. ``rfa.registered_feature_maps()`` lists them; :func:`register_feature_map` adds one.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from rfa._validation import check_floating, check_positive_int, check_rank, is_concrete
+from rfa._validation import check_floating, check_rank
+
+if TYPE_CHECKING:
+    from rfa.random_features.theory import Theory
 
 Array = jax.Array
 _HIGHEST = jax.lax.Precision.HIGHEST
 
 
-def optimal_gerf_parameter(phi_sq, dim: int) -> Array:
-    """Returns A*, the GERF parameter minimizing the variance (OPRF, FAVOR++).
-
-    ``A* = (1/16) (1 - 2φ/d - sqrt((2φ/d + 1)² + 8φ/d))`` with ``φ = |x + y|²``; A* <= 0.
-    In attention, ``φ`` is estimated as ``mean|q|² + mean|k|² + 2 mean(q)ᵀmean(k)``.
-
-    Likhosherstov et al., "Chefs' Random Tables", NeurIPS 2022, Thm. 4.2.
-
-    Args:
-      phi_sq: ``|x + y|²``, any shape, >= 0.
-      dim: d, the input dimension.
-
-    Returns:
-      A* with the shape of ``phi_sq``.
-
-    Example:
-      >>> float(optimal_gerf_parameter(0.0, 64))
-      0.0
-    """
-    _check_phi_sq(phi_sq)
-    phi_sq = jnp.asarray(phi_sq, jnp.float32)
-    dim = check_positive_int(dim, "dim")
-    rho = phi_sq / dim
-    return (1.0 - 2.0 * rho - jnp.sqrt((2.0 * rho + 1.0) ** 2 + 8.0 * rho)) / 16.0
-
-
-def _project(x: Array, W: Array) -> Array:
+def project(x: Array, W: Array) -> Array:
+    """``Wx`` for ``x [..., d]`` and ``W [m, d]``, at full float32 precision: ``[..., m]``."""
     return jnp.einsum("...d,md->...m", x, W, precision=_HIGHEST)
 
 
-def _half_sq_norm(x: Array) -> Array:
+def half_sq_norm(x: Array) -> Array:
+    """``|x|²/2`` over the last axis, kept: ``[..., 1]``."""
     return 0.5 * jnp.sum(x * x, axis=-1, keepdims=True)
 
 
@@ -97,82 +57,22 @@ def features_at(base: Array | None, log: Array, offset: Array) -> Array:
     return scaled if base is None else base * scaled
 
 
-def _no_log(base: Array) -> tuple[Array, Array]:
+def no_log(base: Array) -> tuple[Array, Array]:
+    """``(base, 0)``: the terms of a map without exponentials."""
     return base, jnp.zeros(base.shape[:-1] + (1,), base.dtype)
-
-
-def _trig(x, W):
-    wx = _project(x, W)
-    return jnp.concatenate([jnp.cos(wx), jnp.sin(wx)], axis=-1) / math.sqrt(W.shape[0]), _half_sq_norm(x)
-
-
-def _positive(x, W):
-    return None, _project(x, W) - _half_sq_norm(x) - 0.5 * math.log(W.shape[0])
-
-
-def _hyperbolic(x, W):
-    wx = _project(x, W)
-    return None, jnp.concatenate([wx, -wx], axis=-1) - _half_sq_norm(x) - 0.5 * math.log(2 * W.shape[0])
-
-
-def _check_gerf_parameter(A):
-    # Checked before conversion: inside jit a Python float is concrete, jnp.asarray(A) is not.
-    if is_concrete(A) and np.any(np.asarray(A) >= 0.125):
-        raise ValueError(f"A must be < 1/8 for GERF features (the variance is infinite otherwise), got {A}.")
-    return jnp.asarray(A, jnp.float32)
-
-
-def _check_phi_sq(phi_sq):
-    if is_concrete(phi_sq) and np.any(np.asarray(phi_sq) < 0):
-        raise ValueError(f"phi_sq must be >= 0 (it is |x + y|²), got min {np.min(np.asarray(phi_sq))}.")
-
-
-def _gerf(x, W, *, A):
-    A = jnp.asarray(A, jnp.float32)[..., None]
-    m, d = W.shape
-    b = jnp.sqrt(1.0 - 4.0 * A)
-    log_phi = (
-        A * jnp.sum(W * W, axis=-1)
-        + b * _project(x, W)
-        - _half_sq_norm(x)
-        + 0.25 * d * jnp.log1p(-4.0 * A)
-        - 0.5 * math.log(m)
-    )
-    return None, log_phi
-
-
-def _oprf(x, W, *, phi_sq):
-    return _gerf(x, W, A=optimal_gerf_parameter(phi_sq, W.shape[1]))
-
-
-def _relu(x, W, *, epsilon=1e-3):
-    return _no_log(jax.nn.relu(_project(x, W)) + epsilon)
-
-
-def _elu(x, W):
-    del W  # elu+1 is deterministic: it has no projection.
-    return _no_log(jax.nn.elu(x) + 1.0)
-
-
-def _gaussian_trig(x, W):
-    wx = _project(x, W)
-    return _no_log(jnp.concatenate([jnp.cos(wx), jnp.sin(wx)], axis=-1) / math.sqrt(W.shape[0]))
-
-
-def _gaussian_cosine(x, W, *, phases):
-    phases = jnp.asarray(phases, jnp.float32)
-    if phases.shape != (W.shape[0],):
-        raise ValueError(f"phases must have shape [m] = ({W.shape[0]},), got {tuple(phases.shape)}.")
-    return _no_log(math.sqrt(2.0 / W.shape[0]) * jnp.cos(_project(x, W) + phases))
 
 
 @dataclasses.dataclass(frozen=True)
 class FeatureMap:
-    """A named feature map ``φ(x, W, **params)``; see the module docstring for the formulas.
+    """One estimator: its query and key feature maps ``φ(x, W, **params)``, the kernel it estimates and its theory.
+
+    ``φ_q(x)ᵀφ_k(y)`` estimates ``kernel(x, y)``; for most estimators ``φ_q = φ_k``. Everything that
+    uses estimators (kernel estimates, every attention mode, ``rfa.theory``, the experiment runner)
+    reads this object, so a new estimator is one module that builds one and registers it.
 
     Attributes:
       name: registry name.
-      terms_fn: ``(x, W, **params) -> (base, log)`` on float32 inputs with
+      terms_fn: the query map, ``(x, W, **params) -> (base, log)`` on float32 inputs with
         ``φ = base ⊙ exp(log)``; ``base`` is ``[..., F]`` or None (all ones), ``log`` is
         ``[..., F]`` or ``[..., 1]``.
       kernel: ``"softmax"`` or ``"gaussian"`` for the kernel estimated without bias, ``None`` for
@@ -187,6 +87,18 @@ class FeatureMap:
         token axes ``[batch..., heads, length]`` (``A``, ``phi_sq``) rather than the features.
       param_checks: ``(name, check)`` pairs; ``check(value)`` raises a ValueError for a concrete
         value outside the parameter's valid range (traced values pass).
+      key_terms_fn: the key map when it differs from the query map (asymmetric estimators).
+      positive: whether every feature is > 0, so that the attention normalizer is > 0.
+      theory: the closed forms (:class:`rfa.random_features.theory.Theory`), None if none is known.
+      fitted: the subset of ``params`` fitted from the queries and keys when not given.
+      fit: ``(q, k, keep_q, keep_k) -> {name: value}`` for the ``fitted`` names, from
+        ``q [batch..., length_q, d]`` and ``k [batch..., length_k, d]`` (as the map sees them) and
+        optional ``[batch..., length, 1]`` masks; the values broadcast against ``[batch..., length]``
+        and carry no gradient.
+      standard_params: ``dim -> {name: value}``, the fitted parameters for queries and keys with
+        independent N(0, 1) entries (the default where they must be fixed in advance: causal mode).
+      sampled: the subset of ``params`` that are random, drawn with the projection.
+      sample_params: ``(key, num_features, dim) -> {name: value}`` draws the ``sampled`` names.
     """
 
     name: str
@@ -198,6 +110,22 @@ class FeatureMap:
     required: tuple[str, ...] = ()
     token_params: tuple[str, ...] = ()
     param_checks: tuple[tuple[str, Callable[[object], object]], ...] = ()
+    key_terms_fn: Callable[..., tuple[Array | None, Array]] | None = None
+    positive: bool = False
+    theory: Theory | None = None
+    fitted: tuple[str, ...] = ()
+    fit: Callable[..., dict] | None = None
+    standard_params: Callable[[int], dict] | None = None
+    sampled: tuple[str, ...] = ()
+    sample_params: Callable[..., dict] | None = None
+
+    def __post_init__(self):
+        for field in ("required", "token_params", "fitted", "sampled"):
+            extra = set(getattr(self, field)) - set(self.params)
+            if extra:
+                raise ValueError(f"FeatureMap {self.name!r}: {field} names {sorted(extra)}, which are not in params.")
+        if bool(self.fitted) != (self.fit is not None) or bool(self.sampled) != (self.sample_params is not None):
+            raise ValueError(f"FeatureMap {self.name!r}: fitted needs fit and sampled needs sample_params (and back).")
 
     @property
     def needs_projection(self) -> bool:
@@ -219,8 +147,11 @@ class FeatureMap:
             if name in params:
                 check(params[name])
 
-    def terms(self, x: Array, projection: Array | None, **params) -> tuple[Array | None, Array]:
-        """Checks the inputs and returns the float32 pair ``(base, log)`` with ``φ = base ⊙ exp(log)``."""
+    def terms(self, x: Array, projection: Array | None, *, side: str = "query", **params) -> tuple[Array | None, Array]:
+        """Checks the inputs and returns the float32 pair ``(base, log)`` with ``φ = base ⊙ exp(log)``.
+
+        ``side="key"`` gives the key map's terms (the same as the query map's for symmetric estimators).
+        """
         x = check_floating(x, "x")
         check_rank(x, "x", min_ndim=1, layout="[..., d]")
         self.check_params(params)
@@ -240,20 +171,26 @@ class FeatureMap:
             projection = projection.astype(jnp.float32)
         elif projection is not None:
             raise ValueError(f"feature map {self.name!r} is deterministic and takes no projection; pass None.")
-        return self.terms_fn(x.astype(jnp.float32), projection, **params)
+        if side not in ("query", "key"):
+            raise ValueError(f"side must be 'query' or 'key', got {side!r}.")
+        terms_fn = self.key_terms_fn if side == "key" and self.key_terms_fn is not None else self.terms_fn
+        return terms_fn(x.astype(jnp.float32), projection, **params)
 
-    def split(self, x: Array, projection: Array | None, **params) -> tuple[Array, Array]:
+    def split(self, x: Array, projection: Array | None, *, side: str = "query", **params) -> tuple[Array, Array]:
         """``(φ̃(x), s(x))`` in float32 with ``φ = φ̃ · exp(s)``, ``s = max log`` per row (no gradient)."""
-        base, log = self.terms(x, projection, **params)
+        base, log = self.terms(x, projection, side=side, **params)
         s = row_log_scale(log)
         return features_at(base, log, s), s
 
-    def __call__(self, x: Array, projection: Array | None = None, *, stabilize: bool = False, **params) -> Array:
+    def __call__(
+        self, x: Array, projection: Array | None = None, *, stabilize: bool = False, side: str = "query", **params
+    ) -> Array:
         """Computes φ(x) in float32 and returns it in ``x.dtype``.
 
         Args:
           x: inputs ``[..., d]``.
           projection: ``W`` of shape ``[m, d]`` (``None`` for deterministic maps).
+          side: ``"query"`` or ``"key"``, the map of that side (they differ for asymmetric estimators).
           stabilize: if True, return ``φ̃(x) = φ(x) exp(-s(x))``, each row rescaled so that its
             largest exponential is 1. Use it where a per-row factor cancels (attention queries).
           **params: map parameters (``A`` for gerf, ``phi_sq`` for oprf, ``epsilon`` for relu,
@@ -267,7 +204,7 @@ class FeatureMap:
           >>> rfa.feature_map("positive")(jnp.ones((3, 4)), W).shape
           (3, 16)
         """
-        phi, s = self.split(x, projection, **params)
+        phi, s = self.split(x, projection, side=side, **params)
         if not stabilize:
             phi = phi * jnp.exp(s)
         return phi.astype(x.dtype)
@@ -304,45 +241,3 @@ def feature_map(name: str | FeatureMap) -> FeatureMap:
 def registered_feature_maps() -> tuple[str, ...]:
     """Names of all registered feature maps."""
     return tuple(sorted(_REGISTRY))
-
-
-for _fm in (
-    FeatureMap("trig", _trig, "softmax", 2, temperature_scaled=True),
-    FeatureMap("positive", _positive, "softmax", 1, temperature_scaled=True),
-    FeatureMap("hyperbolic", _hyperbolic, "softmax", 2, temperature_scaled=True),
-    FeatureMap(
-        "gerf",
-        _gerf,
-        "softmax",
-        1,
-        temperature_scaled=True,
-        params=("A",),
-        required=("A",),
-        token_params=("A",),
-        param_checks=(("A", _check_gerf_parameter),),
-    ),
-    FeatureMap(
-        "oprf",
-        _oprf,
-        "softmax",
-        1,
-        temperature_scaled=True,
-        params=("phi_sq",),
-        required=("phi_sq",),
-        token_params=("phi_sq",),
-        param_checks=(("phi_sq", _check_phi_sq),),
-    ),
-    FeatureMap("relu", _relu, None, 1, temperature_scaled=True, params=("epsilon",)),
-    FeatureMap("elu", _elu, None, 0, temperature_scaled=False),
-    FeatureMap("gaussian_trig", _gaussian_trig, "gaussian", 2, temperature_scaled=True),
-    FeatureMap(
-        "gaussian_cosine",
-        _gaussian_cosine,
-        "gaussian",
-        1,
-        temperature_scaled=True,
-        params=("phases",),
-        required=("phases",),
-    ),
-):
-    register_feature_map(_fm)

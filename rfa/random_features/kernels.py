@@ -20,7 +20,8 @@ from rfa.random_features.feature_maps import FeatureMap, feature_map
 Array = jax.Array
 
 
-def _check_pair(x, y):
+def check_pair(x, y):
+    """Checks ``x [..., d]`` and ``y [..., d]`` with broadcasting leading dims; returns them and their result dtype."""
     x = check_floating(x, "x")
     y = check_floating(y, "y")
     check_rank(x, "x", min_ndim=1, layout="[..., d]")
@@ -44,7 +45,7 @@ def softmax_kernel(x: Array, y: Array) -> Array:
       >>> round(float(rfa.softmax_kernel(jnp.ones(2), jnp.ones(2))), 4)  # e²
       7.3891
     """
-    x, y, dtype = _check_pair(x, y)
+    x, y, dtype = check_pair(x, y)
     dot = jnp.sum(x.astype(jnp.float32) * y.astype(jnp.float32), axis=-1)
     return jnp.exp(dot).astype(dtype)
 
@@ -56,24 +57,25 @@ def gaussian_kernel(x: Array, y: Array) -> Array:
       >>> float(rfa.gaussian_kernel(jnp.zeros(2), jnp.zeros(2)))
       1.0
     """
-    x, y, dtype = _check_pair(x, y)
+    x, y, dtype = check_pair(x, y)
     delta = x.astype(jnp.float32) - y.astype(jnp.float32)
     return jnp.exp(-0.5 * jnp.sum(delta * delta, axis=-1)).astype(dtype)
 
 
 def _estimate(kernel: str, x, y, projection, estimator, params) -> Array:
-    x, y, dtype = _check_pair(x, y)
+    x, y, dtype = check_pair(x, y)
     fm: FeatureMap = feature_map(estimator)
     if fm.kernel != kernel:
         raise ValueError(
             f"estimator {fm.name!r} does not estimate the {kernel} kernel (it estimates {fm.kernel}); "
             f"choose a feature map whose kernel is {kernel!r}."
         )
-    if "phi_sq" in fm.required and "phi_sq" not in params:
-        z = x.astype(jnp.float32) + y.astype(jnp.float32)
-        params = {**params, "phi_sq": jnp.sum(z * z, axis=-1)}
+    missing = [name for name in fm.fitted if name not in params]
+    if missing:  # fitted to the pair itself: a "sequence" of one query and one key
+        fitted = fm.fit(x[..., None, :].astype(jnp.float32), y[..., None, :].astype(jnp.float32))
+        params = {**params, **{name: fitted[name][..., 0] for name in missing}}
     phi_x, s_x = fm.split(x, projection, **params)
-    phi_y, s_y = fm.split(y, projection, **params)
+    phi_y, s_y = fm.split(y, projection, side="key", **params)
     log_scale = (s_x + s_y)[..., 0]
     return (jnp.sum(phi_x * phi_y, axis=-1) * jnp.exp(log_scale)).astype(dtype)
 
@@ -82,14 +84,15 @@ def estimate_softmax_kernel(x: Array, y: Array, projection: Array, estimator: st
     """Unbiased random-feature estimate ``φ(x)ᵀφ(y)`` of ``SM(x, y) = exp(xᵀy)``.
 
     The product is formed from the stabilized features, ``φ̃(x)ᵀφ̃(y) · exp(s(x) + s(y))``, so
-    it is finite whenever the estimate itself is representable. For ``"oprf"`` without
-    ``phi_sq``, ``phi_sq = |x + y|²`` of each pair is used (the optimal A for that pair).
+    it is finite whenever the estimate itself is representable. Parameters the estimator fits
+    from data and that are not given are fitted to each pair (oprf: ``phi_sq = |x + y|²``, the
+    optimal A for that pair).
 
     Args:
       x: ``[..., d]``.
       y: ``[..., d]``; leading dims broadcast against those of ``x``.
       projection: ``W`` of shape ``[m, d]``.
-      estimator: a feature map whose kernel is ``"softmax"``: trig, positive, hyperbolic, gerf, oprf.
+      estimator: an estimator whose kernel is ``"softmax"`` (trig, positive, hyperbolic, gerf, oprf, ...).
       **params: feature-map parameters (``A`` for gerf, ``phi_sq`` for oprf).
 
     Returns:
@@ -118,3 +121,6 @@ def estimate_gaussian_kernel(
       >>> est = rfa.estimate_gaussian_kernel(jnp.zeros(2), jnp.ones(2), W)  # ≈ exp(-1)
     """
     return _estimate("gaussian", x, y, projection, estimator, params)
+
+
+KERNELS = {"softmax": softmax_kernel, "gaussian": gaussian_kernel}  # FeatureMap.kernel -> the exact kernel

@@ -1,12 +1,22 @@
 """Random projections ``W`` whose rows ``w_1..w_m`` drive the random feature maps.
 
-iid rows are standard Gaussian. Orthogonal rows come in independent blocks of ``d`` mutually
-orthogonal directions (Q of the QR decomposition of a Gaussian matrix, sign-fixed so Q is Haar
-distributed), rescaled to chi(d) norms so that each row is still marginally N(0, I_d)
-("chi"), or to norm sqrt(d) (the regularized "sqrt_d" variant).
+Three couplings of the rows, all with each row marginally N(0, I_d) under "chi" scaling, so every
+estimator stays unbiased:
 
-Choromanski et al., "Rethinking Attention with Performers", ICLR 2021, Sec. 2.4 and Thm. 2;
-Yu et al., "Orthogonal Random Features", NeurIPS 2016.
+- ``"iid"``: independent standard Gaussian rows.
+- ``"orthogonal"``: blocks of ``d`` mutually orthogonal directions, the rows of a Haar-random
+  orthogonal matrix R (Q of the QR decomposition of a Gaussian matrix, sign-fixed), with
+  independent chi(d) norms (Yu et al., "Orthogonal Random Features", NeurIPS 2016; Choromanski
+  et al., "Rethinking Attention with Performers", ICLR 2021, Sec. 2.4 and Thm. 2).
+- ``"simplex"``: blocks ``diag(ρ) S R`` whose ``d`` directions point to the vertices of a regular
+  simplex, ``s_iᵀs_j = -1/(d-1)`` for ``i ≠ j``, rotated by a Haar-random R, with independent
+  chi(d) norms ρ (Reid, Choromanski, Likhosherstov, Weller, "Simplex Random Features", ICML 2023).
+  The rows of one block sum to 0 (before the norms), which cancels the term of the estimators
+  that is linear in the rows; SimRF has the lowest MSE for positive features among such
+  weight-independent couplings.
+
+For m > d the blocks are independent (a new R and new norms each) and the first m rows are kept.
+``scaling="sqrt_d"`` fixes every norm to sqrt(d) instead (the regularized variant).
 """
 
 from __future__ import annotations
@@ -16,22 +26,42 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rfa._validation import check_choice, check_key, check_positive_int
 
-PROJECTION_KINDS = ("orthogonal", "iid")
+PROJECTION_KINDS = ("orthogonal", "iid", "simplex")
 ROW_SCALINGS = ("chi", "sqrt_d")
 
 
-def _orthogonal_directions(key: jax.Array, num_rows: int, dim: int) -> jax.Array:
-    """``num_rows`` unit rows, orthogonal within each block of ``dim`` consecutive rows."""
-    num_blocks = math.ceil(num_rows / dim)
+def _haar_rotations(key: jax.Array, num_blocks: int, dim: int) -> jax.Array:
+    """``[num_blocks, dim, dim]`` independent Haar-random orthogonal matrices (their rows are orthonormal)."""
     gaussian = jax.random.normal(key, (num_blocks, dim, dim), jnp.float32)
     q, r = jnp.linalg.qr(gaussian)
     # Multiplying column i of Q by sign(R_ii) makes Q Haar-distributed (Mezzadri 2007).
     q = q * jnp.sign(jnp.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
-    rows = jnp.swapaxes(q, -1, -2).reshape(num_blocks * dim, dim)
-    return rows[:num_rows]
+    return jnp.swapaxes(q, -1, -2)
+
+
+@functools.lru_cache(maxsize=32)
+def simplex_vertices(dim: int) -> np.ndarray:
+    """``S [dim, dim]``: unit rows with ``s_iᵀs_j = -1/(d-1)`` for ``i ≠ j``, the vertices of a regular simplex.
+
+    With ``u = (1, …, 1, 0)``: ``s_i = √(d/(d-1)) e_i - ((√d + 1)/(d-1)^{3/2}) u`` for ``i < d`` and
+    ``s_d = u/√(d-1)`` (Reid et al., "Simplex Random Features", ICML 2023). The rows sum to 0.
+
+    Example:
+      >>> S = simplex_vertices(3)
+      >>> np.round(S @ S.T, 6).tolist()
+      [[1.0, -0.5, -0.5], [-0.5, 1.0, -0.5], [-0.5, -0.5, 1.0]]
+    """
+    if dim < 2:
+        raise ValueError(f"simplex directions need dim >= 2 (d - 1 >= 1 dimensions to span), got dim={dim}.")
+    u = np.ones(dim)
+    u[-1] = 0.0
+    vertices = math.sqrt(dim / (dim - 1)) * np.eye(dim) - (math.sqrt(dim) + 1) / (dim - 1) ** 1.5 * u
+    vertices[-1] = u / math.sqrt(dim - 1)
+    return vertices
 
 
 def _check_dtype(dtype):
@@ -48,7 +78,10 @@ def _sample(key, num_features, dim, kind, scaling, dtype):
             return rows.astype(dtype)
         rows = rows / jnp.linalg.norm(rows, axis=-1, keepdims=True)
     else:
-        rows = _orthogonal_directions(direction_key, num_features, dim)
+        blocks = _haar_rotations(direction_key, math.ceil(num_features / dim), dim)
+        if kind == "simplex":
+            blocks = jnp.asarray(simplex_vertices(dim), jnp.float32) @ blocks
+        rows = blocks.reshape(-1, dim)[:num_features]
     if scaling == "chi":
         norms = jnp.linalg.norm(jax.random.normal(norm_key, (num_features, dim), jnp.float32), axis=-1)
     else:
@@ -70,9 +103,10 @@ def sample_projection(
     Args:
       key: a PRNG key. A redraw is a new key: split one, never derive it from data.
       num_features: m, the number of random vectors (rows of W). May exceed ``dim``: orthogonal
-        rows are then stacked from ``ceil(m / dim)`` independent blocks.
-      dim: d, the dimension of the inputs the features are computed from.
-      kind: ``"orthogonal"`` (block-orthogonal rows) or ``"iid"`` (independent rows).
+        and simplex rows are then stacked from ``ceil(m / dim)`` independent blocks.
+      dim: d, the dimension of the inputs the features are computed from (>= 2 for simplex).
+      kind: ``"orthogonal"`` (block-orthogonal rows), ``"simplex"`` (block-simplex rows) or
+        ``"iid"`` (independent rows); see the module docstring.
       scaling: row norms; ``"chi"`` makes every row marginally N(0, I_d) (unbiased estimators),
         ``"sqrt_d"`` fixes every norm to sqrt(d).
       dtype: floating dtype of the result; sampling runs in float32.
@@ -84,6 +118,9 @@ def sample_projection(
       >>> W = sample_projection(jax.random.key(0), 256, 64)
       >>> W.shape
       (256, 64)
+      >>> S = sample_projection(jax.random.key(0), 4, 4, kind="simplex", scaling="sqrt_d")
+      >>> round(float(S[0] @ S[1]), 4)  # d · (-1/(d-1))
+      -1.3333
     """
     check_key(key)
     num_features = check_positive_int(num_features, "num_features")
@@ -91,6 +128,10 @@ def sample_projection(
     check_choice(kind, "kind", PROJECTION_KINDS)
     check_choice(scaling, "scaling", ROW_SCALINGS)
     _check_dtype(dtype)
+    if kind == "simplex" and dim < 2:
+        raise ValueError(
+            f"kind='simplex' needs dim >= 2 (a simplex of d directions spans d - 1 dimensions), got dim={dim}."
+        )
     return _sample(key, num_features, dim, kind, scaling, jnp.dtype(dtype))
 
 

@@ -1,101 +1,195 @@
 """Closed-form mean squared errors of the random-feature kernel estimators.
 
-All formulas are per input pair ``(x, y)`` with ``z = x + y``, ``Δ = x - y``,
-``SM = exp(xᵀy)``, ``Λ = exp(-(|x|² + |y|²)/2)``; ``m`` counts random vectors (rows of W).
+Each estimator carries its own closed forms (a :class:`Theory` on its ``FeatureMap``, next to its
+feature map in ``rfa.random_features.estimators``); :func:`log_mse` and :func:`mse` look them up
+by name. This module holds what several estimators share: the statistics of a pair, and the MSE of
+GERF-type estimators (positive, gerf, oprf) when the rows of W are coupled in blocks.
 
-iid vectors (Choromanski et al., "Rethinking Attention with Performers", ICLR 2021, Lemma 2;
-Likhosherstov et al., "Chefs' Random Tables", NeurIPS 2022, Thm. 4.1):
+Per input pair ``(x, y)``: ``z = x + y``, ``Δ = x - y``, ``SM = exp(xᵀy)``,
+``Λ = exp(-(|x|² + |y|²)/2)``; ``m`` counts random vectors (rows of W).
 
-- trig:        ``(1/2m) exp(|z|²) SM⁻² (1 - exp(-|Δ|²))²``
-- positive:    ``(1/m) exp(|z|²) SM² (1 - exp(-|z|²))``
-- hyperbolic:  ``½ (1 - exp(-|z|²)) · MSE_positive``
-- gerf(A):     ``V(A)/m``, ``V(A) = SM² (((1-4A)²/(1-8A))^{d/2} exp(|z|²/(1-8A)) - 1)``
-  (docs/references.md, "Closed-form MSE with iid vectors"; positive is A = 0, oprf is A = A*(|z|², d))
-- gaussian_trig:   ``(1 - exp(-|Δ|²))² / (2m)``
-- gaussian_cosine: ``(1 + exp(-2|Δ|²)/2 - exp(-|Δ|²)) / m``
-
-Orthogonal vectors, positive/gerf/oprf, rows in independent blocks of d with chi(d) norms:
-two rows of one block have covariance ``C = Λ² (S - exp(|z|²))`` with the series ``S`` below,
-rows of different blocks are independent, hence with ``P`` ordered within-block pairs
+Coupled rows (orthogonal or simplex blocks of d rows with independent chi(d) norms, rows of
+different blocks independent). Two rows ``w_i, w_j`` of one block have directions with
+``cos = c`` (0 orthogonal, ``-1/(d-1)`` simplex) under a Haar rotation, so ``u = w_i + w_j`` has a
+uniform direction and ``|u|² = r²(1 + c sin ψ)``, ``r² ~ χ²(2d)``, ψ with density ∝ ``sin^{d-1} ψ``
+on [0, π]. With ``E exp(uᵀz) = Σ_n (|z|²/4)ⁿ E|u|^{2n} / ((d/2)_n n!)`` and
+``E|u|^{2n} = 2ⁿ (d)_n g_n``, ``g_n = E(1 + c sin ψ)ⁿ``, the pair of rows has covariance
+``C = -Λ² G``, ``G = exp(|z|²) - S = Σ_n |z|^{2n}/n! · (1 - r_n g_n)``, ``r_n = (d)_n/(2ⁿ (d/2)_n)``;
+every term is >= 0 (``r_n, g_n <= 1``), so the series loses no digits. For GERF features the
+same ``C`` holds for every A (the A-dependence cancels). With ``P`` ordered within-block pairs
 (``P = k d(d-1) + r(r-1)`` for ``m = k d + r``)
 
-    MSE_ort = V(A)/m + P C / m²,
+    MSE = V(A)/m - P Λ² G / m²,
 
-which is the one-block formula for m <= d and the 1/k law for m = k d (docs/references.md,
-"Orthogonal features", with the series' derivation).
-``S - exp(|z|²) = -Σ_n (|z|²/2)ⁿ Σ_j (1 - Γ(d/2+j)Γ(d/2+n-j)/(Γ(d/2)Γ(d/2+n))) / (j!(n-j)!)``
-is summed term by term (every term has the same sign, so nothing cancels).
-Performer Theorem 2 bounds it for m <= d: ``MSE_ort <= MSE_iid - 2(m-1)/(m(d+2)) (SM - Λ)²``.
+which for orthogonal rows is the one-block formula for m <= d and the 1/k law for m = k d
+(docs/references.md, "Orthogonal features"; Choromanski et al., ICLR 2021, Thm. 2; Reid,
+Choromanski, Likhosherstov, Weller, "Simplex Random Features", ICML 2023, Sec. 3). ``g_n`` is
+computed by Gauss–Legendre quadrature in float64 (exactly 1 for orthogonal rows).
 
-The MSEs are computed in the log domain, so ``log_mse`` stays finite where ``mse`` overflows
-(``orthogonal_mse_bound``, a difference, is computed in the linear domain).
+The MSEs are computed in the log domain, so ``log_mse`` stays finite where ``mse`` overflows; an
+MSE beyond float32 is ``inf``, never NaN.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy.special import gammaln, logsumexp
+from scipy.special import gammaln, logsumexp, roots_legendre
 
-from rfa._validation import check_choice, check_positive_int
-from rfa.random_features.feature_maps import (
-    _check_gerf_parameter,
-    optimal_gerf_parameter,
-)
-from rfa.random_features.kernels import _check_pair
+from rfa._validation import check_choice, check_positive_int, is_concrete
+from rfa.random_features.feature_maps import feature_map, registered_feature_maps
+from rfa.random_features.kernels import check_pair
+from rfa.random_features.projections import PROJECTION_KINDS
 
 Array = jax.Array
 
-SOFTMAX_ESTIMATORS = ("trig", "positive", "hyperbolic", "gerf", "oprf")
-GAUSSIAN_ESTIMATORS = ("gaussian_trig", "gaussian_cosine")
-ORTHOGONAL_ESTIMATORS = ("positive", "gerf", "oprf")
+COUPLED_PROJECTIONS = ("orthogonal", "simplex")
 DEFAULT_NUM_TERMS = 512
+_QUADRATURE_NODES = 2048
 
-__all__ = ["log_mse", "mse", "optimal_gerf_parameter", "orthogonal_mse_bound"]
+__all__ = ["Theory", "estimators_with_theory", "log_mse", "mse", "optimal_gerf_parameter", "orthogonal_mse_bound"]
 
 
-def _log_one_minus_exp(t: Array) -> Array:
+@dataclasses.dataclass(frozen=True)
+class Theory:
+    """The closed forms of one estimator, attached to its ``FeatureMap`` (``fm.theory``).
+
+    Attributes:
+      log_mse: ``(x, y, num_features, *, projection, num_terms, **params) -> [...]``, the natural
+        log of the MSE of the estimate of ``fm.kernel`` from m random vectors, on float32
+        ``x, y [..., d]`` already checked; ``params`` are the map's parameters (a fitted one may
+        be absent: then it is fitted to the pair).
+      projections: the projection kinds (``rfa.sample_projection``'s ``kind``) it covers.
+      log_relative_moments: optional ``(x, y, **params) -> [..., 4]`` in float64 NumPy:
+        ``log E[(Y/K)^k]``, k = 1..4, for the estimate Y of one random vector (iid); predicts the
+        Monte Carlo error of a measurement.
+      bound: optional ``(x, y, num_features, projection) -> [...] or None``, a published upper
+        bound on the MSE where it applies (Performer's Theorem 2), None elsewhere.
+    """
+
+    log_mse: Callable[..., Array]
+    projections: tuple[str, ...] = ("iid",)
+    log_relative_moments: Callable[..., np.ndarray] | None = None
+    bound: Callable[..., Array | None] | None = None
+
+
+class PairStats(NamedTuple):
+    """Per-pair quantities of the closed forms, ``[...]`` float32 each, and the dimension d."""
+
+    x_sq: Array
+    y_sq: Array
+    xy: Array
+    z_sq: Array  # |x + y|²
+    delta_sq: Array  # |x - y|²
+    dim: int
+
+
+def pair_stats(x: Array, y: Array) -> PairStats:
+    """The :class:`PairStats` of float32 ``x, y [..., d]``."""
+    xy = jnp.sum(x * y, axis=-1)
+    x_sq = jnp.sum(x * x, axis=-1)
+    y_sq = jnp.sum(y * y, axis=-1)
+    return PairStats(x_sq, y_sq, xy, x_sq + y_sq + 2.0 * xy, jnp.maximum(x_sq + y_sq - 2.0 * xy, 0.0), x.shape[-1])
+
+
+def check_phi_sq(phi_sq) -> None:
+    """Raises a ValueError for a concrete ``phi_sq`` below 0."""
+    if is_concrete(phi_sq) and np.any(np.asarray(phi_sq) < 0):
+        raise ValueError(f"phi_sq must be >= 0 (it is |x + y|²), got min {np.min(np.asarray(phi_sq))}.")
+
+
+def optimal_gerf_parameter(phi_sq, dim: int) -> Array:
+    """Returns A*, the GERF parameter minimizing the variance (OPRF, FAVOR++).
+
+    ``A* = (1/16) (1 - 2φ/d - sqrt((2φ/d + 1)² + 8φ/d))`` with ``φ = |x + y|²``; A* <= 0.
+    In attention, ``φ`` is estimated as ``mean|q|² + mean|k|² + 2 mean(q)ᵀmean(k)``.
+
+    Likhosherstov et al., "Chefs' Random Tables", NeurIPS 2022, Thm. 4.2.
+
+    Args:
+      phi_sq: ``|x + y|²``, any shape, >= 0.
+      dim: d, the input dimension.
+
+    Returns:
+      A* with the shape of ``phi_sq``.
+
+    Example:
+      >>> float(optimal_gerf_parameter(0.0, 64))
+      0.0
+    """
+    check_phi_sq(phi_sq)
+    phi_sq = jnp.asarray(phi_sq, jnp.float32)
+    dim = check_positive_int(dim, "dim")
+    rho = phi_sq / dim
+    return (1.0 - 2.0 * rho - jnp.sqrt((2.0 * rho + 1.0) ** 2 + 8.0 * rho)) / 16.0
+
+
+def log_one_minus_exp(t: Array) -> Array:
     """log(1 - exp(-t)) for t >= 0, accurate for small and large t."""
     return jnp.log(-jnp.expm1(-t))
 
 
-def _log_gerf_variance(xy: Array, z_sq: Array, A: Array, dim: int) -> Array:
-    """log V(A); V(A) = SM² expm1(L), L = (d/2) log((1-4A)²/(1-8A)) + |z|²/(1-8A) >= 0."""
-    L = 0.5 * dim * (2.0 * jnp.log1p(-4.0 * A) - jnp.log1p(-8.0 * A)) + z_sq / (1.0 - 8.0 * A)
-    return 2.0 * xy + L + _log_one_minus_exp(L)
+def row_cosine(projection: str, dim: int) -> float:
+    """``c``, the cosine between the directions of two rows of one block."""
+    return -1.0 / (dim - 1) if projection == "simplex" else 0.0
 
 
 @functools.lru_cache(maxsize=64)
-def _series_coefficients(dim: int, num_terms: int) -> np.ndarray:
-    """c_n = log Σ_j (1 - Γ(a+j)Γ(a+n-j)/(Γ(a)Γ(a+n))) / (j!(n-j)!), a = d/2, for n = 2..num_terms-1."""
+def _gap_coefficients(dim: int, num_terms: int, cosine: float) -> np.ndarray:
+    """``log((1 - r_n g_n)/n!)`` for n = 1..num_terms-1 (``-inf`` where the term vanishes)."""
+    n = np.arange(1, num_terms, dtype=np.float64)
     a = dim / 2.0
-    n = np.arange(2, num_terms, dtype=np.float64)[:, None]
-    j = np.arange(num_terms, dtype=np.float64)[None, :]
-    valid = j <= n
-    jj = np.where(valid, j, 0.0)
-    # <= 0 by log-convexity of Γ; the clip removes rounding noise at j = 0 and j = n, where it is 0.
-    log_ratio = np.minimum(gammaln(a + jj) + gammaln(a + n - jj) - gammaln(a) - gammaln(a + n), 0.0)
+    log_r = gammaln(2 * a + n) - gammaln(2 * a) - n * math.log(2.0) - gammaln(a + n) + gammaln(a)
+    log_g = np.zeros_like(n)
+    if cosine != 0.0:
+        nodes, weights = roots_legendre(_QUADRATURE_NODES)
+        psi = (nodes + 1.0) * (math.pi / 2)
+        sin = np.sin(psi)
+        with np.errstate(divide="ignore"):
+            log_density = np.log(weights) + (dim - 1) * np.log(sin)
+            log_g = logsumexp(log_density + n[:, None] * np.log1p(cosine * sin), axis=1) - logsumexp(log_density)
     with np.errstate(divide="ignore"):
-        log_terms = np.log(-np.expm1(log_ratio)) - gammaln(jj + 1.0) - gammaln(n - jj + 1.0)
-    log_terms = np.where(valid, log_terms, -np.inf)
-    return logsumexp(log_terms, axis=1)
+        return np.log(-np.expm1(np.minimum(log_r + log_g, 0.0))) - gammaln(n + 1.0)
 
 
-def _log_orthogonal_gap(z_sq: Array, dim: int, num_terms: int) -> Array:
-    """log(exp(|z|²) - S) with the series S of the orthogonal covariance."""
-    c = jnp.asarray(_series_coefficients(dim, num_terms), jnp.float32)
-    n = jnp.arange(2, num_terms, dtype=jnp.float32)
-    log_half = jnp.log(0.5 * z_sq)[..., None]
-    return jax.nn.logsumexp(n * log_half + c, axis=-1)
+def _log_coupling_gap(z_sq: Array, dim: int, projection: str, num_terms: int) -> Array:
+    """``log G = log(exp(|z|²) - S)``, the covariance of two rows of one block is ``-Λ² G``."""
+    c = jnp.asarray(_gap_coefficients(dim, num_terms, row_cosine(projection, dim)), jnp.float32)
+    n = jnp.arange(1, num_terms, dtype=jnp.float32)
+    return jax.nn.logsumexp(n * jnp.log(z_sq)[..., None] + c, axis=-1)
 
 
 def _within_block_pairs(num_features: int, dim: int) -> int:
     blocks, rest = divmod(num_features, dim)
     return blocks * dim * (dim - 1) + rest * (rest - 1)
+
+
+def coupled_log_mse(log_var: Array, s: PairStats, num_features: int, *, projection: str, num_terms: int) -> Array:
+    """log MSE of a GERF-type estimator with per-vector variance ``exp(log_var)`` under ``projection``.
+
+    ``V/m`` for iid rows, ``V/m - P Λ² G/m²`` for orthogonal and simplex blocks (module docstring).
+    """
+    log_m = math.log(num_features)
+    pairs = _within_block_pairs(num_features, s.dim)
+    if projection == "iid" or pairs == 0:
+        return log_var - log_m
+    exact = jnp.isneginf(log_var)  # z = 0: every feature is constant, so is every covariance
+    log_gap = _log_coupling_gap(s.z_sq, s.dim, projection, num_terms)
+    log_cov_ratio = log_gap - s.x_sq - s.y_sq - jnp.where(exact, 0.0, log_var)
+    log_coupled = log_var - log_m + jnp.log1p(-jnp.exp(log_cov_ratio + math.log(pairs) - log_m))
+    return jnp.where(exact, log_var, log_coupled)
+
+
+def estimators_with_theory(projection: str = "iid") -> tuple[str, ...]:
+    """Registered estimators with a closed-form MSE for ``projection``."""
+    return tuple(n for n in registered_feature_maps() if (t := feature_map(n).theory) and projection in t.projections)
 
 
 def log_mse(
@@ -104,78 +198,54 @@ def log_mse(
     y: Array,
     num_features: int,
     *,
+    projection: str | None = None,
     orthogonal: bool = False,
-    A=None,
-    phi_sq=None,
     num_terms: int = DEFAULT_NUM_TERMS,
+    **params,
 ) -> Array:
     """Natural log of the closed-form MSE of ``estimator`` at ``(x, y)`` with m random vectors.
 
     Args:
-      estimator: trig, positive, hyperbolic, gerf, oprf, gaussian_trig or gaussian_cosine.
+      estimator: a registered estimator with a closed form (:func:`estimators_with_theory`), e.g.
+        trig, positive, hyperbolic, gerf, oprf, gaussian_trig, gaussian_cosine.
       x: ``[..., d]``.
       y: ``[..., d]``; leading dims broadcast against those of ``x``.
       num_features: m, the number of random vectors.
-      orthogonal: block-orthogonal vectors with chi norms (positive, gerf and oprf only).
-      A: the GERF parameter (< 1/8), required for gerf.
-      phi_sq: for oprf, the statistic its A* is computed from (as the feature map's ``phi_sq``);
-        default ``|x + y|²`` of each pair, the optimum for that pair.
-      num_terms: terms of the orthogonal series; accurate while ``|x+y|² << num_terms``.
+      projection: the coupling of the rows of W, ``"iid"`` (default), ``"orthogonal"`` or
+        ``"simplex"`` as in ``rfa.sample_projection``; the estimator's theory must cover it.
+      orthogonal: shorthand for ``projection="orthogonal"``.
+      num_terms: terms of the coupled-rows series; accurate while ``|x+y|² << num_terms``.
+      **params: the estimator's parameters, e.g. ``A`` (< 1/8) for gerf; for oprf, ``phi_sq``
+        (as the feature map's) defaults to ``|x + y|²`` of each pair, the optimum for that pair.
 
     Returns:
-      ``[...]`` float32 log-MSE (``-inf`` where the estimator is exact).
+      ``[...]`` float32 log-MSE (``-inf`` where the estimator is exact, ``inf`` beyond float32).
 
     Example:
       >>> x = jnp.array([1.0, 0.0]); y = jnp.array([0.0, 1.0])
       >>> lm = rfa.theory.log_mse("positive", x, y, 16)  # log((e² - e^0)/16)
     """
-    check_choice(estimator, "estimator", SOFTMAX_ESTIMATORS + GAUSSIAN_ESTIMATORS)
+    check_choice(estimator, "estimator", tuple(n for n in registered_feature_maps() if feature_map(n).theory))
+    fm = feature_map(estimator)
+    if projection is None:
+        projection = "orthogonal" if orthogonal else "iid"
+    elif orthogonal and projection != "orthogonal":
+        raise ValueError(f"orthogonal=True contradicts projection={projection!r}; pass one of them.")
+    check_choice(projection, "projection", PROJECTION_KINDS)
+    if projection not in fm.theory.projections:
+        raise ValueError(
+            f"estimator {estimator!r} has a closed-form MSE for projection in {list(fm.theory.projections)}, "
+            f"not for projection={projection!r}; estimators with one: {list(estimators_with_theory(projection))}."
+        )
     num_features = check_positive_int(num_features, "num_features")
     num_terms = check_positive_int(num_terms, "num_terms")
-    x, y, _ = _check_pair(x, y)
-    if orthogonal and estimator not in ORTHOGONAL_ESTIMATORS:
-        raise ValueError(
-            f"the orthogonal MSE has a closed form for {list(ORTHOGONAL_ESTIMATORS)} only, got {estimator!r}."
-        )
-    if (A is not None) != (estimator == "gerf"):
-        raise TypeError(f"A is required for estimator 'gerf' and only for it; got estimator={estimator!r} and A={A!r}.")
-    if phi_sq is not None and estimator != "oprf":
-        raise TypeError(f"phi_sq is only accepted for estimator 'oprf', got estimator={estimator!r}.")
-    x = x.astype(jnp.float32)
-    y = y.astype(jnp.float32)
-    dim = x.shape[-1]
-    xy = jnp.sum(x * y, axis=-1)
-    x_sq = jnp.sum(x * x, axis=-1)
-    y_sq = jnp.sum(y * y, axis=-1)
-    z_sq = x_sq + y_sq + 2.0 * xy
-    delta_sq = jnp.maximum(x_sq + y_sq - 2.0 * xy, 0.0)
-    log_m = math.log(num_features)
-
-    if estimator == "trig":
-        return x_sq + y_sq + 2.0 * _log_one_minus_exp(delta_sq) - math.log(2.0) - log_m
-    if estimator == "gaussian_trig":
-        return 2.0 * _log_one_minus_exp(delta_sq) - math.log(2.0) - log_m
-    if estimator == "gaussian_cosine":
-        return jnp.log1p(0.5 * jnp.exp(-2.0 * delta_sq) - jnp.exp(-delta_sq)) - log_m
-    if estimator == "gerf":
-        A = _check_gerf_parameter(A)
-    elif estimator == "oprf":
-        A = optimal_gerf_parameter(z_sq if phi_sq is None else phi_sq, dim)
-    else:
-        A = jnp.zeros_like(z_sq)
-    log_var = _log_gerf_variance(xy, z_sq, A, dim)
-    if estimator == "hyperbolic":
-        return log_var - log_m + _log_one_minus_exp(z_sq) - math.log(2.0)
-    if not orthogonal:
-        return log_var - log_m
-    # MSE_ort = (V/m) (1 - Λ² (e^{|z|²} - S) P / (m V)).
-    pairs = _within_block_pairs(num_features, dim)
-    if pairs == 0:
-        return log_var - log_m
-    exact = jnp.isneginf(log_var)  # z = 0: every feature is constant, so is every covariance
-    log_cov_ratio = _log_orthogonal_gap(z_sq, dim, num_terms) - x_sq - y_sq - jnp.where(exact, 0.0, log_var)
-    log_orthogonal = log_var - log_m + jnp.log1p(-jnp.exp(log_cov_ratio + math.log(pairs) - log_m))
-    return jnp.where(exact, log_var, log_orthogonal)
+    x, y, _ = check_pair(x, y)
+    fm.check_params(params)
+    missing = set(fm.required) - set(params) - set(fm.fitted) - set(fm.sampled)
+    if missing:
+        raise TypeError(f"estimator {estimator!r} needs the parameter(s) {sorted(missing)}: pass them as keywords.")
+    x, y = x.astype(jnp.float32), y.astype(jnp.float32)
+    return fm.theory.log_mse(x, y, num_features, projection=projection, num_terms=num_terms, **params)
 
 
 def mse(estimator: str, x: Array, y: Array, num_features: int, **kwargs) -> Array:
@@ -204,7 +274,7 @@ def orthogonal_mse_bound(x: Array, y: Array, num_features: int) -> Array:
     Example:
       >>> b = rfa.theory.orthogonal_mse_bound(jnp.ones(8) * 0.2, jnp.ones(8) * 0.1, 8)
     """
-    x, y, _ = _check_pair(x, y)
+    x, y, _ = check_pair(x, y)
     num_features = check_positive_int(num_features, "num_features")
     dim = x.shape[-1]
     if num_features > dim:

@@ -4,21 +4,21 @@
 selects the attention kind and, optionally, the quick variant used by the tests:
 ``--config configs/sort.py:positive`` or ``--config configs/sort.py:positive,quick``. The same
 attention goes to every site (encoder self-attention, masked decoder self-attention,
-cross-attention); OPRF's decoder sites (self- and cross-attention) use a fixed ``phi_sq``: A* cannot
-be estimated from a prefix without leaking the future, nor token by token when decoding. The
-default, ``2 sqrt(head_dim)``, is the expected ``|x + y|²`` of unit-variance queries and keys
-after the 1/d^¼ scaling.
+cross-attention). At decoder sites (self- and cross-attention) an estimator's data-fitted
+parameters (``fitted``, e.g. OPRF's ``phi_sq``) are fixed: they cannot be fitted to a prefix
+without leaking the future, nor token by token when decoding. They default to the estimator's
+``standard_params(head_dim)``, its fit to unit-variance queries and keys (for OPRF,
+``phi_sq = 2 sqrt(head_dim)``, the expected ``|x + y|²`` after the 1/d^¼ scaling).
 """
 
 from __future__ import annotations
-
-import math
 
 import ml_collections
 from flax import nnx
 
 from rfa.data import Task, get_task
 from rfa.models import AttentionConfig, Decoder, Encoder, EncoderDecoder, TransformerConfig
+from rfa.random_features import feature_map, registered_feature_maps
 from rfa.train.optim import SCHEDULES
 from rfa.workdir import ConfigError, apply_variant
 
@@ -177,8 +177,12 @@ def check_config(config: ml_collections.ConfigDict) -> Task:
 def _attention(config: ml_collections.ConfigDict, head_dim: int, *, decoder: bool) -> AttentionConfig:
     a = config.attention
     params = ()
-    if a.kind == "oprf" and decoder:
-        params = (("phi_sq", float(a.phi_sq or 2 * math.sqrt(head_dim))),)
+    fm = feature_map(a.kind) if a.kind in registered_feature_maps() else None
+    if decoder and fm is not None and fm.fitted:  # causal: fixed in advance, not fitted to the sequence
+        fixed = fm.standard_params(head_dim)
+        if a.phi_sq and "phi_sq" in fixed:
+            fixed["phi_sq"] = float(a.phi_sq)
+        params = tuple(fixed.items())
     return AttentionConfig(
         kind=a.kind,
         num_features=a.num_features,

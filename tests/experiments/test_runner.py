@@ -289,3 +289,44 @@ def test_benchmarks_write_json(tmp_path):
                    capture_output=True)  # fmt: skip
     decoding = json.loads((tmp_path / "decoding.json").read_text())["seconds_per_token"]
     assert set(decoding) == {"exact", "kernelized"} and all(t > 0 for d in decoding.values() for t in d.values())
+
+
+USER_ESTIMATORS = '''
+"""A user's estimators: positive features written anew (no closed form given) and a deterministic map."""
+import math
+
+import jax
+
+import rfa
+from rfa.random_features.feature_maps import FeatureMap, half_sq_norm, no_log, project
+
+
+def _my_positive(x, W):
+    return None, project(x, W) - half_sq_norm(x) - 0.5 * math.log(W.shape[0])
+
+
+rfa.register_feature_map(FeatureMap("my_positive", _my_positive, "softmax", 1, temperature_scaled=True, positive=True))
+rfa.register_feature_map(FeatureMap("my_elu", lambda x, W: no_log(jax.nn.elu(x) + 1.0), None, 0, False, positive=True))
+'''
+
+
+@pytest.mark.slow
+def test_a_users_estimators_run_from_a_module_named_in_the_config(tmp_path, monkeypatch):
+    """Register, sweep, see Monte Carlo without a closed form: the path the README shows."""
+    (tmp_path / "my_estimators.py").write_text(USER_ESTIMATORS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = performer_fig2.get_config("quick")
+    config.modules, config.estimators, config.repetitions = ("my_estimators",), ("positive", "my_positive"), 400
+    config.num_features, config.geometry.norms, config.geometry.angles = (16,), (1.0,), (30.0, 150.0)
+    outputs = runner.run(config, str(tmp_path / "kernel"), progress=False)
+    mine = reproductions.select(outputs.records, estimator="my_positive")
+    theirs = reproductions.select(outputs.records, estimator="positive")
+    assert len(mine) == 2 and all(math.isnan(r["mse_theory"]) for r in mine)
+    for r, reference in zip(mine, theirs, strict=True):  # the same estimator: Monte Carlo meets positive's closed form
+        assert abs(r["mse_monte_carlo"] - reference["mse_theory"]) < 4 * r["standard_error"]
+    assert "no closed form" in _report(outputs)
+    config = _config("attention_output_error")
+    config.modules, config.estimators, config.num_features = ("my_estimators",), ("my_elu", "positive"), (16,)
+    config.projections, config.input_scales, config.length = ("iid",), (0.5,), 64
+    records = runner.run(config, str(tmp_path / "attention"), progress=False).records
+    assert {r["estimator"] for r in records} == {"my_elu", "positive"} and all(r["mse"] > 0 for r in records)

@@ -43,7 +43,7 @@ def test_variants_set_fields_and_unknown_ones_are_errors():
     ("overrides", "message"),
     [
         ({"estimators": ("positive", "cosine")}, "unknown estimator 'cosine'"),
-        ({"estimators": ("elu",)}, "unknown estimator 'elu'"),
+        ({"estimators": ("elu",)}, "'elu' estimates no kernel"),
         ({"estimators": ()}, "config.estimators is empty"),
         ({"num_features": (0, 16)}, "config.num_features must hold integers >= 1, got 0"),
         ({"num_features": ()}, "config.num_features is empty"),
@@ -53,7 +53,13 @@ def test_variants_set_fields_and_unknown_ones_are_errors():
         ({"geometry.norms": (1.0, -1.0)}, "config.geometry.norms must hold numbers > 0"),
         ({"geometry.angles": (float("nan"),)}, "config.geometry.angles must hold finite numbers"),
         ({"name": ""}, "config.name is empty"),
-        ({"estimators": ("gerf",), "gerf_parameter": 0.2}, "config.gerf_parameter must be < 1/8"),
+        ({"estimators": ("gerf",)}, "config.feature_params.gerf must give ['A']"),
+        (
+            {"estimators": ("gerf",), "feature_params": {"gerf": {"A": 0.2}}},
+            "config.feature_params.gerf: A must be < 1/8",
+        ),
+        ({"feature_params": {"gerf": {"A": -0.1}}}, "config.feature_params names ['gerf'], which config.estimators"),
+        ({"modules": ("no_such_module",)}, "config.modules: cannot import 'no_such_module'"),
         ({"num_features": (16, 16)}, "config.num_features lists a value twice"),
         ({"max_relative_error": -1.0}, "config.max_relative_error must be >= 0"),
     ],
@@ -67,11 +73,11 @@ def test_bad_kernel_configs_name_the_field(overrides, message):
 def test_attention_configs_need_softmax_estimators_and_scales():
     config = attention_output_error.get_config("quick")
     config.estimators = ("gaussian_trig",)
-    with pytest.raises(ValueError, match="'gaussian_trig' is not an estimator of the softmax kernel"):
+    with pytest.raises(ValueError, match="'gaussian_trig' estimates the gaussian kernel"):
         sweep.check_config(config)
     config = attention_output_error.get_config("quick")
     config.estimators = ("gerf",)
-    with pytest.raises(ValueError, match="'gerf' is not an estimator"):
+    with pytest.raises(ValueError, match=re.escape("config.feature_params.gerf must give ['A']")):
         sweep.check_config(config)
     config = attention_output_error.get_config("quick")
     config.input_scales = ()

@@ -1,12 +1,15 @@
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import rfa
+from rfa.random_features.projections import simplex_vertices
 
 
-@pytest.mark.parametrize("kind", ["iid", "orthogonal"])
+@pytest.mark.parametrize("kind", ["iid", "orthogonal", "simplex"])
 @pytest.mark.parametrize("num_features", [5, 16, 37])
 def test_shape_and_dtype(kind, num_features):
     W = rfa.sample_projection(jax.random.key(0), num_features, 16, kind=kind, dtype=jnp.bfloat16)
@@ -31,13 +34,32 @@ def test_blocks_are_independent():
     assert np.abs(cosines - np.diag(np.diag(cosines))).max() > 0.3  # and the two blocks are not aligned
 
 
-@pytest.mark.parametrize("kind", ["iid", "orthogonal"])
+@pytest.mark.parametrize("dim", [2, 3, 8])
+def test_simplex_rows_within_blocks_point_to_the_vertices_of_a_regular_simplex(dim):
+    """Within a block ``w_iᵀw_j = d·(-1/(d-1))`` and the rows sum to 0 (sqrt_d norms); blocks are independent."""
+    W = np.asarray(rfa.sample_projection(jax.random.key(7), 2 * dim + 1, dim, kind="simplex", scaling="sqrt_d"))
+    expected = dim * (np.eye(dim) * (1 + 1 / (dim - 1)) - 1 / (dim - 1))
+    for block in (W[:dim], W[dim : 2 * dim]):
+        np.testing.assert_allclose(block @ block.T, expected, atol=1e-4)
+        np.testing.assert_allclose(block.sum(0), 0.0, atol=1e-4)
+    assert not np.allclose(np.abs(W[:dim] @ W[dim : 2 * dim].T), dim, atol=1e-3)
+
+
+def test_simplex_vertices_match_the_papers_construction():
+    """Reid et al. (ICML 2023): s_i = √(d/(d-1)) e_i - (√d+1)/(d-1)^{3/2} u for i < d, s_d = u/√(d-1), u = (1,…,1,0)."""
+    d = 5
+    u = np.array([1.0, 1.0, 1.0, 1.0, 0.0])
+    rows = [math.sqrt(d / (d - 1)) * np.eye(d)[i] - (math.sqrt(d) + 1) / (d - 1) ** 1.5 * u for i in range(d - 1)]
+    np.testing.assert_allclose(simplex_vertices(d), np.stack(rows + [u / math.sqrt(d - 1)]), atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["iid", "orthogonal", "simplex"])
 def test_sqrt_d_scaling_fixes_norms(kind):
     W = rfa.sample_projection(jax.random.key(3), 24, 9, kind=kind, scaling="sqrt_d")
     np.testing.assert_allclose(jnp.linalg.norm(W, axis=-1), 3.0, rtol=1e-5)
 
 
-@pytest.mark.parametrize("kind", ["iid", "orthogonal"])
+@pytest.mark.parametrize("kind", ["iid", "orthogonal", "simplex"])
 def test_chi_rows_are_marginally_standard_gaussian(kind):
     """E[w wᵀ] = I and E|w|⁴ = d(d+2) for w ~ N(0, I_d): the unbiasedness of every estimator rests on it."""
     draw = jax.jit(jax.vmap(lambda key: rfa.sample_projection(key, 6, 6, kind=kind)))

@@ -48,7 +48,7 @@ def assert_matches_monte_carlo(estimator, num_features, kind, params):
 
     draws = monte_carlo(estimate, NUM_DRAWS, seed=num_features)
     exact = np.asarray(rfa.softmax_kernel(X, Y), np.float64)
-    theory = np.asarray(rfa.theory.mse(estimator, X, Y, num_features, orthogonal=kind == "orthogonal", **params))
+    theory = np.asarray(rfa.theory.mse(estimator, X, Y, num_features, projection=kind, **params))
     for i, pair in enumerate(PAIRS):
         assert_within(draws[:, i], exact[i], f"{pair}: mean")
         assert_within((draws[:, i] - exact[i]) ** 2, theory[i], f"{pair}: MSE")
@@ -71,6 +71,35 @@ def test_iid_mse_matches_monte_carlo(estimator, params):
 def test_orthogonal_mse_matches_monte_carlo(num_features, estimator, params):
     theory = assert_matches_monte_carlo(estimator, num_features, "orthogonal", params)
     assert np.all(theory < np.asarray(rfa.theory.mse(estimator, X, Y, num_features, **params)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("num_features", [3, 8, 13])
+@pytest.mark.parametrize(("estimator", "params"), [("positive", {}), ("gerf", {"A": -0.2}), ("oprf", {})], ids=str)
+def test_simplex_mse_matches_monte_carlo_and_beats_orthogonal(num_features, estimator, params):
+    theory = assert_matches_monte_carlo(estimator, num_features, "simplex", params)
+    orthogonal = np.asarray(rfa.theory.mse(estimator, X, Y, num_features, projection="orthogonal", **params))
+    assert np.all(theory < orthogonal)
+
+
+def test_simplex_row_pair_expectation_matches_a_simulation_of_its_geometry():
+    """E exp((w_i + w_j)ᵀz) for two rows of one simplex block, from the closed form's covariance, against a
+    NumPy simulation written from the construction alone (Haar rotation, chi norms, cos = -1/(d-1))."""
+    rng = np.random.default_rng(0)
+    d, z = 4, np.array([0.6, -0.3, 0.4, 0.2])
+    q, r = np.linalg.qr(rng.standard_normal((40000, d, d)))
+    directions = (q * np.sign(np.diagonal(r, axis1=-2, axis2=-1))[:, None, :]).transpose(0, 2, 1)  # Haar rows
+    angle = math.acos(-1 / (d - 1))
+    pair = np.stack([directions[:, 0], math.cos(angle) * directions[:, 0] + math.sin(angle) * directions[:, 1]], 1)
+    norms = np.sqrt(rng.chisquare(d, (len(pair), 2)))
+    sample = np.exp((pair * norms[..., None]).sum(1) @ z)
+    # Two simplex rows (m = 2 <= d): MSE = V/2 + (2/4)·Cov, with Cov = Λ²(E - exp(|z|²)) for x = y = z/2.
+    x = (z / 2).astype(np.float32)
+    log_var = float(rfa.theory.log_mse("positive", x, x, 1))
+    mse = float(rfa.theory.mse("positive", x, x, 2, projection="simplex"))
+    lam_sq = math.exp(-2 * float(x @ x))
+    expected = (mse - math.exp(log_var) / 2) * 2 / lam_sq + math.exp(float(z @ z))
+    assert_within(sample, expected, "E exp((w_i + w_j)ᵀz)")
 
 
 def test_orthogonal_mse_of_k_blocks_is_one_block_over_k():
@@ -190,3 +219,20 @@ def test_oprf_theory_accepts_the_attention_statistic():
     np.testing.assert_allclose(
         rfa.theory.log_mse("oprf", x, y, 8, phi_sq=2.5), rfa.theory.log_mse("gerf", x, y, 8, A=A), rtol=1e-6
     )
+
+
+@pytest.mark.parametrize("dim", [2, 16])
+def test_closed_forms_are_never_nan_from_tiny_to_huge_pairs(dim):
+    """Every closed form, every projection it covers: finite or +inf (overflow), never NaN."""
+    norms, angles = np.array([1e-3, 0.1, 1.0, 3.0, 10.0, 30.0]), np.array([0.0, 1.0, 60.0, 120.0, 179.0, 180.0])
+    radians = np.radians(angles)[None, :] + 0 * norms[:, None]
+    x = np.zeros((norms.size * angles.size, dim), np.float32)
+    y = np.zeros_like(x)
+    x[:, 0] = np.repeat(norms, angles.size)
+    y[:, 0], y[:, 1] = x[:, 0] * np.cos(radians).ravel(), x[:, 0] * np.sin(radians).ravel()
+    for estimator in rfa.theory.estimators_with_theory():
+        params = {"A": -0.3} if estimator == "gerf" else {}
+        for projection in rfa.feature_map(estimator).theory.projections:
+            for m in (2, 3 * dim + 1):
+                mse = np.asarray(rfa.theory.mse(estimator, x, y, m, projection=projection, **params))
+                assert not np.isnan(mse).any() and (mse >= 0).all(), (estimator, projection, m)

@@ -1,0 +1,8 @@
+"""The registered estimators, one module per family: each defines its feature maps and their theory
+and registers them (``rfa.register_feature_map``). A new estimator is a new module imported here,
+or a user's module registering its own ``FeatureMap``.
+"""
+
+from rfa.random_features.estimators import deterministic, gaussian, softmax
+
+__all__ = ["deterministic", "gaussian", "softmax"]
