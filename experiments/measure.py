@@ -91,22 +91,13 @@ def _relative_error_moments(key, first, end, x, y, exact, *, batch, estimator, k
     valid = reps < end
 
     def squared_relative_error(key):
-        W, sampled = _draw(key, estimator, kind, num_features, x.shape[-1])
+        W, sampled = rfa.feature_map(estimator).draw(key, num_features, x.shape[-1], kind=kind)
         return (_estimate(x, y, W, estimator, **dict(params), **sampled) / exact - 1.0) ** 2
 
     sq = jnp.where(valid[:, None], jax.vmap(squared_relative_error)(keys), 0.0)  # [B, P]
     peak = jnp.max(sq, axis=0)
     safe_peak = jnp.where(peak > 0, peak, 1.0)
     return jnp.sum(sq, axis=0), peak, jnp.sum((sq / safe_peak) ** 2, axis=0)
-
-
-def _draw(key, estimator: str, kind: str, num_features: int, dim: int) -> tuple[jax.Array | None, dict]:
-    """One draw of the estimator's randomness: the projection (None for a deterministic map) and its
-    ``sampled`` parameters (from ``fold_in(key, 1)``)."""
-    fm = rfa.feature_map(estimator)
-    W = rfa.sample_projection(key, num_features, dim, kind=kind) if fm.needs_projection else None
-    sampled = fm.sample_params(jax.random.fold_in(key, 1), num_features, dim) if fm.sample_params else {}
-    return W, sampled
 
 
 def _estimate(x, y, W, estimator: str, **params) -> jax.Array:
@@ -232,7 +223,7 @@ def _attention_errors(keys, q, k, v, exact, *, estimator, kind, num_features, pa
     """Per seed: MSE of the kernelized output and of the "mean of V" output against exact attention."""
 
     def one(key, q, k, v, exact):
-        W, sampled = _draw(key, estimator, kind, num_features, q.shape[-1])
+        W, sampled = rfa.feature_map(estimator).draw(key, num_features, q.shape[-1], kind=kind)
         feature_params = {**dict(params), **sampled}
         out = rfa.kernelized_attention(q, k, v, feature_map=estimator, projection=W, feature_params=feature_params)
         baseline = jnp.broadcast_to(jnp.mean(v, axis=0), v.shape)

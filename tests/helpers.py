@@ -1,5 +1,6 @@
 """Shared helpers for the test suite (``tests/`` is on pytest's pythonpath)."""
 
+import math
 import re
 
 import jax
@@ -16,6 +17,12 @@ def monte_carlo(estimate, num_draws: int, seed: int = 0, batch: int = 5000):
     keys = jax.random.split(jax.random.key(seed), num_draws)
     fn = jax.jit(jax.vmap(estimate))
     return np.concatenate([np.asarray(fn(keys[i : i + batch]), np.float64) for i in range(0, num_draws, batch)])
+
+
+def assert_within(sample, value, what: str, num_se: float = 4.0) -> None:
+    """The mean of a Monte Carlo ``sample`` is within ``num_se`` standard errors of ``value``."""
+    se = sample.std() / math.sqrt(len(sample))
+    assert abs(sample.mean() - value) < num_se * se, f"{what}: Monte Carlo {sample.mean()} vs {value} (se {se})"
 
 
 def non_progress_lines(output: str, desc: str) -> list[str]:

@@ -88,6 +88,19 @@ FEATURE_MAPS = {
     "gaussian_trig": gaussian_trig,
     "gaussian_cosine": gaussian_cosine,
 }
+
+
+def hybrid_estimate(x, y, W, angular):
+    """HRF's estimate matrix ``λ̂ SM̂₊₊ + (1 - λ̂) SM̂_trig``, ``[Lx, Ly]``, from its definition (not its features).
+
+    ``λ̂ = ½ - sgn(Rx)ᵀsgn(Ry)/(2n)``; both bases share W (Choromanski et al., "Hybrid Random Features", ICLR 2022).
+    """
+    angular = _f64(angular)
+    lam = 0.5 - np.sign(x @ angular.T) @ np.sign(y @ angular.T).T / (2 * angular.shape[0])
+    return lam * (positive(x, W) @ positive(y, W).T) + (1 - lam) * (trig(x, W) @ trig(y, W).T)
+
+
+ESTIMATE_MATRICES = {"hybrid": hybrid_estimate}  # estimators defined by their estimate, not by one map
 NOT_TEMPERATURE_SCALED = {"elu"}  # every other map sees q d^{-1/4} and k d^{-1/4} in attention
 
 
@@ -148,8 +161,11 @@ def kernelized_attention(q, k, v, name, W=None, *, keep_k=None, keep_q=None, cau
 
         return np.stack([np.stack([one(b, h) for h in range(H)], axis=1) for b in range(B)])
 
-    phi_q, phi_k = phi(q), phi(k)
-    a = np.einsum("bqhf,bkhf->bhqk", phi_q, phi_k)
+    if name in ESTIMATE_MATRICES:
+        a = np.stack([np.stack([ESTIMATE_MATRICES[name](q[b, :, h], k[b, :, h], _f64(W), **params)
+                                for h in range(H)]) for b in range(B)])  # fmt: skip
+    else:
+        a = np.einsum("bqhf,bkhf->bhqk", phi(q), phi(k))
     allowed = np.broadcast_to(keep_k[:, None, None, :], a.shape)
     if causal:
         allowed = allowed & np.tril(np.ones((Lq, Lk), bool))

@@ -58,6 +58,9 @@ def _qkv(q_shape=(2, 5, 4, D), k_shape=None, v_shape=None, q_dtype=jnp.float32):
         pytest.param({"dim": 0}, ValueError, _msg("dim", ">= 1", "got 0"), id="dim=0"),
         pytest.param({"kind": "random"}, ValueError, _msg("kind", "orthogonal", "got 'random'"), id="unknown-kind"),
         pytest.param({"scaling": "unit"}, ValueError, _msg("scaling", "chi", "got 'unit'"), id="unknown-scaling"),
+        pytest.param(
+            {"kind": "simplex", "dim": 1}, ValueError, _msg("simplex", "dim >= 2", "dim=1"), id="simplex-dim=1"
+        ),
         pytest.param({"dtype": jnp.int32}, TypeError, _msg("dtype", "floating", "int32"), id="integer-dtype"),
         pytest.param({"key": 0}, TypeError, _msg("key", "PRNG key", "got int"), id="key=int"),
         pytest.param(

@@ -16,7 +16,7 @@ from rfa._validation import check_choice, check_key, check_positive_int
 from rfa.attention.kernelized import fitted_from_data, kernelized_attention
 from rfa.random_features.feature_maps import FeatureMap
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
-from rfa.random_features.projections import PROJECTION_KINDS, ROW_SCALINGS, sample_projection
+from rfa.random_features.projections import PROJECTION_KINDS, ROW_SCALINGS
 
 Array = jax.Array
 
@@ -34,7 +34,31 @@ def _scalar_params(feature_params: dict | None) -> dict:
 
 
 class RandomProjection(nnx.Variable):
-    """The random projection W ``[m, d_k]`` of a kernelized attention: redrawn, never trained."""
+    """The random projection W ``[m, d_k]`` of a kernelized attention (or a random parameter drawn with it,
+    such as hybrid's R): redrawn, never trained."""
+
+
+def random_variables(fm: FeatureMap, key, num_features, head_dim, *, kind, scaling) -> tuple:
+    """``(projection, random_params)`` of one draw (``fm.draw``): a :class:`RandomProjection` of W (None
+    for a map without a projection) and an ``nnx.Dict`` of one per ``sampled`` parameter."""
+    W, sampled = fm.draw(key, num_features, head_dim, kind=kind, scaling=scaling)
+    projection = None if W is None else RandomProjection(W)
+    return projection, nnx.Dict({name: RandomProjection(value) for name, value in sampled.items()})
+
+
+def redraw_variables(projection, random_params, fm: FeatureMap, key, num_features, head_dim, *, kind, scaling):
+    """Overwrites the variables of :func:`random_variables` with the draw of ``key`` (no retracing)."""
+    W, sampled = fm.draw(key, num_features, head_dim, kind=kind, scaling=scaling)
+    if projection is not None:
+        projection[...] = W
+    for name, value in sampled.items():
+        random_params[name][...] = value
+
+
+def random_feature_params(fixed: dict | None, random_params) -> dict | None:
+    """The fixed feature parameters with the current random ones; None if there are none."""
+    params = {**(fixed or {}), **{name: variable[...] for name, variable in random_params.items()}}
+    return params or None
 
 
 class KernelizedAttention(nnx.Module):
@@ -66,22 +90,21 @@ class KernelizedAttention(nnx.Module):
         self.renormalize = renormalize
         self.chunk_size = check_positive_int(chunk_size, "chunk_size")
         self.feature_params = nnx.static(_scalar_params(feature_params))
-        if self.feature_map.needs_projection:
-            if key is None:
-                raise ValueError(f"feature map {self.feature_map.name!r} needs a key to sample its projection.")
-            self.projection = RandomProjection(self._sample(key))
-        else:
-            self.projection = None
-
-    def _sample(self, key: Array) -> Array:
-        return sample_projection(
-            check_key(key), self.num_features, self.head_dim, kind=self.projection_kind, scaling=self.scaling
-        )
+        random = self.feature_map.needs_projection or self.feature_map.sampled
+        if random and key is None:
+            raise ValueError(f"feature map {self.feature_map.name!r} needs a key to sample its projection.")
+        self.projection, self.random_params = random_variables(
+            self.feature_map, check_key(key) if random else None, self.num_features, self.head_dim,
+            kind=self.projection_kind, scaling=self.scaling,
+        )  # fmt: skip
 
     def redraw(self, key: Array) -> None:
-        """Replaces W with a fresh draw from ``key`` (use a new key each time, e.g. split per step)."""
-        if self.projection is not None:
-            self.projection[...] = self._sample(key)
+        """Replaces W (and the map's other random parameters) with a fresh draw from ``key`` (use a new key
+        each time, e.g. split per step)."""
+        redraw_variables(
+            self.projection, self.random_params, self.feature_map, check_key(key), self.num_features, self.head_dim,
+            kind=self.projection_kind, scaling=self.scaling,
+        )  # fmt: skip
 
     def __call__(
         self,
@@ -139,7 +162,7 @@ class KernelizedAttention(nnx.Module):
             is_causal=is_causal,
             renormalize=self.renormalize,
             chunk_size=self.chunk_size,
-            feature_params=self.feature_params,
+            feature_params=random_feature_params(self.feature_params, self.random_params),
             precision=precision,
         )
 

@@ -296,7 +296,10 @@ def _attend(q, k, v, fm, projection, keep_keys, keep_queries, *, causal, renorma
     # F-wide arrays between layouts that differ only in where that axis goes.
     rows = q32.shape[:-2]
     q32, k32, v32, key_log_mask = (_merge_rows(x, rows, 2) for x in (q32, k32, v32, key_log_mask))
-    params = {name: _merge_rows(value, rows, 1) if jnp.ndim(value) else value for name, value in params.items()}
+    params = {
+        name: _merge_rows(value, rows, 1) if name in fm.token_params and jnp.ndim(value) else value
+        for name, value in params.items()
+    }  # per-token parameters take the token layout; the others (arrays of the map: phases, R) stay as they are
     length = q32.shape[-2]
     if causal:  # chunk-major [chunks, batch·heads, chunk, ·] from here on
         chunk = min(chunk_size, length)

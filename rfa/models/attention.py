@@ -15,13 +15,12 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from rfa.attention.flax_adapter import RandomProjection
+from rfa.attention.flax_adapter import random_feature_params, random_variables, redraw_variables
 from rfa.attention.kernelized import kernelized_attention
 from rfa.attention.recurrent import RecurrentState, attend, init_state, prefill, step
 from rfa.models.config import AttentionConfig, TransformerConfig
 from rfa.models.positional import RelativeBias, rotate
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
-from rfa.random_features.projections import sample_projection
 
 Array = jax.Array
 
@@ -57,22 +56,27 @@ class MultiHeadAttention(nnx.Module):
             else None
         )  # fmt: skip
         self.feature_map = lookup_feature_map(attention.kind) if attention.kernelized else None
-        sampled = self.feature_map is not None and self.feature_map.needs_projection
-        key = (rngs.projection() if "projection" in rngs else rngs.params()) if sampled else None
-        self.projection = RandomProjection(self._sample(key)) if sampled else None
-
-    def _sample(self, key: Array) -> Array:
-        a = self.attention
-        return sample_projection(key, a.num_features, self.head_dim, kind=a.projection, scaling=a.scaling)
+        fm = self.feature_map
+        random = fm is not None and (fm.needs_projection or bool(fm.sampled))
+        key = (rngs.projection() if "projection" in rngs else rngs.params()) if random else None
+        self.projection, self.random_params = (
+            random_variables(fm, key, attention.num_features, dh, kind=attention.projection, scaling=attention.scaling)
+            if fm is not None
+            else (None, nnx.Dict())
+        )
 
     def redraw(self, key: Array) -> None:
-        """Replaces the random projection (kernelized sites) by a fresh draw from ``key``."""
-        if self.projection is not None:
-            self.projection[...] = self._sample(key)
+        """Replaces the random projection and the map's other random parameters (kernelized sites) by a fresh
+        draw from ``key``."""
+        if self.feature_map is not None:
+            a = self.attention
+            redraw_variables(self.projection, self.random_params, self.feature_map, key, a.num_features,
+                             self.head_dim, kind=a.projection, scaling=a.scaling)  # fmt: skip
 
     def _kernel_options(self) -> dict:
         projection = None if self.projection is None else self.projection[...]
-        return dict(feature_map=self.feature_map, projection=projection, feature_params=self.attention.params or None)
+        params = random_feature_params(self.attention.params, self.random_params)
+        return dict(feature_map=self.feature_map, projection=projection, feature_params=params)
 
     def _queries_keys(self, x, memory, q_positions, k_positions):
         q, k, v = self.query(x), self.key(memory), self.value(memory)

@@ -194,13 +194,13 @@ class TransformerConfig:
             fm = lookup_feature_map(attention.kind) if attention.kernelized else None
             if fm is not None and fm.kernel == "gaussian":
                 raise ValueError(f"{site}: {attention.kind!r} estimates the Gaussian kernel, not softmax attention.")
-            missing = set(fm.required if fm else ()) - set(attention.params)
+            missing = set(fm.required) - set(attention.params) - set(fm.sampled) if fm else set()  # sampled: drawn
             if causal and missing:  # decoder sites are computed token by token when decoding
                 raise ValueError(
                     f"{site} with {attention.kind!r} needs feature_params {sorted(missing)} fixed in the config: "
                     "the decoder attends token by token, so they cannot come from the whole sequence."
                 )
-            if not causal and missing - {"phi_sq"}:
+            if not causal and missing - set(fm.fitted if fm else ()):
                 raise ValueError(f"{site} with {attention.kind!r} needs feature_params {sorted(missing)}.")
 
     @property

@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 
 from rfa._validation import check_floating, check_rank
+from rfa.random_features.projections import sample_projection
 
 if TYPE_CHECKING:
     from rfa.random_features.theory import Theory
@@ -134,6 +135,23 @@ class FeatureMap:
     def num_outputs(self, num_features: int, dim: int) -> int:
         """Length F of φ(x) for ``num_features`` random vectors and inputs of dimension ``dim``."""
         return self.features_per_vector * num_features if self.needs_projection else dim
+
+    def draw(
+        self, key: Array, num_features: int, dim: int, *, kind: str = "orthogonal", scaling: str = "chi"
+    ) -> tuple[Array | None, dict]:
+        """One draw of the estimator's randomness: ``(W, sampled)``.
+
+        ``W [num_features, dim]`` from ``key`` (``rfa.sample_projection``; None for a map without a
+        projection) and the ``sampled`` parameters from ``fold_in(key, 1)``.
+
+        Example:
+          >>> W, sampled = rfa.feature_map("hybrid").draw(jax.random.key(0), 16, 8)
+          >>> W.shape, sampled["angular"].shape
+          ((16, 8), (1, 8))
+        """
+        W = sample_projection(key, num_features, dim, kind=kind, scaling=scaling) if self.needs_projection else None
+        sampled = self.sample_params(jax.random.fold_in(key, 1), num_features, dim) if self.sample_params else {}
+        return W, sampled
 
     def check_params(self, params: dict) -> None:
         """Raises a TypeError for an unknown parameter, a ValueError for a concrete value out of its range."""

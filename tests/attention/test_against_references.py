@@ -22,11 +22,12 @@ from rfa.attention import attend, init_state, prefill, step
 
 B, H, D, M = 2, 2, 8, 16
 L, L_MEMORY, L_QUERIES = 9, 11, 5
-MAPS = ["trig", "positive", "hyperbolic", "gerf", "oprf", "relu", "elu"]
+MAPS = ["trig", "positive", "hyperbolic", "gerf", "oprf", "relu", "elu", "hybrid"]
 MODES = ["bidirectional", "cross", "causal", "recurrent", "prefill_attend"]
 CAUSAL_MODES = {"causal", "recurrent"}
 A_PER_HEAD = np.array([-0.1, 0.05])  # gerf's A, one per head
 PHI_SQ = 2.0 * D**0.5  # oprf's phi_sq, fixed where it cannot come from the data (causal, recurrent, prefill)
+ANGULAR = np.asarray(jax.random.normal(jax.random.key(9), (1, D)))  # hybrid's R: n = 1 angular feature
 KEEP_SELF = np.array([[1, 1, 0, 1, 1, 1, 1, 0, 1], [1, 1, 1, 1, 1, 0, 1, 1, 1]], bool)  # holes everyone sees
 KEEP_CAUSAL = np.array([[0, 0, 0, 1, 1, 0, 1, 1, 1], [1, 1, 1, 1, 1, 1, 0, 1, 1]], bool)  # left padding + a hole
 KEEP_MEMORY = np.array([[1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1], [1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 1]], bool)
@@ -47,6 +48,8 @@ def rfa_params(name, mode, A):
         return {"A": A[:, None]}  # [H, 1]: broadcast against [batch, heads, length]
     if name == "oprf" and mode not in ("bidirectional", "cross"):
         return {"phi_sq": PHI_SQ}
+    if name == "hybrid":
+        return {"angular": ANGULAR}
     return None
 
 
@@ -75,6 +78,8 @@ def run_rfa(mode, name, q, k, v, W, A, keep):
 
 def run_reference(mode, name, q, k, v, W, A, keep, phi_sq=None):
     params = {"A": A} if name == "gerf" else {}
+    if name == "hybrid":
+        params["angular"] = ANGULAR
     if name == "oprf":
         params["phi_sq"] = PHI_SQ if mode not in ("bidirectional", "cross") else phi_sq
     if name == "oprf" and params["phi_sq"] is None:

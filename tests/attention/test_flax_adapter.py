@@ -30,6 +30,19 @@ def test_equals_kernelized_attention_on_the_heads():
     np.testing.assert_allclose(fn(q, k, v), expected, rtol=1e-6)
 
 
+def test_a_maps_random_parameters_are_drawn_with_the_projection_and_redrawn():
+    """hybrid's R: drawn with W from the key (``fm.draw``), passed to the map, replaced by ``redraw``."""
+    fn = rfa.make_attention_fn("hybrid", 16, head_dim=HEAD_DIM, key=jax.random.key(0))
+    W, sampled = rfa.feature_map("hybrid").draw(jax.random.key(0), 16, HEAD_DIM)
+    np.testing.assert_array_equal(fn.random_params["angular"][...], sampled["angular"])
+    q, k, v = (normal(i, (B, L, HEADS, HEAD_DIM), 0.3) for i in range(3))
+    expected = rfa.kernelized_attention(q, k, v, feature_map="hybrid", projection=W, feature_params=sampled)
+    np.testing.assert_allclose(fn(q, k, v), expected, rtol=1e-6)
+    fn.redraw(jax.random.key(1))
+    np.testing.assert_array_equal(fn.random_params["angular"][...], rfa.feature_map("hybrid").draw(
+        jax.random.key(1), 16, HEAD_DIM)[1]["angular"])  # fmt: skip
+
+
 def test_projection_is_a_non_trainable_variable_of_the_model():
     mha = make_mha()
     assert nnx.state(mha, RandomProjection)["attention_fn"]["projection"][...].shape == (64, HEAD_DIM)

@@ -212,6 +212,19 @@ def test_redraw_policy_redraws_the_sites_that_are_due():
     assert redraw_projections(model, jax.random.key(0)) == 4  # every kernelized site
 
 
+def test_random_parameters_of_a_map_are_drawn_and_redrawn_with_the_projection():
+    """Hybrid's R (``sampled``) lives beside W as a RandomProjection variable: drawn, redrawn, used, never trained."""
+    model = Decoder(preset("tiny", vocab_size=VOCAB, decoder_attention=AttentionConfig("hybrid", 8)), rngs=nnx.Rngs(0))
+    sequence = tokens(11, (2, 6))
+    first = forward(model, sequence)
+    before = [np.array(w) for w in jax.tree.leaves(nnx.state(model, rfa.attention.RandomProjection))]
+    assert sorted(w.shape for w in before) == [(1, 8), (1, 8), (8, 8), (8, 8)]  # R and W of two layers, d_k = 8
+    redraw_projections(model, jax.random.key(1))
+    after = jax.tree.leaves(nnx.state(model, rfa.attention.RandomProjection))
+    assert all(not np.allclose(a, b) for a, b in zip(before, after, strict=True))
+    assert not np.allclose(forward(model, sequence), first)
+
+
 def test_redraw_changes_the_projection_and_evaluation_is_deterministic():
     model = Decoder(config("positive", dropout_rate=0.3), rngs=nnx.Rngs(0))
     model.eval()

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import monte_carlo
+from helpers import assert_within, monte_carlo
 
 import rfa
 
@@ -53,11 +53,6 @@ def assert_matches_monte_carlo(estimator, num_features, kind, params):
         assert_within(draws[:, i], exact[i], f"{pair}: mean")
         assert_within((draws[:, i] - exact[i]) ** 2, theory[i], f"{pair}: MSE")
     return theory
-
-
-def assert_within(sample, value, what, num_se=4.0):
-    se = sample.std() / math.sqrt(len(sample))
-    assert abs(sample.mean() - value) < num_se * se, f"{what}: Monte Carlo {sample.mean()} vs {value} (se {se})"
 
 
 @pytest.mark.parametrize(("estimator", "params"), IID_CASES, ids=str)
