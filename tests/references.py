@@ -77,6 +77,71 @@ def gaussian_cosine(x, W, phases):
     return np.sqrt(2 / W.shape[0]) * np.cos(x @ W.T + _f64(phases))
 
 
+def derf(x, W, A, query_transform=None, key_transform=None, *, side="query"):
+    """DERF features of ``x̃ = Tx`` (T of the side):
+    ``m^{-1/2} Π(1-4a_l)^{1/4} exp(Σ a_l w_l² + Σ √(1-4a_l) w_l x̃_l - |x̃|²/2)``.
+
+    ``A`` is one value or one per coordinate (``[d]``); the transforms are ``[d, d]`` (Likhosherstov et
+    al., "Dense-Exponential Random Features", arXiv 2302.00787).
+    """
+    T = query_transform if side == "query" else key_transform
+    x = x if T is None else x @ _f64(T).T
+    m, d = W.shape
+    a = np.broadcast_to(_f64(A), (d,))
+    return np.prod((1 - 4 * a) ** 0.25) / np.sqrt(m) * np.exp((W * W) @ a + (x * np.sqrt(1 - 4 * a)) @ W.T - _sq(x) / 2)
+
+
+def _derf_statistics(x, y):
+    return x.T @ x / len(x), y.T @ y / len(y), x.mean(0), y.mean(0)
+
+
+def _oprf_on(Tq, Tk, x, y):
+    """OPRF's A for the transformed sets, with the transforms."""
+    xt, yt = x @ Tq.T, y @ Tk.T
+    rho_sum = np.mean(np.sum(xt * xt, -1)) + np.mean(np.sum(yt * yt, -1)) + 2 * xt.mean(0) @ yt.mean(0)
+    return {"A": np.array([optimal_gerf_parameter(rho_sum, x.shape[-1])]), "query_transform": Tq, "key_transform": Tk}
+
+
+def aderf_fit(x, y):
+    """ADERF from ``x [n, d]``, ``y [n', d]``: ``K = M₁^{-½}(M₁^{½}M₂M₁^{½})^{½}M₁^{-½}``, ``M = K^{½}``
+    (scipy's sqrtm), then OPRF on ``(Mx, M⁻¹y)``."""
+    from scipy.linalg import inv, sqrtm
+
+    x, y = _f64(x), _f64(y)
+    M1, M2, _, _ = _derf_statistics(x, y)
+    root = np.real(sqrtm(M1))
+    K = inv(root) @ np.real(sqrtm(root @ M2 @ root)) @ inv(root)
+    M = np.real(sqrtm(K))
+    return _oprf_on(M, inv(M), x, y)
+
+
+def saderf_fit(x, y):
+    """SADERF: ``Ψ_ll = (Σ y_l²/n' / Σ x_l²/n)^{1/4}``, OPRF on ``(Ψx, Ψ⁻¹y)``."""
+    x, y = _f64(x), _f64(y)
+    psi = (np.mean(y * y, 0) / np.mean(x * x, 0)) ** 0.25
+    return _oprf_on(np.diag(psi), np.diag(1 / psi), x, y)
+
+
+def sderf_fit(x, y):
+    """SDERF: the eigenvectors V of ``E(x + y)(x + y)ᵀ`` over pairs, OPRF's A per eigenvalue, ``T = Vᵀ``
+    (each eigenvector with its largest entry positive, as rfa documents)."""
+    x, y = _f64(x), _f64(y)
+    M1, M2, mx, my = _derf_statistics(x, y)
+    values, vectors = np.linalg.eigh(M1 + M2 + np.outer(mx, my) + np.outer(my, mx))
+    for column in vectors.T:  # each eigenvector signed so that its largest-magnitude entry is positive
+        column *= np.sign(column[np.argmax(np.abs(column))])
+    A = optimal_gerf_parameter(np.maximum(values, 0), 1)
+    return {"A": A, "query_transform": vectors.T, "key_transform": vectors.T}
+
+
+DERF_FITS = {"aderf": aderf_fit, "saderf": saderf_fit, "sderf": sderf_fit}
+
+
+def derf_estimate(x, y, W, **params):
+    """``φ_q(x)ᵀφ_k(y)`` of a DERF, ``[Lx, Ly]``."""
+    return derf(x, W, **params) @ derf(y, W, **params, side="key").T
+
+
 FEATURE_MAPS = {
     "trig": trig,
     "positive": positive,
@@ -100,7 +165,8 @@ def hybrid_estimate(x, y, W, angular):
     return lam * (positive(x, W) @ positive(y, W).T) + (1 - lam) * (trig(x, W) @ trig(y, W).T)
 
 
-ESTIMATE_MATRICES = {"hybrid": hybrid_estimate}  # estimators defined by their estimate, not by one map
+# Estimators defined by their estimate (or by a pair of maps), not by one map:
+ESTIMATE_MATRICES = {"hybrid": hybrid_estimate, **{name: derf_estimate for name in DERF_FITS}}
 NOT_TEMPERATURE_SCALED = {"elu"}  # every other map sees q d^{-1/4} and k d^{-1/4} in attention
 
 
@@ -135,9 +201,11 @@ def kernelized_attention(q, k, v, name, W=None, *, keep_k=None, keep_q=None, cau
       name: feature map; q and k are scaled by ``d^{-1/4}`` unless it is elu.
       keep_k, keep_q: ``[B, L]`` bool (None: all); padded queries output 0.
       causal: ``mask[i, j] = j <= i``.
-      params: map parameters; ``A`` and ``phi_sq`` may be arrays broadcastable to ``[B, H]``. oprf
-        without ``phi_sq`` uses :func:`oprf_statistic` of the kept tokens (with query padding = key
-        padding when Lq == Lk and no ``keep_q`` is given, as rfa documents).
+      params: map parameters; ``A``, ``phi_sq`` and DERF's transforms may be arrays whose leading
+        axes broadcast to ``[B, H]`` (then one value, ``[d]`` or ``[d, d]`` per row and head). oprf
+        without ``phi_sq`` uses :func:`oprf_statistic` of the kept tokens, a DERF without ``A`` its fit
+        to the kept tokens of each row and head (with query padding = key padding when Lq == Lk and
+        no ``keep_q`` is given, as rfa documents).
 
     Returns:
       ``[B, Lq, H, dv]``; a query with no kept key outputs 0.
@@ -152,20 +220,23 @@ def kernelized_attention(q, k, v, name, W=None, *, keep_k=None, keep_q=None, cau
     if name == "oprf" and "phi_sq" not in params:
         query_keep = keep_q if keep_q is not None else (keep_k if Lq == Lk else None)
         params = {**params, "phi_sq": oprf_statistic(q, k, query_keep, keep_k)}  # [B, H]
-    array_params = {n: np.broadcast_to(_f64(p), (B, H)) for n, p in params.items() if n in ("A", "phi_sq")}
-    params = {n: p for n, p in params.items() if n not in array_params}
+    per_head = {n: _f64(params.pop(n)) for n in ("A", "phi_sq", "query_transform", "key_transform") if n in params}
 
-    def phi(x):  # [B, L, H, d] -> [B, L, H, F], with the parameters of each batch row and head
-        def one(b, h):
-            return features(name, x[b, :, h], W, **params, **{n: p[b, h] for n, p in array_params.items()})
+    def head_params(b, h):  # the map's parameters of batch row b, head h
+        if name in DERF_FITS and not per_head:  # fitted from the kept tokens of this row and head
+            query_keep = keep_q if keep_q is not None else (keep_k if Lq == Lk else np.ones((B, Lq), bool))
+            return DERF_FITS[name](q[b, np.asarray(query_keep[b], bool), h], k[b, keep_k[b], h])
+        event = {"query_transform": 2, "key_transform": 2, "A": 1 if name in DERF_FITS else 0}
+        return {**params, **{n: np.broadcast_to(p, (B, H) + p.shape[p.ndim - event.get(n, 0):])[b, h]
+                             for n, p in per_head.items()}}  # fmt: skip
 
-        return np.stack([np.stack([one(b, h) for h in range(H)], axis=1) for b in range(B)])
+    def matrix(b, h):  # [Lq, Lk] kernel estimates
+        x, y, p = q[b, :, h], k[b, :, h], head_params(b, h)
+        if name in ESTIMATE_MATRICES:
+            return ESTIMATE_MATRICES[name](x, y, _f64(W), **p)
+        return features(name, x, W, **p) @ features(name, y, W, **p).T
 
-    if name in ESTIMATE_MATRICES:
-        a = np.stack([np.stack([ESTIMATE_MATRICES[name](q[b, :, h], k[b, :, h], _f64(W), **params)
-                                for h in range(H)]) for b in range(B)])  # fmt: skip
-    else:
-        a = np.einsum("bqhf,bkhf->bhqk", phi(q), phi(k))
+    a = np.stack([np.stack([matrix(b, h) for h in range(H)]) for b in range(B)])
     allowed = np.broadcast_to(keep_k[:, None, None, :], a.shape)
     if causal:
         allowed = allowed & np.tril(np.ones((Lq, Lk), bool))

@@ -256,6 +256,80 @@ def test_theory_mse_last_dim_mismatch(mse):
         mse("positive", _x(3, D), _x(3, D + 1), M)
 
 
+# ---------------------------------------------------------------------------------------------------
+# DERF (aderf, saderf, sderf): fits, parameters, closed forms
+# ---------------------------------------------------------------------------------------------------
+
+
+def _derf_params(name="aderf"):
+    q = jax.random.normal(jax.random.key(0), (32, D)) * jnp.linspace(0.2, 1.0, D)
+    return {n: v[0] for n, v in rfa.feature_map(name).fit(q, q[::-1] * 0.5).items()}
+
+
+@pytest.mark.parametrize("name", ["aderf", "saderf", "sderf"])
+@pytest.mark.parametrize("side", ["q", "k"])
+def test_derf_fit_from_one_vector(name, side):
+    many, one = _x(4, D), _x(1, D)
+    q, k = (one, many) if side == "q" else (many, one)
+    with pytest.raises(ValueError, match=_msg("at least 2 queries and 2 keys", f"{side} has 1")):
+        rfa.feature_map(name).fit(q, k)
+
+
+@pytest.mark.parametrize("name", ["aderf", "saderf"])
+def test_derf_fit_not_positive_definite(name):
+    with pytest.raises(ValueError, match=_msg("not positive definite", "second moment of q")):
+        rfa.feature_map(name).fit(jnp.zeros((5, D)), _x(5, D))
+
+
+def test_derf_a_too_large():
+    params = {**_derf_params(), "A": jnp.full((D,), 0.2)}
+    with pytest.raises(ValueError, match=_msg("A", "< 1/8")):
+        rfa.feature_map("aderf")(_x(), rfa.sample_projection(jax.random.key(0), M, D), **params)
+
+
+def test_derf_one_transform_without_the_other():
+    params = _derf_params()
+    del params["key_transform"]
+    with pytest.raises(ValueError, match=_msg("query_transform and key_transform together")):
+        rfa.feature_map("aderf")(_x(), rfa.sample_projection(jax.random.key(0), M, D), **params)
+
+
+def test_derf_transform_of_the_wrong_dimension():
+    params = {"A": -0.05, "query_transform": jnp.eye(D + 1), "key_transform": jnp.eye(D + 1)}
+    with pytest.raises(ValueError, match=_msg("transforms", "[..., d, d]", f"d = {D}", f"({D + 1}, {D + 1})")):
+        rfa.feature_map("aderf")(_x(), rfa.sample_projection(jax.random.key(0), M, D), **params)
+
+
+def test_derf_closed_form_without_parameters():
+    with pytest.raises(TypeError, match=_msg("DERF closed form needs the fitted parameters")):
+        rfa.theory.log_mse("aderf", _x(), _x(), M)
+
+
+def test_sderf_closed_form_with_orthogonal_rows():
+    with pytest.raises(ValueError, match=_msg("'sderf'", "['iid']", "projection='orthogonal'")):
+        rfa.theory.log_mse("sderf", _x(), _x(), M, projection="orthogonal", **_derf_params("sderf"))
+
+
+def test_aderf_closed_form_with_coupled_rows_and_a_per_coordinate():
+    params = {**_derf_params(), "A": jnp.full((D,), -0.05)}
+    with pytest.raises(ValueError, match=_msg("projection='simplex'", "one A for every coordinate", f"({D},)")):
+        rfa.theory.log_mse("aderf", _x(), _x(), M, projection="simplex", **params)
+
+
+@pytest.mark.parametrize("name", ["aderf", "saderf", "sderf"])
+def test_causal_derf_without_parameters(name):
+    q = _x(1, 6, 2, D)
+    with pytest.raises(ValueError, match=_msg(f"{name!r} in causal", "feature_params['A']", "fixed in advance")):
+        rfa.kernelized_attention(q, q, q, feature_map=name, projection=rfa.sample_projection(jax.random.key(0), M, D),
+                                 is_causal=True)  # fmt: skip
+
+
+def test_fit_feature_params_of_a_map_without_a_fit():
+    q = _x(1, 6, 2, D)
+    with pytest.raises(ValueError, match=_msg("'positive' fits no parameters")):
+        attention.fit_feature_params("positive", q, q)
+
+
 def test_orthogonal_mse_bound_num_features_above_dim():
     with pytest.raises(ValueError, match=_msg("num_features", f"<= d = {D}", f"num_features={D + 1}")):
         rfa.theory.orthogonal_mse_bound(_x(), _x(), D + 1)

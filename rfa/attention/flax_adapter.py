@@ -9,11 +9,14 @@ with Performers", ICLR 2021 (feature redrawing, Sec. 4).
 
 from __future__ import annotations
 
+import contextlib
+
 import jax
 from flax import nnx
 
 from rfa._validation import check_choice, check_key, check_positive_int
-from rfa.attention.kernelized import fitted_from_data, kernelized_attention
+from rfa.attention.calibration import fit_feature_params
+from rfa.attention.kernelized import kernelized_attention
 from rfa.random_features.feature_maps import FeatureMap
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 from rfa.random_features.projections import PROJECTION_KINDS, ROW_SCALINGS
@@ -61,12 +64,22 @@ def random_feature_params(fixed: dict | None, random_params) -> dict | None:
     return params or None
 
 
+class FittedParams(nnx.Variable):
+    """Feature-map parameters fitted on calibration data (:meth:`KernelizedAttention.calibrate`): state, not
+    trained."""
+
+
 class KernelizedAttention(nnx.Module):
     """Callable attention function with the signature of ``flax.nnx.dot_product_attention``.
 
     Build it with :func:`make_attention_fn`. Attention-weight dropout, additive biases and sowing
     attention weights need the explicit L×L matrix, which kernelized attention never forms: they
     raise a ValueError instead of being ignored.
+
+    Maps with parameters fitted from data (oprf, aderf, saderf, sderf) can hold parameters fitted
+    on calibration batches (:meth:`calibrate`, or :func:`calibrating` for every attention of a
+    model): they are :class:`FittedParams` state, saved with the model, and used by every later call,
+    causal and decoding ones included.
     """
 
     def __init__(
@@ -97,6 +110,19 @@ class KernelizedAttention(nnx.Module):
             self.feature_map, check_key(key) if random else None, self.num_features, self.head_dim,
             kind=self.projection_kind, scaling=self.scaling,
         )  # fmt: skip
+        self.fitted_params = nnx.Dict()
+        self.calibrating = False
+
+    def calibrate(self, query: Array, key: Array, mask: Array | None = None) -> None:
+        """Fits the map's parameters to calibration queries and keys ``[batch..., length, heads, head_dim]``
+        (one set per head, :func:`rfa.attention.fit_feature_params`) and keeps them for every later call."""
+        fitted = fit_feature_params(self.feature_map, query, key, mask=mask)
+        self.fitted_params = nnx.Dict({name: FittedParams(value) for name, value in fitted.items()})
+
+    def _feature_params(self) -> dict | None:
+        """The fixed parameters, the random ones and the calibrated ones."""
+        params = random_feature_params(self.feature_params, self.random_params) or {}
+        return {**params, **{name: variable[...] for name, variable in self.fitted_params.items()}} or None
 
     def redraw(self, key: Array) -> None:
         """Replaces W (and the map's other random parameters) with a fresh draw from ``key`` (use a new key
@@ -138,7 +164,10 @@ class KernelizedAttention(nnx.Module):
             raise ValueError("kernelized attention has no attention weights to sow; call with sow_weights=False.")
         if query.shape[-1] != self.head_dim:
             raise ValueError(f"query head dim must be head_dim={self.head_dim}, got query.shape={tuple(query.shape)}.")
-        fitted = fitted_from_data(self.feature_map, self.feature_params)
+        if self.calibrating:
+            self.calibrate(query, key, mask)
+        feature_params = self._feature_params()
+        fitted = self.feature_map.to_fit(feature_params)
         if fitted and query.shape[-3] != key.shape[-3]:
             raise ValueError(
                 f"feature map {self.feature_map.name!r} fits {list(fitted)} from the queries and keys of each call, "
@@ -162,9 +191,33 @@ class KernelizedAttention(nnx.Module):
             is_causal=is_causal,
             renormalize=self.renormalize,
             chunk_size=self.chunk_size,
-            feature_params=random_feature_params(self.feature_params, self.random_params),
+            feature_params=feature_params,
             precision=precision,
         )
+
+
+@contextlib.contextmanager
+def calibrating(model: nnx.Module):
+    """Within the block, every :class:`KernelizedAttention` in ``model`` fits its parameters to the queries
+    and keys of each (eager) call and keeps them: run calibration batches through an unmodified model.
+
+    Example:
+      >>> fn = rfa.make_attention_fn("aderf", 32, head_dim=8, key=jax.random.key(0))
+      >>> mha = nnx.MultiHeadAttention(2, 16, attention_fn=fn, decode=False, rngs=nnx.Rngs(0))
+      >>> with rfa.attention.calibrating(mha):
+      ...     _ = mha(jax.random.normal(jax.random.key(1), (4, 24, 16)))
+      >>> y = mha(jnp.ones((1, 5, 16)), is_causal=True)  # causal: uses the calibrated parameters
+      >>> fn.fitted_params["A"].shape
+      (2, 1, 1)
+    """
+    attention_fns = [module for _, module in nnx.iter_graph(model) if isinstance(module, KernelizedAttention)]
+    for fn in attention_fns:
+        fn.calibrating = True
+    try:
+        yield model
+    finally:
+        for fn in attention_fns:
+            fn.calibrating = False
 
 
 def make_attention_fn(

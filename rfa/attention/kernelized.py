@@ -56,15 +56,10 @@ def temperature(fm: FeatureMap, q: Array, k: Array) -> tuple[Array, Array]:
     return q, k
 
 
-def fitted_from_data(fm: FeatureMap, params: dict | None) -> tuple[str, ...]:
-    """The map's parameters that are missing from ``params`` and would be fitted from q and k (``fm.fitted``)."""
-    return tuple(name for name in fm.fitted if name not in (params or {}))
-
-
 def resolve_feature_params(fm: FeatureMap, params, q, k, keep_q, keep_k, *, causal: bool) -> dict:
-    """Feature-map parameters, the missing ``fm.fitted`` ones fitted from q and k where that is allowed."""
+    """Feature-map parameters, the ``fm.fitted`` ones fitted from q and k where none is given and that is allowed."""
     params = dict(params or {})
-    missing = fitted_from_data(fm, params)
+    missing = fm.to_fit(params)
     if missing:
         if causal:
             raise ValueError(
@@ -139,9 +134,13 @@ def _chunk_token_params(fm: FeatureMap, params: dict, token_shape: tuple[int, ..
     """
     chunked = dict(params)
     for name in set(fm.token_params) & set(params):
-        if jnp.ndim(params[name]) and jnp.shape(params[name])[-1] != 1:
-            per_token = jnp.broadcast_to(params[name], token_shape)[..., None]
-            chunked[name] = _to_chunks(per_token, chunk)[..., 0]
+        event = fm.event_ndim(name)
+        value = params[name]
+        if jnp.ndim(value) > event and jnp.shape(value)[-1 - event] != 1:
+            event_shape = jnp.shape(value)[jnp.ndim(value) - event :]
+            per_token = jnp.broadcast_to(value, token_shape + event_shape).reshape(token_shape + (-1,))
+            chunks = _to_chunks(per_token, chunk)
+            chunked[name] = chunks.reshape(chunks.shape[:-1] + event_shape)
     return chunked
 
 
@@ -260,7 +259,7 @@ def kernelized_attention(
         return attend(plan.pattern == CAUSAL)
     # A traced mask: its pattern is known at run time only (see rfa.attention.masks). `runnable` says
     # which of the patterns PADDING, CAUSAL, UNSUPPORTED this call can run.
-    runnable = (not is_causal, q.shape[-3] == k.shape[-3] and not fitted_from_data(fm, feature_params), False)
+    runnable = (not is_causal, q.shape[-3] == k.shape[-3] and not fm.to_fit(feature_params), False)
     checkify.debug_check(jnp.asarray(runnable)[plan.pattern], TRACED_MESSAGE)
 
     def unsupported() -> Array:
@@ -297,7 +296,9 @@ def _attend(q, k, v, fm, projection, keep_keys, keep_queries, *, causal, renorma
     rows = q32.shape[:-2]
     q32, k32, v32, key_log_mask = (_merge_rows(x, rows, 2) for x in (q32, k32, v32, key_log_mask))
     params = {
-        name: _merge_rows(value, rows, 1) if name in fm.token_params and jnp.ndim(value) else value
+        name: _merge_rows(value, rows, 1 + fm.event_ndim(name))
+        if name in fm.token_params and jnp.ndim(value) > fm.event_ndim(name)
+        else value
         for name, value in params.items()
     }  # per-token parameters take the token layout; the others (arrays of the map: phases, R) stay as they are
     length = q32.shape[-2]

@@ -85,13 +85,17 @@ class FeatureMap:
       params: keyword parameters the map accepts.
       required: the subset of ``params`` without a default.
       token_params: the subset of ``params`` given per token: arrays that broadcast against the
-        token axes ``[batch..., heads, length]`` (``A``, ``phi_sq``) rather than the features.
+        token axes ``[batch..., heads, length]`` (``A``, ``phi_sq``) rather than the features,
+        followed by the parameter's own axes (``event_ndims``).
+      event_ndims: ``(name, n)`` pairs: a token parameter whose value per token has n axes of its
+        own (DERF's per-coordinate ``A`` has 1, its transforms 2); the others have 0.
       param_checks: ``(name, check)`` pairs; ``check(value)`` raises a ValueError for a concrete
         value outside the parameter's valid range (traced values pass).
       key_terms_fn: the key map when it differs from the query map (asymmetric estimators).
       positive: whether every feature is > 0, so that the attention normalizer is > 0.
       theory: the closed forms (:class:`rfa.random_features.theory.Theory`), None if none is known.
-      fitted: the subset of ``params`` fitted from the queries and keys when not given.
+      fitted: the subset of ``params`` fitted from the queries and keys when none of them is given
+        (given ones are used as they are, the others keep their defaults; see :meth:`to_fit`).
       fit: ``(q, k, keep_q, keep_k) -> {name: value}`` for the ``fitted`` names, from
         ``q [batch..., length_q, d]`` and ``k [batch..., length_k, d]`` (as the map sees them) and
         optional ``[batch..., length, 1]`` masks; the values broadcast against ``[batch..., length]``
@@ -110,6 +114,7 @@ class FeatureMap:
     params: tuple[str, ...] = ()
     required: tuple[str, ...] = ()
     token_params: tuple[str, ...] = ()
+    event_ndims: tuple[tuple[str, int], ...] = ()
     param_checks: tuple[tuple[str, Callable[[object], object]], ...] = ()
     key_terms_fn: Callable[..., tuple[Array | None, Array]] | None = None
     positive: bool = False
@@ -125,8 +130,20 @@ class FeatureMap:
             extra = set(getattr(self, field)) - set(self.params)
             if extra:
                 raise ValueError(f"FeatureMap {self.name!r}: {field} names {sorted(extra)}, which are not in params.")
+        extra = {name for name, _ in self.event_ndims} - set(self.token_params)
+        if extra:
+            raise ValueError(f"FeatureMap {self.name!r}: event_ndims names {sorted(extra)}, not token_params.")
         if bool(self.fitted) != (self.fit is not None) or bool(self.sampled) != (self.sample_params is not None):
             raise ValueError(f"FeatureMap {self.name!r}: fitted needs fit and sampled needs sample_params (and back).")
+
+    def event_ndim(self, name: str) -> int:
+        """Axes of one token's value of the token parameter ``name`` (0 for a number per token)."""
+        return dict(self.event_ndims).get(name, 0)
+
+    def to_fit(self, params: dict | None) -> tuple[str, ...]:
+        """The ``fitted`` parameters a fit from data must supply: all of them when none is in ``params``."""
+        given = set(params or {})
+        return () if given & set(self.fitted) else self.fitted
 
     @property
     def needs_projection(self) -> bool:

@@ -62,6 +62,11 @@ def gaussian_kernel(x: Array, y: Array) -> Array:
     return jnp.exp(-0.5 * jnp.sum(delta * delta, axis=-1)).astype(dtype)
 
 
+def _drop_length_axis(value: Array, event_ndim: int) -> Array:
+    """A fitted token parameter ``[..., 1, *event]`` of a one-token "sequence" as ``[..., *event]``."""
+    return jnp.squeeze(value, axis=value.ndim - 1 - event_ndim)
+
+
 def _estimate(kernel: str, x, y, projection, estimator, params) -> Array:
     x, y, dtype = check_pair(x, y)
     fm: FeatureMap = feature_map(estimator)
@@ -70,10 +75,10 @@ def _estimate(kernel: str, x, y, projection, estimator, params) -> Array:
             f"estimator {fm.name!r} does not estimate the {kernel} kernel (it estimates {fm.kernel}); "
             f"choose a feature map whose kernel is {kernel!r}."
         )
-    missing = [name for name in fm.fitted if name not in params]
+    missing = fm.to_fit(params)
     if missing:  # fitted to the pair itself: a "sequence" of one query and one key
         fitted = fm.fit(x[..., None, :].astype(jnp.float32), y[..., None, :].astype(jnp.float32))
-        params = {**params, **{name: fitted[name][..., 0] for name in missing}}
+        params = {**params, **{name: _drop_length_axis(fitted[name], fm.event_ndim(name)) for name in missing}}
     phi_x, s_x = fm.split(x, projection, **params)
     phi_y, s_y = fm.split(y, projection, side="key", **params)
     log_scale = (s_x + s_y)[..., 0]

@@ -22,12 +22,31 @@ from rfa.attention import attend, init_state, prefill, step
 
 B, H, D, M = 2, 2, 8, 16
 L, L_MEMORY, L_QUERIES = 9, 11, 5
-MAPS = ["trig", "positive", "hyperbolic", "gerf", "oprf", "relu", "elu", "hybrid"]
+MAPS = ["trig", "positive", "hyperbolic", "gerf", "oprf", "relu", "elu", "hybrid", "sderf"]
 MODES = ["bidirectional", "cross", "causal", "recurrent", "prefill_attend"]
 CAUSAL_MODES = {"causal", "recurrent"}
 A_PER_HEAD = np.array([-0.1, 0.05])  # gerf's A, one per head
 PHI_SQ = 2.0 * D**0.5  # oprf's phi_sq, fixed where it cannot come from the data (causal, recurrent, prefill)
 ANGULAR = np.asarray(jax.random.normal(jax.random.key(9), (1, D)))  # hybrid's R: n = 1 angular feature
+# DERF: sderf (an orthogonal T, one A per coordinate) in every mode; aderf (a dense T, one A) with
+# fixed parameters only: its fit needs at least d kept queries and keys, more than these sequences
+# hold (tests/random_features/test_dense_exponential.py checks its fit inside attention).
+DERF = ("aderf", "sderf")
+CASES = [(mode, name) for name in MAPS for mode in MODES] + [
+    (mode, "aderf") for mode in ("causal", "recurrent", "prefill_attend")
+]
+
+
+@functools.cache
+def derf_calibration(name):
+    """Per-head DERF parameters fitted by the reference on other data, ``{name: [H, *event]}``: for the
+    modes that cannot fit them to the sequence (causal, recurrent, prefill)."""
+    q, k = normal(7, (H, 40, D), 0.5) * D**-0.25, normal(8, (H, 40, D), 0.5) * D**-0.25
+    anisotropy = np.array([1.5] * (D // 2) + [0.5] * (D - D // 2))  # queries and keys of different covariances
+    fits = [references.DERF_FITS[name](q[h] * anisotropy, k[h]) for h in range(H)]
+    return {n: np.stack([fit[n] for fit in fits]) for n in fits[0]}
+
+
 KEEP_SELF = np.array([[1, 1, 0, 1, 1, 1, 1, 0, 1], [1, 1, 1, 1, 1, 0, 1, 1, 1]], bool)  # holes everyone sees
 KEEP_CAUSAL = np.array([[0, 0, 0, 1, 1, 0, 1, 1, 1], [1, 1, 1, 1, 1, 1, 0, 1, 1]], bool)  # left padding + a hole
 KEEP_MEMORY = np.array([[1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1], [1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 1]], bool)
@@ -50,6 +69,8 @@ def rfa_params(name, mode, A):
         return {"phi_sq": PHI_SQ}
     if name == "hybrid":
         return {"angular": ANGULAR}
+    if name in DERF and mode not in ("bidirectional", "cross"):
+        return {n: value[:, None] for n, value in derf_calibration(name).items()}  # [H, 1, *event]
     return None
 
 
@@ -76,8 +97,10 @@ def run_rfa(mode, name, q, k, v, W, A, keep):
     return jax.vmap(lambda q_t: attend(state, q_t, **options), in_axes=1, out_axes=1)(q)
 
 
-def run_reference(mode, name, q, k, v, W, A, keep, phi_sq=None):
+def run_reference(mode, name, q, k, v, W, A, keep, phi_sq=None, derf=None):
     params = {"A": A} if name == "gerf" else {}
+    if name in DERF:
+        params = derf or (derf_calibration(name) if mode not in ("bidirectional", "cross") else {})
     if name == "hybrid":
         params["angular"] = ANGULAR
     if name == "oprf":
@@ -99,8 +122,7 @@ def compiled_value_and_grad(mode, name):
     return jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3, 4), has_aux=True))
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", MAPS)
+@pytest.mark.parametrize("mode, name", CASES, ids=[f"{name}-{mode}" for mode, name in CASES])
 def test_outputs_and_gradients_equal_the_reference(mode, name):
     q, k, v, keep = inputs(mode)
     W = np.asarray(rfa.sample_projection(jax.random.key(0), M, D))
@@ -109,14 +131,17 @@ def test_outputs_and_gradients_equal_the_reference(mode, name):
     expected = run_reference(mode, name, q, k, v, W, A_PER_HEAD, keep)
     np.testing.assert_allclose(out, expected, rtol=2e-4, atol=2e-5)
 
-    phi_sq = None
+    phi_sq, derf = None, None
+    scale, keep_q = D**-0.25, keep if mode == "bidirectional" else np.ones(q.shape[:2], bool)
     if name == "oprf" and mode in ("bidirectional", "cross"):  # the statistic is held at its value
-        scale = D**-0.25
-        keep_q = keep if mode == "bidirectional" else None
         phi_sq = references.oprf_statistic(q * scale, k * scale, keep_q, keep)
+    if name in DERF and mode in ("bidirectional", "cross"):  # and so is the DERF fit, per row and head
+        fits = [[references.DERF_FITS[name](q[b, keep_q[b], h] * scale, k[b, keep[b], h] * scale)
+                 for h in range(H)] for b in range(B)]  # fmt: skip
+        derf = {n: np.array([[fit[n] for fit in row] for row in fits]) for n in fits[0][0]}  # [B, H, *event]
 
     def loss(q, k, v, W, A):
-        return np.sum(run_reference(mode, name, q, k, v, W, A, keep, phi_sq) * G)
+        return np.sum(run_reference(mode, name, q, k, v, W, A, keep, phi_sq, derf) * G)
 
     args = (q, k, v, W, A_PER_HEAD)
     differentiable = (

@@ -225,9 +225,16 @@ def test_closed_forms_are_never_nan_from_tiny_to_huge_pairs(dim):
     y = np.zeros_like(x)
     x[:, 0] = np.repeat(norms, angles.size)
     y[:, 0], y[:, 1] = x[:, 0] * np.cos(radians).ravel(), x[:, 0] * np.sin(radians).ravel()
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((4 * dim, dim)) * np.linspace(0.3, 1.5, dim), rng.standard_normal((4 * dim, dim))
     for estimator in rfa.theory.estimators_with_theory():
-        params = {"A": -0.3} if estimator == "gerf" else {}
-        for projection in rfa.feature_map(estimator).theory.projections:
+        fm = rfa.feature_map(estimator)
+        params = {}
+        if estimator == "gerf":
+            params = {"A": -0.3}
+        elif fm.fit is not None:  # oprf and the DERFs: fitted to anisotropic queries and keys
+            params = {name: np.asarray(value)[0] for name, value in fm.fit(q, k).items()}
+        for projection in fm.theory.projections:
             for m in (2, 3 * dim + 1):
                 mse = np.asarray(rfa.theory.mse(estimator, x, y, m, projection=projection, **params))
                 assert not np.isnan(mse).any() and (mse >= 0).all(), (estimator, projection, m)

@@ -59,13 +59,20 @@ def check_gerf_parameter(A):
     return jnp.asarray(A, jnp.float32)
 
 
-def _masked_mean(x: Array, keep: Array | None) -> Array:
+def masked_mean(x: Array, keep: Array | None) -> Array:
     """Mean over the length axis (-2) of ``x [batch..., length, n]``, counting kept rows."""
     if keep is None:
         return jnp.mean(x, axis=-2)
     keep = jnp.broadcast_to(keep, x.shape[:-1] + (1,))
     count = jnp.sum(keep.astype(x.dtype), axis=-2)
     return jnp.sum(jnp.where(keep, x, 0.0), axis=-2) / jnp.maximum(count, 1.0)
+
+
+def query_keep(q: Array, k: Array, keep_q: Array | None, keep_k: Array | None) -> Array | None:
+    """The query mask of a fit: without one, the key mask when q_len == kv_len (the sequence's padding)."""
+    if keep_q is None and q.shape[-2] == k.shape[-2]:
+        return keep_k
+    return keep_q
 
 
 def oprf_statistic(q: Array, k: Array, keep_q: Array | None = None, keep_k: Array | None = None) -> Array:
@@ -83,12 +90,11 @@ def oprf_statistic(q: Array, k: Array, keep_q: Array | None = None, keep_k: Arra
       >>> float(oprf_statistic(jnp.ones((1, 4, 2)), jnp.ones((1, 4, 2)))[0, 0])  # |1 + 1|² · 2
       8.0
     """
-    if keep_q is None and q.shape[-2] == k.shape[-2]:
-        keep_q = keep_k
-    mean_q = _masked_mean(q, keep_q)
-    mean_k = _masked_mean(k, keep_k)
-    sq_q = _masked_mean(jnp.sum(q * q, axis=-1, keepdims=True), keep_q)
-    sq_k = _masked_mean(jnp.sum(k * k, axis=-1, keepdims=True), keep_k)
+    keep_q = query_keep(q, k, keep_q, keep_k)
+    mean_q = masked_mean(q, keep_q)
+    mean_k = masked_mean(k, keep_k)
+    sq_q = masked_mean(jnp.sum(q * q, axis=-1, keepdims=True), keep_q)
+    sq_k = masked_mean(jnp.sum(k * k, axis=-1, keepdims=True), keep_k)
     phi = sq_q + sq_k + 2.0 * jnp.sum(mean_q * mean_k, axis=-1, keepdims=True)
     return jax.lax.stop_gradient(phi)
 
@@ -131,10 +137,15 @@ def _oprf(x, W, *, phi_sq):
 # Closed forms.
 
 
+def log_variance_from_exponent(xy: Array, L: Array) -> Array:
+    """``log(SM² expm1(L))`` for ``L >= 0``: the log-variance of a GERF-type estimator ``SM² (e^L - 1)``."""
+    return 2.0 * xy + L + log_one_minus_exp(L)
+
+
 def log_gerf_variance(xy: Array, z_sq: Array, A: Array, dim: int) -> Array:
     """log V(A); V(A) = SM² expm1(L), L = (d/2) log((1-4A)²/(1-8A)) + |z|²/(1-8A) >= 0."""
     L = 0.5 * dim * (2.0 * jnp.log1p(-4.0 * A) - jnp.log1p(-8.0 * A)) + z_sq / (1.0 - 8.0 * A)
-    return 2.0 * xy + L + log_one_minus_exp(L)
+    return log_variance_from_exponent(xy, L)
 
 
 def _trig_log_mse(x, y, num_features, *, projection, num_terms):
