@@ -45,6 +45,13 @@ transparent huge pages (2 MiB pages: 512x fewer faults). It affects exact and ke
 only the process that measures. (Disabling mmap instead avoids the faults too but fragments the
 heap until exact attention at L = 8192 runs out of memory.)
 
+Estimators (``--estimators``, at ``--estimators_length``): the bidirectional forward+backward
+of each listed estimator at the same m (rows of W; hybrid has 6m features), timed in turns with
+the others and reported relative to positive features, with its random parameters drawn by
+``fm.draw``. For the estimators that fit parameters from the data (oprf and the DERFs, fitted
+inside the call), the jitted fit alone (``fm.fit`` of the scaled, head-major q and k: one fit per
+head) is timed in turns with the estimator's attention forward and reported as a share of it.
+
 Results are printed as markdown tables and written as JSON to ``--output`` (default
 ``results/benchmark_attention_<backend>.json``), with backend, device kind, jax version and date.
 Timings on a shared CPU are noisy.
@@ -81,6 +88,11 @@ _OUTPUT = flags.DEFINE_string("output", None, "JSON path; default results/benchm
 _CHUNK_SIZE = flags.DEFINE_integer("chunk_size", 64, "Tokens per chunk of the causal kernelized form.")
 _SKIP_EXACT_ABOVE = flags.DEFINE_integer("skip_exact_above", None, "Skip exact attention for L above this.")
 _MATMUL_SIZE = flags.DEFINE_integer("matmul_size", 8192, "n of the n×n float32 matmul timed as GPU peak.")
+_ESTIMATORS = flags.DEFINE_list(
+    "estimators", ["positive", "trig", "hyperbolic", "oprf", "hybrid", "aderf", "saderf", "sderf"],
+    "Softmax-kernel estimators compared at equal m (empty: none).",
+)  # fmt: skip
+_ESTIMATORS_LENGTH = flags.DEFINE_integer("estimators_length", 4096, "L of the estimator comparison.")
 _HUGE_PAGES = flags.DEFINE_bool(
     "huge_pages", True, "Re-execute with glibc asking for transparent huge pages (see docstring)."
 )
@@ -243,6 +255,66 @@ def bench_length(length: int, functions: dict[str, Callable], W: jax.Array, on_g
     return {"length": length, "cases": cases, "ratios": ratios}
 
 
+def estimator_attention(name: str) -> Callable:
+    def attention(q, k, v, W, params):
+        return rfa.kernelized_attention(q, k, v, feature_map=name, projection=W, feature_params=params or None)
+
+    return attention
+
+
+def fit_alone(fm: rfa.FeatureMap) -> Callable:
+    """``(q, k) -> fm.fit`` of the temperature-scaled head-major inputs, as attention fits them."""
+
+    def fit(q, k):
+        q, k = (jnp.swapaxes(x, -3, -2) for x in rfa.attention.kernelized.temperature(fm, q, k))
+        return fm.fit(q, k)
+
+    return fit
+
+
+def bench_estimators(length: int, names: list[str]) -> dict:
+    """Forward+backward of every estimator at equal m, timed in turns; the fit's share of a forward pass."""
+    q, k, v, g = make_inputs(length)
+    training, fitting = {}, {}
+    for name in names:
+        fm = rfa.feature_map(name)
+        W, sampled = fm.draw(jax.random.key(0), NUM_FEATURES, HEAD_DIM)
+        args = (q, k, v, g, W, sampled)
+        training[name] = (jax.jit(loss_and_grads(estimator_attention(name))).lower(*args).compile(), args)
+        if fm.fit is not None:
+            forward_args = (q, k, v, W, sampled)
+            forward = jax.jit(estimator_attention(name)).lower(*forward_args).compile()
+            fit = jax.jit(fit_alone(fm)).lower(q, k).compile()
+            fitting[name] = {"forward": (forward, forward_args), "fit": (fit, (q, k))}
+    times = {name: timing_summary(seconds) for name, seconds in time_in_turns(training, _REPEATS.value).items()}
+    rows = {}
+    for name in names:
+        fm = rfa.feature_map(name)
+        rows[name] = {"features": fm.num_outputs(NUM_FEATURES, HEAD_DIM), **times[name]}
+        if "positive" in times:
+            rows[name]["over_positive"] = ratio(times[name], times["positive"])
+        if name in fitting:
+            fit_times = time_in_turns(fitting[name], _REPEATS.value)
+            rows[name]["fit"] = timing_summary(fit_times["fit"])
+            rows[name]["forward"] = timing_summary(fit_times["forward"])
+            rows[name]["fit_over_forward"] = ratio(rows[name]["fit"], rows[name]["forward"])
+        print(f"L={length} {name:10s} fwd+bwd median {rows[name]['median_ms']:9.2f} ms", flush=True)
+    return {"length": length, "estimators": rows}
+
+
+def estimators_table(result: dict) -> str:
+    header = ["estimator", "features", "fwd+bwd ms", "x positive", "fit ms", "forward ms", "fit / forward"]
+    rows = []
+    for name, row in result["estimators"].items():
+        rows.append([
+            name, str(row["features"]), fmt(row["median_ms"], ".1f"), fmt(row.get("over_positive"), ".2f"),
+            fmt(field(row.get("fit"), "median_ms"), ".2f"), fmt(field(row.get("forward"), "median_ms"), ".1f"),
+            fmt(None if row.get("fit_over_forward") is None else 100 * row["fit_over_forward"], ".1f") + (
+                "%" if row.get("fit_over_forward") is not None else ""),
+        ])  # fmt: skip
+    return markdown_table(header, rows)
+
+
 def matmul_peak(n: int) -> dict:
     """FLOP/s of an n×n float32 matmul at default precision, the reference peak."""
     a, b = (jax.random.normal(key, (n, n), jnp.float32) for key in jax.random.split(jax.random.key(1), 2))
@@ -347,12 +419,16 @@ def main(argv):
     W = rfa.sample_projection(jax.random.key(0), NUM_FEATURES, HEAD_DIM)
     functions = case_functions(_CHUNK_SIZE.value)
     results = [bench_length(int(length), functions, W, on_gpu) for length in _LENGTHS.value]
+    estimators = bench_estimators(_ESTIMATORS_LENGTH.value, _ESTIMATORS.value) if _ESTIMATORS.value else None
     peak = matmul_peak(_MATMUL_SIZE.value) if on_gpu else None
     print("\n" + main_table(results) + "\n\n" + per_token_table(results))
+    if estimators is not None:
+        print(f"\nEstimators at L = {estimators['length']}, m = {NUM_FEATURES}:\n" + estimators_table(estimators))
     if peak is not None:
         print("\n" + flops_table(results, peak))
     output = _OUTPUT.value or f"results/benchmark_attention_{env['backend']}.json"
-    write_json(output, {"environment": env, "config": config(), "matmul_peak": peak, "results": results})
+    write_json(output, {"environment": env, "config": config(), "matmul_peak": peak, "results": results,
+                        "estimators": estimators})  # fmt: skip
     print(f"\nwrote {output}")
 
 

@@ -55,25 +55,31 @@ def _exact_kernel(estimator: str, x, y) -> np.ndarray:
 
 
 def predicted_relative_error(estimator: str, x, y, num_features: int, repetitions: int, **params):
-    """Predicted relative standard error of the Monte Carlo MSE, ``sqrt(((κ - 3)/m + 2)/n)``, ``[...]``.
+    """Predicted relative standard error of the Monte Carlo MSE, ``sqrt((E e⁴/(E e²)² - 1)/n)``, ``[...]``.
 
-    The squared error of a mean of m iid estimates has variance ``(E e⁴ - (E e²)²)`` with
-    ``E e⁴ = (μ₄ + 3(m-1)μ₂²)/m³``; relative to ``(E e²)² = μ₂²/m²`` this is ``(κ - 3)/m + 2``
-    with the kurtosis ``κ = μ₄/μ₂²`` of one vector's estimate. The central moments of ``U = Y/K``
-    are formed from ``ρ_k - 1 = expm1(log E U^k)`` (``μ₄ = (ρ₄-1) - 4(ρ₃-1) + 6(ρ₂-1)``), which keeps
-    the digits that ``ρ_k`` themselves would lose; NaN (unknown) where the variance is so small that
-    μ₄ still drowns in rounding. ``inf`` where the fourth moment is infinite, 0 where the estimator
-    is exact. For coupled vectors it is the iid prediction; NaN for an estimator without closed-form
-    moments (``Theory.log_relative_moments``).
+    For a mean of m iid estimates, ``E e⁴ = (μ₄ + 3(m-1)μ₂²)/m³`` and ``(E e²)² = μ₂²/m²``, so the
+    ratio minus 1 is ``(κ - 3)/m + 2`` with the kurtosis ``κ = μ₄/μ₂²`` of one vector's estimate,
+    whose central moments come from ``Theory.log_relative_moments``
+    (:func:`rfa.random_features.theory.central_moments`); NaN (unknown) where the variance is so
+    small that μ₄ still drowns in rounding. An estimator whose estimate is no such mean gives
+    ``E e⁴`` itself (``Theory.error_fourth_moment``, an upper bound: the prediction errs towards
+    "heavy tails"). ``inf`` where the fourth moment is infinite, 0 where the estimator is exact,
+    NaN for an estimator with neither. For coupled vectors it is the iid prediction.
     """
     theory = rfa.feature_map(estimator).theory
+    shape = np.broadcast_shapes(np.shape(x)[:-1], np.shape(y)[:-1])
+    if theory is not None and theory.error_fourth_moment is not None:
+        log_mse = np.asarray(rfa.theory.log_mse(estimator, x, y, num_features, **params), np.float64)
+        relative_mse = np.exp(log_mse - 2 * np.log(_exact_kernel(estimator, x, y)))
+        fourth = theory.error_fourth_moment(x, y, num_features, **params)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            error = np.sqrt(np.maximum(fourth / relative_mse**2 - 1, 0.0) / repetitions)
+        error = np.where(np.isnan(error) | np.isinf(fourth), np.inf, error)
+        return np.where(relative_mse == 0, 0.0, error)
     if theory is None or theory.log_relative_moments is None:
-        return np.full(np.broadcast_shapes(np.shape(x)[:-1], np.shape(y)[:-1]), np.nan)
+        return np.full(shape, np.nan)
+    mu2, mu4, terms = rfa.theory.central_moments(theory.log_relative_moments(x, y, **params))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        excess = np.expm1(theory.log_relative_moments(x, y, **params))  # ρ_k - 1, k = 1..4
-        mu2 = excess[..., 1]
-        terms = np.stack([excess[..., 3], -4 * excess[..., 2], 6 * excess[..., 1]], axis=-1)
-        mu4 = terms.sum(-1)
         rounding = 64 * np.finfo(np.float64).eps * (1 + np.abs(terms).max(-1))  # errors of log E U^k ~ eps
         kurtosis = np.maximum(mu4 / mu2**2, 1.0)
         error = np.sqrt(((kurtosis - 3) / num_features + 2) / repetitions)

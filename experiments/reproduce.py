@@ -15,9 +15,9 @@ import os
 
 from absl import app, flags
 
-from experiments import reproductions, run_main, runner, sweep
+from experiments import analyses, run_main, runner, sweep
 
-REPRODUCTIONS = tuple(reproductions.ANALYSES)  # each has configs/<name>.py
+REPRODUCTIONS = tuple(analyses.ANALYSES)  # each has configs/<name>.py
 
 _WORKDIR = flags.DEFINE_string("workdir", "workdir/reproduce", "Parent directory of the reproductions' workdirs.")
 _VARIANT = flags.DEFINE_string("variant", "quick", "Config variant to run: 'quick' (minutes) or 'full'.")

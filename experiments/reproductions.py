@@ -1,7 +1,7 @@
 """Figures, report sections and verdict of each reproduction, with the published numbers beside ours.
 
-``analyze(config, records, workdir)`` picks the analysis by ``config.name``; a config with a new
-name gets the generic one of its experiment kind (theory vs Monte Carlo, or error vs m). Each
+The analyses of the published 2021–22 comparisons (``ANALYSES``; the frontier's are in
+:mod:`experiments.frontier`, both looked up by :func:`experiments.analyses.analyze`). Each
 analysis writes PNG figures into the workdir and returns an :class:`Analysis`: the markdown
 sections of ``report.md`` and a :class:`Verdict` (reproduced or not, and the one line saying
 against which published values), which both the reproduction's report and the index of
@@ -615,28 +615,3 @@ REQUIREMENTS = {
     "oprf_variance": {"num_features": {1}, "projections": {"iid"}},
     "attention_output_error": {"estimators": {"trig", "positive"}},
 }
-
-
-def analyze(config, records: list[dict], workdir: str) -> Analysis:
-    """Writes the figures of ``config``'s reproduction into ``workdir``; returns its report sections and verdict.
-
-    A sweep overridden so that it lacks what the published comparison needs (say, fig2 without
-    trig) gets the generic analysis of its experiment kind, a note saying what is missing and a
-    "not reproduced" verdict.
-
-    Example (``records`` of a finished sweep, ``runner.run(config, workdir).records``):
-      >>> analysis = analyze(config, records, workdir)  # doctest: +SKIP
-      >>> analysis.verdict.line(config.name)  # doctest: +SKIP
-      'performer_fig2 — reproduced: ratio MSE_trig / MSE_positive 0.432 at l = 1, 90° (published 0.43), ...'
-    """
-    generic = kernel_agreement if config.experiment == "kernel_mse" else attention_error
-    missing = {
-        field: sorted(needed - set(config[field]))
-        for field, needed in REQUIREMENTS.get(config.name, {}).items()
-        if needed - set(config[field])
-    }
-    if missing:
-        note = f"The published comparison of {config.name} needs {missing} in the sweep; showing the generic analysis."
-        verdict = Verdict(False, f"the sweep lacks {missing}, which the published comparison needs")
-        return Analysis(verdict, [note, *generic(config, records, workdir).sections])
-    return ANALYSES.get(config.name, generic)(config, records, workdir)

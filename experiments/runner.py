@@ -19,7 +19,7 @@ import time
 import ml_collections
 from tqdm import tqdm
 
-from experiments import measure, reproductions, sweep
+from experiments import analyses, measure, reproductions, sweep
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +97,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, *, progress: bool = Tru
                 bar.update()
     records = [store.load(cell) for cell in all_cells]
     results_path = _write_tables(workdir, records)
-    analysis = reproductions.analyze(config, records, workdir)
+    analysis = analyses.analyze(config, records, workdir)
     title = [f"# {config.name}"]
     if analysis.verdict is not None:
         title.append(f"**{analysis.verdict.line(config.name)}**")

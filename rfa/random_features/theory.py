@@ -54,7 +54,16 @@ COUPLED_PROJECTIONS = ("orthogonal", "simplex")
 DEFAULT_NUM_TERMS = 512
 _QUADRATURE_NODES = 2048
 
-__all__ = ["Theory", "estimators_with_theory", "log_mse", "mse", "optimal_gerf_parameter", "orthogonal_mse_bound"]
+__all__ = [
+    "Theory",
+    "central_moments",
+    "estimators_with_theory",
+    "log_mse",
+    "mean_fourth_moment",
+    "mse",
+    "optimal_gerf_parameter",
+    "orthogonal_mse_bound",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +79,10 @@ class Theory:
       log_relative_moments: optional ``(x, y, **params) -> [..., 4]`` in float64 NumPy:
         ``log E[(Y/K)^k]``, k = 1..4, for the estimate Y of one random vector (iid); predicts the
         Monte Carlo error of a measurement.
+      error_fourth_moment: optional ``(x, y, num_features, **params) -> [...]`` in float64 NumPy: an
+        upper bound on ``E[(K̂ - K)⁴]/K⁴`` of the m-vector estimate (iid), for estimates that are
+        not means of iid per-vector terms (hybrid: one λ̂ for all vectors); predicts the Monte Carlo
+        error where ``log_relative_moments`` cannot.
       bound: optional ``(x, y, num_features, projection) -> [...] or None``, a published upper
         bound on the MSE where it applies (Performer's Theorem 2), None elsewhere.
     """
@@ -77,7 +90,28 @@ class Theory:
     log_mse: Callable[..., Array]
     projections: tuple[str, ...] = ("iid",)
     log_relative_moments: Callable[..., np.ndarray] | None = None
+    error_fourth_moment: Callable[..., np.ndarray] | None = None
     bound: Callable[..., Array | None] | None = None
+
+
+def central_moments(log_moments: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(μ₂, μ₄, terms)`` of ``U = Y/K`` from ``log E U^k``, k = 1..4 (``[..., 4]``, E U = 1), in float64.
+
+    ``μ₂ = ρ₂ - 1`` and ``μ₄ = (ρ₄ - 1) - 4(ρ₃ - 1) + 6(ρ₂ - 1)`` from ``ρ_k - 1 = expm1(log E U^k)``,
+    which keeps the digits that ``ρ_k`` themselves would lose; ``terms`` are the three summands of
+    μ₄ (their size bounds its rounding error).
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        excess = np.expm1(log_moments)
+        terms = np.stack([excess[..., 3], -4 * excess[..., 2], 6 * excess[..., 1]], axis=-1)
+        return excess[..., 1], terms.sum(-1), terms
+
+
+def mean_fourth_moment(mu2: np.ndarray, mu4: np.ndarray, num_features: int) -> np.ndarray:
+    """``E e⁴`` of the mean of m iid terms with central moments μ₂, μ₄: ``(μ₄ + 3(m-1)μ₂²)/m³``."""
+    m = num_features
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (mu4 + 3 * (m - 1) * mu2**2) / m**3
 
 
 class PairStats(NamedTuple):

@@ -14,7 +14,7 @@ import pytest
 from helpers import non_progress_lines
 
 from configs import performer_fig2
-from experiments import reproduce, reproductions, runner
+from experiments import frontier, reproduce, reproductions, runner
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -112,6 +112,37 @@ def test_attention_error_reproduces_the_input_scale_claims(reports):
             assert record["mse"] > record["mean_of_v_mse"]
 
 
+@pytest.mark.slow
+def test_hybrid_worst_case_is_below_both_bases(reports):
+    report = _report(reports["hybrid_angle"])
+    assert _column(report, "below both") == ["yes", "yes"]
+    assert _column(report, "hybrid / better base") == _column(report, "derived") == ["0.285", "0.137"]
+    agree, compared = _agreement(report)
+    assert agree == compared > 10
+
+
+@pytest.mark.slow
+def test_simplex_rows_beat_orthogonal_most_where_x_plus_y_is_small(reports):
+    report = _report(reports["simplex_geometry"])
+    sum_norm = [float(v) for v in _column(report, "‖x + y‖")]
+    gain = [float(v) for v in _column(report, "simplex/orth")]
+    assert all(g < 1 for g in gain) and gain[sum_norm.index(min(sum_norm))] < 0.1 < max(gain)
+    assert all(float(v) < 1 for v in _column(report, "orth/iid"))
+    agree, compared = _agreement(report)
+    assert agree == compared > 0
+
+
+@pytest.mark.slow
+def test_the_winner_map_names_the_lowest_mse_at_every_point(reports):
+    records = reports["which_estimator_wins"].records
+    for point in frontier.winners(records):
+        cells = reproductions.select(records, norm=point["norm"], angle=point["angle"])
+        lowest = min(r["mse_theory"] for r in cells if not math.isnan(r["mse_theory"]))
+        winner = next(r for r in cells if (r["estimator"], r["projection"]) == point["winner"])
+        assert winner["mse_theory"] == lowest and point["margin"] >= 1
+    assert "trig" in _column(_report(reports["which_estimator_wins"]), "winner")  # exact at angle 0
+
+
 def _fig2_ratio(length, degrees):
     """Performer Fig. 2's closed-form ratio MSE_trig / MSE_positive at |x| = |y| = length (docs/references.md)."""
     c = math.cos(math.radians(degrees))
@@ -130,7 +161,7 @@ def test_the_index_opens_with_one_verdict_per_reproduction(main_job):
         assert line.startswith(f"- {name} — reproduced: ")
         assert line == f"- {outputs[name].verdict.line(name)}"
         assert _report(outputs[name]).split("\n\n")[1] == f"**{line[2:]}**"  # the report opens with the same line
-    fig2, crt = lines[1], lines[3]
+    fig2, crt = (lines[reproduce.REPRODUCTIONS.index(name)] for name in ("performer_fig2", "oprf_variance"))
     for length, degrees, published in [(1, 90, "0.43"), (1, 150, "65"), (2, 150, "7.9e+05")]:
         assert (
             f"{reproductions.fmt(_fig2_ratio(length, degrees))} at l = {length}, {degrees}° (published {published})"
@@ -157,6 +188,9 @@ VERDICTS = {  # each reproduction's verdict as a function of its records (m = 64
     "orthogonal_vs_iid": reproductions.orthogonal_verdict,
     "oprf_variance": lambda records: reproductions.crt_verdict(records, 64),
     "attention_output_error": reproductions.input_scale_verdict,
+    "hybrid_angle": lambda r: frontier.hybrid_verdict(r, frontier.hybrid_worst_cases(_config("hybrid_angle"))),
+    "simplex_geometry": lambda r: frontier.simplex_verdict(r, frontier.simplex_ratios(r, "positive", 16)),
+    "which_estimator_wins": lambda records: frontier.winner_verdict(records, frontier.winners(records)),
 }
 
 
@@ -172,6 +206,13 @@ OFF_CASES = [
     ("oprf_variance", {"estimator": "oprf"}, math.exp(0.2), MEASURED, r"oprf 23\.9 \(published 23\.7\)"),
     # trig 1000x better at s = 1: worse than positive by less than 100x, so not "catastrophic"
     ("attention_output_error", {"estimator": "trig", "input_scale": 1.0}, 1e-3, MEASURED, r"s = 1 \S+ \(published"),
+    # hybrid's closed form 1.5x off disagrees with Monte Carlo
+    ("hybrid_angle", {"estimator": "hybrid"}, 1.5, ["mse_theory"], r"\b(\d+)/(?!\1 )\d+ compared cells"),
+    # simplex MSEs 30x larger: no longer below orthogonal rows
+    ("simplex_geometry", {"projection": "simplex"}, 30.0, MEASURED, r"at (\d+)/(?!\1 )\d+ pairs"),
+    # Monte Carlo of a winner 10x off: the measured winner changes
+    ("which_estimator_wins", {"estimator": "oprf", "projection": "simplex", "norm": 0.5, "angle": 90.0}, 10.0,
+     ["mse_monte_carlo", "standard_error"], r"Monte Carlo at (\d+)/(?!\1 )\d+ points"),
 ]  # fmt: skip
 
 
@@ -273,13 +314,18 @@ def test_an_override_that_drops_what_the_published_comparison_needs_gets_the_gen
 @pytest.mark.slow
 def test_benchmarks_write_json(tmp_path):
     subprocess.run([sys.executable, "-m", "experiments.benchmark_attention", "--lengths=64,128", "--repeats=1",
-                    "--min_repeats=1", f"--output={tmp_path / 'attention.json'}", "--huge_pages=false"],
+                    "--min_repeats=1", f"--output={tmp_path / 'attention.json'}", "--huge_pages=false",
+                    "--estimators=positive,hybrid,aderf", "--estimators_length=64"],
                    cwd=REPO, check=True, capture_output=True)  # fmt: skip
     attention = json.loads((tmp_path / "attention.json").read_text())
     assert [r["length"] for r in attention["results"]] == [64, 128]
     for result in attention["results"]:
         for case in ("exact", "bidir", "causal"):
             assert result["cases"][case]["median_ms"] > 0 and result["cases"][case]["memory"]["peak_bytes"] > 0
+    rows = attention["estimators"]["estimators"]
+    assert {name: row["features"] for name, row in rows.items()} == {"positive": 256, "hybrid": 1536, "aderf": 256}
+    assert rows["positive"]["over_positive"] == 1.0 and "fit" not in rows["positive"]
+    assert rows["aderf"]["fit"]["median_ms"] > 0 and rows["aderf"]["fit_over_forward"] > 0
     subprocess.run([sys.executable, "-m", "experiments.benchmark_mse", "--variant=quick",
                     f"--output={tmp_path / 'mse.json'}"], cwd=REPO, check=True, capture_output=True)  # fmt: skip
     mse = json.loads((tmp_path / "mse.json").read_text())

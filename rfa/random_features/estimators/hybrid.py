@@ -34,9 +34,10 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from rfa.random_features.feature_maps import FeatureMap, half_sq_norm, project, register_feature_map
-from rfa.random_features.theory import Theory, log_one_minus_exp, pair_stats
+from rfa.random_features.feature_maps import FeatureMap, feature_map, half_sq_norm, project, register_feature_map
+from rfa.random_features.theory import Theory, central_moments, log_one_minus_exp, mean_fourth_moment, pair_stats
 
 Array = jax.Array
 
@@ -107,6 +108,24 @@ def _hybrid_log_mse(num_angular: int):
     return log_mse
 
 
+def _hybrid_error_fourth_moment(x, y, num_features, angular=None):
+    """An upper bound on ``E[(SM̂ - SM)⁴]/SM⁴``, exact for n = 1 (float64 NumPy).
+
+    Given λ̂ = a (R only, independent of W) the error is ``a e₊₊ + (1 - a) e_trig`` of the two
+    m-vector bases, and by convexity of t⁴, ``E[e⁴ | a] <= a E e₊₊⁴ + (1 - a) E e_trig⁴``; with
+    ``E λ̂ = λ`` the bound is ``λ E e₊₊⁴ + (1 - λ) E e_trig⁴`` (equality when λ̂ ∈ {0, 1}).
+    """
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    cos = np.sum(x * y, -1) / np.sqrt(np.maximum(np.sum(x * x, -1) * np.sum(y * y, -1), np.finfo(np.float64).tiny))
+    lam = np.arccos(np.clip(cos, -1.0, 1.0)) / math.pi
+    fourth = {}
+    for base in ("positive", "trig"):
+        mu2, mu4, _ = central_moments(feature_map(base).theory.log_relative_moments(x, y))
+        fourth[base] = mean_fourth_moment(mu2, mu4, num_features)
+    with np.errstate(invalid="ignore"):
+        return np.where(lam > 0, lam * fourth["positive"], 0.0) + np.where(lam < 1, (1 - lam) * fourth["trig"], 0.0)
+
+
 def hybrid(num_angular: int = 1) -> FeatureMap:
     """The HRF estimator with ``n = num_angular`` angular features, named ``"hybrid"`` (n = 1) or ``"hybrid_n<n>"``.
 
@@ -135,7 +154,7 @@ def hybrid(num_angular: int = 1) -> FeatureMap:
         sample_params=lambda key, num_features, dim: {
             "angular": jax.random.normal(key, (num_angular, dim), jnp.float32)
         },
-        theory=Theory(_hybrid_log_mse(num_angular)),
+        theory=Theory(_hybrid_log_mse(num_angular), error_fourth_moment=_hybrid_error_fourth_moment),
     )
 
 
