@@ -13,7 +13,9 @@ from rfa.workdir import apply_variant
 def get_config(arg: str | None = None):
     config = ml_collections.ConfigDict()
     config.tasks = ("sort", "listops", "python_source")  # names of configs/<task>.py
-    config.attention = ("exact", "trig", "positive", "positive_iid", "hyperbolic", "oprf", "elu")  # exact first
+    config.attention = (  # exact first
+        "exact", "trig", "positive", "positive_iid", "simplex_positive", "hyperbolic", "oprf", "hybrid", "saderf", "elu"
+    )  # fmt: skip
     config.quick = False  # train each pair's ",quick" variant
     config.data_dir = "data"  # TFDS data_dir for every run
     return apply_variant(

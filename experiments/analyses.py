@@ -13,6 +13,11 @@ from experiments.reproductions import Analysis, Verdict
 
 ANALYSES = {**reproductions.ANALYSES, **frontier.ANALYSES}
 REQUIREMENTS = {**reproductions.REQUIREMENTS, **frontier.REQUIREMENTS}  # config field -> values a sweep must hold
+GENERIC = {  # the analysis of a sweep without a reproduction of its own, by experiment kind
+    "kernel_mse": reproductions.kernel_agreement,
+    "attention_error": reproductions.attention_error,
+    "estimator_fit": frontier.derf_variance,
+}
 
 
 def analyze(config, records: list[dict], workdir: str) -> Analysis:
@@ -27,7 +32,7 @@ def analyze(config, records: list[dict], workdir: str) -> Analysis:
       >>> analysis.verdict.line(config.name)  # doctest: +SKIP
       'performer_fig2 — reproduced: ratio MSE_trig / MSE_positive 0.432 at l = 1, 90° (published 0.43), ...'
     """
-    generic = reproductions.kernel_agreement if config.experiment == "kernel_mse" else reproductions.attention_error
+    generic = GENERIC[config.experiment]
     missing = {
         field: sorted(needed - set(config[field]))
         for field, needed in REQUIREMENTS.get(config.name, {}).items()

@@ -10,8 +10,6 @@ a language model continues the text, a classifier prints the class. Prints ``inp
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 
 import jax.numpy as jnp
@@ -23,8 +21,7 @@ from flax import nnx
 from experiments import run_main
 from rfa.data import BOS_ID, EOS_ID, Task
 from rfa.models import decoding
-from rfa.train import CheckpointError, Checkpoints, check_config
-from rfa.train.loop import initial_state
+from rfa.train import CheckpointError, load_model
 from rfa.workdir import ConfigError
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "A training workdir (config.json and checkpoints/).")
@@ -35,25 +32,6 @@ _MAX_NEW_TOKENS = flags.DEFINE_integer(
 )
 _BEAM_SIZE = flags.DEFINE_integer("beam_size", 1, "1: greedy decoding; > 1: beam search (seq2seq).")
 flags.mark_flag_as_required("workdir")
-
-
-def load_model(workdir: str) -> tuple[nnx.Module, ml_collections.ConfigDict, Task, int]:
-    """The trained model (evaluation mode), its config and task, and the checkpoint step."""
-    path = os.path.join(workdir, "config.json")
-    if not os.path.exists(path):
-        raise ConfigError(f"{workdir!r} is not a training workdir: it has no config.json.")
-    with open(path) as f:
-        config = ml_collections.ConfigDict(json.load(f))
-    task = check_config(config)
-    graphdef, state = initial_state(config, task)
-    checkpoints = Checkpoints(os.path.join(workdir, "checkpoints"))
-    if checkpoints.latest_step() is None:
-        raise CheckpointError(f"{workdir!r} has no checkpoint yet: train first (python -m experiments.train).")
-    step, state = checkpoints.restore_latest(state)
-    checkpoints.close()
-    model, _ = nnx.merge(graphdef, state)
-    model.eval()
-    return model, config, task, step
 
 
 def answer(model: nnx.Module, config: ml_collections.ConfigDict, task: Task, text: str) -> str:

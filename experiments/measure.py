@@ -22,7 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import rfa
-from experiments.sweep import Cell, group_seed
+from experiments import query_key_sets
+from experiments.sweep import DATASETS, Cell, group_seed
 from rfa.random_features.kernels import KERNELS
 
 
@@ -288,3 +289,77 @@ def measure_attention_error(
                 "seconds": time.perf_counter() - began,
             },
         )
+
+
+def measure_fit_objective(config, cell_group: list[Cell], sets, done=lambda cell: False) -> Iterator[tuple[Cell, dict]]:
+    """Per dataset: one estimator fitted to each head's queries and keys, its closed-form variance over all pairs.
+
+    Records the means over query-key pairs (and heads) of ``log V`` (one vector's variance) and of
+    ``log((V + SM²)/SM²)``, the log second moment the DERF fits minimise, and a Monte Carlo check of
+    ``V`` at ``config.pairs_checked`` pairs per head (``config.repetitions`` one-vector draws each): of
+    the pairs ``(i, 7i + 3 mod n)``, those with the smallest predicted Monte Carlo error, compared where
+    that error is small (as in the kernel sweeps), counted as heavy-tailed elsewhere.
+    """
+    estimator = cell_group[0].estimator
+    fm = rfa.feature_map(estimator)
+    base_key = jax.random.key(group_seed(config.seed, cell_group[0].group))
+    for cell in cell_group:
+        if done(cell):
+            continue
+        began = time.perf_counter()
+        name = sweep_dataset(cell)
+        q_sets, k_sets = sets(name)
+        log_variances, objectives, z_scores, heavy = [], [], [], 0
+        for head, (q, k) in enumerate(zip(q_sets, k_sets, strict=True)):
+            params = query_key_sets.fitted_params(fm, estimator_params(config, estimator), q, k)
+            x, y = q[:, None], k[None]
+            log_var = np.asarray(rfa.theory.log_mse(estimator, x, y, 1, **params), np.float64)
+            log_sm_sq = 2 * np.sum(x.astype(np.float64) * y, -1)
+            log_variances.append(log_var.ravel())
+            objectives.append((np.logaddexp(log_var, log_sm_sq) - log_sm_sq).ravel())
+            # Checked: the pairs (i, 7i + 3 mod n) whose Monte Carlo is most informative (smallest predicted error).
+            pairs = np.arange(len(q))
+            xc, yc = q[pairs], k[(pairs * 7 + 3) % len(k)]
+            predicted = predicted_relative_error(estimator, xc, yc, 1, config.repetitions, **params)
+            checked = np.argsort(np.nan_to_num(predicted, nan=np.inf), kind="stable")[: config.pairs_checked]
+            xc, yc, predicted = xc[checked], yc[checked], predicted[checked]
+            exact = np.exp(np.sum(xc.astype(np.float64) * yc, -1))
+            theory = np.asarray(rfa.theory.mse(estimator, xc, yc, 1, **params), np.float64)
+            draws = _one_vector_estimates(jax.random.fold_in(base_key, head), xc, yc, estimator, config.repetitions,
+                                          tuple((n, np.asarray(v)) for n, v in params.items()))  # fmt: skip
+            monte_carlo = np.mean((draws - exact) ** 2, axis=0)
+            compared = predicted <= 0.15
+            heavy += int(np.sum(~compared))
+            z_scores += list(((monte_carlo - theory) / (theory * predicted))[compared])
+        z = np.abs(np.asarray(z_scores))
+        yield (
+            cell,
+            {
+                "dataset_name": name,
+                "mean_log_variance": float(np.mean(np.concatenate(log_variances))),
+                "objective": float(np.mean(np.concatenate(objectives))),
+                "pairs_compared": len(z),
+                "pairs_agreeing": int(np.sum(z <= 4.0)),
+                "pairs_heavy_tailed": heavy,
+                "max_abs_z": float(z.max()) if len(z) else math.nan,
+                "heads": len(q_sets),
+                "seconds": time.perf_counter() - began,
+            },
+        )
+
+
+def sweep_dataset(cell: Cell) -> str:
+    """The dataset name of an estimator_fit cell."""
+    return DATASETS[int(dict(cell.point)["dataset"])]
+
+
+def _one_vector_estimates(key, x, y, estimator: str, repetitions: int, params) -> np.ndarray:
+    """``[repetitions, pairs]`` estimates from one random vector each (float64)."""
+    params = {name: jnp.asarray(value) for name, value in params}
+
+    def one(key):
+        W = rfa.sample_projection(key, 1, x.shape[-1], kind="iid")
+        return rfa.estimate_softmax_kernel(x, y, W, estimator, **params)
+
+    keys = jax.random.split(key, repetitions)
+    return np.asarray(jax.jit(jax.vmap(one))(keys), np.float64)

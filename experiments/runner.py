@@ -19,7 +19,7 @@ import time
 import ml_collections
 from tqdm import tqdm
 
-from experiments import analyses, measure, reproductions, sweep
+from experiments import analyses, measure, query_key_sets, reproductions, sweep
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,15 +83,18 @@ def run(config: ml_collections.ConfigDict, workdir: str, *, progress: bool = Tru
     all_cells = sweep.cells(config)
     pending = sum(not store.done(cell) for cell in all_cells)
     inputs = measure.AttentionInputs(config) if config.experiment == "attention_error" else None
+    sets = query_key_sets.QueryKeySets(config, workdir) if config.experiment == "estimator_fit" else None
     with tqdm(total=len(all_cells), initial=len(all_cells) - pending, desc=config.name, disable=not progress) as bar:
         for _, group in itertools.groupby(all_cells, key=lambda cell: cell.group):
             group = list(group)
             if all(store.done(cell) for cell in group):
                 continue
-            if inputs is None:
+            if config.experiment == "kernel_mse":
                 results = measure.measure_kernel_mse(config, group, store.done)
-            else:
+            elif config.experiment == "attention_error":
                 results = measure.measure_attention_error(config, group, inputs, store.done)
+            else:
+                results = measure.measure_fit_objective(config, group, sets, store.done)
             for cell, record in results:
                 store.save(cell, record)
                 bar.update()

@@ -21,12 +21,13 @@ import ml_collections
 import rfa
 from rfa.workdir import ConfigError, record_config, write_atomic
 
-EXPERIMENTS = ("kernel_mse", "attention_error")
+EXPERIMENTS = ("kernel_mse", "attention_error", "estimator_fit")
+DATASETS = ("anisotropic", "trained_model")  # the query/key sets of estimator_fit
 
 
 GEOMETRIES = ("norm_angle",)
 # Execution settings: they bound memory and never change a result, so a resumed run may change them.
-EXECUTION_FIELDS = ("batch_elements",)
+EXECUTION_FIELDS = ("batch_elements", "data_dir")
 
 
 def base_config(experiment: str) -> ml_collections.ConfigDict:
@@ -53,6 +54,18 @@ def base_config(experiment: str) -> ml_collections.ConfigDict:
         config.length = 4096  # L, sequence length (queries = keys = values)
         config.input_scales = ()  # s: entries of q and k are N(0, s²), v is N(0, 1)
         config.num_seeds = 15  # independent inputs and projections per cell
+    elif experiment == "estimator_fit":
+        config.datasets = ()  # query/key sets: "anisotropic" (synthetic), "trained_model" (an attention layer's)
+        config.num_vectors = 256  # queries and keys per set (per head for the model)
+        config.input_scale = 0.5  # s: the synthetic sets' largest standard deviation per coordinate
+        config.anisotropy = 8.0  # ratio of the largest to the smallest standard deviation (synthetic)
+        config.pairs_checked = 8  # pairs per cell whose variance Monte Carlo checks
+        config.repetitions = 20000  # Monte Carlo draws per checked pair
+        config.model = ml_collections.ConfigDict()
+        config.model.config = "configs/sort.py:exact"  # the training config of the trained_model set
+        config.model.num_train_steps = 300
+        config.model.layer = 0  # encoder layer whose self-attention queries and keys are taken
+        config.data_dir = "data"  # TFDS data_dir of the model's task
     else:
         raise ConfigError(f"experiment must be one of {list(EXPERIMENTS)}, got {experiment!r}.")
     return config
@@ -95,6 +108,10 @@ def check_estimator(config: ml_collections.ConfigDict, name: str) -> None:
         raise ConfigError(
             f"config.estimators: {name!r} estimates the {fm.kernel} kernel; attention_error compares against "
             "softmax attention, so it needs a softmax-kernel estimator or a deterministic map."
+        )
+    if config.experiment == "estimator_fit" and (fm.kernel != "softmax" or fm.theory is None):
+        raise ConfigError(
+            f"config.estimators: {name!r} needs a closed-form variance of the softmax kernel for estimator_fit."
         )
     params = dict(config.feature_params.get(name, {}))
     try:
@@ -149,10 +166,26 @@ def check_config(config: ml_collections.ConfigDict) -> None:
             raise ConfigError(f"config.max_relative_error must be >= 0 (0: never skip), got {value}.")
         if config.dim < 2:
             raise ConfigError(f"config.dim must be >= 2 to place two vectors at an angle, got {config.dim}.")
-    else:
+    elif config.experiment == "attention_error":
         _check_positive_int(config.length, "config.length")
         _check_positive_int(config.num_seeds, "config.num_seeds")
         _check_sequence(config.input_scales, "input_scales", _check_positive, "input scale")
+    else:
+        _check_sequence(config.datasets, "datasets", _check_dataset, "dataset")
+        for field in ("num_vectors", "pairs_checked", "repetitions"):
+            _check_positive_int(config[field], f"config.{field}")
+        _check_positive_int(config.model.num_train_steps, "config.model.num_train_steps")
+        if config.num_vectors < 2 or config.repetitions < 2:
+            raise ConfigError("config.num_vectors and config.repetitions must be >= 2 (a fit and a standard error).")
+        _check_positive(config.input_scale, "config.input_scale")
+        _check_positive(config.anisotropy, "config.anisotropy")
+        if config.num_features != (1,) or config.projections != ("iid",):
+            raise ConfigError("estimator_fit compares per-vector variances: num_features=(1,), projections=('iid',).")
+
+
+def _check_dataset(name, field):
+    if name not in DATASETS:
+        raise ConfigError(f"{field} has unknown dataset {name!r}; use one of {list(DATASETS)}.")
 
 
 def _check_projection(kind, field):
@@ -189,8 +222,10 @@ def cells(config: ml_collections.ConfigDict) -> list[Cell]:
     if config.experiment == "kernel_mse":
         geometry = config.geometry
         points = [(("norm", float(n)), ("angle", float(a))) for n in geometry.norms for a in geometry.angles]
-    else:
+    elif config.experiment == "attention_error":
         points = [(("input_scale", float(s)),) for s in config.input_scales]
+    else:
+        points = [(("dataset", float(DATASETS.index(name))),) for name in config.datasets]
     return [
         Cell(estimator, projection, m, point)
         for estimator in config.estimators

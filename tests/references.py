@@ -103,16 +103,15 @@ def _oprf_on(Tq, Tk, x, y):
 
 
 def aderf_fit(x, y):
-    """ADERF from ``x [n, d]``, ``y [n', d]``: ``K = M₁^{-½}(M₁^{½}M₂M₁^{½})^{½}M₁^{-½}``, ``M = K^{½}``
-    (scipy's sqrtm), then OPRF on ``(Mx, M⁻¹y)``."""
+    """ADERF from ``x [n, d]``, ``y [n', d]``: OPRF on ``(Mx, M⁻ᵀy)`` with ``M = C^{1/4} M₁^{-1/2}``,
+    ``C = M₁^{1/2} M₂ M₁^{1/2}`` (scipy's sqrtm), so that ``MᵀM = K = M₁^{-1/2} C^{1/2} M₁^{-1/2}``."""
     from scipy.linalg import inv, sqrtm
 
     x, y = _f64(x), _f64(y)
     M1, M2, _, _ = _derf_statistics(x, y)
     root = np.real(sqrtm(M1))
-    K = inv(root) @ np.real(sqrtm(root @ M2 @ root)) @ inv(root)
-    M = np.real(sqrtm(K))
-    return _oprf_on(M, inv(M), x, y)
+    M = np.real(sqrtm(sqrtm(root @ M2 @ root))) @ inv(root)
+    return _oprf_on(M, inv(M).T, x, y)
 
 
 def saderf_fit(x, y):

@@ -2,7 +2,7 @@
 
 from rfa.train.checkpoint import CheckpointError, Checkpoints
 from rfa.train.config import ATTENTION_VARIANTS, base_config, build_model, check_config, model_config, task_config
-from rfa.train.loop import TrainingInterrupted, evaluate, train_and_evaluate
+from rfa.train.loop import TrainingInterrupted, evaluate, load_model, train_and_evaluate
 from rfa.train.metrics import MetricWriter, plot_curves, read_metrics
 from rfa.train.optim import make_optimizer, make_schedule
 from rfa.train.sharding import global_batch, initialize_distributed, make_mesh, state_sharding
@@ -20,6 +20,7 @@ __all__ = [
     "evaluate",
     "global_batch",
     "initialize_distributed",
+    "load_model",
     "make_eval_step",
     "make_mesh",
     "make_optimizer",

@@ -29,6 +29,9 @@ ATTENTION_VARIANTS = {
     "positive_iid": {"kind": "positive", "projection": "iid"},
     "hyperbolic": {"kind": "hyperbolic"},
     "oprf": {"kind": "oprf"},
+    "simplex_positive": {"kind": "positive", "projection": "simplex"},
+    "hybrid": {"kind": "hybrid"},
+    "saderf": {"kind": "saderf"},
     "elu": {"kind": "elu"},
     "relu": {"kind": "relu"},
 }
@@ -67,7 +70,7 @@ def base_config() -> ml_collections.ConfigDict:
     config.attention.variant = "exact"  # a name of ATTENTION_VARIANTS (what the config string chose)
     config.attention.kind = "softmax"  # "softmax" or a feature map of rfa.feature_map
     config.attention.num_features = 64  # m, random vectors per projection
-    config.attention.projection = "orthogonal"  # "orthogonal" or "iid"
+    config.attention.projection = "orthogonal"  # "orthogonal", "iid" or "simplex"
     config.attention.scaling = "chi"  # row norms: "chi" or "sqrt_d"
     config.attention.chunk_size = 32  # causal kernelized chunk length
     config.attention.redraw_every = 0  # draw new projections every this many steps (0: never)

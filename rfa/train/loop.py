@@ -36,7 +36,7 @@ from flax import nnx
 from rfa.data import Task, eval_batches, train_batches
 from rfa.models import redraw_projections
 from rfa.train import sharding
-from rfa.train.checkpoint import Checkpoints
+from rfa.train.checkpoint import CheckpointError, Checkpoints
 from rfa.train.config import EXECUTION_FIELDS, build_model, check_config
 from rfa.train.metrics import MetricWriter, plot_curves, read_metrics
 from rfa.train.optim import make_optimizer, make_schedule
@@ -310,3 +310,26 @@ def _finish(
         plot_curves(workdir, ("loss", "accuracy") + (("perplexity",) if task.kind == "lm" else ()))
         write_atomic(path, json.dumps(results, indent=2) + "\n")
     return results
+
+
+def load_model(workdir: str) -> tuple[nnx.Module, ml_collections.ConfigDict, Task, int]:
+    """The trained model of a training workdir (evaluation mode), its config and task, and the checkpoint step.
+
+    Example:
+      >>> model, config, task, step = load_model("workdir/train/sort/positive")  # doctest: +SKIP
+    """
+    path = os.path.join(workdir, "config.json")
+    if not os.path.exists(path):
+        raise ConfigError(f"{workdir!r} is not a training workdir: it has no config.json.")
+    with open(path) as f:
+        config = ml_collections.ConfigDict(json.load(f))
+    task = check_config(config)
+    graphdef, state = initial_state(config, task)
+    checkpoints = Checkpoints(os.path.join(workdir, "checkpoints"))
+    if checkpoints.latest_step() is None:
+        raise CheckpointError(f"{workdir!r} has no checkpoint yet: train first (python -m experiments.train).")
+    step, state = checkpoints.restore_latest(state)
+    checkpoints.close()
+    model, _ = nnx.merge(graphdef, state)
+    model.eval()
+    return model, config, task, step

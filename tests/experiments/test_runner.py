@@ -143,6 +143,17 @@ def test_the_winner_map_names_the_lowest_mse_at_every_point(reports):
     assert "trig" in _column(_report(reports["which_estimator_wins"]), "winner")  # exact at angle 0
 
 
+@pytest.mark.slow
+def test_derf_fits_order_the_variance_as_their_nesting_says(reports):
+    records = reports["derf_variance"].records
+    for dataset in ("anisotropic", "trained_model"):
+        objective = {r["estimator"]: r["objective"] for r in records if r["dataset_name"] == dataset}
+        assert objective["positive"] > objective["oprf"] > objective["saderf"] > objective["aderf"], objective
+        assert objective["oprf"] > objective["sderf"], objective
+    assert sum(r["pairs_compared"] for r in records) == sum(r["pairs_agreeing"] for r in records) > 10
+    assert {r["heads"] for r in records if r["dataset_name"] == "trained_model"} == {4}  # sort's model: 4 heads
+
+
 def _fig2_ratio(length, degrees):
     """Performer Fig. 2's closed-form ratio MSE_trig / MSE_positive at |x| = |y| = length (docs/references.md)."""
     c = math.cos(math.radians(degrees))
@@ -191,6 +202,7 @@ VERDICTS = {  # each reproduction's verdict as a function of its records (m = 64
     "hybrid_angle": lambda r: frontier.hybrid_verdict(r, frontier.hybrid_worst_cases(_config("hybrid_angle"))),
     "simplex_geometry": lambda r: frontier.simplex_verdict(r, frontier.simplex_ratios(r, "positive", 16)),
     "which_estimator_wins": lambda records: frontier.winner_verdict(records, frontier.winners(records)),
+    "derf_variance": frontier.derf_verdict,
 }
 
 
@@ -213,6 +225,9 @@ OFF_CASES = [
     # Monte Carlo of a winner 10x off: the measured winner changes
     ("which_estimator_wins", {"estimator": "oprf", "projection": "simplex", "norm": 0.5, "angle": 90.0}, 10.0,
      ["mse_monte_carlo", "standard_error"], r"Monte Carlo at (\d+)/(?!\1 )\d+ points"),
+    # ADERF's objective doubled on the anisotropic set: above SADERF's, which nests inside it
+    ("derf_variance", {"estimator": "aderf", "dataset_name": "anisotropic"}, 2.0, ["objective"],
+     r"anisotropic: aderf [\d.]+ > positive"),
 ]  # fmt: skip
 
 

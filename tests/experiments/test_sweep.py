@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from configs import attention_output_error, orthogonal_vs_iid, performer_fig2
+from configs import attention_output_error, derf_variance, orthogonal_vs_iid, performer_fig2
 from experiments import sweep
 from rfa import workdir
 
@@ -66,6 +66,24 @@ def test_variants_set_fields_and_unknown_ones_are_errors():
 )
 def test_bad_kernel_configs_name_the_field(overrides, message):
     config = workdir.apply_variant(performer_fig2.get_config("quick"), "bad", {"bad": overrides})
+    with pytest.raises(ValueError, match=re.escape(message)):
+        sweep.check_config(config)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"datasets": ("imagenet",)}, "config.datasets has unknown dataset 'imagenet'"),
+        ({"datasets": ()}, "config.datasets is empty"),
+        ({"num_features": (4,)}, "estimator_fit compares per-vector variances: num_features=(1,)"),
+        ({"estimators": ("relu",)}, "'relu' needs a closed-form variance"),
+        ({"num_vectors": 1}, "config.num_vectors and config.repetitions must be >= 2"),
+        ({"model.num_train_steps": 0}, "config.model.num_train_steps must hold integers >= 1"),
+        ({"anisotropy": 0.0}, "config.anisotropy must hold numbers > 0"),
+    ],
+)
+def test_bad_estimator_fit_configs_name_the_field(overrides, message):
+    config = workdir.apply_variant(derf_variance.get_config("quick"), "bad", {"bad": overrides})
     with pytest.raises(ValueError, match=re.escape(message)):
         sweep.check_config(config)
 

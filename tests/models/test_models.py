@@ -29,6 +29,7 @@ KINDS = {
     "trig": AttentionConfig("trig", 32, projection="iid"),
     "hyperbolic": AttentionConfig("hyperbolic", 16),
     "oprf": AttentionConfig("oprf", 32, feature_params=(("phi_sq", 1.0),)),
+    "saderf": AttentionConfig("saderf", 32, feature_params=(("A", -0.05),)),
     "relu": AttentionConfig("relu", 32),
     "elu": AttentionConfig("elu"),
 }

@@ -22,8 +22,9 @@ in closed form from ``M₁ = mean xxᵀ``, ``M₂ = mean yyᵀ`` and the means `
   the second moment of ``x + y``, and ``a*(ρ)`` OPRF's optimal A at ``ρ`` (coordinate by coordinate).
   Each eigenvector is signed so that its largest entry is positive: the estimator's law does not
   depend on the signs, its value for one W does.
-- ``aderf`` (asymmetric): OPRF on ``(Mx, M⁻¹y)``, ``M = K^{1/2}`` for the ``K ≻ 0`` minimising
-  ``tr(KM₁) + tr(K⁻¹M₂)``: ``K = M₁^{-1/2}(M₁^{1/2}M₂M₁^{1/2})^{1/2}M₁^{-1/2}``.
+- ``aderf`` (asymmetric): OPRF on ``(Mx, M⁻ᵀy)`` with ``MᵀM = K``, the ``K ≻ 0`` minimising
+  ``tr(KM₁) + tr(K⁻¹M₂)``: ``K = M₁^{-1/2}C^{1/2}M₁^{-1/2}``, ``C = M₁^{1/2}M₂M₁^{1/2}``. The estimator's
+  law depends on M only through K; rfa takes ``M = C^{1/4}M₁^{-1/2}`` (two eigendecompositions).
 - ``saderf`` (simplified, diagonal): OPRF on ``(Ψx, Ψ⁻¹y)``, ``Ψ_ll = (M₂,ll / M₁,ll)^{1/4}``.
 
 Nesting orders the objective: positive >= oprf >= saderf >= aderf and oprf >= sderf. When queries
@@ -130,8 +131,9 @@ def _second_moment(x: Array, keep: Array | None) -> Array:
     return jnp.einsum("...ni,...nj->...ij", x, x, precision=_HIGHEST) / count
 
 
-def _statistics(q, k, keep_q, keep_k):
-    """``(M₁, M₂, μ_x, μ_y)`` of the queries and keys, without gradient."""
+def _statistics(q, k, keep_q, keep_k, *, full: bool):
+    """``(M₁, M₂, μ_x, μ_y)`` of the queries and keys without gradient: the second moments ``[..., d, d]``,
+    or only their diagonals ``[..., d]`` (``full=False``)."""
     for name, x in (("q", q), ("k", k)):
         if x.shape[-2] < 2:
             raise ValueError(
@@ -140,13 +142,18 @@ def _statistics(q, k, keep_q, keep_k):
             )
     q, k = jax.lax.stop_gradient(q), jax.lax.stop_gradient(k)
     keep_q = query_keep(q, k, keep_q, keep_k)
-    return _second_moment(q, keep_q), _second_moment(k, keep_k), masked_mean(q, keep_q), masked_mean(k, keep_k)
+    if full:
+        M1, M2 = _second_moment(q, keep_q), _second_moment(k, keep_k)
+    else:
+        M1, M2 = masked_mean(q * q, keep_q), masked_mean(k * k, keep_k)
+    return M1, M2, masked_mean(q, keep_q), masked_mean(k, keep_k)
 
 
-def _check_positive_definite(moment: Array, name: str) -> None:
-    """Raises a ValueError when a concrete second moment is zero or not finite (no fit exists)."""
+def _check_positive_definite(moment: Array, name: str, batch_ndim: int) -> None:
+    """Raises a ValueError when a concrete second moment (or its diagonal) is zero or not finite for some
+    head: no fit exists."""
     if is_concrete(moment):
-        top = np.max(np.abs(np.asarray(moment, np.float64)), axis=(-2, -1))
+        top = np.max(np.abs(np.asarray(moment, np.float64)), axis=tuple(range(batch_ndim, np.ndim(moment))))
         if not np.all(np.isfinite(top)) or np.any(top <= 0.0):
             raise ValueError(
                 f"the DERF fit is not positive definite: the second moment of {name} is zero or not finite "
@@ -171,38 +178,38 @@ def _power(eigen: tuple[Array, Array], p: float) -> Array:
     return _mm(vectors * values[..., None, :] ** p, jnp.swapaxes(vectors, -1, -2))
 
 
-def _oprf_after(query_transform, key_transform, M1, M2, mean_q, mean_k) -> dict:
-    """OPRF's A for ``(T₁x, T₂y)``, ``ρ = mean |T₁x + T₂y|²/d``, with the transforms, laid out per token."""
-    dim = M1.shape[-1]
-    mean_sq = (
-        jnp.sum(_mm(query_transform, M1) * query_transform, axis=(-2, -1))  # tr(T₁M₁T₁ᵀ)
-        + jnp.sum(_mm(key_transform, M2) * key_transform, axis=(-2, -1))
-        + 2.0 * jnp.sum(transform(query_transform, mean_q) * transform(key_transform, mean_k), axis=-1)
-    )
-    A = optimal_gerf_parameter(mean_sq, dim)
+def _with_oprf_parameter(query_transform, key_transform, mean_sq) -> dict:
+    """OPRF's A at ``ρ = mean |T₁x + T₂y|²/d`` over pairs (``mean_sq`` the mean), with the transforms, per token."""
+    A = optimal_gerf_parameter(mean_sq, query_transform.shape[-1])
     return {"A": A[..., None, None], "query_transform": query_transform[..., None, :, :],
             "key_transform": key_transform[..., None, :, :]}  # fmt: skip
 
 
 def _aderf_fit(q, k, keep_q=None, keep_k=None) -> dict:
-    M1, M2, mean_q, mean_k = _statistics(q, k, keep_q, keep_k)
-    _check_positive_definite(M1, "q")
-    _check_positive_definite(M2, "k")
+    # M = C^{1/4} M₁^{-1/2} with C = M₁^{1/2} M₂ M₁^{1/2} has MᵀM = K, and M⁻ᵀ = C^{-1/4} M₁^{1/2}; then
+    # tr(KM₁) = tr(K⁻¹M₂) = tr C^{1/2}, so mean |Mx + M⁻ᵀy|² = 2 tr C^{1/2} + 2 μ_xᵀμ_y.
+    M1, M2, mean_q, mean_k = _statistics(q, k, keep_q, keep_k, full=True)
+    _check_positive_definite(M1, "q", mean_q.ndim - 1)
+    _check_positive_definite(M2, "k", mean_q.ndim - 1)
     m1 = _eigh(M1)
-    root, inverse_root = _power(m1, 0.5), _power(m1, -0.5)
-    K = _mm(_mm(inverse_root, _power(_eigh(_mm(_mm(root, M2), root)), 0.5)), inverse_root)
-    k_eigen = _eigh(K)
-    return _oprf_after(_power(k_eigen, 0.5), _power(k_eigen, -0.5), M1, M2, mean_q, mean_k)  # M = K^{1/2}
+    root = _power(m1, 0.5)
+    c = _eigh(_mm(_mm(root, M2), root))
+    query_transform = _mm(_power(c, 0.25), _power(m1, -0.5))
+    key_transform = _mm(_power(c, -0.25), root)
+    mean_sq = 2.0 * jnp.sum(jnp.sqrt(c[0]), axis=-1) + 2.0 * jnp.sum(mean_q * mean_k, axis=-1)
+    return _with_oprf_parameter(query_transform, key_transform, mean_sq)
 
 
 def _saderf_fit(q, k, keep_q=None, keep_k=None) -> dict:
-    M1, M2, mean_q, mean_k = _statistics(q, k, keep_q, keep_k)
-    _check_positive_definite(M1, "q")
-    _check_positive_definite(M2, "k")
-    m1, m2 = (_floored(jnp.diagonal(M, axis1=-2, axis2=-1)) for M in (M1, M2))
+    # Ψ = diag((m₂/m₁)^{1/4}) from the diagonals; mean |Ψx + Ψ⁻¹y|² = 2 Σ √(m₁ m₂) + 2 μ_xᵀμ_y.
+    m1, m2, mean_q, mean_k = _statistics(q, k, keep_q, keep_k, full=False)
+    _check_positive_definite(m1, "q", mean_q.ndim - 1)
+    _check_positive_definite(m2, "k", mean_q.ndim - 1)
+    m1, m2 = _floored(m1), _floored(m2)
     psi = (m2 / m1) ** 0.25
     eye = jnp.eye(psi.shape[-1], dtype=psi.dtype)
-    return _oprf_after(psi[..., :, None] * eye, eye / psi[..., :, None], M1, M2, mean_q, mean_k)
+    mean_sq = 2.0 * jnp.sum(jnp.sqrt(m1 * m2), axis=-1) + 2.0 * jnp.sum(mean_q * mean_k, axis=-1)
+    return _with_oprf_parameter(psi[..., :, None] * eye, eye / psi[..., :, None], mean_sq)
 
 
 def _signed(vectors: Array) -> Array:
@@ -216,7 +223,7 @@ def _signed(vectors: Array) -> Array:
 
 
 def _sderf_fit(q, k, keep_q=None, keep_k=None) -> dict:
-    M1, M2, mean_q, mean_k = _statistics(q, k, keep_q, keep_k)
+    M1, M2, mean_q, mean_k = _statistics(q, k, keep_q, keep_k, full=True)
     cross = mean_q[..., :, None] * mean_k[..., None, :]
     values, vectors = jnp.linalg.eigh(M1 + M2 + cross + jnp.swapaxes(cross, -1, -2))
     vectors = _signed(vectors)
@@ -242,6 +249,35 @@ def log_derf_variance(x: Array, y: Array, A, query_transform=None, key_transform
     z = x_t + y_t
     L = jnp.sum(jnp.log1p(-4.0 * a) - 0.5 * jnp.log1p(-8.0 * a) + z * z / (1.0 - 8.0 * a), axis=-1)
     return log_variance_from_exponent(jnp.sum(x_t * y_t, axis=-1), L)
+
+
+_K = np.arange(1.0, 5.0)
+
+
+def _derf_log_relative_moments(x, y, A=None, query_transform=None, key_transform=None) -> np.ndarray:
+    """``log E[(Y/K)^k]``, k = 1..4, of one vector's estimate Y (float64 NumPy; ``inf`` where infinite).
+
+    With ``E exp(c ω² + bω) = (1-2c)^{-1/2} exp(b²/(2(1-2c)))`` per coordinate, ``Y^k`` has
+    ``c = 2k a_l`` and ``b = k √(1-4a_l) z̃_l``: ``Σ_l [k/2 log(1-4a_l) - ½ log(1-4k a_l)
+    + k²(1-4a_l) z̃_l²/(2(1-4k a_l))] - k(|x̃|² + |ỹ|²)/2 - k xᵀy``.
+    """
+    if A is None:
+        raise TypeError("DERF moments need the fitted parameters A (and the transforms).")
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    if query_transform is not None:
+        x = np.einsum("...ij,...j->...i", np.asarray(query_transform, np.float64), x)
+        y = np.einsum("...ij,...j->...i", np.asarray(key_transform, np.float64), y)
+    a = np.asarray(A, np.float64)
+    a = np.broadcast_to(a if a.ndim else a[None], np.broadcast_shapes(np.shape(a) or (1,), x.shape))[..., None, :]
+    z_sq = ((x + y) ** 2)[..., None, :]
+    k = _K[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        one_minus = 1 - 4 * k * a
+        per_coordinate = (
+            k / 2 * np.log1p(-4 * a) - 0.5 * np.log(one_minus) + k**2 * (1 - 4 * a) * z_sq / (2 * one_minus)
+        )
+        log_moment = np.sum(per_coordinate, -1) - _K * (np.sum(x * x + y * y, -1) / 2 + np.sum(x * y, -1))[..., None]
+    return np.where(np.all(one_minus > 0, -1), log_moment, np.inf)
 
 
 def _derf_log_mse(x, y, num_features, *, projection, num_terms, A=None, query_transform=None, key_transform=None):
@@ -270,7 +306,7 @@ def _derf(name: str, fit, projections: tuple[str, ...]) -> FeatureMap:
         event_ndims=(("A", 1), ("query_transform", 2), ("key_transform", 2)),
         param_checks=(("A", check_gerf_parameter),), key_terms_fn=_derf_terms("key"),
         fitted=PARAMS, fit=fit, standard_params=_standard_params,
-        theory=Theory(_derf_log_mse, projections),
+        theory=Theory(_derf_log_mse, projections, log_relative_moments=_derf_log_relative_moments),
     )  # fmt: skip
 
 
