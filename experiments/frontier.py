@@ -231,7 +231,8 @@ def winners(records: list[dict]) -> list[dict]:
         measured = {c: r["mse_monte_carlo"] for c, r in cells.items() if not math.isnan(r["mse_monte_carlo"])}
         mc_winner = min(measured, key=measured.get) if len(measured) == len(cells) else None
         table.append({"norm": norm, "angle": angle, "winner": ranked[0], "runner_up": ranked[1],
-                      "margin": second / best if best > 0 else math.inf, "mc_winner": mc_winner})  # fmt: skip
+                      "margin": second / best if best > 0 else (math.inf if second > 0 else 1.0),  # 1: a tie
+                      "mc_winner": mc_winner})  # fmt: skip
     return table
 
 
