@@ -69,7 +69,29 @@ class FittedParams(nnx.Variable):
     trained."""
 
 
-class KernelizedAttention(nnx.Module):
+class Calibratable(nnx.Module):
+    """An attention that can hold feature-map parameters fitted on calibration data.
+
+    Subclasses set ``self.feature_map`` and call :meth:`init_calibration`; ``fitted_params`` then joins
+    the parameters of every later call, and :func:`calibrating` fits them from the calls inside it.
+    """
+
+    def init_calibration(self) -> None:
+        self.fitted_params = nnx.Dict()
+        self.calibrating = False
+
+    def calibrate(self, query: Array, key: Array, mask: Array | None = None) -> None:
+        """Fits the map's parameters to calibration queries and keys ``[batch..., length, heads, head_dim]``
+        (one set per head, :func:`rfa.attention.fit_feature_params`) and keeps them for every later call."""
+        fitted = fit_feature_params(self.feature_map, query, key, mask=mask)
+        self.fitted_params = nnx.Dict({name: FittedParams(value) for name, value in fitted.items()})
+
+    def with_fitted(self, params: dict | None) -> dict | None:
+        """``params`` with the calibrated parameters (which take precedence); None if there are none."""
+        return {**(params or {}), **{name: variable[...] for name, variable in self.fitted_params.items()}} or None
+
+
+class KernelizedAttention(Calibratable):
     """Callable attention function with the signature of ``flax.nnx.dot_product_attention``.
 
     Build it with :func:`make_attention_fn`. Attention-weight dropout, additive biases and sowing
@@ -110,19 +132,7 @@ class KernelizedAttention(nnx.Module):
             self.feature_map, check_key(key) if random else None, self.num_features, self.head_dim,
             kind=self.projection_kind, scaling=self.scaling,
         )  # fmt: skip
-        self.fitted_params = nnx.Dict()
-        self.calibrating = False
-
-    def calibrate(self, query: Array, key: Array, mask: Array | None = None) -> None:
-        """Fits the map's parameters to calibration queries and keys ``[batch..., length, heads, head_dim]``
-        (one set per head, :func:`rfa.attention.fit_feature_params`) and keeps them for every later call."""
-        fitted = fit_feature_params(self.feature_map, query, key, mask=mask)
-        self.fitted_params = nnx.Dict({name: FittedParams(value) for name, value in fitted.items()})
-
-    def _feature_params(self) -> dict | None:
-        """The fixed parameters, the random ones and the calibrated ones."""
-        params = random_feature_params(self.feature_params, self.random_params) or {}
-        return {**params, **{name: variable[...] for name, variable in self.fitted_params.items()}} or None
+        self.init_calibration()
 
     def redraw(self, key: Array) -> None:
         """Replaces W (and the map's other random parameters) with a fresh draw from ``key`` (use a new key
@@ -166,7 +176,7 @@ class KernelizedAttention(nnx.Module):
             raise ValueError(f"query head dim must be head_dim={self.head_dim}, got query.shape={tuple(query.shape)}.")
         if self.calibrating:
             self.calibrate(query, key, mask)
-        feature_params = self._feature_params()
+        feature_params = self.with_fitted(random_feature_params(self.feature_params, self.random_params))
         fitted = self.feature_map.to_fit(feature_params)
         if fitted and query.shape[-3] != key.shape[-3]:
             raise ValueError(
@@ -198,8 +208,9 @@ class KernelizedAttention(nnx.Module):
 
 @contextlib.contextmanager
 def calibrating(model: nnx.Module):
-    """Within the block, every :class:`KernelizedAttention` in ``model`` fits its parameters to the queries
-    and keys of each (eager) call and keeps them: run calibration batches through an unmodified model.
+    """Within the block, every :class:`KernelizedAttention` in ``model`` (and every kernelized attention of
+    rfa's own models) fits its parameters to the queries and keys of each (eager) call and keeps them:
+    run calibration batches through an unmodified model.
 
     Example:
       >>> fn = rfa.make_attention_fn("aderf", 32, head_dim=8, key=jax.random.key(0))
@@ -210,7 +221,7 @@ def calibrating(model: nnx.Module):
       >>> fn.fitted_params["A"].shape
       (2, 1, 1)
     """
-    attention_fns = [module for _, module in nnx.iter_graph(model) if isinstance(module, KernelizedAttention)]
+    attention_fns = [module for _, module in nnx.iter_graph(model) if isinstance(module, Calibratable)]
     for fn in attention_fns:
         fn.calibrating = True
     try:

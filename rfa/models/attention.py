@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from rfa.attention.flax_adapter import random_feature_params, random_variables, redraw_variables
+from rfa.attention.flax_adapter import Calibratable, random_feature_params, random_variables, redraw_variables
 from rfa.attention.kernelized import kernelized_attention
 from rfa.attention.recurrent import RecurrentState, attend, init_state, prefill, step
 from rfa.models.config import AttentionConfig, TransformerConfig
@@ -25,7 +25,7 @@ from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 Array = jax.Array
 
 
-class MultiHeadAttention(nnx.Module):
+class MultiHeadAttention(Calibratable):
     """Self- or cross-attention ``[batch, q_len, d_model] -> [batch, q_len, d_model]``.
 
     Args:
@@ -34,6 +34,11 @@ class MultiHeadAttention(nnx.Module):
       causal: each query sees keys at or before its position (decoder self-attention).
       cross: keys and values come from a separate memory (encoder output).
       rngs: ``params`` initializes the weights; ``projection`` (falling back to ``params``) draws W.
+
+    A kernelized site whose map fits parameters from data (oprf, the DERFs) can keep a fit from
+    calibration batches: inside ``with rfa.attention.calibrating(model):`` each (eager) pass fits them
+    to the site's queries and keys per head and stores them as ``FittedParams`` state, which every
+    later pass, prefill and decoding step uses instead of the config's fixed values.
     """
 
     def __init__(
@@ -64,6 +69,7 @@ class MultiHeadAttention(nnx.Module):
             if fm is not None
             else (None, nnx.Dict())
         )
+        self.init_calibration()  # parameters fitted on calibration batches (rfa.attention.calibrating)
 
     def redraw(self, key: Array) -> None:
         """Replaces the random projection and the map's other random parameters (kernelized sites) by a fresh
@@ -75,7 +81,7 @@ class MultiHeadAttention(nnx.Module):
 
     def _kernel_options(self) -> dict:
         projection = None if self.projection is None else self.projection[...]
-        params = random_feature_params(self.attention.params, self.random_params)
+        params = self.with_fitted(random_feature_params(self.attention.params, self.random_params))
         return dict(feature_map=self.feature_map, projection=projection, feature_params=params)
 
     def _queries_keys(self, x, memory, q_positions, k_positions):
@@ -100,6 +106,8 @@ class MultiHeadAttention(nnx.Module):
     def _attend(self, q, k, v, key_mask, q_positions, k_positions) -> Array:
         """The attention of projected (and rotated) ``q, k, v``, then the output projection."""
         if self.feature_map is not None:
+            if self.calibrating and self.feature_map.fit is not None:
+                self.calibrate(q, k, mask=key_mask[:, None, None, :])
             out = kernelized_attention(
                 q, k, v, mask=key_mask[:, None, None, :], is_causal=self.causal,
                 chunk_size=self.attention.chunk_size, **self._kernel_options()

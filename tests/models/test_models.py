@@ -117,6 +117,28 @@ def test_decoder_step_by_step_equals_teacher_forcing(kind):
 
 
 @pytest.mark.slow
+def test_calibrated_derf_decoder_stores_its_fit_and_decodes_as_it_teacher_forces():
+    """``rfa.attention.calibrating`` fits each causal site's DERF to a calibration batch; the fit is state
+    that every later pass uses, token by token as in one pass."""
+    attention = AttentionConfig("sderf", 16, feature_params=(("A", -0.05),))
+    model = Decoder(preset("tiny", vocab_size=VOCAB, decoder_attention=attention), rngs=nnx.Rngs(0))
+    sequence = tokens(3, (2, 9))
+    before = forward(model, sequence)
+    with rfa.attention.calibrating(model):
+        model(tokens(4, (8, 12)))  # eager: the calibration batch
+    fitted = nnx.state(model, rfa.attention.FittedParams)
+    heads, head_dim = model.config.num_heads, model.config.head_dim
+    for layer in model.stack.layers:
+        params = layer.self_attention.fitted_params
+        assert params["A"].shape == (heads, 1, head_dim)
+        assert params["query_transform"].shape == (heads, 1, head_dim, head_dim)
+    assert len(jax.tree.leaves(fitted)) == 3 * len(model.stack.layers)
+    after = forward(model, sequence)
+    assert not np.allclose(after, before, atol=1e-3)  # the calibrated parameters are used
+    np.testing.assert_allclose(step_by_step(model, sequence), after, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("positional", ["learned", "rotary", "relative"])
 def test_decoding_equals_teacher_forcing_for_every_positional_encoding(positional):
     kinds = ["softmax"] if positional == "relative" else ["softmax", "positive"]
