@@ -141,6 +141,24 @@ def test_aderf_closed_form_with_coupled_rows_matches_monte_carlo(projection):
         assert_within((draws[:, i] - exact[i]) ** 2, theory[i], f"{projection} pair {i}: MSE")
 
 
+@pytest.mark.parametrize("name", ["aderf", "sderf"])
+def test_relative_moments_match_monte_carlo(name):
+    """``log E U^k`` (k = 1..4, U = Y/K of one vector) predicts the runner's Monte Carlo error: k = 1 is 0
+    (unbiased), k = 2, 3 against Monte Carlo of one-vector estimates."""
+    params = fitted(name)
+    x, y = Q[20:22], K[40:42]
+    log_moments = rfa.feature_map(name).theory.log_relative_moments(x, y, **params)
+    np.testing.assert_allclose(log_moments[:, 0], 0.0, atol=1e-9)
+
+    def estimate(key):
+        return rfa.estimate_softmax_kernel(x, y, rfa.sample_projection(key, 1, D, kind="iid"), name, **params)
+
+    u = monte_carlo(estimate, 200000, seed=23) / np.exp(np.sum(x.astype(np.float64) * y, -1))
+    for i in range(len(x)):
+        for k in (2, 3):
+            assert_within(u[:, i] ** k, np.exp(log_moments[i, k - 1]), f"pair {i}: E U^{k}")
+
+
 def test_features_equal_the_reference_map():
     W = np.asarray(rfa.sample_projection(jax.random.key(0), 10, D))
     for name in DERFS:
