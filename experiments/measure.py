@@ -307,7 +307,7 @@ def measure_fit_objective(config, cell_group: list[Cell], sets, done=lambda cell
         if done(cell):
             continue
         began = time.perf_counter()
-        name = sweep_dataset(cell)
+        name = dataset_name(cell)
         q_sets, k_sets = sets(name)
         log_variances, objectives, z_scores, heavy = [], [], [], 0
         for head, (q, k) in enumerate(zip(q_sets, k_sets, strict=True)):
@@ -348,7 +348,7 @@ def measure_fit_objective(config, cell_group: list[Cell], sets, done=lambda cell
         )
 
 
-def sweep_dataset(cell: Cell) -> str:
+def dataset_name(cell: Cell) -> str:
     """The dataset name of an estimator_fit cell."""
     return DATASETS[int(dict(cell.point)["dataset"])]
 
