@@ -37,6 +37,7 @@ FIG2_TOLERANCE = 0.05  # relative: the ratios are read off the paper to 2-3 digi
 # Performer's attention-output comparison: input scale s of q, k -> how trig compares with positive.
 PUBLISHED_FIG4 = {0.5: "trig can win", 1.0: "trig catastrophic"}
 CATASTROPHIC = 100.0  # trig / positive output MSE above which "catastrophic" counts as reproduced
+PROJECTION_STYLES = {"iid": "o--", "orthogonal": "s-", "simplex": "^:"}  # marker and line of each row coupling
 CLAIM_HOLDS = {"trig can win": lambda ratio: ratio < 1, "trig catastrophic": lambda ratio: ratio > CATASTROPHIC}
 
 
@@ -500,11 +501,12 @@ def oprf_variance(config, records: list[dict], workdir: str) -> Analysis:
 def attention_error(config, records: list[dict], workdir: str) -> Analysis:
     """Attention-output MSE vs m per input scale, with the "mean of V" baseline."""
     scales = sorted({r["input_scale"] for r in records})
-    fig = Figure(layout="constrained", figsize=(4.5 * len(scales), 3.8))
+    fig = Figure(layout="constrained", figsize=(4.5 * len(scales) + 2.2, 4.2))
     axes = fig.subplots(1, len(scales), squeeze=False)
     for scale, ax in zip(scales, axes[0], strict=True):
         for i, estimator in enumerate(config.estimators):
-            for kind, style in (("iid", "o--"), ("orthogonal", "s-")):
+            for kind in config.projections:
+                style = PROJECTION_STYLES.get(kind, "x-.")
                 cells = sorted(
                     select(records, estimator=estimator, projection=kind, input_scale=scale), key=lambda r: r["m"]
                 )
@@ -521,7 +523,7 @@ def attention_error(config, records: list[dict], workdir: str) -> Analysis:
         ax.axhline(select(records, input_scale=scale)[0]["mean_of_v_mse"], color="k", ls=":", label="mean of V")
         _log_m_axis(ax, config.num_features)
         ax.set(yscale="log", ylabel="output MSE", title=f"q, k ~ N(0, {scale:g}²)")
-    axes[0][0].legend(fontsize=7)
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside right upper", fontsize=7)
     figure = _save(fig, workdir, "attention_error.png")
     rows = [
         [r["estimator"], r["projection"], fmt(r["input_scale"]), fmt(r["m"]), fmt(r["mse"]), fmt(r["standard_error"])]
