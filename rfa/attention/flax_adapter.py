@@ -182,8 +182,10 @@ class KernelizedAttention(Calibratable):
             raise ValueError(
                 f"feature map {self.feature_map.name!r} fits {list(fitted)} from the queries and keys of each call, "
                 f"and this call has q_len={query.shape[-3]} != kv_len={key.shape[-3]} (Flax's decode=True cache, "
-                "or cross-attention while decoding): the fit would differ from the one of the full pass. Fix the "
-                f"parameters: make_attention_fn(..., feature_params={{{', '.join(f'{n!r}: value' for n in fitted)}}}) "
+                "or cross-attention while decoding): the fit would differ from the one of the full pass. Calibrate "
+                "the module first (fn.calibrate(q, k), or rfa.attention.calibrating(model) around full passes), or "
+                "fix the parameters: make_attention_fn(..., "
+                f"feature_params={{{', '.join(f'{n!r}: value' for n in fitted)}}}) "
                 f"with the values of rfa.feature_map({self.feature_map.name!r}).fit(q, k) on a full pass, or "
                 f"rfa.feature_map({self.feature_map.name!r}).standard_params({self.head_dim}) = "
                 f"{self.feature_map.standard_params(self.head_dim) if self.feature_map.standard_params else None} "

@@ -66,8 +66,9 @@ def resolve_feature_params(fm: FeatureMap, params, q, k, keep_q, keep_k, *, caus
                 f"feature map {fm.name!r} in causal or recurrent mode needs "
                 f"{', '.join(f'feature_params[{name!r}]' for name in missing)} fixed in advance: fitting "
                 "them to the sequence would let future tokens change earlier "
-                f"outputs. Fit them on other data (rfa.feature_map({fm.name!r}).fit(q, k)) or take "
-                f"rfa.feature_map({fm.name!r}).standard_params(head_dim)."
+                "outputs. Fit them on calibration batches (rfa.attention.fit_feature_params, or "
+                "rfa.attention.calibrating(model) for a model) or take "
+                f"rfa.feature_map({fm.name!r}).standard_params(d)."
             )
         fitted = fm.fit(q, k, keep_q, keep_k)
         params.update({name: fitted[name] for name in missing})
