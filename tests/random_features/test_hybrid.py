@@ -30,11 +30,24 @@ def test_query_and_key_features_give_the_hybrid_estimate(name):
     R = np.asarray(fm.sample_params(jax.random.key(1), M, D)["angular"])
     phi_x = np.asarray(fm(X, W, angular=R), np.float64)
     psi_y = np.asarray(fm(Y, W, side="key", angular=R), np.float64)
-    assert phi_x.shape == (len(X), 3 * M * (R.shape[0] + 1))
+    assert phi_x.shape == (len(X), 6 * R.shape[0] * M)
     expected = references.hybrid_estimate(X.astype(np.float64), Y.astype(np.float64), W, R)
     np.testing.assert_allclose(phi_x @ psi_y.T, expected, rtol=1e-5)
     np.testing.assert_allclose(rfa.estimate_softmax_kernel(X, Y, W, name, angular=R), np.diag(expected), rtol=1e-5)
     assert (phi_x < 0).any()  # not positive features: the normalizer of attention may fail (module docstring)
+
+
+@pytest.mark.parametrize("name", ["hybrid", "hybrid_n3"])
+def test_a_base_with_zero_weight_adds_no_rounding_error(name):
+    """At 180° every row of R separates x and y (λ̂ = 1) and positive features are exact (x + y = 0): the
+    float32 estimate is exp(xᵀy) = e⁻⁹ to rounding, although the unused trig features are of size e⁹."""
+    fm = rfa.feature_map(name)
+    x = np.zeros(D, np.float32)
+    x[0] = 3.0
+    W = rfa.sample_projection(jax.random.key(0), M, D, kind="iid")
+    R = fm.sample_params(jax.random.key(1), M, D)["angular"]
+    estimate = float(rfa.estimate_softmax_kernel(x, -x, W, name, angular=R))
+    assert estimate == pytest.approx(math.exp(-9.0), rel=1e-5)
 
 
 @pytest.mark.slow

@@ -1,18 +1,26 @@
 """Hybrid random features (HRF, angular variant): trig and positive estimators mixed by an estimated angle.
 
 ``SM̂ = λ̂ SM̂₊₊ + (1 - λ̂) SM̂_trig`` with ``λ(x, y) = θ/π`` (θ the angle between x and y) estimated
-by ``λ̂ = ½ - ξ(x)ᵀξ(y)``, ``ξ(x) = sgn(Rx)/√(2n)`` for an ``n × d`` Gaussian R drawn with W: a mean
+by ``λ̂ = ½ - ξ(x)ᵀξ(y)``, ``ξ(x) = sgn(Rx)/√(2n)`` for an ``n × d`` Gaussian R drawn with W (the
+fraction of the rows of R that separate x and y; a zero projection counts as positive): a mean
 of n Bernoulli(θ/π) draws, so ``E λ̂ = λ`` and ``Var λ̂ = λ(1-λ)/n``. λ̂ weights the positive
 estimator, accurate at large angles (small kernel values); the trig estimator is accurate where
 the kernel is large. Both share W. Choromanski et al., "Hybrid Random Features", ICLR 2022.
 
-Linear-attention form, 3m(n+1) features from m rows of W (φ₊₊: m, φ_trig: 2m):
+Linear-attention form. With ``s_l(x) = 1{r_lᵀx >= 0}``, ``λ̂`` is the fraction of the n rows of R
+that separate x and y, ``(1/n) Σ_l Σ_b 1{s_l(x) = b} 1{s_l(y) = ¬b}``, and ``1 - λ̂`` the fraction that
+do not. So with ``u(x) = [s_l(x), ¬s_l(x)]_l/√n`` and ``ū`` its halves swapped (6nm features from
+m rows of W; φ₊₊: m, φ_trig: 2m):
 
-    Φ(x) = [φ₊₊(x)/√2,  ξ(x)⊗φ₊₊(x), φ_trig(x)/√2, ξ(x)⊗φ_trig(x)]   (queries)
-    Ψ(y) = [φ₊₊(y)/√2, -ξ(y)⊗φ₊₊(y), φ_trig(y)/√2, ξ(y)⊗φ_trig(y)]   (keys)
+    Φ(x) = [u(x) ⊗ φ₊₊(x), u(x) ⊗ φ_trig(x)]    (queries)
+    Ψ(y) = [ū(y) ⊗ φ₊₊(y), u(y) ⊗ φ_trig(y)]    (keys)
 
-so that ``Φ(x)ᵀΨ(y) = (½ - ξᵀξ) SM̂₊₊ + (½ + ξᵀξ) SM̂_trig`` is the hybrid estimate exactly. Its
-features can be negative (the trig block and the ±ξ products): in renormalized attention the
+and ``Φ(x)ᵀΨ(y) = λ̂ SM̂₊₊ + (1 - λ̂) SM̂_trig`` is the hybrid estimate exactly. The paper's form,
+``[φ₊₊/√2, ±ξ⊗φ₊₊, φ_trig/√2, ξ⊗φ_trig]`` with ``ξ = sgn(Rx)/√(2n)``, has 3m(n+1) features (the same
+6m for n = 1) but writes a zero weight as ``½ - ½``: at ``|x| = |y| = 3``, 180°, float32 keeps
+no digit of the exact positive estimate behind the cancelling trig blocks of scale e⁹. The
+indicator weights are ``>= 0`` and exactly 0 where a base is not used. The features can still be
+negative (the trig block): in renormalized attention the
 normalizer ``Σ_j Φ(q)ᵀΨ(k_j)`` is an unbiased but not a positive estimate of ``Σ_j exp(qᵀk_j)``, and
 where it comes near 0 (few features, large inputs, the regime where trig features blow up) the
 output does too, as with trig features alone. Measured (m = 8, d = 16, n = 1): for q, k with
@@ -42,13 +50,17 @@ from rfa.random_features.theory import Theory, central_moments, log_one_minus_ex
 Array = jax.Array
 
 
-def angular_features(x: Array, angular: Array) -> Array:
-    """``ξ(x) = sgn(Rx)/√(2n)`` for ``x [..., d]`` and ``R [n, d]``: ``[..., n]``, no gradient."""
-    return jax.lax.stop_gradient(jnp.sign(project(x, angular))) / math.sqrt(2 * angular.shape[0])
+def side_indicators(x: Array, angular: Array, *, swapped: bool = False) -> Array:
+    """``[1{r_l x >= 0}, 1{r_l x < 0}]_l / √n`` for ``x [..., d]`` and ``R [n, d]`` (halves swapped for
+    ``swapped``): ``[..., 2n]``, no gradient. ``u(x)ᵀu(y)`` counts the rows of R that put x and y on one
+    side, ``u(x)ᵀu_swapped(y)`` those that separate them, each divided by n."""
+    up = project(x, angular) >= 0.0
+    halves = (~up, up) if swapped else (up, ~up)
+    return jnp.concatenate(halves, axis=-1).astype(jnp.float32) / math.sqrt(angular.shape[0])
 
 
-def _hybrid_terms(sign: float, num_angular: int):
-    """The query (sign +1) or key (sign -1) map: ``(base, log)`` of Φ or Ψ."""
+def _hybrid_terms(side: str, num_angular: int):
+    """The query or key map: ``(base, log)`` of Φ or Ψ."""
 
     def terms(x, W, *, angular):
         angular = jnp.asarray(angular, jnp.float32)
@@ -59,24 +71,24 @@ def _hybrid_terms(sign: float, num_angular: int):
                 f"got {tuple(angular.shape)}."
             )
         m = W.shape[0]
-        xi = angular_features(x, angular)  # [..., n]
+        same_side = side_indicators(x, angular)  # weights of the trig estimate: 1 - λ̂ between the sides
+        positive_weights = side_indicators(x, angular, swapped=side == "key")  # λ̂ between the sides
         wx = project(x, W)
         positive_log = wx - half_sq_norm(x) - 0.5 * math.log(m)  # [..., m]
         trig_base = jnp.concatenate([jnp.cos(wx), jnp.sin(wx)], axis=-1) / math.sqrt(m)  # [..., 2m]
         trig_log = jnp.broadcast_to(half_sq_norm(x), trig_base.shape)
         batch = x.shape[:-1]
 
-        def outer(weights, values):  # ξ ⊗ values, flattened: [..., n·k]
+        def outer(weights, values):  # weights ⊗ values, flattened: [..., 2n·k]
             return (weights[..., :, None] * values[..., None, :]).reshape(batch + (-1,))
 
-        def tiled(log):  # the log-scale of ξ ⊗ values: each value's, once per angular feature
-            return jnp.broadcast_to(log[..., None, :], batch + (xi.shape[-1],) + log.shape[-1:]).reshape(batch + (-1,))
+        def tiled(log):  # the log-scale of weights ⊗ values: each value's, once per weight
+            return jnp.broadcast_to(log[..., None, :], batch + (2 * num_angular,) + log.shape[-1:]).reshape(
+                batch + (-1,)
+            )
 
-        ones = jnp.ones_like(positive_log)
-        base = jnp.concatenate(
-            [ones / math.sqrt(2), sign * outer(xi, ones), trig_base / math.sqrt(2), outer(xi, trig_base)], axis=-1
-        )
-        log = jnp.concatenate([positive_log, tiled(positive_log), trig_log, tiled(trig_log)], axis=-1)
+        base = jnp.concatenate([outer(positive_weights, jnp.ones_like(positive_log)), outer(same_side, trig_base)], -1)
+        log = jnp.concatenate([tiled(positive_log), tiled(trig_log)], axis=-1)
         return base, log
 
     return terms
@@ -136,20 +148,20 @@ def hybrid(num_angular: int = 1) -> FeatureMap:
 
     Example:
       >>> fm = hybrid(2)
-      >>> fm.name, fm.num_outputs(16, 8)  # 3m(n + 1)
-      ('hybrid_n2', 144)
+      >>> fm.name, fm.num_outputs(16, 8)  # 6nm
+      ('hybrid_n2', 192)
     """
     if isinstance(num_angular, bool) or not isinstance(num_angular, int) or num_angular < 1:
         raise ValueError(f"num_angular must be an integer >= 1, got {num_angular!r}.")
     return FeatureMap(
         "hybrid" if num_angular == 1 else f"hybrid_n{num_angular}",
-        _hybrid_terms(1.0, num_angular),
+        _hybrid_terms("query", num_angular),
         "softmax",
-        3 * (num_angular + 1),
+        6 * num_angular,
         temperature_scaled=True,
         params=("angular",),
         required=("angular",),
-        key_terms_fn=_hybrid_terms(-1.0, num_angular),
+        key_terms_fn=_hybrid_terms("key", num_angular),
         sampled=("angular",),
         sample_params=lambda key, num_features, dim: {
             "angular": jax.random.normal(key, (num_angular, dim), jnp.float32)
