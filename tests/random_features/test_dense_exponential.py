@@ -61,6 +61,27 @@ def test_masked_fit_equals_the_fit_of_the_kept_vectors_under_jit(name):
         np.testing.assert_allclose(masked[n], subset[n], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("name", ["aderf", "sderf"])
+def test_long_sequences_take_their_second_moments_from_strided_tokens(name):
+    """Beyond 1024 tokens the d × d moments come from 1024 evenly strided ones (the means from all): the fit
+    equals the one of those tokens' moments, and stays close to the fit of every token."""
+    n = 4096
+    q, k = anisotropic(30, n), anisotropic(31, n, SCALES_K, 0.1)
+    fm = rfa.feature_map(name)
+    long_fit = {n_: np.asarray(v)[0] for n_, v in fm.fit(jnp.asarray(q), jnp.asarray(k)).items()}
+    M1, M2 = (x[::4].T.astype(np.float64) @ x[::4] / (n // 4) for x in (q, k))
+    if name == "sderf":
+        cross = np.outer(q.mean(0), k.mean(0))
+        values = np.linalg.eigvalsh(M1 + M2 + cross + cross.T)
+        np.testing.assert_allclose(np.sort(long_fit["A"]), np.sort(references.optimal_gerf_parameter(values, 1)),
+                                   rtol=1e-3)  # fmt: skip
+    else:
+        K_ = long_fit["query_transform"].T.astype(np.float64) @ long_fit["query_transform"]
+        np.testing.assert_allclose(K_ @ M1 @ K_, M2, rtol=2e-3, atol=2e-5)  # stationarity on the strided moments
+    every_token = references.DERF_FITS[name](q, k)
+    np.testing.assert_allclose(long_fit["A"], np.broadcast_to(every_token["A"], long_fit["A"].shape), rtol=0.1)
+
+
 def test_aderf_minimises_its_objective_over_positive_definite_k():
     """``tr(K M₁) + tr(K⁻¹ M₂)`` at the fitted K is below its value at random nearby SPD matrices."""
     M1, M2 = Q.T.astype(np.float64) @ Q / N, K.T.astype(np.float64) @ K / N
