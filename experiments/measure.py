@@ -325,8 +325,10 @@ def measure_fit_objective(config, cell_group: list[Cell], sets, done=lambda cell
             xc, yc, predicted = xc[checked], yc[checked], predicted[checked]
             exact = np.exp(np.sum(xc.astype(np.float64) * yc, -1))
             theory = np.asarray(rfa.theory.mse(estimator, xc, yc, 1, **params), np.float64)
-            draws = _one_vector_estimates(jax.random.fold_in(base_key, head), xc, yc, estimator, config.repetitions,
-                                          tuple((n, np.asarray(v)) for n, v in params.items()))  # fmt: skip
+            draws = np.asarray(_one_vector_estimates(
+                jax.random.fold_in(base_key, head), xc, yc, {n: jnp.asarray(v) for n, v in params.items()},
+                estimator=estimator, repetitions=config.repetitions,
+            ), np.float64)  # fmt: skip
             monte_carlo = np.mean((draws - exact) ** 2, axis=0)
             compared = predicted <= 0.15
             heavy += int(np.sum(~compared))
@@ -353,13 +355,12 @@ def dataset_name(cell: Cell) -> str:
     return DATASETS[int(dict(cell.point)["dataset"])]
 
 
-def _one_vector_estimates(key, x, y, estimator: str, repetitions: int, params) -> np.ndarray:
-    """``[repetitions, pairs]`` estimates from one random vector each (float64)."""
-    params = {name: jnp.asarray(value) for name, value in params}
+@functools.partial(jax.jit, static_argnames=("estimator", "repetitions"))
+def _one_vector_estimates(key, x, y, params, *, estimator: str, repetitions: int) -> jax.Array:
+    """``[repetitions, pairs]`` estimates from one random vector each; compiled once per estimator and shape."""
 
     def one(key):
         W = rfa.sample_projection(key, 1, x.shape[-1], kind="iid")
         return rfa.estimate_softmax_kernel(x, y, W, estimator, **params)
 
-    keys = jax.random.split(key, repetitions)
-    return np.asarray(jax.jit(jax.vmap(one))(keys), np.float64)
+    return jax.vmap(one)(jax.random.split(key, repetitions))

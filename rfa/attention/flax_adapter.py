@@ -223,7 +223,11 @@ def calibrating(model: nnx.Module):
       >>> fn.fitted_params["A"].shape
       (2, 1, 1)
     """
-    attention_fns = [module for _, module in nnx.iter_graph(model) if isinstance(module, Calibratable)]
+    attention_fns = [
+        module
+        for _, module in nnx.iter_graph(model)
+        if isinstance(module, Calibratable) and module.feature_map is not None and module.feature_map.fit is not None
+    ]  # the attentions whose map fits parameters: the others have nothing to calibrate
     for fn in attention_fns:
         fn.calibrating = True
     try:

@@ -106,7 +106,7 @@ class MultiHeadAttention(Calibratable):
     def _attend(self, q, k, v, key_mask, q_positions, k_positions) -> Array:
         """The attention of projected (and rotated) ``q, k, v``, then the output projection."""
         if self.feature_map is not None:
-            if self.calibrating and self.feature_map.fit is not None:
+            if self.calibrating:
                 self.calibrate(q, k, mask=key_mask[:, None, None, :])
             out = kernelized_attention(
                 q, k, v, mask=key_mask[:, None, None, :], is_causal=self.causal,

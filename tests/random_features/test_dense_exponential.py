@@ -255,6 +255,15 @@ def test_calibrated_parameters_equal_the_fit_of_the_pooled_batches_and_serve_cau
     np.testing.assert_allclose(causal, mha.out(expected.astype(np.float32)), rtol=2e-4, atol=2e-5)
 
 
+def test_calibrating_a_model_leaves_maps_without_a_fit_alone():
+    fn = rfa.make_attention_fn("positive", 16, head_dim=D, key=jax.random.key(3))
+    mha = nnx.MultiHeadAttention(2, 2 * D, attention_fn=fn, decode=False, rngs=nnx.Rngs(0))
+    x = normal(4, (2, 5, 2 * D))
+    with rfa.attention.calibrating(mha):
+        out = mha(x)
+    assert not fn.fitted_params and np.allclose(out, mha(x))
+
+
 def test_closed_form_overflows_to_inf_not_nan():
     params = fitted("sderf")
     big = np.full((D,), 30.0, np.float32)
