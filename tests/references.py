@@ -192,8 +192,12 @@ def oprf_statistic(q, k, keep_q=None, keep_k=None):
 
 
 def kernelized_attention(q, k, v, name, W=None, *, keep_k=None, keep_q=None, causal=False, renormalize=True,
-                         **params):  # fmt: skip
-    """``D⁻¹ (φ(Q) φ(K)ᵀ ⊙ mask) V`` with the Lq × Lk matrix formed, in float64.
+                         log_decay=None, **params):  # fmt: skip
+    """``D⁻¹ (φ(Q) φ(K)ᵀ ⊙ Γ ⊙ mask) V`` with the Lq × Lk matrix formed, in float64.
+
+    With ``log_decay`` g ``[B, L, H]`` (causal), ``Γ_ij = Π_{j<t<=i} exp(g_t)``, the product over the
+    kept tokens after key j up to query i (Peng et al., "Random Feature Attention", ICLR 2021, Eq. 7:
+    ``S_t = exp(g_t) S_{t-1} + φ(k_t)v_tᵀ``; a padded token is skipped, its decay too).
 
     Args:
       q, k, v: ``[B, Lq, H, d]``, ``[B, Lk, H, d]``, ``[B, Lk, H, dv]``.
@@ -242,6 +246,10 @@ def kernelized_attention(q, k, v, name, W=None, *, keep_k=None, keep_q=None, cau
     if keep_q is not None:
         allowed = allowed & np.asarray(keep_q, bool)[:, None, :, None]
     a = np.where(allowed, a, 0.0)
+    if log_decay is not None:
+        g = np.where(keep_k[:, :, None], _f64(log_decay), 0.0)  # [B, L, H]
+        between = np.tril(np.ones((Lq, Lk)))[:, :, None] * np.tril(np.ones((Lk, Lk)), -1)[None]  # [i, t, j]: j<t<=i
+        a = a * np.exp(np.einsum("itj,bth->bhij", between, g))
     num = np.einsum("bhqk,bkhd->bqhd", a, v)
     if not renormalize:
         return num

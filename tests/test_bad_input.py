@@ -359,7 +359,9 @@ def _kernelized(q, k, v, **kwargs):
 ATTENTIONS = [
     pytest.param(rfa.softmax_attention, id="softmax_attention"),
     pytest.param(_kernelized, id="kernelized_attention"),
-]
+    pytest.param(lambda q, k, v, **kwargs: attention.naive_kernelized_attention(
+        q, k, v, feature_map="positive", projection=_projection(dim=q.shape[-1]), **kwargs), id="naive"),
+]  # fmt: skip
 
 BSHD = (2, 5, 4, D)  # [batch, length, heads, head_dim]
 
@@ -451,7 +453,7 @@ def test_kernelized_attention_gerf_a_too_large():
 
 
 # ---------------------------------------------------------------------------------------------------
-# rfa.attention.init_state / rfa.attention.step
+# rfa.attention.init_state, initial_state=, log_decay=
 # ---------------------------------------------------------------------------------------------------
 
 
@@ -469,67 +471,53 @@ def test_init_state_bad_batch_shape(batch_shape):
         attention.init_state(batch_shape, 4, M, D)
 
 
-def _step(state=None, q=None, k=None, v=None, **kwargs):
-    token = _x(2, 4, D)
-    state = state if state is not None else attention.init_state((2,), 4, M, D)
-    kwargs.setdefault("feature_map", "positive")
-    kwargs.setdefault("projection", _projection())
-    return attention.step(
-        state,
-        token if q is None else q,
-        token if k is None else k,
-        token if v is None else v,
-        **kwargs,
-    )
-
-
-def test_step_state_wrong_feature_count():
+def test_initial_state_wrong_feature_count():
     state = attention.init_state((2,), 4, 2 * M, D)
-    with pytest.raises(ValueError, match=_msg("state", f"F = {2 * M}", "'positive'", f"num_outputs={M}")):
-        _step(state)
+    with pytest.raises(ValueError, match=_msg("initial_state", f"F = {2 * M}", "'positive'", f"num_outputs={M}")):
+        _kernelized(*_qkv(), is_causal=True, initial_state=state)
 
 
-def test_step_state_wrong_batch():
+def test_initial_state_of_another_batch():
     state = attention.init_state((3,), 4, M, D)
-    with pytest.raises(ValueError, match=_msg("state", f"(3, 4, {M}, {D + 1})", "(2, 4)")):
-        _step(state)
+    with pytest.raises(ValueError, match=_msg("initial_state.kv", "(2, 4) + (F, 9)", f"(3, 4, {M}, {D + 1})")):
+        _kernelized(*_qkv(), is_causal=True, initial_state=state)
 
 
-def test_step_q_k_shape_mismatch():
-    with pytest.raises(ValueError, match=_msg("q and k", f"q (2, 4, {D})", f"k (2, 4, {D + 2})")):
-        _step(k=_x(2, 4, D + 2))
+def test_initial_state_not_a_state():
+    with pytest.raises(TypeError, match=_msg("initial_state", "RecurrentState", "dict")):
+        _kernelized(*_qkv(), is_causal=True, initial_state={"kv": 0})
 
 
-def test_step_mask_not_numeric():
-    with pytest.raises(TypeError, match=_msg("mask", "bool or numeric dtype", "<U1")):
-        _step(mask=np.full((2, 4), "x"))
+def test_initial_state_log_reference_wrong_shape():
+    state = attention.init_state((2,), 4, M, D)._replace(log_reference=jnp.zeros((2,)))
+    with pytest.raises(ValueError, match=_msg("initial_state.log_reference", "(2, 4)", "got (2,)")):
+        _kernelized(*_qkv(), is_causal=True, initial_state=state)
 
 
-def test_step_mask_wrong_shape():
-    with pytest.raises(ValueError, match=_msg("mask", "(2, 4)", "got shape (3,)")):
-        _step(mask=jnp.ones((3,), jnp.bool_))
-
-
-def test_prefill_k_v_length_mismatch():
-    with pytest.raises(ValueError, match=_msg("k and v", f"k (2, 5, 4, {D})", f"v (2, 6, 4, {D})")):
-        attention.prefill(_x(2, 5, 4, D), _x(2, 6, 4, D), feature_map="positive", projection=_projection())
-
-
-def test_prefill_token_without_length_axis():
-    with pytest.raises(ValueError, match=_msg("k", "rank >= 3", f"got shape (4, {D})")):
-        attention.prefill(_x(4, D), _x(4, D), feature_map="positive", projection=_projection())
-
-
-def test_attend_state_of_other_batch():
-    state = attention.init_state((3,), 4, M, D)
-    with pytest.raises(ValueError, match=_msg("state.kv", f"(3, 4, {M}, {D + 1})", f"q (2, 4, {D})")):
-        attention.attend(state, _x(2, 4, D), feature_map="positive", projection=_projection())
-
-
-def test_attend_oprf_without_phi_sq():
+@pytest.mark.parametrize("fn", [_kernelized, attention.naive_kernelized_attention], ids=["kernelized", "naive"])
+def test_oprf_with_a_state_needs_phi_sq(fn):
     state = attention.init_state((2,), 4, M, D)
-    with pytest.raises(ValueError, match=_msg("'oprf'", "phi_sq")):
-        attention.attend(state, _x(2, 4, D), feature_map="oprf", projection=_projection())
+    q, k, v = _qkv()
+    with pytest.raises(ValueError, match=_msg("'oprf'", "with a state", "feature_params['phi_sq']")):
+        fn(q, k[:, :0], v[:, :0], feature_map="oprf", projection=_projection(), initial_state=state)
+
+
+@pytest.mark.parametrize("fn", [_kernelized, attention.naive_kernelized_attention], ids=["kernelized", "naive"])
+@pytest.mark.parametrize(
+    ("log_decay", "kwargs", "error", "pattern"),
+    [
+        (np.full((2, 5, 4), 0.1), {}, ValueError, ("log_decay", "<= 0", "0.1", "log_sigmoid")),
+        (np.zeros((2, 5, 3)), {}, ValueError, ("log_decay", "[batch..., q_len, heads] = (2, 5, 4)", "(2, 5, 3)")),
+        (np.zeros((2, 5, 4, 1)), {}, ValueError, ("log_decay", "broadcastable", "(2, 5, 4, 1)")),
+        (np.zeros((2, 5, 4), np.int32), {}, TypeError, ("log_decay", "floating", "int32")),
+        (np.zeros((2, 5, 4)), {"is_causal": False}, ValueError, ("log_decay", "is_causal=True", "j <= i")),
+    ],
+    ids=["positive", "wrong-heads", "too-many-dims", "integer", "bidirectional"],
+)
+def test_log_decay_bad_input(fn, log_decay, kwargs, error, pattern):
+    kwargs = {"is_causal": True, **kwargs}
+    with pytest.raises(error, match=_msg(*pattern)):
+        fn(*_qkv(), feature_map="positive", projection=_projection(), log_decay=log_decay, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------------------

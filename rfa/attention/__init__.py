@@ -1,4 +1,4 @@
-"""Exact softmax attention, kernelized attention (bidirectional, causal, recurrent) and the Flax adapter."""
+"""Exact softmax attention, kernelized attention (every mode, one state), its quadratic reference, the Flax adapter."""
 
 from rfa.attention.calibration import fit_feature_params
 from rfa.attention.common import renormalize
@@ -11,22 +11,21 @@ from rfa.attention.flax_adapter import (
     make_attention_fn,
 )
 from rfa.attention.kernelized import kernelized_attention
-from rfa.attention.recurrent import RecurrentState, attend, init_state, prefill, step
+from rfa.attention.naive import naive_kernelized_attention
+from rfa.attention.state import RecurrentState, init_state
 
 __all__ = [
     "FittedParams",
     "KernelizedAttention",
     "RandomProjection",
     "RecurrentState",
-    "attend",
     "calibrating",
     "fit_feature_params",
     "init_state",
     "kernelized_attention",
     "make_attention_fn",
-    "prefill",
+    "naive_kernelized_attention",
     "renormalize",
     "softmax_attention",
-    "step",
     "unnormalized_softmax_attention",
 ]

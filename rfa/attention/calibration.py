@@ -38,8 +38,7 @@ def fit_feature_params(feature_map: str | FeatureMap, query: Array, key: Array, 
     The queries and keys of every batch row are pooled per head, scaled as attention scales them
     (``d^{-1/4}`` for temperature-scaled maps), and fitted with ``fm.fit``. The result broadcasts
     against ``[batch..., heads, length]`` (values ``[heads, 1, ...]``): pass it as ``feature_params``
-    to :func:`rfa.kernelized_attention`, :func:`rfa.attention.step` or :func:`rfa.attention.prefill`,
-    in any mode.
+    to :func:`rfa.kernelized_attention` in any mode.
 
     Args:
       feature_map: a registered name or ``FeatureMap`` with fitted parameters (oprf, aderf, saderf, sderf).

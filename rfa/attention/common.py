@@ -1,4 +1,4 @@
-"""Shape checks and pieces shared by exact, kernelized and recurrent attention.
+"""Shape checks and pieces shared by exact and kernelized attention.
 
 Layout (Flax): ``q [batch..., q_len, heads, d_k]``, ``k [batch..., kv_len, heads, d_k]``,
 ``v [batch..., kv_len, heads, d_v]``; ``mask`` broadcastable to
@@ -42,7 +42,7 @@ def check_causal_lengths(q, k):
     if q.shape[-3] != k.shape[-3]:
         raise ValueError(
             f"is_causal=True needs q_len == kv_len, got q_len={q.shape[-3]} and kv_len={k.shape[-3]}; "
-            "for decoding one token at a time use rfa.attention.step."
+            "to decode one token at a time pass it with initial_state= (the state of the tokens before it)."
         )
 
 

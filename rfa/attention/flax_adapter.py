@@ -266,7 +266,7 @@ def make_attention_fn(
       padding, causal ∧ padding, the ``decode=True`` cache mask) or ``is_causal=True``; see
       :mod:`rfa.attention.masks` for the rest. With Flax's ``decode=True`` cache each step attends to
       the whole cache, O(L) per token, and equals the causal pass; rfa's own models decode in O(1)
-      per token with the recurrent state (:mod:`rfa.attention.recurrent`). Maps with parameters fitted
+      per token with the recurrent state (:mod:`rfa.attention.state`). Maps with parameters fitted
       from the data (oprf's ``phi_sq``) need them in ``feature_params`` for causal masks and for calls
       with q_len != kv_len (decoding), where a fit per call would change the estimator.
 

@@ -1,18 +1,35 @@
-"""Kernelized (random-feature) attention in O(L·m·d): bidirectional, cross and chunked causal.
+"""Kernelized (random-feature) attention in O(L·m·d): bidirectional, cross, chunked causal and recurrent.
 
 ``Att(Q, K, V) ≈ D̂⁻¹ φ(Q) (φ(K)ᵀ V)`` with ``D̂ = diag(φ(Q) (φ(K)ᵀ 1))`` — the L×L matrix is
 never formed (Choromanski et al., "Rethinking Attention with Performers", ICLR 2021, Sec. 2.2;
 Katharopoulos et al., "Transformers are RNNs", ICML 2020).
 
-Stabilizer. Each feature map is ``φ = base ⊙ exp(log)`` with a per-row log-scale
-``s = max log`` (see :mod:`rfa.random_features.feature_maps`). Queries use ``φ̃ = φ exp(-s)``:
-their per-row factor cancels between numerator and normalizer. Keys enter as ``φ exp(-R)`` with a
-reference ``R`` at least as large as every ``s`` they are combined with: the global key maximum
-(bidirectional), or per query the running maximum over the keys up to it (causal), so a large
-later key never underflows the features of earlier ones. Both factors cancel exactly in normalized
-attention; with ``renormalize=False`` they are multiplied back, giving ``φ(Q)(φ(K)ᵀV)`` itself,
-the estimate of ``exp(QKᵀ/√d) V`` for the softmax-kernel maps. ``LOWEST`` (not -inf) stands for
-"no key yet", so every exponent stays finite and <= 0.
+One function, one state. Every mode is :func:`kernelized_attention`: bidirectional or causal,
+starting from a :class:`~rfa.attention.RecurrentState` (``initial_state``) and returning the state
+after its keys (``return_state=True``). A prompt's state continues token by token (a call on one
+token is the O(1) decoding step: the causal form with a chunk of one token) and from there in
+another chunked pass, without conversion. :func:`rfa.attention.naive_kernelized_attention` is the
+quadratic reference every mode is tested against.
+
+Decay (gated linear attention; Peng et al., "Random Feature Attention", ICLR 2021; Yang et al.,
+"Gated Linear Attention Transformers with Hardware-Efficient Training", ICML 2024). With per-token
+log-decays ``g_t <= 0`` the causal state is ``S_t = exp(g_t) S_{t-1} + φ(k_t)[v_t, 1]ᵀ``: key j
+enters query i's sums with weight ``exp(G_i - G_j)``, ``G`` the cumulative log-decay. Only
+chunk-local sums are formed (simple-GLA): inside a chunk key j carries ``exp(b_ij)``, ``b_ij`` the
+sum of the decays between j and i, the state is decayed by the chunk's total, so no sum grows
+with L and a total log-decay of -1e4 leaves every exponent finite.
+A key left out by the mask is skipped: it adds nothing and its decay is not applied.
+
+Stabilizer. Each feature map is ``φ = base ⊙ exp(log)`` with a per-row log-scale ``s = max log``
+(see :mod:`rfa.random_features.feature_maps`). Queries use ``φ̃ = φ exp(-s)``: their per-row factor
+cancels between numerator and normalizer. Keys enter as ``φ exp(-R)`` with a reference ``R`` at
+least as large as every log-weight they are combined with: the global key maximum
+(bidirectional), or per query the maximum of the decayed log-weights of the keys up to it and of
+the state (causal), so a large later key never underflows the features of earlier ones. The
+references are constants for autodiff (any reference gives the same output); the decay terms keep
+their gradients. With ``renormalize=False`` the factors are multiplied back, giving
+``φ(Q)(φ(K)ᵀV)`` itself, the estimate of ``exp(QKᵀ/√d) V`` for the softmax-kernel maps.
+``LOWEST`` (not -inf) stands for "no key yet", so every exponent stays finite and <= 0.
 
 Masking. Padded keys (and their values) are zeroed and their log-scales set to -inf, which removes
 them from numerator and normalizer alike, so a padded batch equals the truncated sequences even if
@@ -31,15 +48,18 @@ F×(d+1) state and one C×C score block per chunk, nothing per token: memory gro
 from __future__ import annotations
 
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.experimental import checkify
 
-from rfa._validation import check_positive_int
+from rfa._validation import check_broadcastable_to, check_floating, check_positive_int, is_concrete
 from rfa.attention.common import check_causal_lengths, check_qkv, with_ones_column
 from rfa.attention.common import renormalize as divide_by_normalizer
 from rfa.attention.masks import CAUSAL, TRACED_MESSAGE, plan_mask
+from rfa.attention.state import LOWEST, RecurrentState, check_state
 from rfa.random_features.feature_maps import FeatureMap, features_at, row_log_scale
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 
@@ -56,18 +76,18 @@ def temperature(fm: FeatureMap, q: Array, k: Array) -> tuple[Array, Array]:
     return q, k
 
 
-def resolve_feature_params(fm: FeatureMap, params, q, k, keep_q, keep_k, *, causal: bool) -> dict:
-    """Feature-map parameters, the ``fm.fitted`` ones fitted from q and k where none is given and that is allowed."""
+def resolve_feature_params(fm: FeatureMap, params, q, k, keep_q, keep_k, *, fixed: bool) -> dict:
+    """Feature-map parameters, the ``fm.fitted`` ones fitted from q and k where none is given and ``fixed`` is False."""
     params = dict(params or {})
     missing = fm.to_fit(params)
     if missing:
-        if causal:
+        if fixed:
             raise ValueError(
-                f"feature map {fm.name!r} in causal or recurrent mode needs "
+                f"feature map {fm.name!r} in causal mode or with a state needs "
                 f"{', '.join(f'feature_params[{name!r}]' for name in missing)} fixed in advance: fitting "
-                "them to the sequence would let future tokens change earlier "
-                "outputs. Fit them on calibration batches (rfa.attention.fit_feature_params, or "
-                "rfa.attention.calibrating(model) for a model) or take "
+                "them to the call's tokens would let future tokens change earlier outputs, or read a "
+                "state built with other parameters. Fit them on calibration batches "
+                "(rfa.attention.fit_feature_params, or rfa.attention.calibrating(model) for a model) or take "
                 f"rfa.feature_map({fm.name!r}).standard_params(d)."
             )
         fitted = fm.fit(q, k, keep_q, keep_k)
@@ -87,31 +107,33 @@ def finish(num_aug: Array, log_reference: Array, s_q: Array, renormalize_output:
     return num * jnp.exp(s_q + log_reference)[..., None]
 
 
-LOWEST = float(jnp.finfo(jnp.float32).min)  # the reference before any key: exp(LOWEST - s) = 0
-
-
 def _at_least_lowest(x: Array) -> Array:
     return jnp.maximum(x, LOWEST)
 
 
-def _bidirectional(phi_q, keys, key_log_mask, v_aug, precision):
-    """One global key reference ``R = max s(k)`` per batch and head; returns ``(num_aug, R)``.
+def _bidirectional(phi_q, keys, key_log_mask, v_aug, initial, precision):
+    """One global key reference ``R = max s(k)`` per row; returns ``(num_aug, R, (kv [F, dv+1], R))``.
 
-    Head-major: ``phi_q [..., heads, q_len, F]``, ``keys = (base, log)`` of ``[..., heads, kv_len, ·]``,
-    ``key_log_mask [..., heads or 1, kv_len, 1]``: 0 keep, -inf drop.
+    Row-major: ``phi_q [rows, q_len, F]``, ``keys = (base, log)`` of ``[rows, kv_len, ·]``,
+    ``key_log_mask [rows, kv_len, 1]`` (0 keep, -inf drop), ``initial = (kv [rows, F, dv+1], R0 [rows, 1, 1])``.
     """
     base_k, log_k = keys
-    ref = _at_least_lowest(jnp.max(row_log_scale(log_k) + key_log_mask, axis=-2, keepdims=True))
+    ref = jnp.max(row_log_scale(log_k) + key_log_mask, axis=-2, keepdims=True, initial=-jnp.inf)
+    if initial is not None:
+        ref = jnp.maximum(ref, jax.lax.stop_gradient(initial[1]))
+    ref = _at_least_lowest(ref)
     phi_k = features_at(base_k, log_k, ref - key_log_mask)
     kv = jnp.einsum("...kf,...kd->...fd", phi_k, v_aug, precision=precision)
+    if initial is not None:
+        kv = kv + initial[0] * jnp.exp(initial[1] - ref)
     num_aug = jnp.einsum("...qf,...fd->...qd", phi_q, kv, precision=precision)
-    return num_aug, ref[..., 0]
+    return num_aug, ref[..., 0], (kv, ref)
 
 
 def _merge_rows(x: Array, rows: tuple[int, ...], trailing: int) -> Array:
     """Broadcasts ``x`` to ``[*rows, *x.shape[-trailing:]]`` and merges the ``rows`` axes into one."""
-    x = jnp.broadcast_to(x, rows + x.shape[-trailing:])
-    return x.reshape((-1,) + x.shape[len(rows) :])
+    x = jnp.broadcast_to(x, rows + x.shape[x.ndim - trailing :])
+    return x.reshape((math.prod(rows),) + x.shape[len(rows) :])
 
 
 def _to_chunks(x: Array, chunk: int, fill: float = 0.0) -> Array:
@@ -145,42 +167,70 @@ def _chunk_token_params(fm: FeatureMap, params: dict, token_shape: tuple[int, ..
     return chunked
 
 
-def _causal(phi_q, keys, key_log_mask, v_aug, precision):
-    """Chunked causal form on chunk-major ``[chunks, ..., C, ·]`` inputs; returns ``(num_aug, r)``.
+def _causal(phi_q, keys, key_log_mask, v_aug, log_decay, initial, precision):
+    """Chunked causal form on chunk-major ``[chunks, rows, C, ·]`` inputs; returns ``(num_aug, log_ref, state)``.
 
-    ``r_i = max_{j<=i} s_j`` per query. Every key j <= i enters query i's sums as ``φ(k_j) exp(-r_i)``:
-    inside a chunk as ``φ̃(k_j) exp(s_j - r_i)`` through a masked C×C factor, from earlier chunks
-    through the state ``S``, kept at the reference ``R_c = r`` of the chunk's last token and read with
-    ``exp(R_{c-1} - r_i)``. No exponent is ever positive, padded positions included (the running
-    maximum carries through them). A scan over chunks carries ``S`` and does all of a chunk's work,
-    so the states are never materialized as one array and a step's matmuls stay batched over
-    ``batch·heads``. ``S`` is held transposed, ``[dv+1, F]``: XLA:CPU contracts a chunk's
-    tokens into that orientation faster than into ``[F, dv+1]`` (1.6x on the benchmark's shapes).
+    Query i of a chunk reads ``exp(c_i) S_prev + Σ_{j<=i} exp(b_ij) φ(k_j)[v_j, 1]ᵀ`` with ``c_i`` the
+    chunk's cumulative log-decay up to i and ``b_ij = Σ_{j<t<=i} g_t`` its segment sums, formed as
+    sums of the decays in between (not as ``c_i - c_j``, which would lose the digits of a small
+    decay next to a huge one). Its reference is ``r_i = max(P + c_i, max_{j<=i} s_j + b_ij)``, ``P``
+    the log-scale of the state entering the chunk, so every exponent is <= 0; ``exp(r_i)`` is
+    returned as ``log_ref`` (it cancels when normalized). The state leaves a chunk at the reference of
+    its last token. A scan over chunks carries ``(S, P)`` and does all of a chunk's work, so the
+    states are never materialized as one array and a step's matmuls stay batched over rows. ``S`` is
+    held transposed, ``[dv+1, F]``: XLA:CPU contracts a chunk's tokens into that orientation faster
+    than into ``[F, dv+1]`` (1.6x on the benchmark's shapes). ``initial = (S [rows, dv+1, F], P [rows, 1, 1])``.
     """
     base_k, log_k = keys
     s_k = row_log_scale(log_k)
     phi_k = features_at(base_k, log_k, s_k)
     s_k = s_k + key_log_mask  # -inf: left out (padding, or the tail of the last chunk)
-    local = jax.lax.cummax(s_k, axis=s_k.ndim - 2)
-    chunk_ref = _at_least_lowest(jax.lax.cummax(local[..., -1:, :], axis=0))  # R_c
-    previous_ref = jnp.concatenate([jnp.full_like(chunk_ref[:1], LOWEST), chunk_ref[:-1]])  # R_{c-1}
-    ref = jnp.maximum(local, previous_ref)  # r_i
-    causal = jnp.tril(jnp.ones((phi_q.shape[-2],) * 2, jnp.bool_))
+    size = phi_q.shape[-2]
+    causal = jnp.tril(jnp.ones((size, size), jnp.bool_))
+    after = jnp.tril(jnp.ones((size, size), jnp.bool_), -1)  # t > j: the decays between key j and query i
 
-    def chunk_step(state, chunk):
-        phi_q_c, phi_k_c, v_c, s_c, r_c, chunk_ref_c, previous_ref_c = chunk
-        weights = jnp.exp(jnp.where(causal, jnp.swapaxes(s_c, -1, -2) - r_c, -jnp.inf))  # s_j - r_i
-        scores = jnp.einsum("...qf,...kf->...qk", phi_q_c, phi_k_c, precision=precision) * weights
+    def chunk_step(carry, chunk):
+        state, log_scale = carry
+        phi_q_c, phi_k_c, v_c, s_c, g_c = chunk
+        key_log = jnp.swapaxes(s_c, -1, -2)  # [rows, 1, C]: s_j
+        state_log = log_scale
+        if g_c is not None:
+            key_log = key_log + jnp.cumsum(jnp.where(after, g_c, 0.0), axis=-2)  # s_j + b_ij, [rows, C, C]
+            state_log = log_scale + jnp.cumsum(g_c, axis=-2)  # P + c_i
+        key_log = jnp.where(causal, key_log, -jnp.inf)
+        ref = jax.lax.stop_gradient(jnp.maximum(jnp.max(key_log, axis=-1, keepdims=True), state_log))  # r_i
+        scores = jnp.einsum("...qf,...kf->...qk", phi_q_c, phi_k_c, precision=precision) * jnp.exp(key_log - ref)
         intra = jnp.einsum("...qk,...kd->...qd", scores, v_c, precision=precision)
         inter = jnp.einsum("...qf,...df->...qd", phi_q_c, state, precision=precision)
-        inter = inter * jnp.exp(previous_ref_c - r_c)
-        v_at_chunk_ref = v_c * jnp.exp(s_c - chunk_ref_c)
-        kv = jnp.einsum("...kd,...kf->...df", v_at_chunk_ref, phi_k_c, precision=precision)
-        return state * jnp.exp(previous_ref_c - chunk_ref_c) + kv, intra + inter
+        inter = inter * jnp.exp(state_log - ref)
+        chunk_ref = ref[..., -1:, :]
+        last = jnp.swapaxes(key_log[..., -1:, :], -1, -2)  # s_j + b_Cj, [rows, C, 1]
+        kv = jnp.einsum("...kd,...kf->...df", v_c * jnp.exp(last - chunk_ref), phi_k_c, precision=precision)
+        state = state * jnp.exp(state_log[..., -1:, :] - chunk_ref) + kv
+        return (state, chunk_ref), (intra + inter, ref)
 
-    state = jnp.zeros(phi_q.shape[1:-2] + (v_aug.shape[-1], phi_q.shape[-1]), jnp.float32)
-    _, num_aug = jax.lax.scan(chunk_step, state, (phi_q, phi_k, v_aug, s_k, ref, chunk_ref, previous_ref))
-    return num_aug, ref[..., 0]
+    rows = phi_q.shape[1]
+    if initial is None:
+        initial = (jnp.zeros((rows, v_aug.shape[-1], phi_q.shape[-1]), jnp.float32), jnp.full((rows, 1, 1), LOWEST))
+    final, (num_aug, log_ref) = jax.lax.scan(chunk_step, initial, (phi_q, phi_k, v_aug, s_k, log_decay))
+    return num_aug, log_ref[..., 0], final
+
+
+def check_log_decay(log_decay, q: Array, is_causal: bool) -> Array:
+    """Checks ``log_decay`` (floating, <= 0, broadcastable to ``[batch..., q_len, heads]``); returns it float32."""
+    if not is_causal:
+        raise ValueError(
+            "log_decay needs is_causal=True: a decay weighs key j for query i by exp(G_i - G_j), which is "
+            "defined for j <= i only. Use is_causal=True, or leave log_decay None."
+        )
+    log_decay = check_floating(log_decay, "log_decay")
+    check_broadcastable_to(log_decay.shape, q.shape[:-1], "log_decay", "[batch..., q_len, heads] =")
+    if is_concrete(log_decay) and bool(np.any(np.asarray(log_decay) > 0)):  # NumPy: no tracer inside a jit
+        raise ValueError(
+            f"log_decay must be <= 0 (a decay factor exp(g) <= 1), got a maximum of {np.max(log_decay)}; "
+            "a gate in (0, 1) gives log_decay = log(gate), e.g. jax.nn.log_sigmoid(logits)."
+        )
+    return log_decay.astype(jnp.float32)
 
 
 def kernelized_attention(
@@ -192,17 +242,26 @@ def kernelized_attention(
     projection: Array | None,
     mask: Array | None = None,
     is_causal: bool = False,
+    log_decay: Array | None = None,
     renormalize: bool = True,
     chunk_size: int = 64,
     feature_params: dict | None = None,
     precision=None,
-) -> Array:
-    """Random-feature attention ``D̂⁻¹ φ(Q)(φ(K)ᵀV)`` in O(L·m·d) time and memory.
+    initial_state: RecurrentState | None = None,
+    return_state: bool = False,
+) -> Array | tuple[Array, RecurrentState]:
+    """Random-feature attention ``D̂⁻¹ φ(Q)(φ(K)ᵀV)`` in O(L·m·d) time and memory, in every mode.
 
     For every map with ``temperature_scaled`` (all registered ones but elu) q and k are scaled by
     ``d^{-1/4}`` before the map, so that the softmax-kernel maps (trig, positive, hyperbolic, gerf,
     oprf) estimate ``exp(qᵀk/√d)``; the Gaussian maps then estimate ``exp(-|q-k|²/(2√d))`` and relu
     is Performer's generalized attention. Computation runs in float32 and the output has ``q.dtype``.
+
+    Modes: bidirectional (``is_causal=False``; also cross-attention), chunked causal
+    (``is_causal=True``), recurrent (a causal call on one token with ``initial_state`` and
+    ``return_state=True``: O(F·d_v) per token at any position), prefill (``return_state=True``; the
+    state of keys alone: pass a query of length 0) and reading a state (``initial_state`` with keys
+    of length 0, e.g. cross-attention while decoding).
 
     Args:
       q: ``[batch..., q_len, heads, d_k]``.
@@ -215,7 +274,11 @@ def kernelized_attention(
         ``[batch..., heads, q_len, kv_len]``, as Flax builds them: key padding (``[..., 1, kv_len]``),
         query ⊗ key padding, or causal ∧ padding (then the chunked causal form runs). Padded queries
         output 0. Other patterns raise a ValueError; traced ones give NaN (see :mod:`rfa.attention.masks`).
-      is_causal: each query attends to keys at or before its position (q_len == kv_len).
+      is_causal: each query attends to keys at or before its position (q_len == kv_len) and to the
+        initial state.
+      log_decay: per-token log-decays ``g <= 0`` broadcastable to ``[batch..., q_len, heads]``
+        (causal only): ``S_t = exp(g_t) S_{t-1} + φ(k_t)[v_t, 1]ᵀ``. Gradients flow to it. A gate's
+        input weight (``1 - gate`` in gated RFA) is the caller's: fold it into v (and the keys' weight).
       renormalize: divide by the estimated normalizer ``D̂`` (attention); if False return
         ``φ(Q)(φ(K)ᵀV)`` itself (for softmax-kernel maps, the estimate of ``exp(QKᵀ/√d) V``).
         The normalizer is only guarded against exactly 0; with trig or Gaussian features it can be
@@ -225,46 +288,63 @@ def kernelized_attention(
         against ``[batch..., heads, length]`` (e.g. one value per head: ``[heads, 1]``). For oprf,
         ``phi_sq`` is ``|q + k|²`` of the temperature-scaled inputs (``d^{-1/2}|q + k|²``). Parameters
         the map fits from data (``fm.fitted``, e.g. oprf's ``phi_sq``) default to ``fm.fit`` of q and
-        k in bidirectional mode and are required in causal mode.
+        k in bidirectional mode without a state and are required otherwise.
       precision: ``jax.lax.Precision`` of the contractions.
+      initial_state: a :class:`~rfa.attention.RecurrentState` of earlier keys (``[batch..., heads, F,
+        d_v + 1]``): every query also attends to them (causal: decayed by the log-decays up to it).
+      return_state: also return the state after this call's keys (and the initial state).
 
     Returns:
-      ``[batch..., q_len, heads, d_v]`` in ``q.dtype``. A query with no attended key outputs 0.
+      ``[batch..., q_len, heads, d_v]`` in ``q.dtype`` (a query with no attended key outputs 0);
+      with ``return_state``, ``(output, state)``.
 
     Example:
       >>> W = rfa.sample_projection(jax.random.key(0), 256, 64)
       >>> q = k = v = jnp.ones((2, 1024, 8, 64)) * 0.1
-      >>> out = rfa.kernelized_attention(q, k, v, feature_map="positive", projection=W, is_causal=True)
-      >>> out.shape
-      (2, 1024, 8, 64)
+      >>> out, state = rfa.kernelized_attention(q, k, v, feature_map="positive", projection=W, is_causal=True,
+      ...                                       return_state=True)
+      >>> token = q[:, :1]  # decoding: one more token continues from the prompt's state
+      >>> out, state = rfa.kernelized_attention(token, token, token, feature_map="positive", projection=W,
+      ...                                       is_causal=True, initial_state=state, return_state=True)
+      >>> out.shape, state.kv.shape
+      ((2, 1, 8, 64), (2, 8, 256, 65))
     """
     q, k, v = check_qkv(q, k, v)
     fm = lookup_feature_map(feature_map)
     chunk_size = check_positive_int(chunk_size, "chunk_size")
     if is_causal:
         check_causal_lengths(q, k)
+    if log_decay is not None:
+        log_decay = check_log_decay(log_decay, q, is_causal)
+    if initial_state is not None:
+        initial_state = check_state(initial_state, q.shape[:-3] + q.shape[-2:-1], v.shape[-1])
     plan = plan_mask(mask, q, k, is_causal=is_causal)
     fm.check_params(feature_params or {})  # here, where concrete values can still be checked
+    stateful = initial_state is not None or bool(return_state)
 
-    def attend(causal: bool) -> Array:
-        out = _attend(
-            q, k, v, fm, projection, plan.keep_keys, plan.keep_queries,
-            causal=causal, renormalize=renormalize, chunk_size=chunk_size, feature_params=feature_params,
-            precision=precision,
+    def attend(causal: bool):
+        out, state = _attend(
+            q, k, v, fm, projection, plan.keep_keys, plan.keep_queries, log_decay, initial_state,
+            causal=causal, stateful=stateful, renormalize=renormalize, chunk_size=chunk_size,
+            feature_params=feature_params, precision=precision,
         )  # fmt: skip
-        if plan.keep_queries is None:
-            return out
-        return jnp.where(jnp.swapaxes(plan.keep_queries, -1, -2)[..., None], out, 0).astype(out.dtype)
+        if plan.keep_queries is not None:
+            out = jnp.where(jnp.swapaxes(plan.keep_queries, -1, -2)[..., None], out, 0).astype(out.dtype)
+        return (out, state) if return_state else out
 
     if isinstance(plan.pattern, int):
         return attend(plan.pattern == CAUSAL)
     # A traced mask: its pattern is known at run time only (see rfa.attention.masks). `runnable` says
     # which of the patterns PADDING, CAUSAL, UNSUPPORTED this call can run.
-    runnable = (not is_causal, q.shape[-3] == k.shape[-3] and not fm.to_fit(feature_params), False)
+    can_fit = not fm.to_fit(feature_params)
+    runnable = (not is_causal and log_decay is None, q.shape[-3] == k.shape[-3] and can_fit, False)
     checkify.debug_check(jnp.asarray(runnable)[plan.pattern], TRACED_MESSAGE)
+    if not any(runnable):  # causal with parameters to fit: the causal form raises the error that says so
+        return attend(True)
+    shapes = jax.eval_shape(functools.partial(attend, runnable.index(True) == CAUSAL))
 
-    def unsupported() -> Array:
-        return jnp.full(q.shape[:-1] + v.shape[-1:], jnp.nan, q.dtype)
+    def unsupported():
+        return jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes)
 
     branches = [functools.partial(attend, p == CAUSAL) if ok else unsupported for p, ok in enumerate(runnable)]
     return jax.lax.switch(plan.pattern, branches)
@@ -272,13 +352,14 @@ def kernelized_attention(
 
 # One compiled program even when called eagerly: op-by-op dispatch compiles every primitive on
 # first use (1.3 s for a first eager call against 0.2 s jitted, on CPU).
-@functools.partial(jax.jit, static_argnames=("fm", "causal", "renormalize", "chunk_size", "precision"))
-def _attend(q, k, v, fm, projection, keep_keys, keep_queries, *, causal, renormalize, chunk_size, feature_params,
-            precision) -> Array:  # fmt: skip
+@functools.partial(jax.jit, static_argnames=("fm", "causal", "stateful", "renormalize", "chunk_size", "precision"))
+def _attend(q, k, v, fm, projection, keep_keys, keep_queries, log_decay, initial_state, *, causal, stateful,
+            renormalize, chunk_size, feature_params, precision) -> tuple[Array, RecurrentState]:  # fmt: skip
     """Kernelized attention with key padding ``keep_keys`` and query padding ``keep_queries`` (see MaskPlan).
 
     Padded queries are zeroed here so that they change no statistic or gradient; their output rows
     are set to 0 by the caller. The caller has checked the inputs and the parameters' values.
+    Returns ``(output, state after the keys)``.
     """
     # Head-major [batch..., heads, length, ·] inside: every contraction is a plain batched matmul.
     q32, k32 = (jnp.swapaxes(x, -3, -2) for x in temperature(fm, q, k))
@@ -291,11 +372,16 @@ def _attend(q, k, v, fm, projection, keep_keys, keep_queries, *, causal, renorma
     else:
         key_log_mask = jnp.where(keep_k, 0.0, -jnp.inf)
         k32, v32 = jnp.where(keep_k, k32, 0.0), jnp.where(keep_k, v32, 0.0)  # padding may hold inf or NaN
-    params = resolve_feature_params(fm, feature_params, q32, k32, keep_q, keep_k, causal=causal)
+    if log_decay is not None:
+        log_decay = jnp.swapaxes(jnp.broadcast_to(log_decay, q.shape[:-1]), -1, -2)[..., None]
+        if keep_k is not None:  # a left-out key is skipped: no decay either
+            log_decay = jnp.where(keep_k, log_decay, 0.0)
+    params = resolve_feature_params(fm, feature_params, q32, k32, keep_q, keep_k, fixed=causal or stateful)
     # [batch..., heads] merged into one axis: with a size-1 axis among them (batch 1) XLA:CPU copies
     # F-wide arrays between layouts that differ only in where that axis goes.
     rows = q32.shape[:-2]
     q32, k32, v32, key_log_mask = (_merge_rows(x, rows, 2) for x in (q32, k32, v32, key_log_mask))
+    log_decay = None if log_decay is None else _merge_rows(log_decay, rows, 2)
     params = {
         name: _merge_rows(value, rows, 1 + fm.event_ndim(name))
         if name in fm.token_params and jnp.ndim(value) > fm.event_ndim(name)
@@ -303,22 +389,38 @@ def _attend(q, k, v, fm, projection, keep_keys, keep_queries, *, causal, renorma
         for name, value in params.items()
     }  # per-token parameters take the token layout; the others (arrays of the map: phases, R) stay as they are
     length = q32.shape[-2]
-    if causal:  # chunk-major [chunks, batch·heads, chunk, ·] from here on
-        chunk = min(chunk_size, length)
+    if causal:  # chunk-major [chunks, rows, chunk, ·] from here on
+        chunk = max(1, min(chunk_size, length))
         params = _chunk_token_params(fm, params, q32.shape[:-1], chunk)
         q32, k32, v32 = (_to_chunks(x, chunk) for x in (q32, k32, v32))
         key_log_mask = _to_chunks(key_log_mask, chunk, -jnp.inf)
+        log_decay = None if log_decay is None else _to_chunks(log_decay, chunk)
     phi_q, s_q = fm.split(q32, projection, **params)
     keys = fm.terms(k32, projection, side="key", **params)
     v_aug = with_ones_column(v32)
+    initial = None if initial_state is None else _initial(initial_state, rows, phi_q.shape[-1], fm, transpose=causal)
     if causal:
-        num_aug, ref = _causal(phi_q, keys, key_log_mask, v_aug, precision)
+        num_aug, log_ref, (kv, log_scale) = _causal(phi_q, keys, key_log_mask, v_aug, log_decay, initial, precision)
+        kv = jnp.swapaxes(kv, -1, -2)
     else:
-        num_aug, ref = _bidirectional(phi_q, keys, key_log_mask, v_aug, precision)
-    out = finish(num_aug, ref, s_q[..., 0], renormalize)
+        num_aug, log_ref, (kv, log_scale) = _bidirectional(phi_q, keys, key_log_mask, v_aug, initial, precision)
+    out = finish(num_aug, log_ref, s_q[..., 0], renormalize)
     if causal:
         out = _from_chunks(out, length)
-    return jnp.swapaxes(out.reshape(rows + out.shape[-2:]), -3, -2).astype(q.dtype)
+    out = jnp.swapaxes(out.reshape(rows + out.shape[-2:]), -3, -2).astype(q.dtype)
+    state = RecurrentState(kv.reshape(rows + kv.shape[-2:]), log_scale.reshape(rows))
+    return out, state
+
+
+def _initial(state: RecurrentState, rows: tuple[int, ...], num_outputs: int, fm: FeatureMap, *, transpose: bool):
+    """The state row-major: ``(kv [rows, F, dv+1]`` (``[rows, dv+1, F]`` if ``transpose``), ``R [rows, 1, 1])``."""
+    if state.kv.shape[-2] != num_outputs:
+        raise ValueError(
+            f"initial_state has F = {state.kv.shape[-2]} features but feature map {fm.name!r} gives "
+            f"{num_outputs} with this projection; build the state with num_outputs={num_outputs}."
+        )
+    kv = state.kv.reshape((math.prod(rows),) + state.kv.shape[-2:])
+    return (jnp.swapaxes(kv, -1, -2) if transpose else kv), state.log_reference.reshape(-1, 1, 1)
 
 
 def _head_major(keep: Array, batch: tuple[int, ...]) -> Array:

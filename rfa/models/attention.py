@@ -17,7 +17,7 @@ from flax import nnx
 
 from rfa.attention.flax_adapter import Calibratable, random_feature_params, random_variables, redraw_variables
 from rfa.attention.kernelized import kernelized_attention
-from rfa.attention.recurrent import RecurrentState, attend, init_state, prefill, step
+from rfa.attention.state import RecurrentState, init_state
 from rfa.models.config import AttentionConfig, TransformerConfig
 from rfa.models.positional import RelativeBias, rotate
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
@@ -103,29 +103,32 @@ class MultiHeadAttention(Calibratable):
         q, k, v = self._queries_keys(x, x if memory is None else memory, q_positions, k_positions)
         return self._attend(q, k, v, key_mask, q_positions, k_positions)
 
-    def _attend(self, q, k, v, key_mask, q_positions, k_positions) -> Array:
-        """The attention of projected (and rotated) ``q, k, v``, then the output projection."""
+    def _attend(self, q, k, v, key_mask, q_positions, k_positions, return_state: bool = False):
+        """The attention of projected (and rotated) ``q, k, v``, then the output projection.
+
+        With ``return_state`` (kernelized sites) also the recurrent state after the keys.
+        """
         if self.feature_map is not None:
             if self.calibrating:
                 self.calibrate(q, k, mask=key_mask[:, None, None, :])
             out = kernelized_attention(
                 q, k, v, mask=key_mask[:, None, None, :], is_causal=self.causal,
-                chunk_size=self.attention.chunk_size, **self._kernel_options()
+                chunk_size=self.attention.chunk_size, return_state=return_state, **self._kernel_options()
             )  # fmt: skip
-        else:
-            mask = key_mask[:, None, None, :]
-            if self.causal:
-                mask = mask & (k_positions[:, None, None, :] <= q_positions[:, None, :, None])
-            bias = None if self.relative is None else self.relative(q_positions, k_positions)
-            if q.dtype == jnp.float16 and jax.default_backend() == "cpu":
-                # jax.nn.dot_product_attention asks float16 dots for float32 results, a precision
-                # XLA:CPU rejects under jit; float32 copies give the same products.
-                q, k, v = (x.astype(jnp.float32) for x in (q, k, v))
-            out = jax.nn.dot_product_attention(q, k, v, bias=bias, mask=mask)
-            # A query that sees no key (a padding token at position 0) gets 0, as in kernelized attention,
-            # instead of softmax's uniform average over every key, future ones included.
-            sees_a_key = jnp.any(jnp.broadcast_to(mask, mask.shape[:2] + (q.shape[1], k.shape[1])), axis=-1)
-            out = jnp.where(jnp.moveaxis(sees_a_key, 1, 2)[..., None], out, 0.0)
+            return (self.out(out[0]), out[1]) if return_state else self.out(out)
+        mask = key_mask[:, None, None, :]
+        if self.causal:
+            mask = mask & (k_positions[:, None, None, :] <= q_positions[:, None, :, None])
+        bias = None if self.relative is None else self.relative(q_positions, k_positions)
+        if q.dtype == jnp.float16 and jax.default_backend() == "cpu":
+            # jax.nn.dot_product_attention asks float16 dots for float32 results, a precision
+            # XLA:CPU rejects under jit; float32 copies give the same products.
+            q, k, v = (x.astype(jnp.float32) for x in (q, k, v))
+        out = jax.nn.dot_product_attention(q, k, v, bias=bias, mask=mask)
+        # A query that sees no key (a padding token at position 0) gets 0, as in kernelized attention,
+        # instead of softmax's uniform average over every key, future ones included.
+        sees_a_key = jnp.any(jnp.broadcast_to(mask, mask.shape[:2] + (q.shape[1], k.shape[1])), axis=-1)
+        out = jnp.where(jnp.moveaxis(sees_a_key, 1, 2)[..., None], out, 0.0)
         return self.out(out)
 
     # Decoding.
@@ -144,9 +147,8 @@ class MultiHeadAttention(Calibratable):
 
         One parallel pass (the same as :meth:`__call__`) gives the outputs; the cache is built from
         the same keys and values: written into the first ``prompt_len`` slots (exact), or summed into
-        the recurrent state ``Σ_j φ(k_j)[v_j, 1]ᵀ`` by :func:`rfa.attention.prefill`, whose reference
-        ``max_j s(k_j)`` is the one the token-by-token :func:`rfa.attention.step` reaches (Katharopoulos
-        et al., "Transformers are RNNs", ICML 2020, Sec. 3.4).
+        the recurrent state ``Σ_j φ(k_j)[v_j, 1]ᵀ`` that the same pass returns (``return_state=True`` of
+        :func:`rfa.kernelized_attention`; Katharopoulos et al., "Transformers are RNNs", ICML 2020, Sec. 3.4).
 
         Args:
           x: ``[batch, prompt_len, d_model]``.
@@ -168,9 +170,9 @@ class MultiHeadAttention(Calibratable):
           ((2, 5, 32), (2, 4, 16, 9))
         """
         q, k, v = self._queries_keys(x, x, positions, positions)
-        out = self._attend(q, k, v, key_mask, positions, positions)
         if self.feature_map is not None:
-            return out, prefill(k, v, mask=key_mask[..., None], **self._kernel_options())
+            return self._attend(q, k, v, key_mask, positions, positions, return_state=True)
+        out = self._attend(q, k, v, key_mask, positions, positions)
         return out, _write(self.init_cache(x.shape[0], max_length), 0, k, v, key_mask)
 
     def decode_step(self, x: Array, cache, position: Array, keep: Array):
@@ -179,10 +181,20 @@ class MultiHeadAttention(Calibratable):
         ``keep [batch]`` is False for a padding token (its key and value are left out).
         """
         positions = jnp.broadcast_to(position, x.shape[:1])[:, None]
-        q, k, v = (t[:, 0] for t in self._queries_keys(x[:, None], x[:, None], positions, positions))
+        q, k, v = self._queries_keys(x[:, None], x[:, None], positions, positions)
         if self.feature_map is not None:
-            cache, out = step(cache, q, k, v, mask=keep[:, None], **self._kernel_options())
-            return self.out(out), cache
+            out, cache = kernelized_attention(
+                q,
+                k,
+                v,
+                mask=keep[:, None, None, None],
+                is_causal=True,
+                initial_state=cache,
+                return_state=True,
+                **self._kernel_options(),
+            )  # the causal form on one token: O(F·d) at any position
+            return self.out(out[:, 0]), cache
+        q, k, v = q[:, 0], k[:, 0], v[:, 0]
         cache = _write(cache, position, k[:, None], v[:, None], keep[:, None])
         key_positions = jnp.broadcast_to(jnp.arange(cache["k"].shape[1]), cache["mask"].shape)
         mask = cache["mask"] & (key_positions <= position)
@@ -195,8 +207,11 @@ class MultiHeadAttention(Calibratable):
         k, v = self.key(memory), self.value(memory)
         if self.rotary:
             k = rotate(k, positions)
-        if self.feature_map is not None:
-            return prefill(k, v, mask=key_mask[..., None], **self._kernel_options())
+        if self.feature_map is not None:  # the state of the keys alone: a query of length 0
+            _, state = kernelized_attention(
+                k[:, :0], k, v, mask=key_mask[:, None, None, :], return_state=True, **self._kernel_options()
+            )
+            return state
         return {"k": k.astype(self.dtype), "v": v.astype(self.dtype), "mask": key_mask}
 
     def attend_memory(self, x: Array, prepared, position: Array) -> Array:
@@ -204,9 +219,11 @@ class MultiHeadAttention(Calibratable):
         q = self.query(x[:, None])
         if self.rotary:
             q = rotate(q, jnp.broadcast_to(position, x.shape[:1])[:, None])
+        if isinstance(prepared, RecurrentState):  # the state read with no new key
+            no_key = jnp.zeros(q.shape[:1] + (0,) + q.shape[2:], q.dtype)
+            out = kernelized_attention(q, no_key, no_key, initial_state=prepared, **self._kernel_options())
+            return self.out(out[:, 0])
         q = q[:, 0]
-        if isinstance(prepared, RecurrentState):
-            return self.out(attend(prepared, q, **self._kernel_options()))
         return self.out(_attend_one(q, prepared["k"], prepared["v"], prepared["mask"], None).astype(x.dtype))
 
 

@@ -1,11 +1,14 @@
-"""Every kernelized mode and map held to the independent float64 reference: outputs and gradients.
+"""Every kernelized mode and map held to the independent float64 reference and to rfa's naive form.
 
 Modes: bidirectional self-attention (padding in the middle), cross-attention (padding in the middle
-of the memory), chunked causal (left padding and a hole, several chunks and a padded tail),
-recurrent ``step`` over the tokens, and ``prefill`` + ``attend``. Gradients of ``Σ out ⊙ G`` w.r.t. q,
-k, v, the projection W and gerf's A are compared as directional derivatives with central differences
-of the reference, in which OPRF's data statistic is held fixed (it is a statistic: no gradient).
-Everything runs under ``jit``.
+of the memory), chunked causal without and with decay (left padding and a hole, several chunks and
+a padded tail), recurrent (one token per call, carrying the state) with decay, prefill then a read
+of the state, and a continuation (chunked, then token by token, then chunked again, passing one
+state) with decay; and the quadratic reference ``rfa.attention.naive_kernelized_attention`` itself.
+Gradients of ``Σ out ⊙ G`` w.r.t. q, k, v, the projection W, gerf's A and the log-decays are compared
+as directional derivatives with central differences of the float64 reference, in which OPRF's data
+statistic is held fixed (it is a statistic: no gradient). Each mode's final state and gradients
+(the initial state's included) also equal those of the naive form. Everything runs under ``jit``.
 """
 
 import functools
@@ -18,13 +21,18 @@ import references
 from helpers import normal
 
 import rfa
-from rfa.attention import attend, init_state, prefill, step
+from rfa.attention import init_state, naive_kernelized_attention
 
 B, H, D, M = 2, 2, 8, 16
 L, L_MEMORY, L_QUERIES = 9, 11, 5
 MAPS = ["trig", "positive", "hyperbolic", "gerf", "oprf", "relu", "elu", "hybrid", "sderf"]
-MODES = ["bidirectional", "cross", "causal", "recurrent", "prefill_attend"]
-CAUSAL_MODES = {"causal", "recurrent"}
+MODES = [
+    "bidirectional", "cross", "causal", "causal_decay", "recurrent_decay", "prefill_attend", "continued_decay",
+    "naive_bidirectional", "naive_causal_decay",
+]  # fmt: skip
+DECAY_MODES = {"causal_decay", "recurrent_decay", "continued_decay", "naive_causal_decay"}
+CAUSAL_MODES = {"causal"} | DECAY_MODES
+STATE_MODES = {"causal", "causal_decay", "recurrent_decay", "prefill_attend", "continued_decay"}
 A_PER_HEAD = np.array([-0.1, 0.05])  # gerf's A, one per head
 PHI_SQ = 2.0 * D**0.5  # oprf's phi_sq, fixed where it cannot come from the data (causal, recurrent, prefill)
 ANGULAR = np.asarray(jax.random.normal(jax.random.key(9), (1, D)))  # hybrid's R: n = 1 angular feature
@@ -33,7 +41,7 @@ ANGULAR = np.asarray(jax.random.normal(jax.random.key(9), (1, D)))  # hybrid's R
 # hold (tests/random_features/test_dense_exponential.py checks its fit inside attention).
 DERF = ("aderf", "sderf")
 CASES = [(mode, name) for name in MAPS for mode in MODES] + [
-    (mode, "aderf") for mode in ("causal", "recurrent", "prefill_attend")
+    (mode, "aderf") for mode in ("causal", "recurrent_decay", "prefill_attend", "naive_causal_decay")
 ]
 
 
@@ -55,102 +63,167 @@ KEEP_MEMORY = np.array([[1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1], [1, 0, 1, 1, 1, 1, 1,
 def inputs(mode):
     """(q, k, v, key mask [B, Lk]) of the mode, small enough that trig's normalizer stays positive."""
     lq, lk = (L_QUERIES, L_MEMORY) if mode in ("cross", "prefill_attend") else (L, L)
+    log_decay = -0.5 * jax.nn.softplus(normal(5, (B, lq, H)))
     keep = {"cross": KEEP_MEMORY, "prefill_attend": KEEP_MEMORY}.get(
         mode, KEEP_CAUSAL if mode in CAUSAL_MODES else KEEP_SELF
     )
     q, k, v = normal(1, (B, lq, H, D), 0.5), normal(2, (B, lk, H, D), 0.5), normal(3, (B, lk, H, D))
-    return q, k, v, keep
+    return q, k, v, keep, np.asarray(log_decay, np.float64)
 
 
 def rfa_params(name, mode, A):
     if name == "gerf":
         return {"A": A[:, None]}  # [H, 1]: broadcast against [batch, heads, length]
-    if name == "oprf" and mode not in ("bidirectional", "cross"):
+    if name == "oprf" and mode not in FITTED_MODES:
         return {"phi_sq": PHI_SQ}
     if name == "hybrid":
         return {"angular": ANGULAR}
-    if name in DERF and mode not in ("bidirectional", "cross"):
+    if name in DERF and mode not in FITTED_MODES:
         return {n: value[:, None] for n, value in derf_calibration(name).items()}  # [H, 1, *event]
     return None
 
 
-def run_rfa(mode, name, q, k, v, W, A, keep):
-    """The mode's output ``[B, Lq, H, dv]`` computed by rfa."""
+FITTED_MODES = {"bidirectional", "cross", "naive_bidirectional"}  # where oprf and the DERFs fit to the data
+
+
+def run_rfa(mode, name, q, k, v, W, A, keep, log_decay):
+    """The mode's ``(output [B, Lq, H, dv], final state or None)`` computed by rfa."""
     fm = rfa.feature_map(name)
     options = dict(
         feature_map=name, projection=W if fm.needs_projection else None, feature_params=rfa_params(name, mode, A)
     )
-    if mode in ("bidirectional", "cross", "causal"):
+    mask, decay = keep[:, None, None, :], log_decay if mode in DECAY_MODES else None
+    if mode.startswith("naive"):
+        return naive_kernelized_attention(q, k, v, mask=mask, is_causal=mode in CAUSAL_MODES, log_decay=decay,
+                                          **options), None  # fmt: skip
+    if mode in ("bidirectional", "cross"):
+        return rfa.kernelized_attention(q, k, v, mask=mask, chunk_size=4, **options), None
+    if mode in ("causal", "causal_decay"):
         return rfa.kernelized_attention(
-            q, k, v, mask=keep[:, None, None, :], is_causal=mode == "causal", chunk_size=4, **options
+            q, k, v, mask=mask, is_causal=True, log_decay=decay, chunk_size=4, return_state=True, **options
         )
-    if mode == "recurrent":
-        state = init_state((B,), H, fm.num_outputs(M, D), D)
+    if mode == "prefill_attend":  # the state of the memory alone (no query), then read with no new key
+        _, state = rfa.kernelized_attention(q[:, :0], k, v, mask=mask, return_state=True, **options)
+        return rfa.kernelized_attention(q, k[:, :0], v[:, :0], initial_state=state, **options), state
 
-        def one_token(state, token):
-            q_t, k_t, v_t, keep_t = token
-            return step(state, q_t, k_t, v_t, mask=keep_t[:, None], **options)
+    def causal(state, start, stop, chunk_size):  # tokens [start, stop) from `state`, in one call
+        return rfa.kernelized_attention(
+            q[:, start:stop], k[:, start:stop], v[:, start:stop], mask=mask[..., start:stop], is_causal=True,
+            log_decay=decay[:, start:stop], chunk_size=chunk_size, initial_state=state, return_state=True, **options,
+        )  # fmt: skip
 
-        tokens = (*(jnp.swapaxes(x, 0, 1) for x in (q, k, v)), jnp.swapaxes(keep, 0, 1))
-        return jnp.swapaxes(jax.lax.scan(one_token, state, tokens)[1], 0, 1)
-    state = prefill(k, v, mask=keep[..., None], **options)
-    return jax.vmap(lambda q_t: attend(state, q_t, **options), in_axes=1, out_axes=1)(q)
+    if mode == "continued_decay":  # chunked, then one token per call, then chunked: one state throughout
+        first, state = causal(None, 0, 4, 3)
+        steps = []
+        for t in range(4, 6):
+            out, state = causal(state, t, t + 1, 64)
+            steps.append(out)
+        last, state = causal(state, 6, L, 2)
+        return jnp.concatenate([first, *steps, last], axis=1), state
+    num_outputs = jax.eval_shape(lambda: causal(None, 0, 1, 1))[1].kv.shape[-2]
+
+    def one_token(state, token):  # recurrent: a scan over tokens, one call each
+        q_t, k_t, v_t, keep_t, g_t = (x[:, None] for x in token)
+        out, state = rfa.kernelized_attention(
+            q_t, k_t, v_t, mask=keep_t[:, None, None], is_causal=True, log_decay=g_t, initial_state=state,
+            return_state=True, **options,
+        )  # fmt: skip
+        return state, out[:, 0]
+
+    tokens = tuple(jnp.swapaxes(x, 0, 1) for x in (q, k, v, keep, decay))
+    state, outs = jax.lax.scan(one_token, init_state((B,), H, num_outputs, D), tokens)
+    return jnp.swapaxes(outs, 0, 1), state
 
 
-def run_reference(mode, name, q, k, v, W, A, keep, phi_sq=None, derf=None):
+def run_reference(mode, name, q, k, v, W, A, keep, log_decay, phi_sq=None, derf=None):
     params = {"A": A} if name == "gerf" else {}
     if name in DERF:
-        params = derf or (derf_calibration(name) if mode not in ("bidirectional", "cross") else {})
+        params = derf or (derf_calibration(name) if mode not in FITTED_MODES else {})
     if name == "hybrid":
         params["angular"] = ANGULAR
     if name == "oprf":
-        params["phi_sq"] = PHI_SQ if mode not in ("bidirectional", "cross") else phi_sq
+        params["phi_sq"] = PHI_SQ if mode not in FITTED_MODES else phi_sq
     if name == "oprf" and params["phi_sq"] is None:
         del params["phi_sq"]  # the reference's own statistic of the kept tokens
     W = W if name != "elu" else None
-    return references.kernelized_attention(q, k, v, name, W, keep_k=keep, causal=mode in CAUSAL_MODES, **params)
+    decay = log_decay if mode in DECAY_MODES else None
+    return references.kernelized_attention(
+        q, k, v, name, W, keep_k=keep, causal=mode in CAUSAL_MODES, log_decay=decay, **params
+    )
 
 
 @functools.cache
 def compiled_value_and_grad(mode, name):
-    """``(out, grads of Σ out ⊙ G w.r.t. q, k, v, W, A)`` of rfa, jitted once per mode and map."""
+    """``((loss, (out, state)), grads of Σ out ⊙ G w.r.t. q, k, v, W, A, log_decay)``, jitted once per mode and map."""
 
-    def loss(q, k, v, W, A, keep, G):
-        out = run_rfa(mode, name, q, k, v, W, A, keep)
-        return jnp.sum(out * G), out
+    def loss(q, k, v, W, A, keep, log_decay, G):
+        out, state = run_rfa(mode, name, q, k, v, W, A, keep, log_decay)
+        return jnp.sum(out * G), (out, state)
 
-    return jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3, 4), has_aux=True))
+    return jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3, 4, 6), has_aux=True))
 
 
 @pytest.mark.parametrize("mode, name", CASES, ids=[f"{name}-{mode}" for mode, name in CASES])
 def test_outputs_and_gradients_equal_the_reference(mode, name):
-    q, k, v, keep = inputs(mode)
+    q, k, v, keep, log_decay = inputs(mode)
     W = np.asarray(rfa.sample_projection(jax.random.key(0), M, D))
     G = normal(4, q.shape[:-1] + (D,))
-    (_, out), grads = compiled_value_and_grad(mode, name)(q, k, v, W, A_PER_HEAD, keep, G)
-    expected = run_reference(mode, name, q, k, v, W, A_PER_HEAD, keep)
+    args = (q, k, v, W, A_PER_HEAD, keep, log_decay, G)
+    (_, (out, state)), grads = compiled_value_and_grad(mode, name)(*args)
+    expected = run_reference(mode, name, q, k, v, W, A_PER_HEAD, keep, log_decay)
     np.testing.assert_allclose(out, expected, rtol=2e-4, atol=2e-5)
 
     phi_sq, derf = None, None
-    scale, keep_q = D**-0.25, keep if mode == "bidirectional" else np.ones(q.shape[:2], bool)
-    if name == "oprf" and mode in ("bidirectional", "cross"):  # the statistic is held at its value
+    scale, keep_q = D**-0.25, keep if mode != "cross" else np.ones(q.shape[:2], bool)
+    if name == "oprf" and mode in FITTED_MODES:  # the statistic is held at its value
         phi_sq = references.oprf_statistic(q * scale, k * scale, keep_q, keep)
-    if name in DERF and mode in ("bidirectional", "cross"):  # and so is the DERF fit, per row and head
+    if name in DERF and mode in FITTED_MODES:  # and so is the DERF fit, per row and head
         fits = [[references.DERF_FITS[name](q[b, keep_q[b], h] * scale, k[b, keep[b], h] * scale)
                  for h in range(H)] for b in range(B)]  # fmt: skip
         derf = {n: np.array([[fit[n] for fit in row] for row in fits]) for n in fits[0][0]}  # [B, H, *event]
 
-    def loss(q, k, v, W, A):
-        return np.sum(run_reference(mode, name, q, k, v, W, A, keep, phi_sq, derf) * G)
+    def loss(q, k, v, W, A, log_decay):
+        return np.sum(run_reference(mode, name, q, k, v, W, A, keep, log_decay, phi_sq, derf) * G)
 
-    args = (q, k, v, W, A_PER_HEAD)
     differentiable = (
-        [0, 1, 2] + ([3] if rfa.feature_map(name).needs_projection else []) + ([4] if name == "gerf" else [])
+        [0, 1, 2]
+        + ([3] if rfa.feature_map(name).needs_projection else [])
+        + ([4] if name == "gerf" else [])
+        + ([5] if mode in DECAY_MODES else [])
     )
+    reference_args = (q, k, v, W, A_PER_HEAD, log_decay)
     rng = np.random.default_rng(5)
     for i in differentiable:
-        direction = rng.standard_normal(np.shape(args[i]))
-        expected_derivative = references.directional_derivative(loss, args, i, direction)
+        direction = rng.standard_normal(np.shape(reference_args[i]))
+        expected_derivative = references.directional_derivative(loss, reference_args, i, direction)
         derivative = float(np.sum(np.asarray(grads[i], np.float64) * direction))
         scale = np.linalg.norm(grads[i]) * np.linalg.norm(direction)
         assert abs(derivative - expected_derivative) <= 2e-4 * scale + 1e-6, (i, derivative, expected_derivative)
+
+    if mode in STATE_MODES:  # the state and the gradients equal the naive form's
+        naive_mode = "naive_causal_decay" if mode in DECAY_MODES else "naive_bidirectional"
+        if mode == "causal":
+            naive_mode = "naive_causal"
+        (_, (_, naive_state)), naive_grads = compiled_naive_value_and_grad(naive_mode, name, mode)(*args)
+        value, naive_value = state.value(), naive_state.value()
+        np.testing.assert_allclose(value, naive_value, rtol=2e-4, atol=2e-5 * float(np.max(np.abs(naive_value))))
+        for i, (grad, naive_grad) in enumerate(zip(grads, naive_grads, strict=True)):
+            atol = 2e-4 * float(np.max(np.abs(naive_grad))) + 1e-7
+            np.testing.assert_allclose(grad, naive_grad, rtol=2e-3, atol=atol, err_msg=f"gradient {i}")
+
+
+@functools.cache
+def compiled_naive_value_and_grad(naive_mode, name, mode):
+    """The naive form's ``((loss, (out, state)), grads)`` for the inputs of ``mode`` (its parameters too)."""
+
+    def loss(q, k, v, W, A, keep, log_decay, G):
+        fm = rfa.feature_map(name)
+        options = dict(feature_map=name, projection=W if fm.needs_projection else None,
+                       feature_params=rfa_params(name, mode, A))  # fmt: skip
+        out, state = naive_kernelized_attention(
+            q, k, v, mask=keep[:, None, None, :], is_causal=naive_mode != "naive_bidirectional",
+            log_decay=log_decay if naive_mode == "naive_causal_decay" else None, return_state=True, **options,
+        )  # fmt: skip
+        return jnp.sum(out * G), (out, state)
+
+    return jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3, 4, 6), has_aux=True))

@@ -80,12 +80,11 @@ def _hybrid_terms(side: str, num_angular: int):
         batch = x.shape[:-1]
 
         def outer(weights, values):  # weights ⊗ values, flattened: [..., 2n·k]
-            return (weights[..., :, None] * values[..., None, :]).reshape(batch + (-1,))
+            return (weights[..., :, None] * values[..., None, :]).reshape(batch + (2 * num_angular * values.shape[-1],))
 
         def tiled(log):  # the log-scale of weights ⊗ values: each value's, once per weight
-            return jnp.broadcast_to(log[..., None, :], batch + (2 * num_angular,) + log.shape[-1:]).reshape(
-                batch + (-1,)
-            )
+            shape = batch + (2 * num_angular,) + log.shape[-1:]
+            return jnp.broadcast_to(log[..., None, :], shape).reshape(batch + (shape[-2] * shape[-1],))
 
         base = jnp.concatenate([outer(positive_weights, jnp.ones_like(positive_log)), outer(same_side, trig_base)], -1)
         log = jnp.concatenate([tiled(positive_log), tiled(trig_log)], axis=-1)
