@@ -136,6 +136,35 @@ def sderf_fit(x, y):
 DERF_FITS = {"aderf": aderf_fit, "saderf": saderf_fit, "sderf": sderf_fit}
 
 
+def hedgehog(x, W, weight, bias):
+    """``[softmax(xW' + b), softmax(-(xW' + b))]`` with ``W' [d, d']`` (Zhang et al., "The Hedgehog & the
+    Porcupine", ICLR 2024)."""
+    z = x @ _f64(weight) + _f64(bias)
+
+    def softmax(t):
+        e = np.exp(t - t.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    return np.concatenate([softmax(z), softmax(-z)], -1)
+
+
+def rfa_estimate(x, y, W, sigma, key_log_weight=0.0):
+    """Gated RFA's ``φ(x)ᵀφ(y) (1 - g_y)``: random Fourier features of ``σ ⊙ x/|x|`` (Peng et al., "Random
+    Feature Attention", ICLR 2021), each key weighted by ``exp(key_log_weight)``; ``[Lx, Ly]``."""
+
+    def phi(x):
+        z = _f64(sigma) * x / np.linalg.norm(x, axis=-1, keepdims=True)
+        return gaussian_trig(z, W)
+
+    return phi(x) @ phi(y).T * np.exp(_f64(key_log_weight))[None, :]
+
+
+def taylor_estimate(x, y, W=None):
+    """``1 + xᵀy + (xᵀy)²/2``, the 2nd-order Taylor expansion of ``exp(xᵀy)`` (Arora et al. 2024, "Based")."""
+    t = x @ y.T
+    return 1 + t + t * t / 2
+
+
 def derf_estimate(x, y, W, **params):
     """``φ_q(x)ᵀφ_k(y)`` of a DERF, ``[Lx, Ly]``."""
     return derf(x, W, **params) @ derf(y, W, **params, side="key").T
@@ -151,6 +180,7 @@ FEATURE_MAPS = {
     "elu": elu,
     "gaussian_trig": gaussian_trig,
     "gaussian_cosine": gaussian_cosine,
+    "hedgehog": hedgehog,
 }
 
 
@@ -165,8 +195,13 @@ def hybrid_estimate(x, y, W, angular):
 
 
 # Estimators defined by their estimate (or by a pair of maps), not by one map:
-ESTIMATE_MATRICES = {"hybrid": hybrid_estimate, **{name: derf_estimate for name in DERF_FITS}}
-NOT_TEMPERATURE_SCALED = {"elu"}  # every other map sees q d^{-1/4} and k d^{-1/4} in attention
+ESTIMATE_MATRICES = {
+    "hybrid": hybrid_estimate, "rfa": rfa_estimate, "taylor": taylor_estimate,
+    **{name: derf_estimate for name in DERF_FITS},
+}  # fmt: skip
+NOT_TEMPERATURE_SCALED = {"elu", "rfa", "hedgehog"}  # every other map sees q d^{-1/4} and k d^{-1/4} in attention
+# Per-head parameters of the reference's attention: the axes of one head's value.
+PARAM_EVENT_NDIMS = {"query_transform": 2, "key_transform": 2, "sigma": 1, "key_log_weight": 1, "weight": 2, "bias": 1}
 
 
 def features(name, x, W=None, **params):
@@ -204,8 +239,9 @@ def kernelized_attention(q, k, v, name, W=None, *, keep_k=None, keep_q=None, cau
       name: feature map; q and k are scaled by ``d^{-1/4}`` unless it is elu.
       keep_k, keep_q: ``[B, L]`` bool (None: all); padded queries output 0.
       causal: ``mask[i, j] = j <= i``.
-      params: map parameters; ``A``, ``phi_sq`` and DERF's transforms may be arrays whose leading
-        axes broadcast to ``[B, H]`` (then one value, ``[d]`` or ``[d, d]`` per row and head). oprf
+      params: map parameters; ``A``, ``phi_sq``, DERF's transforms, rfa's ``sigma`` and
+        ``key_log_weight`` (``[Lk]`` per row and head) and Hedgehog's ``weight`` and ``bias`` may be arrays
+        whose leading axes broadcast to ``[B, H]`` (then one value, ``[d]`` or ``[d, d]`` per row and head). oprf
         without ``phi_sq`` uses :func:`oprf_statistic` of the kept tokens, a DERF without ``A`` its fit
         to the kept tokens of each row and head (with query padding = key padding when Lq == Lk and
         no ``keep_q`` is given, as rfa documents).
@@ -223,13 +259,13 @@ def kernelized_attention(q, k, v, name, W=None, *, keep_k=None, keep_q=None, cau
     if name == "oprf" and "phi_sq" not in params:
         query_keep = keep_q if keep_q is not None else (keep_k if Lq == Lk else None)
         params = {**params, "phi_sq": oprf_statistic(q, k, query_keep, keep_k)}  # [B, H]
-    per_head = {n: _f64(params.pop(n)) for n in ("A", "phi_sq", "query_transform", "key_transform") if n in params}
+    per_head = {n: _f64(params.pop(n)) for n in ("A", "phi_sq", *PARAM_EVENT_NDIMS) if n in params}
 
     def head_params(b, h):  # the map's parameters of batch row b, head h
         if name in DERF_FITS and not per_head:  # fitted from the kept tokens of this row and head
             query_keep = keep_q if keep_q is not None else (keep_k if Lq == Lk else np.ones((B, Lq), bool))
             return DERF_FITS[name](q[b, np.asarray(query_keep[b], bool), h], k[b, keep_k[b], h])
-        event = {"query_transform": 2, "key_transform": 2, "A": 1 if name in DERF_FITS else 0}
+        event = {**PARAM_EVENT_NDIMS, "A": 1 if name in DERF_FITS else 0}
         return {**params, **{n: np.broadcast_to(p, (B, H) + p.shape[p.ndim - event.get(n, 0):])[b, h]
                              for n, p in per_head.items()}}  # fmt: skip
 

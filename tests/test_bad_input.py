@@ -648,3 +648,26 @@ def test_jit_raises_same_error_at_trace_time(case):
 def test_numpy_inputs_are_checked_like_jax_arrays():
     with pytest.raises(TypeError, match=_msg("x", "floating", "int64")):
         rfa.softmax_kernel(np.ones((3, D), np.int64), np.ones((3, D), np.float32))
+
+
+# ---------------------------------------------------------------------------------------------------
+# learned and Taylor maps
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_hedgehog_feature_dimension_zero():
+    q, k, v = _qkv()
+    params = {"weight": jnp.zeros((4, 1, D, 0))}
+    with pytest.raises(ValueError, match=_msg("hedgehog's weight", "feature_dim >= 1", f"(4, 1, {D}, 0)")):
+        rfa.kernelized_attention(q, k, v, feature_map="hedgehog", projection=None, feature_params=params)
+
+
+def test_hedgehog_without_weight():
+    with pytest.raises(TypeError, match=_msg("'hedgehog'", "needs the parameter", "weight")):
+        rfa.kernelized_attention(*_qkv(), feature_map="hedgehog", projection=None)
+
+
+def test_taylor_on_a_head_dimension_too_large():
+    q, k, v = _qkv((2, 5, 4, 128))
+    with pytest.raises(ValueError, match=_msg("taylor", "d = 128", "8385", "head dimension <= 64", "Based")):
+        rfa.kernelized_attention(q, k, v, feature_map="taylor", projection=None)

@@ -104,6 +104,12 @@ class FeatureMap:
         independent N(0, 1) entries (the default where they must be fixed in advance: causal mode).
       sampled: the subset of ``params`` that are random, drawn with the projection.
       sample_params: ``(key, num_features, dim) -> {name: value}`` draws the ``sampled`` names.
+      outputs: ``(num_features, dim) -> F`` where F is not ``features_per_vector`` per random vector (or
+        ``dim`` for a map without a projection): Taylor's ``1 + d + d(d+1)/2``, Hedgehog's ``2·num_features``.
+      learned: the subset of ``params`` a model trains (RFA's σ, Hedgehog's feature MLP): rfa's
+        models and :func:`rfa.make_attention_fn` hold them as ``nnx.Param``.
+      init_learned: ``(num_heads, num_features, dim) -> {name: value}``, the ``learned`` names'
+        initial values, ``[num_heads, 1, *event]`` (one per head, broadcast along the length).
     """
 
     name: str
@@ -124,17 +130,27 @@ class FeatureMap:
     standard_params: Callable[[int], dict] | None = None
     sampled: tuple[str, ...] = ()
     sample_params: Callable[..., dict] | None = None
+    outputs: Callable[[int, int], int] | None = None
+    learned: tuple[str, ...] = ()
+    init_learned: Callable[..., dict] | None = None
 
     def __post_init__(self):
-        for field in ("required", "token_params", "fitted", "sampled"):
+        for field in ("required", "token_params", "fitted", "sampled", "learned"):
             extra = set(getattr(self, field)) - set(self.params)
             if extra:
                 raise ValueError(f"FeatureMap {self.name!r}: {field} names {sorted(extra)}, which are not in params.")
         extra = {name for name, _ in self.event_ndims} - set(self.token_params)
         if extra:
             raise ValueError(f"FeatureMap {self.name!r}: event_ndims names {sorted(extra)}, not token_params.")
-        if bool(self.fitted) != (self.fit is not None) or bool(self.sampled) != (self.sample_params is not None):
-            raise ValueError(f"FeatureMap {self.name!r}: fitted needs fit and sampled needs sample_params (and back).")
+        if (
+            bool(self.fitted) != (self.fit is not None)
+            or bool(self.sampled) != (self.sample_params is not None)
+            or bool(self.learned) != (self.init_learned is not None)
+        ):
+            raise ValueError(
+                f"FeatureMap {self.name!r}: fitted needs fit, sampled needs sample_params and learned needs "
+                "init_learned (and back)."
+            )
 
     def event_ndim(self, name: str) -> int:
         """Axes of one token's value of the token parameter ``name`` (0 for a number per token)."""
@@ -150,7 +166,9 @@ class FeatureMap:
         return self.features_per_vector > 0
 
     def num_outputs(self, num_features: int, dim: int) -> int:
-        """Length F of φ(x) for ``num_features`` random vectors and inputs of dimension ``dim``."""
+        """Length F of φ(x) for ``num_features`` random vectors (or learned features) and inputs of dimension d."""
+        if self.outputs is not None:
+            return self.outputs(num_features, dim)
         return self.features_per_vector * num_features if self.needs_projection else dim
 
     def draw(

@@ -25,7 +25,7 @@ from rfa.attention import init_state, naive_kernelized_attention
 
 B, H, D, M = 2, 2, 8, 16
 L, L_MEMORY, L_QUERIES = 9, 11, 5
-MAPS = ["trig", "positive", "hyperbolic", "gerf", "oprf", "relu", "elu", "hybrid", "sderf"]
+MAPS = ["trig", "positive", "hyperbolic", "gerf", "oprf", "relu", "elu", "hybrid", "sderf", "taylor", "rfa", "hedgehog"]
 MODES = [
     "bidirectional", "cross", "causal", "causal_decay", "recurrent_decay", "prefill_attend", "continued_decay",
     "naive_bidirectional", "naive_causal_decay",
@@ -34,6 +34,15 @@ DECAY_MODES = {"causal_decay", "recurrent_decay", "continued_decay", "naive_caus
 CAUSAL_MODES = {"causal"} | DECAY_MODES
 STATE_MODES = {"causal", "causal_decay", "recurrent_decay", "prefill_attend", "continued_decay"}
 A_PER_HEAD = np.array([-0.1, 0.05])  # gerf's A, one per head
+FEATURE_DIM = 6  # Hedgehog's d'
+# The map's parameter whose gradient is checked (one value per head), for the maps that have one:
+THETA = {
+    "gerf": A_PER_HEAD,
+    "rfa": np.asarray(0.5 + jax.random.uniform(jax.random.key(10), (H, D))),  # σ
+    "hedgehog": np.asarray(jax.random.normal(jax.random.key(11), (H, D, FEATURE_DIM))) * 0.5,  # W
+}
+KEY_LOG_WEIGHT = np.asarray(jax.nn.log_sigmoid(jax.random.normal(jax.random.key(12), (B, H, 11))))  # rfa: log(1 - g)
+HEDGEHOG_BIAS = np.asarray(jax.random.normal(jax.random.key(13), (H, FEATURE_DIM))) * 0.1
 PHI_SQ = 2.0 * D**0.5  # oprf's phi_sq, fixed where it cannot come from the data (causal, recurrent, prefill)
 ANGULAR = np.asarray(jax.random.normal(jax.random.key(9), (1, D)))  # hybrid's R: n = 1 angular feature
 # DERF: sderf (an orthogonal T, one A per coordinate) in every mode; aderf (a dense T, one A) with
@@ -71,9 +80,13 @@ def inputs(mode):
     return q, k, v, keep, np.asarray(log_decay, np.float64)
 
 
-def rfa_params(name, mode, A):
+def rfa_params(name, mode, A, kv_len):
     if name == "gerf":
         return {"A": A[:, None]}  # [H, 1]: broadcast against [batch, heads, length]
+    if name == "rfa":
+        return {"sigma": A[:, None], "key_log_weight": KEY_LOG_WEIGHT[..., :kv_len]}  # [H, 1, d], [B, H, Lk]
+    if name == "hedgehog":
+        return {"weight": A[:, None], "bias": HEDGEHOG_BIAS[:, None]}
     if name == "oprf" and mode not in FITTED_MODES:
         return {"phi_sq": PHI_SQ}
     if name == "hybrid":
@@ -89,9 +102,15 @@ FITTED_MODES = {"bidirectional", "cross", "naive_bidirectional"}  # where oprf a
 def run_rfa(mode, name, q, k, v, W, A, keep, log_decay):
     """The mode's ``(output [B, Lq, H, dv], final state or None)`` computed by rfa."""
     fm = rfa.feature_map(name)
-    options = dict(
-        feature_map=name, projection=W if fm.needs_projection else None, feature_params=rfa_params(name, mode, A)
-    )
+    params = rfa_params(name, mode, A, k.shape[1])
+    options = dict(feature_map=name, projection=W if fm.needs_projection else None, feature_params=params)
+
+    def tokens(start, size):  # the options of `size` keys from `start` on: per-token parameters ([B, H, L]) sliced
+        return {**options, "feature_params": params and {
+            n: jax.lax.dynamic_slice_in_dim(p, start, size, -1)
+            if np.ndim(p) == 3 and np.shape(p)[-1] == k.shape[1] else p
+            for n, p in params.items()}}  # fmt: skip
+
     mask, decay = keep[:, None, None, :], log_decay if mode in DECAY_MODES else None
     if mode.startswith("naive"):
         return naive_kernelized_attention(q, k, v, mask=mask, is_causal=mode in CAUSAL_MODES, log_decay=decay,
@@ -104,12 +123,13 @@ def run_rfa(mode, name, q, k, v, W, A, keep, log_decay):
         )
     if mode == "prefill_attend":  # the state of the memory alone (no query), then read with no new key
         _, state = rfa.kernelized_attention(q[:, :0], k, v, mask=mask, return_state=True, **options)
-        return rfa.kernelized_attention(q, k[:, :0], v[:, :0], initial_state=state, **options), state
+        return rfa.kernelized_attention(q, k[:, :0], v[:, :0], initial_state=state, **tokens(0, 0)), state
 
     def causal(state, start, stop, chunk_size):  # tokens [start, stop) from `state`, in one call
         return rfa.kernelized_attention(
             q[:, start:stop], k[:, start:stop], v[:, start:stop], mask=mask[..., start:stop], is_causal=True,
-            log_decay=decay[:, start:stop], chunk_size=chunk_size, initial_state=state, return_state=True, **options,
+            log_decay=decay[:, start:stop], chunk_size=chunk_size, initial_state=state, return_state=True,
+            **tokens(start, stop - start),
         )  # fmt: skip
 
     if mode == "continued_decay":  # chunked, then one token per call, then chunked: one state throughout
@@ -123,20 +143,24 @@ def run_rfa(mode, name, q, k, v, W, A, keep, log_decay):
     num_outputs = jax.eval_shape(lambda: causal(None, 0, 1, 1))[1].kv.shape[-2]
 
     def one_token(state, token):  # recurrent: a scan over tokens, one call each
-        q_t, k_t, v_t, keep_t, g_t = (x[:, None] for x in token)
+        t, (q_t, k_t, v_t, keep_t, g_t) = token[0], (x[:, None] for x in token[1:])
         out, state = rfa.kernelized_attention(
             q_t, k_t, v_t, mask=keep_t[:, None, None], is_causal=True, log_decay=g_t, initial_state=state,
-            return_state=True, **options,
+            return_state=True, **tokens(t, 1),
         )  # fmt: skip
         return state, out[:, 0]
 
-    tokens = tuple(jnp.swapaxes(x, 0, 1) for x in (q, k, v, keep, decay))
-    state, outs = jax.lax.scan(one_token, init_state((B,), H, num_outputs, D), tokens)
+    sequence = (jnp.arange(L), *(jnp.swapaxes(x, 0, 1) for x in (q, k, v, keep, decay)))
+    state, outs = jax.lax.scan(one_token, init_state((B,), H, num_outputs, D), sequence)
     return jnp.swapaxes(outs, 0, 1), state
 
 
 def run_reference(mode, name, q, k, v, W, A, keep, log_decay, phi_sq=None, derf=None):
     params = {"A": A} if name == "gerf" else {}
+    if name == "rfa":
+        params = {"sigma": A, "key_log_weight": KEY_LOG_WEIGHT[..., : k.shape[1]]}
+    if name == "hedgehog":
+        params = {"weight": A, "bias": HEDGEHOG_BIAS}
     if name in DERF:
         params = derf or (derf_calibration(name) if mode not in FITTED_MODES else {})
     if name == "hybrid":
@@ -145,7 +169,7 @@ def run_reference(mode, name, q, k, v, W, A, keep, log_decay, phi_sq=None, derf=
         params["phi_sq"] = PHI_SQ if mode not in FITTED_MODES else phi_sq
     if name == "oprf" and params["phi_sq"] is None:
         del params["phi_sq"]  # the reference's own statistic of the kept tokens
-    W = W if name != "elu" else None
+    W = W if rfa.feature_map(name).needs_projection else None
     decay = log_decay if mode in DECAY_MODES else None
     return references.kernelized_attention(
         q, k, v, name, W, keep_k=keep, causal=mode in CAUSAL_MODES, log_decay=decay, **params
@@ -168,9 +192,10 @@ def test_outputs_and_gradients_equal_the_reference(mode, name):
     q, k, v, keep, log_decay = inputs(mode)
     W = np.asarray(rfa.sample_projection(jax.random.key(0), M, D))
     G = normal(4, q.shape[:-1] + (D,))
-    args = (q, k, v, W, A_PER_HEAD, keep, log_decay, G)
+    theta = THETA.get(name, A_PER_HEAD)
+    args = (q, k, v, W, theta, keep, log_decay, G)
     (_, (out, state)), grads = compiled_value_and_grad(mode, name)(*args)
-    expected = run_reference(mode, name, q, k, v, W, A_PER_HEAD, keep, log_decay)
+    expected = run_reference(mode, name, q, k, v, W, theta, keep, log_decay)
     np.testing.assert_allclose(out, expected, rtol=2e-4, atol=2e-5)
 
     phi_sq, derf = None, None
@@ -188,10 +213,10 @@ def test_outputs_and_gradients_equal_the_reference(mode, name):
     differentiable = (
         [0, 1, 2]
         + ([3] if rfa.feature_map(name).needs_projection else [])
-        + ([4] if name == "gerf" else [])
+        + ([4] if name in THETA else [])
         + ([5] if mode in DECAY_MODES else [])
     )
-    reference_args = (q, k, v, W, A_PER_HEAD, log_decay)
+    reference_args = (q, k, v, W, theta, log_decay)
     rng = np.random.default_rng(5)
     for i in differentiable:
         direction = rng.standard_normal(np.shape(reference_args[i]))
@@ -219,7 +244,7 @@ def compiled_naive_value_and_grad(naive_mode, name, mode):
     def loss(q, k, v, W, A, keep, log_decay, G):
         fm = rfa.feature_map(name)
         options = dict(feature_map=name, projection=W if fm.needs_projection else None,
-                       feature_params=rfa_params(name, mode, A))  # fmt: skip
+                       feature_params=rfa_params(name, mode, A, k.shape[1]))  # fmt: skip
         out, state = naive_kernelized_attention(
             q, k, v, mask=keep[:, None, None, :], is_causal=naive_mode != "naive_bidirectional",
             log_decay=log_decay if naive_mode == "naive_causal_decay" else None, return_state=True, **options,

@@ -3,6 +3,6 @@ and registers them (``rfa.register_feature_map``). A new estimator is a new modu
 or a user's module registering its own ``FeatureMap``.
 """
 
-from rfa.random_features.estimators import dense_exponential, deterministic, gaussian, hybrid, softmax
+from rfa.random_features.estimators import dense_exponential, deterministic, gaussian, hybrid, learned, softmax
 
-__all__ = ["dense_exponential", "deterministic", "gaussian", "hybrid", "softmax"]
+__all__ = ["dense_exponential", "deterministic", "gaussian", "hybrid", "learned", "softmax"]
