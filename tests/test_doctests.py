@@ -25,7 +25,7 @@ NAMESPACE = {"rfa": rfa, "jax": jax, "jnp": jnp, "np": np, "nnx": nnx, "flax": f
 # Examples that train, decode, build models or attend under several masks (over 4 s each): in the slow tier.
 SLOW = {
     "rfa.train.loop", "rfa.models.transformer", "rfa.models.decoding", "rfa.models.attention", "rfa.data.pipeline",
-    "rfa.attention.kernelized", "rfa.attention.flax_adapter", "rfa.attention.recurrent",
+    "rfa.attention.kernelized", "rfa.attention.flax_adapter", "rfa.attention.naive",
 }  # fmt: skip
 
 

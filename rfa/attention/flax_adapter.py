@@ -58,10 +58,10 @@ def redraw_variables(projection, random_params, fm: FeatureMap, key, num_feature
         random_params[name][...] = value
 
 
-def random_feature_params(fixed: dict | None, random_params) -> dict | None:
-    """The fixed feature parameters with the current random ones; None if there are none."""
-    params = {**(fixed or {}), **{name: variable[...] for name, variable in random_params.items()}}
-    return params or None
+def learned_variables(fm: FeatureMap, num_heads: int, num_features: int, head_dim: int) -> nnx.Dict:
+    """The map's ``learned`` parameters (``fm.init_learned``) as ``nnx.Param`` s, ``[num_heads, 1, *event]``."""
+    values = fm.init_learned(num_heads, num_features, head_dim) if fm.learned else {}
+    return nnx.Dict({name: nnx.Param(value) for name, value in values.items()})
 
 
 class FittedParams(nnx.Variable):
@@ -70,10 +70,11 @@ class FittedParams(nnx.Variable):
 
 
 class Calibratable(nnx.Module):
-    """An attention that can hold feature-map parameters fitted on calibration data.
+    """A kernelized attention with its map's variables: random, learned, and fitted on calibration data.
 
-    Subclasses set ``self.feature_map`` and call :meth:`init_calibration`; ``fitted_params`` then joins
-    the parameters of every later call, and :func:`calibrating` fits them from the calls inside it.
+    Subclasses set ``self.feature_map``, ``self.random_params`` (:func:`random_variables`),
+    ``self.learned_params`` (:func:`learned_variables`) and call :meth:`init_calibration`;
+    :meth:`map_params` gives a call's parameters, and :func:`calibrating` fits from the calls inside it.
     """
 
     def init_calibration(self) -> None:
@@ -86,9 +87,11 @@ class Calibratable(nnx.Module):
         fitted = fit_feature_params(self.feature_map, query, key, mask=mask)
         self.fitted_params = nnx.Dict({name: FittedParams(value) for name, value in fitted.items()})
 
-    def with_fitted(self, params: dict | None) -> dict | None:
-        """``params`` with the calibrated parameters (which take precedence); None if there are none."""
-        return {**(params or {}), **{name: variable[...] for name, variable in self.fitted_params.items()}} or None
+    def map_params(self, fixed: dict | None) -> dict | None:
+        """A call's map parameters: the ``fixed`` ones, the current random draw, the learned ones and the
+        calibrated fit (which takes precedence); None if there are none."""
+        variables = {**self.random_params, **self.learned_params, **self.fitted_params}
+        return {**(fixed or {}), **{name: variable[...] for name, variable in variables.items()}} or None
 
 
 class KernelizedAttention(Calibratable):
@@ -116,6 +119,7 @@ class KernelizedAttention(Calibratable):
         renormalize: bool,
         chunk_size: int,
         feature_params: dict | None,
+        num_heads: int | None = None,
     ):
         self.feature_map = lookup_feature_map(feature_map)
         self.num_features = check_positive_int(num_features, "num_features")
@@ -132,6 +136,8 @@ class KernelizedAttention(Calibratable):
             self.feature_map, check_key(key) if random else None, self.num_features, self.head_dim,
             kind=self.projection_kind, scaling=self.scaling,
         )  # fmt: skip
+        heads = 1 if num_heads is None else check_positive_int(num_heads, "num_heads")
+        self.learned_params = learned_variables(self.feature_map, heads, self.num_features, self.head_dim)
         self.init_calibration()
 
     def redraw(self, key: Array) -> None:
@@ -176,7 +182,7 @@ class KernelizedAttention(Calibratable):
             raise ValueError(f"query head dim must be head_dim={self.head_dim}, got query.shape={tuple(query.shape)}.")
         if self.calibrating:
             self.calibrate(query, key, mask)
-        feature_params = self.with_fitted(random_feature_params(self.feature_params, self.random_params))
+        feature_params = self.map_params(self.feature_params)
         fitted = self.feature_map.to_fit(feature_params)
         if fitted and query.shape[-3] != key.shape[-3]:
             raise ValueError(
@@ -248,6 +254,7 @@ def make_attention_fn(
     renormalize: bool = True,
     chunk_size: int = 64,
     feature_params: dict | None = None,
+    num_heads: int | None = None,
 ) -> KernelizedAttention:
     """A kernelized ``attention_fn`` for ``nnx.MultiHeadAttention`` (or linen's attention).
 
@@ -258,6 +265,8 @@ def make_attention_fn(
       key: PRNG key of the first projection draw (not needed for deterministic maps).
       projection_kind, scaling: as in ``rfa.sample_projection``.
       renormalize, chunk_size, feature_params: as in ``rfa.kernelized_attention``.
+      num_heads: for maps with learned parameters (hedgehog, rfa): one set per head; None shares one
+        set among all heads. They are ``nnx.Param`` s of the module, trained with the model.
 
     Returns:
       A :class:`KernelizedAttention` module. ``nnx.MultiHeadAttention(..., attention_fn=fn)``
@@ -285,4 +294,5 @@ def make_attention_fn(
         renormalize=renormalize,
         chunk_size=chunk_size,
         feature_params=feature_params,
+        num_heads=num_heads,
     )

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from rfa.random_features.feature_maps import feature_map as lookup_feature_map
-from rfa.random_features.feature_maps import registered_feature_maps
+from rfa.models.cores import attention_kinds, core_class
 from rfa.random_features.projections import PROJECTION_KINDS, ROW_SCALINGS
 
 POSITIONAL_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary")
@@ -25,8 +24,11 @@ class AttentionConfig:
     """The attention of one site.
 
     Attributes:
-      kind: ``"softmax"`` (exact) or a registered feature-map name (``"positive"``, ``"oprf"``, ...).
-      num_features: m, random vectors of the projection (kernelized kinds with a projection).
+      kind: ``"softmax"`` (exact), ``"linformer"`` (keys and values projected along the length) or a
+        registered feature-map name (``"positive"``, ``"oprf"``, ``"taylor"``, ``"rfa"``, ``"hedgehog"``, ...);
+        see :mod:`rfa.models.cores`.
+      num_features: m, random vectors of the projection (kernelized kinds with a projection); Hedgehog's
+        feature dimension d'; Linformer's projected length k.
       projection: ``"orthogonal"`` or ``"iid"`` rows.
       scaling: row norms, ``"chi"`` or ``"sqrt_d"``.
       chunk_size: chunk length of the causal kernelized form.
@@ -34,6 +36,8 @@ class AttentionConfig:
         ``(("phi_sq", 2.0),)`` for oprf, which needs it fixed at causal and decoding sites.
       redraw_every: the redraw policy: a new projection every this many training steps
         (:func:`rfa.models.redraw_projections` with ``step=``); 0 keeps the first draw.
+      gated: (kernelized, causal sites) decay the state by a learned gate per token and head,
+        ``g_t = sigmoid(wᵀx_t + b)``; with ``kind="rfa"`` this is gated RFA (Peng et al., ICLR 2021).
     """
 
     kind: str = "softmax"
@@ -43,13 +47,16 @@ class AttentionConfig:
     chunk_size: int = 64
     feature_params: tuple[tuple[str, float], ...] = ()
     redraw_every: int = 0
+    gated: bool = False
 
     def __post_init__(self):
-        if self.kind != "softmax" and self.kind not in registered_feature_maps():
+        if self.kind not in attention_kinds():
             raise ValueError(
-                f"attention kind must be 'softmax' or a registered feature map {list(registered_feature_maps())}, "
-                f"got {self.kind!r}."
+                f"attention kind must be one of {list(attention_kinds())} ('softmax', 'linformer' or a registered "
+                f"feature map), got {self.kind!r}."
             )
+        if not isinstance(self.gated, bool):
+            raise TypeError(f"AttentionConfig.gated must be a bool, got {self.gated!r}.")
         if self.projection not in PROJECTION_KINDS or self.scaling not in ROW_SCALINGS:
             raise ValueError(
                 f"projection must be one of {list(PROJECTION_KINDS)} and scaling one of {list(ROW_SCALINGS)}, "
@@ -60,10 +67,6 @@ class AttentionConfig:
                 raise ValueError(f"AttentionConfig.{name} must be an int >= 1, got {value!r}.")
         if isinstance(self.redraw_every, bool) or not isinstance(self.redraw_every, int) or self.redraw_every < 0:
             raise ValueError(f"AttentionConfig.redraw_every must be an int >= 0 (0: never), got {self.redraw_every!r}.")
-
-    @property
-    def kernelized(self) -> bool:
-        return self.kind != "softmax"
 
     @property
     def params(self) -> dict:
@@ -181,27 +184,14 @@ class TransformerConfig:
             )
         if self.positional == "rotary" and self.head_dim % 2:
             raise ValueError(f"rotary positions need an even head dimension, got {self.head_dim}.")
-        for site, causal in (("encoder_attention", False), ("decoder_attention", True), ("cross_attention", True)):
+        # (site, causal, decoded with a state: its map's parameters cannot come from the whole sequence)
+        for site, causal, stateful in (
+            ("encoder_attention", False, False), ("decoder_attention", True, True), ("cross_attention", False, True)
+        ):  # fmt: skip
             attention = getattr(self, site)
             if not isinstance(attention, AttentionConfig):
                 raise TypeError(f"{site} must be an AttentionConfig, got {type(attention).__name__}.")
-            if attention.kernelized and self.positional == "relative":
-                raise ValueError(
-                    f"{site} is kernelized ({attention.kind!r}) but positional='relative' adds a bias to the "
-                    "attention logits, which a kernelized attention never forms; use 'rotary' (applied to q "
-                    "and k before the feature map), 'sinusoidal' or 'learned'."
-                )
-            fm = lookup_feature_map(attention.kind) if attention.kernelized else None
-            if fm is not None and fm.kernel == "gaussian":
-                raise ValueError(f"{site}: {attention.kind!r} estimates the Gaussian kernel, not softmax attention.")
-            missing = set(fm.required) - set(attention.params) - set(fm.sampled) if fm else set()  # sampled: drawn
-            if causal and missing:  # decoder sites are computed token by token when decoding
-                raise ValueError(
-                    f"{site} with {attention.kind!r} needs feature_params {sorted(missing)} fixed in the config: "
-                    "the decoder attends token by token, so they cannot come from the whole sequence."
-                )
-            if not causal and missing - set(fm.fitted if fm else ()):
-                raise ValueError(f"{site} with {attention.kind!r} needs feature_params {sorted(missing)}.")
+            core_class(attention.kind).check_site(site, attention, self, causal=causal, stateful=stateful)
 
     @property
     def head_dim(self) -> int:

@@ -16,8 +16,8 @@ import numpy as np
 from flax import nnx
 
 from rfa._validation import is_concrete
-from rfa.models.attention import MultiHeadAttention
 from rfa.models.config import TransformerConfig
+from rfa.models.cores import KernelizedCore
 from rfa.models.layers import DecoderLayer, EncoderLayer
 from rfa.models.positional import sinusoidal_table
 
@@ -145,7 +145,7 @@ def redraw_projections(model: nnx.Module, key: Array, *, step: int | None = None
       >>> redraw_projections(model, jax.random.key(8), step=150), redraw_projections(model, jax.random.key(9), step=200)
       (0, 2)
     """
-    attentions = [m for _, m in nnx.iter_modules(model) if isinstance(m, MultiHeadAttention)]
+    attentions = [m for _, m in nnx.iter_modules(model) if isinstance(m, KernelizedCore)]
     redrawn = 0
     for i, attention in enumerate(attentions):
         every = attention.attention.redraw_every

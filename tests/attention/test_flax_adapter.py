@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+import references
 from flax import nnx
 from helpers import normal
 
@@ -275,3 +276,24 @@ def test_a_bias_is_refused():
     q = normal(1, (B, L, HEADS, HEAD_DIM))
     with pytest.raises(ValueError, match="bias must be None"):
         fn(q, q, q, bias=jnp.zeros((B, HEADS, L, L)))
+
+
+@pytest.mark.parametrize("num_heads", [HEADS, None], ids=["per-head", "shared"])
+def test_hedgehog_learns_its_map_inside_nnx_multi_head_attention(num_heads):
+    """The learned map is nnx.Params of the attention_fn: equal to the float64 reference with those
+    parameters, and trained by an nnx.Optimizer with the rest of the model."""
+    fn = rfa.make_attention_fn("hedgehog", 6, head_dim=HEAD_DIM, num_heads=num_heads)
+    mha = nnx.MultiHeadAttention(HEADS, FEATURES, attention_fn=fn, decode=False, rngs=nnx.Rngs(0))
+    weight = fn.learned_params["weight"]
+    assert isinstance(weight, nnx.Param) and weight[...].shape == (num_heads or 1, 1, HEAD_DIM, 6)
+    weight[...] = normal(5, weight[...].shape)  # away from the identity start
+    q, k, v = (np.asarray(layer(X)) for layer in (mha.query, mha.key, mha.value))
+    expected = references.kernelized_attention(q, k, v, "hedgehog", causal=True, weight=weight[...][:, 0],
+                                               bias=fn.learned_params["bias"][...][:, 0])  # fmt: skip
+    np.testing.assert_allclose(mha.out(jnp.asarray(expected, jnp.float32)), mha(X, is_causal=True), rtol=1e-4,
+                               atol=1e-5)  # fmt: skip
+    optimizer = nnx.Optimizer(mha, optax.sgd(0.1), wrt=nnx.Param)
+    before = np.asarray(weight[...])
+    grads = nnx.grad(lambda m: jnp.sum(m(X, is_causal=True) ** 2))(mha)
+    optimizer.update(mha, grads)
+    assert not np.allclose(weight[...], before)

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from model_helpers import VOCAB, encode, forward, step_by_step, tokens
 
 import rfa
 from rfa.models import (
@@ -22,7 +23,6 @@ from rfa.models import (
 )
 from rfa.models.transformer import EncoderStack
 
-VOCAB = 23
 KINDS = {
     "softmax": AttentionConfig(),
     "positive": AttentionConfig("positive", 32),
@@ -41,44 +41,10 @@ def config(kind="softmax", positional="sinusoidal", **overrides):
                   decoder_attention=attention, cross_attention=attention, **overrides)  # fmt: skip
 
 
-@nnx.jit
-def forward(model, *inputs):
-    """The model's forward pass, compiled as one program (eager op-by-op dispatch is far slower)."""
-    return model(*inputs)
-
-
-def tokens(key, shape, low=1):
-    return jax.random.randint(jax.random.key(key), shape, low, VOCAB)
-
-
-@nnx.jit
-def decode_step(model, token, cache, position, memories):
-    """One decoding step, compiled once per model structure and shared by the tests."""
-    if memories is None:
-        return model.decode_step(token, cache, position)
-    return model.decode_step(token, cache, position, memories)
-
-
-@nnx.jit
-def encode(model, source):
-    """The encoder output, its mask and the cross-attention memories decoding prepares from them."""
-    memory, mask = model.encode(source)
-    return memory, mask, model.prepare_memory(memory, mask)
-
-
 @functools.partial(nnx.jit, static_argnames="max_length")
 def prefill(model, prompt, max_length):
     """The decoder's prompt pass, compiled once per model structure and shared by the tests."""
     return model.prefill(prompt, max_length)
-
-
-def step_by_step(model, target, memories=None):
-    cache = model.init_cache(target.shape[0], target.shape[1])
-    logits = []
-    for t in range(target.shape[1]):
-        out, cache = decode_step(model, target[:, t], cache, jnp.asarray(t), memories)
-        logits.append(out)
-    return jnp.stack(logits, 1)
 
 
 @functools.partial(nnx.jit, static_argnames="new_tokens")
@@ -129,7 +95,7 @@ def test_calibrated_derf_decoder_stores_its_fit_and_decodes_as_it_teacher_forces
     fitted = nnx.state(model, rfa.attention.FittedParams)
     heads, head_dim = model.config.num_heads, model.config.head_dim
     for layer in model.stack.layers:
-        params = layer.self_attention.fitted_params
+        params = layer.self_attention.core.fitted_params
         assert params["A"].shape == (heads, 1, head_dim)
         assert params["query_transform"].shape == (heads, 1, head_dim, head_dim)
     assert len(jax.tree.leaves(fitted)) == 3 * len(model.stack.layers)
@@ -482,7 +448,9 @@ def test_inconsistent_configs_are_rejected(overrides, error, message):
 
 
 def test_unknown_attention_kinds_and_presets_are_rejected():
-    with pytest.raises(ValueError, match="attention kind must be 'softmax' or a registered feature map"):
+    with pytest.raises(
+        ValueError, match=r"attention kind must be one of \['softmax', 'linformer', .*'positive'.*got 'cosine'"
+    ):
         AttentionConfig("cosine")
     with pytest.raises(ValueError, match="unknown preset 'huge'"):
         preset("huge", vocab_size=VOCAB)

@@ -1,0 +1,323 @@
+"""The attention between a site's projections: one module per kind, behind one interface and one table.
+
+:class:`~rfa.models.MultiHeadAttention` projects ``x`` to ``q, k, v [batch, length, heads, head_dim]``
+and hands them to its core, chosen by ``AttentionConfig.kind`` through :func:`core_class`:
+
+==================  ======================================================================================
+kind                core
+==================  ======================================================================================
+``"softmax"``       :class:`SoftmaxCore`: exact attention, a KV cache for decoding, optional relative bias
+a feature map       :class:`KernelizedCore`: ``rfa.kernelized_attention`` with the map (random, learned or
+                    deterministic: positive, oprf, the DERFs, taylor, rfa, hedgehog, ...), optionally
+                    gated, with the recurrent state as its cache
+``"linformer"``     :class:`LinformerCore`: keys and values projected along the length (Wang et al. 2020)
+==================  ======================================================================================
+
+Every core takes the same calls (the queries' input ``x [batch, q_len, d_model]`` comes along for the
+cores that compute gates from it):
+
+- ``core(q, k, v, x, key_mask=, q_positions=, k_positions=) -> out [batch, q_len, heads, head_dim]``;
+- ``init_cache(batch, max_length)``, ``prefill(q, k, v, x, key_mask=, positions=, max_length=) -> (out,
+  cache)`` and ``decode(q, k, v, x, cache, position=, keep=) -> (out [batch, heads, head_dim], cache)``
+  for causal self-attention, one token per call;
+- ``prepare_memory(k, v, key_mask)`` and ``attend_memory(q, prepared) -> [batch, heads, head_dim]`` for
+  cross-attention while decoding.
+
+Each core class also checks its site's configuration (``check_site``), so the rules of a kind live
+with the kind.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from rfa.attention.flax_adapter import Calibratable, learned_variables, random_variables, redraw_variables
+from rfa.attention.kernelized import kernelized_attention
+from rfa.attention.state import init_state
+from rfa.models.positional import RelativeBias
+from rfa.random_features.feature_maps import feature_map as lookup_feature_map
+from rfa.random_features.feature_maps import registered_feature_maps
+
+Array = jax.Array
+
+GATE_BIAS = 3.0  # sigmoid(3) = 0.95: a new gate keeps 95% of the state per token (a memory of ~20 tokens)
+
+
+def _softmax_attention(q, k, v, *, bias=None, mask=None) -> Array:
+    """``jax.nn.dot_product_attention``; a query that sees no key gets 0, not a uniform average over all keys."""
+    if q.dtype == jnp.float16 and jax.default_backend() == "cpu":
+        # jax.nn.dot_product_attention asks float16 dots for float32 results, a precision
+        # XLA:CPU rejects under jit; float32 copies give the same products.
+        q, k, v = (x.astype(jnp.float32) for x in (q, k, v))
+    out = jax.nn.dot_product_attention(q, k, v, bias=bias, mask=mask)
+    if mask is None:
+        return out
+    sees_a_key = jnp.any(jnp.broadcast_to(mask, mask.shape[:2] + (q.shape[1], k.shape[1])), axis=-1)
+    return jnp.where(jnp.moveaxis(sees_a_key, 1, 2)[..., None], out, 0.0)
+
+
+def _attend_one(q: Array, k: Array, v: Array, mask: Array, bias: Array | None) -> Array:
+    """Softmax attention of one query per batch row: ``q [b, h, d]``, ``k, v [b, L, h, d]``, ``mask [b, L]``.
+
+    As ``jax.nn.dot_product_attention`` (the teacher-forced path): logits and softmax in float32
+    from the cache's dtype, probabilities cast to the values' dtype.
+    """
+    logits = jnp.einsum("bhd,blhd->bhl", q.astype(k.dtype), k, preferred_element_type=jnp.float32)
+    logits = logits / jnp.sqrt(q.shape[-1]).astype(jnp.float32)
+    if bias is not None:
+        logits = logits + bias
+    logits = jnp.where(mask[:, None, :], logits, jnp.finfo(jnp.float32).min)
+    probs = jax.nn.softmax(logits, axis=-1).astype(v.dtype)
+    out = jnp.einsum("bhl,blhd->bhd", probs, v, preferred_element_type=jnp.float32)
+    return jnp.where(jnp.any(mask, axis=-1)[:, None, None], out, 0.0)  # no visible key: 0
+
+
+def _write(cache: dict, start: Array | int, k: Array, v: Array, keep: Array) -> dict:
+    """The exact cache with ``k, v [batch, n, heads, d]`` and ``keep [batch, n]`` written from slot ``start`` on.
+
+    Keys and values take the cache's dtype (the model's).
+    """
+    return {
+        "k": jax.lax.dynamic_update_slice_in_dim(cache["k"], k.astype(cache["k"].dtype), start, axis=1),
+        "v": jax.lax.dynamic_update_slice_in_dim(cache["v"], v.astype(cache["v"].dtype), start, axis=1),
+        "mask": jax.lax.dynamic_update_slice_in_dim(cache["mask"], keep, start, axis=1),
+    }
+
+
+class SoftmaxCore(nnx.Module):
+    """Exact softmax attention; decoding keeps the keys and values so far (in the model's dtype)."""
+
+    def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+        self.causal, self.dtype = causal, jnp.dtype(config.dtype)
+        self.num_heads, self.head_dim = config.num_heads, config.head_dim
+        relative = config.positional == "relative" and not cross
+        self.relative = (
+            RelativeBias(config.num_heads, num_buckets=config.relative_buckets,
+                         max_distance=config.relative_max_distance, bidirectional=not causal, rngs=rngs)
+            if relative
+            else None
+        )  # fmt: skip
+
+    @staticmethod
+    def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
+        """Every configuration is valid for exact attention (``check_site`` of every core: raises a
+        ValueError for a configuration the kind cannot run at ``site``)."""
+
+    def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions) -> Array:
+        mask = key_mask[:, None, None, :]
+        if self.causal:
+            mask = mask & (k_positions[:, None, None, :] <= q_positions[:, None, :, None])
+        bias = None if self.relative is None else self.relative(q_positions, k_positions)
+        return _softmax_attention(q, k, v, bias=bias, mask=mask)
+
+    def init_cache(self, batch: int, max_length: int) -> dict:
+        shape = (batch, max_length, self.num_heads, self.head_dim)
+        return {"k": jnp.zeros(shape, self.dtype), "v": jnp.zeros(shape, self.dtype),
+                "mask": jnp.zeros((batch, max_length), jnp.bool_)}  # fmt: skip
+
+    def prefill(self, q, k, v, x, *, key_mask, positions, max_length):
+        out = self(q, k, v, x, key_mask=key_mask, q_positions=positions, k_positions=positions)
+        return out, _write(self.init_cache(q.shape[0], max_length), 0, k, v, key_mask)
+
+    def decode(self, q, k, v, x, cache, *, position, keep):
+        cache = _write(cache, position, k, v, keep[:, None])
+        key_positions = jnp.broadcast_to(jnp.arange(cache["k"].shape[1]), cache["mask"].shape)
+        mask = cache["mask"] & (key_positions <= position)
+        positions = jnp.broadcast_to(position, q.shape[:1])[:, None]
+        bias = None if self.relative is None else self.relative(positions, key_positions)[:, :, 0]
+        return _attend_one(q[:, 0], cache["k"], cache["v"], mask, bias).astype(q.dtype), cache
+
+    def prepare_memory(self, k, v, key_mask):
+        return {"k": k.astype(self.dtype), "v": v.astype(self.dtype), "mask": key_mask}
+
+    def attend_memory(self, q, prepared):
+        return _attend_one(q[:, 0], prepared["k"], prepared["v"], prepared["mask"], None).astype(q.dtype)
+
+
+class KernelizedCore(Calibratable):
+    """``rfa.kernelized_attention`` with the site's feature map; decoding keeps the recurrent state.
+
+    The map's random parameters (W and any ``sampled`` ones) are :class:`~rfa.attention.RandomProjection`
+    variables, its ``learned`` ones (RFA's σ, Hedgehog's W and b) ``nnx.Param`` s, one per head. With
+    ``AttentionConfig.gated`` a causal site decays its state by a learned gate per token and head,
+    ``g_t = sigmoid(w_hᵀx_t + b_h)`` (``log_decay = log g_t``); a map that takes the gate's input weight
+    (rfa's ``key_log_weight``) also gets ``log(1 - g_t)``, which makes the site gated RFA,
+    ``S_t = g_t S_{t-1} + (1 - g_t) φ(k_t)v_tᵀ`` (Peng et al., "Random Feature Attention", ICLR 2021, Eq. 7).
+    A map whose parameters are fitted from data can keep a fit from calibration batches
+    (``rfa.attention.calibrating``).
+    """
+
+    def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+        fm = lookup_feature_map(attention.kind)
+        self.feature_map, self.attention, self.causal = fm, attention, causal
+        self.num_heads, self.head_dim = config.num_heads, config.head_dim
+        random = fm.needs_projection or bool(fm.sampled)
+        key = (rngs.projection() if "projection" in rngs else rngs.params()) if random else None
+        self.projection, self.random_params = random_variables(
+            fm, key, attention.num_features, config.head_dim, kind=attention.projection, scaling=attention.scaling
+        )
+        self.learned_params = learned_variables(fm, config.num_heads, attention.num_features, config.head_dim)
+        self.gate = (
+            nnx.Linear(config.d_model, config.num_heads, bias_init=nnx.initializers.constant(GATE_BIAS),
+                       dtype=jnp.dtype(config.dtype), rngs=rngs)
+            if attention.gated
+            else None
+        )  # fmt: skip
+        self.init_calibration()  # parameters fitted on calibration batches (rfa.attention.calibrating)
+
+    @staticmethod
+    def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
+        fm = lookup_feature_map(attention.kind)
+        if config.positional == "relative":
+            raise ValueError(
+                f"{site} is kernelized ({attention.kind!r}) but positional='relative' adds a bias to the "
+                "attention logits, which a kernelized attention never forms; use 'rotary' (applied to q "
+                "and k before the feature map), 'sinusoidal' or 'learned'."
+            )
+        if fm.kernel == "gaussian":
+            raise ValueError(f"{site}: {attention.kind!r} estimates the Gaussian kernel, not softmax attention.")
+        missing = set(fm.required) - set(attention.params) - set(fm.sampled) - set(fm.learned)
+        if stateful and missing:  # decoded token by token (self) or from a state of the source (cross)
+            raise ValueError(
+                f"{site} with {attention.kind!r} needs feature_params {sorted(missing)} fixed in the config: "
+                "the decoder attends token by token, so they cannot come from the whole sequence."
+            )
+        if missing - set(fm.fitted):
+            raise ValueError(f"{site} with {attention.kind!r} needs feature_params {sorted(missing)}.")
+        if attention.gated and not causal:
+            raise ValueError(
+                f"{site}: gated=True decays a causal state token by token; {site} attends bidirectionally. "
+                "Gate the decoder's self-attention only."
+            )
+
+    def redraw(self, key: Array) -> None:
+        """Replaces the random projection and the map's other random parameters by a fresh draw from ``key``."""
+        a = self.attention
+        redraw_variables(self.projection, self.random_params, self.feature_map, key, a.num_features,
+                         self.head_dim, kind=a.projection, scaling=a.scaling)  # fmt: skip
+
+    def _options(self, x: Array | None = None) -> dict:
+        """The attention's keyword arguments; with the queries' input ``x [batch, L, d_model]``, the gate's."""
+        params = self.map_params(self.attention.params) or {}
+        options = dict(
+            feature_map=self.feature_map, projection=None if self.projection is None else self.projection[...],
+            feature_params=params,
+        )  # fmt: skip
+        if self.gate is not None and x is not None:
+            logits = self.gate(x).astype(jnp.float32)  # [batch, L, heads]
+            options["log_decay"] = jax.nn.log_sigmoid(logits)
+            if "key_log_weight" in self.feature_map.params:  # log(1 - g) per [batch, heads, L]
+                options["feature_params"] = {
+                    **params,
+                    "key_log_weight": jnp.swapaxes(jax.nn.log_sigmoid(-logits), 1, 2),
+                }
+        return options
+
+    def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions, return_state: bool = False):
+        if self.calibrating:
+            self.calibrate(q, k, mask=key_mask[:, None, None, :])
+        return kernelized_attention(
+            q, k, v, mask=key_mask[:, None, None, :], is_causal=self.causal, chunk_size=self.attention.chunk_size,
+            return_state=return_state, **self._options(x if self.causal else None),
+        )  # fmt: skip
+
+    def init_cache(self, batch: int, max_length: int):
+        features = self.feature_map.num_outputs(self.attention.num_features, self.head_dim)
+        return init_state((batch,), self.num_heads, features, self.head_dim)
+
+    def prefill(self, q, k, v, x, *, key_mask, positions, max_length):
+        """The prompt's outputs and the state after it, from one causal pass."""
+        return self(q, k, v, x, key_mask=key_mask, q_positions=positions, k_positions=positions, return_state=True)
+
+    def decode(self, q, k, v, x, cache, *, position, keep):
+        """The causal form on one token from the state: O(F·d) at any position."""
+        out, cache = kernelized_attention(
+            q, k, v, mask=keep[:, None, None, None], is_causal=True, initial_state=cache, return_state=True,
+            **self._options(x),
+        )  # fmt: skip
+        return out[:, 0], cache
+
+    def prepare_memory(self, k, v, key_mask):
+        """The state of the encoder's keys alone (a query of length 0), computed once per source."""
+        _, state = kernelized_attention(
+            k[:, :0], k, v, mask=key_mask[:, None, None, :], return_state=True, **self._options()
+        )
+        return state
+
+    def attend_memory(self, q, prepared):
+        """The state read with no new key."""
+        no_key = jnp.zeros(q.shape[:1] + (0,) + q.shape[2:], q.dtype)
+        return kernelized_attention(q, no_key, no_key, initial_state=prepared, **self._options())[:, 0]
+
+
+class LinformerCore(nnx.Module):
+    """Softmax attention over keys and values projected along the length: ``softmax(Q(EK)ᵀ/√d) FV``.
+
+    ``E, F [k, max_length]`` are learned and shared by the heads (Wang et al., "Linformer: Self-Attention
+    with Linear Complexity", 2020, Sec. 4); ``k = AttentionConfig.num_features``. Padded keys and
+    values are zeroed before the projection, so they enter no projected key; a sequence shorter than
+    ``max_length`` uses the first columns (the zero padding of the rest). Bidirectional only: each
+    projected key mixes every position, future ones included.
+    """
+
+    def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+        del causal, cross  # never causal (check_site)
+        init = nnx.initializers.normal(1 / math.sqrt(config.max_length))
+        shape = (attention.num_features, config.max_length)
+        self.key_projection = nnx.Param(init(rngs.params(), shape))
+        self.value_projection = nnx.Param(init(rngs.params(), shape))
+        self.max_length = config.max_length
+
+    @staticmethod
+    def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
+        if causal:
+            raise ValueError(
+                f"{site}: linformer projects keys and values along the whole length, so every projected key "
+                "mixes in future positions: it cannot be causal or decode token by token. Use it at encoder or "
+                "cross-attention sites, and softmax or a kernelized kind at the decoder's self-attention."
+            )
+        if config.positional == "relative":
+            raise ValueError(f"{site}: linformer's keys are mixtures of positions, so a relative bias has no meaning.")
+
+    def _project(self, k, v, key_mask):
+        length = k.shape[1]
+        if length > self.max_length:
+            raise ValueError(
+                f"linformer was built for sequences of at most max_length = {self.max_length} tokens (its E and F "
+                f"are [k, max_length]), got {length}; build the model with a larger TransformerConfig.max_length."
+            )
+        keep = key_mask[:, :, None, None]
+        k, v = jnp.where(keep, k, 0), jnp.where(keep, v, 0)
+        E, F = (p[...][:, :length].astype(k.dtype) for p in (self.key_projection, self.value_projection))
+        return jnp.einsum("nl,blhd->bnhd", E, k), jnp.einsum("nl,blhd->bnhd", F, v)
+
+    def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions) -> Array:
+        return _softmax_attention(q, *self._project(k, v, key_mask))
+
+    def prepare_memory(self, k, v, key_mask):
+        projected_k, projected_v = self._project(k, v, key_mask)
+        return {"k": projected_k, "v": projected_v, "mask": jnp.ones(projected_k.shape[:2], jnp.bool_)}
+
+    def attend_memory(self, q, prepared):
+        return _attend_one(q[:, 0], prepared["k"], prepared["v"], prepared["mask"], None).astype(q.dtype)
+
+
+CORES = {"softmax": SoftmaxCore, "linformer": LinformerCore}  # every registered feature map: KernelizedCore
+
+
+def attention_kinds() -> tuple[str, ...]:
+    """Every valid ``AttentionConfig.kind``: the cores of :data:`CORES` and the registered feature maps."""
+    return tuple(CORES) + registered_feature_maps()
+
+
+def core_class(kind: str) -> type:
+    """The core of an ``AttentionConfig.kind``."""
+    if kind in CORES:
+        return CORES[kind]
+    if kind in registered_feature_maps():
+        return KernelizedCore
+    raise ValueError(f"attention kind must be one of {list(attention_kinds())}, got {kind!r}.")

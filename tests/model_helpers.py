@@ -1,0 +1,41 @@
+"""Compiled model calls shared by the model tests: one program per model structure, reused across tests."""
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+VOCAB = 23
+
+
+@nnx.jit
+def forward(model, *inputs):
+    """The model's forward pass, compiled as one program (eager op-by-op dispatch is far slower)."""
+    return model(*inputs)
+
+
+def tokens(key, shape, low=1):
+    return jax.random.randint(jax.random.key(key), shape, low, VOCAB)
+
+
+@nnx.jit
+def decode_step(model, token, cache, position, memories):
+    """One decoding step, compiled once per model structure and shared by the tests."""
+    if memories is None:
+        return model.decode_step(token, cache, position)
+    return model.decode_step(token, cache, position, memories)
+
+
+@nnx.jit
+def encode(model, source):
+    """The encoder output, its mask and the cross-attention memories decoding prepares from them."""
+    memory, mask = model.encode(source)
+    return memory, mask, model.prepare_memory(memory, mask)
+
+
+def step_by_step(model, target, memories=None):
+    cache = model.init_cache(target.shape[0], target.shape[1])
+    logits = []
+    for t in range(target.shape[1]):
+        out, cache = decode_step(model, target[:, t], cache, jnp.asarray(t), memories)
+        logits.append(out)
+    return jnp.stack(logits, 1)
