@@ -9,11 +9,13 @@ Cases, all float32 with layout ``[batch, length, heads, head_dim]`` = ``[1, L, 8
   bidir   ``rfa.kernelized_attention(q, k, v, feature_map="positive", projection=W)``, with
           ``W = rfa.sample_projection(jax.random.key(0), 256, 64)`` (m = 256 features);
   causal  the same with ``is_causal=True`` (chunked causal form, ``--chunk_size`` tokens per chunk).
+  gated   causal with a per-token, per-head decay ``log_decay = log_sigmoid(a)`` (``a`` standard normal,
+          an argument), differentiated with respect to it too: the decaying kernel of gated models.
 
 Time. Each case is the jitted ``jax.value_and_grad`` of ``loss = sum(out * g)`` with respect to q, k
 and v, for a fixed random ``g`` shaped like the output. q, k, v, g (and W) are arguments of the
 compiled function, never compiled-in constants. Each function is compiled ahead of time and run
-once to warm up. Then bidir and causal are run in turns (bidir, causal, bidir, ...), ``n`` times
+once to warm up. Then bidir, causal and gated are run in turns (bidir, causal, gated, bidir, ...), ``n`` times
 each, so that a drift in a shared machine's speed falls on both and not on their ratio; exact is
 timed on its own. Each call is timed to ``jax.block_until_ready``; the median and the minimum are
 reported. ``n`` is ``--repeats``, reduced for slow cases so that a case spends about
@@ -77,8 +79,8 @@ from experiments import run_main
 from experiments.tables import markdown_table, write_json
 
 BATCH, HEADS, HEAD_DIM, NUM_FEATURES = 1, 8, 64, 256
-CASES = ("exact", "bidir", "causal")
-TIMED_IN_TURNS = (("exact",), ("bidir", "causal"))  # exact alone: at large L one of its runs takes seconds
+CASES = ("exact", "bidir", "causal", "gated")
+TIMED_IN_TURNS = (("exact",), ("bidir", "causal", "gated"))  # exact alone: at large L one of its runs takes seconds
 MIB = 2**20
 
 _LENGTHS = flags.DEFINE_list("lengths", ["1024", "2048", "4096", "8192"], "Sequence lengths L.")
@@ -117,27 +119,33 @@ def exact_attention(q, k, v):
 
 
 def kernelized(is_causal: bool, chunk_size: int) -> Callable:
-    def attention(q, k, v, W):
+    def attention(q, k, v, W, log_decay=None):
         return rfa.kernelized_attention(
-            q, k, v, feature_map="positive", projection=W, is_causal=is_causal, chunk_size=chunk_size
-        )
+            q, k, v, feature_map="positive", projection=W, is_causal=is_causal, chunk_size=chunk_size,
+            log_decay=log_decay,
+        )  # fmt: skip
 
     return attention
 
 
-def loss_and_grads(attention: Callable) -> Callable:
-    """``(q, k, v, g, *rest) -> (sum(attention(q, k, v, *rest) * g), (dq, dk, dv))``."""
+def loss_and_grads(attention: Callable, argnums: tuple[int, ...] = (0, 1, 2)) -> Callable:
+    """``(q, k, v, g, *rest) -> (sum(attention(q, k, v, *rest) * g), gradients w.r.t. argnums)``."""
 
     def loss(q, k, v, g, *rest):
         return jnp.sum(attention(q, k, v, *rest) * g)
 
-    return jax.value_and_grad(loss, argnums=(0, 1, 2))
+    return jax.value_and_grad(loss, argnums=argnums)
 
 
 def make_inputs(length: int) -> tuple[jax.Array, ...]:
     """q, k, v and the cotangent-like g, each ``[BATCH, length, HEADS, HEAD_DIM]`` standard normal."""
     keys = jax.random.split(jax.random.key(length), 4)
     return tuple(jax.random.normal(key, (BATCH, length, HEADS, HEAD_DIM), jnp.float32) for key in keys)
+
+
+def log_decay(length: int) -> jax.Array:
+    """``log_sigmoid(a)``, ``a`` standard normal, ``[BATCH, length, HEADS]``: gates spread over (0, 1)."""
+    return jax.nn.log_sigmoid(jax.random.normal(jax.random.key(length + 1), (BATCH, length, HEADS)))
 
 
 def memory_bytes(compiled) -> dict | None:
@@ -206,6 +214,7 @@ def case_functions(chunk_size: int) -> dict[str, Callable]:
         "exact": loss_and_grads(exact_attention),
         "bidir": loss_and_grads(kernelized(False, chunk_size)),
         "causal": loss_and_grads(kernelized(True, chunk_size)),
+        "gated": loss_and_grads(kernelized(True, chunk_size), argnums=(0, 1, 2, 5)),  # and d/d log_decay
     }
 
 
@@ -228,7 +237,7 @@ def bench_length(length: int, functions: dict[str, Callable], W: jax.Array, on_g
     for case, fn in functions.items():
         if skipped(case, length):
             continue
-        args = (q, k, v, g) if case == "exact" else (q, k, v, g, W)
+        args = {"exact": (q, k, v, g), "gated": (q, k, v, g, W, log_decay(length))}.get(case, (q, k, v, g, W))
         compiled = jax.jit(fn).lower(*args).compile()
         memory = memory_bytes(compiled)
         cases[case] = {
@@ -252,6 +261,7 @@ def bench_length(length: int, functions: dict[str, Callable], W: jax.Array, on_g
     ratios = {
         "exact_over_bidir": ratio(cases["exact"], cases["bidir"]),
         "causal_over_bidir": ratio(cases["causal"], cases["bidir"]),
+        "gated_over_causal": ratio(cases["gated"], cases["causal"]),
     }
     return {"length": length, "cases": cases, "ratios": ratios}
 
@@ -340,13 +350,15 @@ def peak_mib(result: dict | None) -> float | None:
 
 
 def main_table(results: list[dict]) -> str:
-    header = ["L", "exact ms", "kernelized bidir ms", "kernelized causal ms", "exact/bidir (x)", "causal/bidir (x)"]
+    header = ["L", "exact ms", "kernelized bidir ms", "kernelized causal ms", "gated causal ms", "exact/bidir (x)",
+              "causal/bidir (x)", "gated/causal (x)"]  # fmt: skip
     header += [f"{case} peak MiB" for case in CASES]
     rows = []
     for entry in results:
         cases, ratios = entry["cases"], entry["ratios"]
         row = [str(entry["length"])] + [fmt(field(cases[c], "median_ms"), ".1f") for c in CASES]
         row += [fmt(ratios["exact_over_bidir"], ".1f"), fmt(ratios["causal_over_bidir"], ".2f")]
+        row += [fmt(ratios["gated_over_causal"], ".2f")]
         row += [fmt(peak_mib(cases[c]), ".1f") for c in CASES]
         rows.append(row)
     return markdown_table(header, rows)

@@ -335,8 +335,9 @@ def test_benchmarks_write_json(tmp_path):
     attention = json.loads((tmp_path / "attention.json").read_text())
     assert [r["length"] for r in attention["results"]] == [64, 128]
     for result in attention["results"]:
-        for case in ("exact", "bidir", "causal"):
+        for case in ("exact", "bidir", "causal", "gated"):
             assert result["cases"][case]["median_ms"] > 0 and result["cases"][case]["memory"]["peak_bytes"] > 0
+        assert result["ratios"]["gated_over_causal"] > 0
     rows = attention["estimators"]["estimators"]
     assert {name: row["features"] for name, row in rows.items()} == {"positive": 256, "hybrid": 1536, "aderf": 256}
     assert rows["positive"]["over_positive"] == 1.0 and "fit" not in rows["positive"]
@@ -349,7 +350,9 @@ def test_benchmarks_write_json(tmp_path):
                     "--repeats=1", f"--output={tmp_path / 'decoding.json'}"], cwd=REPO, check=True,
                    capture_output=True)  # fmt: skip
     decoding = json.loads((tmp_path / "decoding.json").read_text())["seconds_per_token"]
-    assert set(decoding) == {"exact", "kernelized"} and all(t > 0 for d in decoding.values() for t in d.values())
+    assert set(decoding) == {"exact", "kernelized", "gated"} and all(
+        t > 0 for d in decoding.values() for t in d.values()
+    )
 
 
 USER_ESTIMATORS = '''
