@@ -14,10 +14,16 @@ def get_config(arg: str | None = None):
     config = ml_collections.ConfigDict()
     config.tasks = ("sort", "listops", "python_source")  # names of configs/<task>.py
     config.attention = (  # exact first
-        "exact", "trig", "positive", "positive_iid", "simplex_positive", "hyperbolic", "oprf", "hybrid", "saderf", "elu"
+        "exact", "trig", "positive", "positive_iid", "simplex_positive", "hyperbolic", "oprf", "hybrid", "saderf",
+        "elu", "taylor", "rfa", "gated_rfa", "hedgehog", "linformer",
+    )  # fmt: skip
+    config.skip = (  # (task, attention) pairs that cannot train: no decoder to gate, no bidirectional site
+        ("listops", "gated_rfa"), ("python_source", "linformer"),
     )  # fmt: skip
     config.quick = False  # train each pair's ",quick" variant
     config.data_dir = "data"  # TFDS data_dir for every run
     return apply_variant(
-        config, arg, {"full": {}, "quick": {"tasks": ("sort",), "attention": ("exact", "positive"), "quick": True}}
+        config,
+        arg,
+        {"full": {}, "quick": {"tasks": ("sort",), "attention": ("exact", "positive"), "quick": True, "skip": ()}},
     )

@@ -3,7 +3,8 @@
 Run:
   python -m experiments.train --config configs/listops.py:positive --workdir workdir/train/listops/positive
 Variants: ``:<attention>`` with <attention> in rfa.train.ATTENTION_VARIANTS (exact, trig, positive,
-positive_iid, simplex_positive, hyperbolic, oprf, hybrid, saderf, elu, relu), and ``:<attention>,quick`` for a
+positive_iid, simplex_positive, hyperbolic, oprf, hybrid, saderf, elu, relu, taylor, rfa, gated_rfa, hedgehog,
+linformer), and ``:<attention>,quick`` for a
 seconds-long test run.
 LRA's own lengths (500-2000) are the task ``listops_lra``: ``--config.task=listops_lra --config.max_length=2000``.
 """

@@ -3,7 +3,8 @@
 Run:
   python -m experiments.train --config configs/reverse.py:positive --workdir workdir/train/reverse/positive
 Variants: ``:<attention>`` with <attention> in rfa.train.ATTENTION_VARIANTS (exact, trig, positive,
-positive_iid, simplex_positive, hyperbolic, oprf, hybrid, saderf, elu, relu), and ``:<attention>,quick`` for a
+positive_iid, simplex_positive, hyperbolic, oprf, hybrid, saderf, elu, relu, taylor, rfa, gated_rfa, hedgehog,
+linformer), and ``:<attention>,quick`` for a
 seconds-long test run.
 """
 

@@ -4,7 +4,8 @@
   python -m experiments.compare_kernels --config configs/compare_kernels.py --config.tasks=sort,listops ...
 
 Each pair trains from ``configs/<task>.py:<attention>`` in ``<workdir>/<task>/<attention>`` (a
-finished pair is read back, an interrupted one resumes), then the table — task, attention, m,
+finished pair is read back, an interrupted one resumes; the pairs of ``config.skip`` are left
+out, each with a line saying so), then the table — task, attention, m,
 final accuracy / perplexity, step time, tokens/s, XLA step memory, in the order of
 ``config.attention`` (exact first by default) — is printed and written to ``--output`` (JSON),
 beside it as markdown, and with a PNG of every run's training loss, one panel per task.
@@ -32,17 +33,26 @@ _WORKDIR = flags.DEFINE_string("workdir", "workdir/train", "Parent of the per-(t
 _OUTPUT = flags.DEFINE_string("output", "results/train_cpu.json", "JSON of the table ('' for none).")
 
 
+def pairs(comparison) -> list[tuple[str, str]]:
+    """The (task, attention) pairs to train: every task with every attention, less ``comparison.skip``."""
+    skip = {tuple(pair) for pair in comparison.skip}
+    return [(task, attention) for task in comparison.tasks for attention in comparison.attention
+            if (task, attention) not in skip]  # fmt: skip
+
+
 def run(comparison, workdir: str) -> list[dict]:
     """Trains (or reads back) every pair of ``comparison`` (``configs/compare_kernels.py``); their results."""
+    for task, attention in sorted({tuple(pair) for pair in comparison.skip}):
+        print(f"skipped: {attention} on {task} (config.skip)")
     results = []
-    for task in comparison.tasks:
+    for task, attention in pairs(comparison):
         if importlib.util.find_spec(f"configs.{task}") is None:
             raise ConfigError(f"config.tasks names {task!r}, which has no configs/{task}.py.")
-        module = importlib.import_module(f"configs.{task}")
-        for attention in comparison.attention:
-            config = module.get_config(f"{attention},quick" if comparison.quick else attention)
-            config.data_dir = comparison.data_dir
-            results.append(train_and_evaluate(config, os.path.join(workdir, task, attention)))
+        config = importlib.import_module(f"configs.{task}").get_config(
+            f"{attention},quick" if comparison.quick else attention
+        )
+        config.data_dir = comparison.data_dir
+        results.append(train_and_evaluate(config, os.path.join(workdir, task, attention)))
     return results
 
 
@@ -52,7 +62,7 @@ def plot_losses(comparison, workdir: str, path: str) -> None:
     figure = Figure(figsize=(4.6 * len(tasks), 3.6))
     axes = figure.subplots(1, len(tasks), squeeze=False)
     for axis, task in zip(axes[0], tasks, strict=True):
-        for attention in comparison.attention:
+        for attention in (a for t, a in pairs(comparison) if t == task):
             records = read_metrics(os.path.join(workdir, task, attention))
             points = [(r["step"], r["loss"]) for r in records if r["split"] == "train"]
             axis.plot(*zip(*points, strict=True), label=attention, linewidth=1.2)

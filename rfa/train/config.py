@@ -4,7 +4,9 @@
 selects the attention kind and, optionally, the quick variant used by the tests:
 ``--config configs/sort.py:positive`` or ``--config configs/sort.py:positive,quick``. The same
 attention goes to every site (encoder self-attention, masked decoder self-attention,
-cross-attention). At decoder sites (self- and cross-attention) an estimator's data-fitted
+cross-attention), with two exceptions: a gate (``gated_rfa``) decays the decoder's self-attention
+only, and Linformer, which cannot be causal, leaves the decoder's self-attention exact (a language
+model, all causal, cannot use it). At decoder sites (self- and cross-attention) an estimator's data-fitted
 parameters (``fitted``, e.g. OPRF's ``phi_sq``) are fixed: they cannot be fitted to a prefix
 without leaking the future, nor token by token when decoding. They default to the estimator's
 ``standard_params(head_dim)``, its fit to unit-variance queries and keys (for OPRF,
@@ -34,6 +36,11 @@ ATTENTION_VARIANTS = {
     "saderf": {"kind": "saderf"},
     "elu": {"kind": "elu"},
     "relu": {"kind": "relu"},
+    "taylor": {"kind": "taylor"},
+    "rfa": {"kind": "rfa"},
+    "gated_rfa": {"kind": "rfa", "gated": True},
+    "hedgehog": {"kind": "hedgehog"},
+    "linformer": {"kind": "linformer"},
 }
 # Settings that never change what a run computes (beyond float rounding), so a resumed run may change them.
 EXECUTION_FIELDS = ("data_dir", "mesh")
@@ -68,13 +75,14 @@ def base_config() -> ml_collections.ConfigDict:
 
     config.attention = ml_collections.ConfigDict()
     config.attention.variant = "exact"  # a name of ATTENTION_VARIANTS (what the config string chose)
-    config.attention.kind = "softmax"  # "softmax" or a feature map of rfa.feature_map
-    config.attention.num_features = 64  # m, random vectors per projection
+    config.attention.kind = "softmax"  # "softmax", "linformer" or a feature map of rfa.feature_map
+    config.attention.num_features = 64  # m, random vectors per projection (Hedgehog: d'; Linformer: k)
     config.attention.projection = "orthogonal"  # "orthogonal", "iid" or "simplex"
     config.attention.scaling = "chi"  # row norms: "chi" or "sqrt_d"
     config.attention.chunk_size = 32  # causal kernelized chunk length
     config.attention.redraw_every = 0  # draw new projections every this many steps (0: never)
     config.attention.phi_sq = 0.0  # OPRF at decoder sites: |x+y|² for A* (0: 2 sqrt(head_dim))
+    config.attention.gated = False  # a learned decay gate at the decoder's self-attention (needs a decoder)
 
     config.optimizer = ml_collections.ConfigDict()
     config.optimizer.learning_rate = 1e-3  # peak rate (inverse_sqrt: a multiplier, 1.0 = paper)
@@ -170,6 +178,17 @@ def check_config(config: ml_collections.ConfigDict) -> Task:
             raise ConfigError(f"config.optimizer.{field} must be {expected}, got {value!r}.")
     if config.optimizer.schedule not in SCHEDULES:
         raise ConfigError(f"config.optimizer.schedule must be one of {SCHEDULES}, got {config.optimizer.schedule!r}.")
+    uses = {"seq2seq": SITES, "classification": ("encoder",), "lm": ("decoder",)}[task.kind]  # the model's sites
+    if config.attention.gated and "decoder" not in uses:
+        raise ConfigError(
+            f"config.attention.gated: the gate decays the decoder's causal state, and {config.task!r} trains a "
+            f"{task.kind} model without a decoder."
+        )
+    if config.attention.kind == "linformer" and uses == ("decoder",):
+        raise ConfigError(
+            f"config.attention.kind = 'linformer' cannot be causal, and {config.task!r} trains a language model "
+            "(causal self-attention only): choose another kind."
+        )
     try:
         model_config(config, task)
     except ValueError as error:
@@ -177,11 +196,18 @@ def check_config(config: ml_collections.ConfigDict) -> Task:
     return task
 
 
-def _attention(config: ml_collections.ConfigDict, head_dim: int, *, decoder: bool) -> AttentionConfig:
+SITES = ("encoder", "decoder", "cross")  # encoder self-attention, decoder self-attention (causal), cross-attention
+
+
+def _attention(config: ml_collections.ConfigDict, head_dim: int, site: str) -> AttentionConfig:
+    """The attention of one site: the config's kind, gated at the decoder's self-attention only; Linformer,
+    which cannot be causal, leaves the decoder's self-attention exact."""
     a = config.attention
+    if a.kind == "linformer" and site == "decoder":
+        return AttentionConfig()
     params = ()
     fm = feature_map(a.kind) if a.kind in registered_feature_maps() else None
-    if decoder and fm is not None and fm.fitted:  # causal: fixed in advance, not fitted to the sequence
+    if site != "encoder" and fm is not None and fm.fitted:  # decoded with a state: fixed, not fitted
         fixed = fm.standard_params(head_dim)
         if a.phi_sq and "phi_sq" in fixed:
             fixed["phi_sq"] = float(a.phi_sq)
@@ -194,6 +220,7 @@ def _attention(config: ml_collections.ConfigDict, head_dim: int, *, decoder: boo
         chunk_size=a.chunk_size,
         feature_params=params,
         redraw_every=a.redraw_every,
+        gated=bool(a.gated) and site == "decoder",
     )
 
 
@@ -214,9 +241,9 @@ def model_config(config: ml_collections.ConfigDict, task: Task) -> TransformerCo
         positional=m.positional,
         max_length=config.max_length,
         pooling=m.pooling,
-        encoder_attention=_attention(config, head_dim, decoder=False),
-        decoder_attention=_attention(config, head_dim, decoder=True),
-        cross_attention=_attention(config, head_dim, decoder=True),
+        encoder_attention=_attention(config, head_dim, "encoder"),
+        decoder_attention=_attention(config, head_dim, "decoder"),
+        cross_attention=_attention(config, head_dim, "cross"),
     )
 
 

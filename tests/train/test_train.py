@@ -21,6 +21,7 @@ from rfa.train import (
     CheckpointError,
     TrainingInterrupted,
     build_model,
+    check_config,
     make_schedule,
     metric_sums,
     read_metrics,
@@ -114,12 +115,26 @@ def test_a_seq2seq_run_trains_logs_checkpoints_and_plots(sort_run):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("module", "attention"), [(listops, "exact"), (python_source, "oprf")])
+@pytest.mark.parametrize(
+    ("module", "attention"),
+    [(listops, "exact"), (python_source, "oprf"), (sort, "gated_rfa"), (listops, "hedgehog"), (sort, "linformer"),
+     (python_source, "taylor")],
+)  # fmt: skip
 def test_classifier_and_language_model_runs(module, attention, data_dir, tmp_path):
     results = train_and_evaluate(_quick(module, attention, data_dir), str(tmp_path), progress=False)
     _check_run(results, str(tmp_path))
     if module is python_source:
         assert results["eval"]["perplexity"] == pytest.approx(np.exp(results["eval"]["loss"]))
+
+
+@pytest.mark.parametrize(
+    ("module", "attention", "message"),
+    [(listops, "gated_rfa", "the gate decays the decoder's causal state, and 'listops' trains a classification"),
+     (python_source, "linformer", "'linformer' cannot be causal, and 'python_source' trains a language model")],
+)  # fmt: skip
+def test_kinds_that_cannot_train_a_task_say_why(module, attention, message, data_dir):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_config(_quick(module, attention, data_dir))
 
 
 @pytest.mark.slow
