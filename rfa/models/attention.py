@@ -50,6 +50,8 @@ class MultiHeadAttention(nnx.Module):
         self.out = nnx.LinearGeneral((h, dh), d, axis=(-2, -1), dtype=dtype, rngs=rngs)
         self.rotary = config.positional == "rotary" and (not cross or config.cross_attention_rotary)
         self.core = core_class(attention.kind)(config, attention, causal=causal, cross=cross, rngs=rngs)
+        self.causal = causal
+        self.record_inputs = False  # True: each call sows (q, k, key_mask) as nnx.Intermediate (experiments.distill)
 
     def _queries_keys(self, x, memory, q_positions, k_positions):
         q, k, v = self.query(x), self.key(memory), self.value(memory)
@@ -68,6 +70,8 @@ class MultiHeadAttention(nnx.Module):
           q_positions, k_positions: ``[batch, q_len]`` and ``[batch, kv_len]`` integer positions.
         """
         q, k, v = self._queries_keys(x, x if memory is None else memory, q_positions, k_positions)
+        if self.record_inputs:  # attention distillation reads a teacher's queries and keys
+            self.sow(nnx.Intermediate, "recorded_inputs", (q, k, key_mask))
         return self.out(self.core(q, k, v, x, key_mask=key_mask, q_positions=q_positions, k_positions=k_positions))
 
     # Decoding.

@@ -163,6 +163,7 @@ def train_and_evaluate(
     *,
     progress: bool = True,
     on_step: Callable[[int], None] | None = None,
+    initialize: Callable[[nnx.Module], None] | None = None,
 ) -> dict:
     """Trains ``config``'s model on its task, resuming from ``workdir``; returns the contents of ``results.json``.
 
@@ -174,6 +175,9 @@ def train_and_evaluate(
       on_step: called with the number of completed steps after each step, once that step's
         metrics, evaluation and checkpoint are written (monitoring, or tests that interrupt a run
         at a known step).
+      initialize: changes the freshly built model in place before a new run's first step (e.g.
+        weights from another model: ``experiments.distill`` fine-tunes a distilled student); a
+        resumed run restores its checkpoint instead.
 
     Returns:
       the run's results (final evaluation, step time, tokens/s, memory), also in ``results.json``.
@@ -219,6 +223,10 @@ def train_and_evaluate(
         os.path.join(workdir, "checkpoints"), keep=config.keep_checkpoints, keep_every=config.keep_checkpoints_every
     )
     start, state = checkpoints.restore_latest(state, iterator)
+    if start == 0 and initialize is not None:
+        model, optimizer = nnx.merge(graphdef, state)
+        initialize(model)
+        state = jax.device_put(nnx.state((model, optimizer)), state_sharding)
     writer = MetricWriter(workdir, resume_step=start, active=primary)
 
     train_step = make_train_step(
