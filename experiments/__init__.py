@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import TypeVar
 
 from absl import app, flags, logging
+
+from rfa.data import DatasetMissingError
+from rfa.train import CheckpointError, TrainingInterrupted
+from rfa.workdir import ConfigError
+
+T = TypeVar("T")
 
 INTERRUPTED_STATUS = 130  # 128 + SIGINT, what shells expect of a program stopped by Ctrl-C
 
@@ -42,18 +48,27 @@ def run_main(main: Callable[[list[str]], object]) -> None:
     app.run(quiet_main)
 
 
-def exit_interrupted(stop) -> NoReturn:
-    """Ends a training command stopped by ``rfa.train.TrainingInterrupted``: one line, status 128 + signal.
+def run_training(work: Callable[..., T], *args, **kwargs) -> T:
+    """Runs a training command's work: an error of its config, data or checkpoints ends the command with
+    its one-line message (status 1), a stop by SIGINT or SIGTERM (``rfa.train.TrainingInterrupted``,
+    the last step's checkpoint saved) with one line and status 128 + signal.
 
     Args:
-      stop: the ``TrainingInterrupted`` raised by ``train_and_evaluate``.
+      work: e.g. ``rfa.train.train_and_evaluate``; ``args`` and ``kwargs`` are passed to it.
 
     Example:
       >>> import signal
       >>> from rfa.train import TrainingInterrupted
-      >>> exit_interrupted(TrainingInterrupted(6, signal.SIGINT, "/tmp/sort/checkpoints/6"))  # and one line on stderr
+      >>> def stopped():
+      ...     raise TrainingInterrupted(6, signal.SIGINT, "/tmp/sort/checkpoints/6")
+      >>> run_training(stopped)  # and one line on stderr
       Traceback (most recent call last):
       SystemExit: 130
     """
-    print(f"{stop}; run the same command to resume", file=sys.stderr)
-    sys.exit(stop.exit_status)
+    try:
+        return work(*args, **kwargs)
+    except (ConfigError, DatasetMissingError, CheckpointError) as error:
+        sys.exit(f"error: {error}")
+    except TrainingInterrupted as stop:
+        print(f"{stop}; run the same command to resume", file=sys.stderr)
+        sys.exit(stop.exit_status)

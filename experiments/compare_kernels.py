@@ -16,16 +16,14 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-import sys
 
 from absl import flags
 from matplotlib.figure import Figure
 from ml_collections import config_flags
 
-from experiments import exit_interrupted, run_main
+from experiments import run_main, run_training
 from experiments.tables import training_table, write_json
-from rfa.data import DatasetMissingError
-from rfa.train import CheckpointError, TrainingInterrupted, read_metrics, train_and_evaluate
+from rfa.train import read_metrics, train_and_evaluate
 from rfa.workdir import ConfigError
 
 _CONFIG = config_flags.DEFINE_config_file("config", "configs/compare_kernels.py", "Which tasks and attention kinds.")
@@ -75,12 +73,7 @@ def plot_losses(comparison, workdir: str, path: str) -> None:
 
 def main(argv):
     del argv
-    try:
-        results = run(_CONFIG.value, _WORKDIR.value)
-    except (ConfigError, DatasetMissingError, CheckpointError) as error:
-        sys.exit(f"error: {error}")
-    except TrainingInterrupted as stop:
-        exit_interrupted(stop)
+    results = run_training(run, _CONFIG.value, _WORKDIR.value)
     text = training_table(results)
     print(text)
     write_json(_OUTPUT.value, results)

@@ -24,10 +24,10 @@ recovers of the teacher's.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import math
 import os
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -38,13 +38,11 @@ from flax import nnx
 from ml_collections import config_flags
 
 import rfa
-from experiments import exit_interrupted, run_main
+from experiments import run_main, run_training
 from experiments.tables import markdown_table, write_json
-from rfa.data import DatasetMissingError, get_task, train_batches
+from rfa.data import get_task, train_batches
 from rfa.models import MultiHeadAttention
 from rfa.train import (
-    CheckpointError,
-    TrainingInterrupted,
     evaluate,
     load_model,
     make_eval_step,
@@ -216,12 +214,7 @@ def table(summary: dict) -> str:
 
 def main(argv):
     del argv
-    try:
-        summary = run(_CONFIG.value, _WORKDIR.value)
-    except (ConfigError, DatasetMissingError, CheckpointError) as error:
-        sys.exit(f"error: {error}")
-    except TrainingInterrupted as stop:
-        exit_interrupted(stop)
+    summary = run_training(run, _CONFIG.value, _WORKDIR.value)
     print(table(summary))
     first, last = summary["stage1_loss_first_last"]
     print(f"\nstage 1 attention cross-entropy: {first:.3f} -> {last:.3f}")

@@ -12,15 +12,12 @@ command resumes. Overrides: ``--config.num_train_steps=500``, ``--config.data_di
 from __future__ import annotations
 
 import json
-import sys
 
 from absl import flags
 from ml_collections import config_flags
 
-from experiments import exit_interrupted, run_main
-from rfa.data import DatasetMissingError
-from rfa.train import CheckpointError, TrainingInterrupted, initialize_distributed, train_and_evaluate
-from rfa.workdir import ConfigError
+from experiments import run_main, run_training
+from rfa.train import initialize_distributed, train_and_evaluate
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Training config file (configs/<task>.py:<attention>).")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Directory for checkpoints, metrics and results.")
@@ -30,12 +27,7 @@ flags.mark_flags_as_required(["config", "workdir"])
 def main(argv):
     del argv
     initialize_distributed()
-    try:
-        results = train_and_evaluate(_CONFIG.value, _WORKDIR.value)
-    except (ConfigError, DatasetMissingError, CheckpointError) as error:
-        sys.exit(f"error: {error}")
-    except TrainingInterrupted as stop:
-        exit_interrupted(stop)
+    results = run_training(train_and_evaluate, _CONFIG.value, _WORKDIR.value)
     print(json.dumps(results, indent=2))
 
 

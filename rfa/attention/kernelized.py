@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -58,7 +59,7 @@ from jax.experimental import checkify
 from rfa._validation import check_broadcastable_to, check_floating, check_positive_int, is_concrete
 from rfa.attention.common import check_causal_lengths, check_qkv, with_ones_column
 from rfa.attention.common import renormalize as divide_by_normalizer
-from rfa.attention.masks import CAUSAL, TRACED_MESSAGE, plan_mask
+from rfa.attention.masks import CAUSAL, TRACED_MESSAGE, MaskPlan, plan_mask
 from rfa.attention.state import LOWEST, RecurrentState, check_state
 from rfa.random_features.feature_maps import FeatureMap, features_at, row_log_scale
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
@@ -233,6 +234,33 @@ def check_log_decay(log_decay, q: Array, is_causal: bool) -> Array:
     return log_decay.astype(jnp.float32)
 
 
+class CheckedCall(NamedTuple):
+    """The inputs of a kernelized-attention call after :func:`check_call`."""
+
+    q: Array
+    k: Array
+    v: Array
+    fm: FeatureMap
+    plan: MaskPlan
+    log_decay: Array | None
+    initial_state: RecurrentState | None
+
+
+def check_call(q, k, v, *, feature_map, mask, is_causal, log_decay, feature_params, initial_state) -> CheckedCall:
+    """The checks every mode's call makes (shapes, map, mask, decay, state, parameter values), before tracing."""
+    q, k, v = check_qkv(q, k, v)
+    fm = lookup_feature_map(feature_map)
+    if is_causal:
+        check_causal_lengths(q, k)
+    if log_decay is not None:
+        log_decay = check_log_decay(log_decay, q, is_causal)
+    if initial_state is not None:
+        initial_state = check_state(initial_state, q.shape[:-3] + q.shape[-2:-1], v.shape[-1])
+    plan = plan_mask(mask, q, k, is_causal=is_causal)
+    fm.check_params(feature_params or {})  # here, where concrete values can still be checked
+    return CheckedCall(q, k, v, fm, plan, log_decay, initial_state)
+
+
 def kernelized_attention(
     q: Array,
     k: Array,
@@ -309,17 +337,11 @@ def kernelized_attention(
       >>> out.shape, state.kv.shape
       ((2, 1, 8, 64), (2, 8, 256, 65))
     """
-    q, k, v = check_qkv(q, k, v)
-    fm = lookup_feature_map(feature_map)
     chunk_size = check_positive_int(chunk_size, "chunk_size")
-    if is_causal:
-        check_causal_lengths(q, k)
-    if log_decay is not None:
-        log_decay = check_log_decay(log_decay, q, is_causal)
-    if initial_state is not None:
-        initial_state = check_state(initial_state, q.shape[:-3] + q.shape[-2:-1], v.shape[-1])
-    plan = plan_mask(mask, q, k, is_causal=is_causal)
-    fm.check_params(feature_params or {})  # here, where concrete values can still be checked
+    q, k, v, fm, plan, log_decay, initial_state = check_call(
+        q, k, v, feature_map=feature_map, mask=mask, is_causal=is_causal, log_decay=log_decay,
+        feature_params=feature_params, initial_state=initial_state,
+    )  # fmt: skip
     stateful = initial_state is not None or bool(return_state)
 
     def attend(causal: bool):

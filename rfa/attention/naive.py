@@ -16,13 +16,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from rfa.attention.common import check_causal_lengths, check_qkv, with_ones_column
 from rfa.attention.common import renormalize as divide_by_normalizer
-from rfa.attention.kernelized import check_log_decay, resolve_feature_params, temperature
-from rfa.attention.masks import CAUSAL, UNSUPPORTED, plan_mask
-from rfa.attention.state import RecurrentState, check_state
+from rfa.attention.common import with_ones_column
+from rfa.attention.kernelized import check_call, resolve_feature_params, temperature
+from rfa.attention.masks import CAUSAL, UNSUPPORTED
+from rfa.attention.state import RecurrentState
 from rfa.random_features.feature_maps import FeatureMap
-from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 
 Array = jax.Array
 
@@ -71,16 +70,10 @@ def naive_kernelized_attention(
       >>> bool(jnp.allclose(fast, slow, atol=1e-5))
       True
     """
-    q, k, v = check_qkv(q, k, v)
-    fm = lookup_feature_map(feature_map)
-    if is_causal:
-        check_causal_lengths(q, k)
-    if log_decay is not None:
-        log_decay = check_log_decay(log_decay, q, is_causal)
-    if initial_state is not None:
-        initial_state = check_state(initial_state, q.shape[:-3] + q.shape[-2:-1], v.shape[-1])
-    fm.check_params(feature_params or {})
-    plan = plan_mask(mask, q, k, is_causal=is_causal)
+    q, k, v, fm, plan, log_decay, initial_state = check_call(
+        q, k, v, feature_map=feature_map, mask=mask, is_causal=is_causal, log_decay=log_decay,
+        feature_params=feature_params, initial_state=initial_state,
+    )  # fmt: skip
     batch, (q_len, heads), kv_len = q.shape[:-3], q.shape[-3:-1], k.shape[-3]
     keep_k = jnp.ones(batch + (heads, kv_len), bool) if plan.keep_keys is None else plan.keep_keys
     keep_q = jnp.ones(batch + (heads, q_len), bool) if plan.keep_queries is None else plan.keep_queries
