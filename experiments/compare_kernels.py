@@ -63,10 +63,11 @@ def plot_losses(comparison, workdir: str, path: str) -> None:
         for attention in (a for t, a in pairs(comparison) if t == task):
             records = read_metrics(os.path.join(workdir, task, attention))
             points = [(r["step"], r["loss"]) for r in records if r["split"] == "train"]
-            axis.plot(*zip(*points, strict=True), label=attention, linewidth=1.2)
+            color = f"C{list(comparison.attention).index(attention) % 10}"  # one color per kind in every panel
+            axis.plot(*zip(*points, strict=True), label=attention, color=color, linewidth=1.2)
         axis.set(title=task, xlabel="step", ylabel="training loss", yscale="log")
         axis.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8)
+        axis.legend(fontsize=8)  # each panel names its own kinds (a skipped pair leaves a kind out)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
 
