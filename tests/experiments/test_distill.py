@@ -9,7 +9,7 @@ import references
 from helpers import normal
 
 from configs import distill as distill_config
-from experiments import distill
+from experiments import distillation
 
 
 def reference_loss(q, k, key_mask, causal, weight, bias):
@@ -39,7 +39,7 @@ def test_attention_distillation_loss_equals_the_reference(causal):
     q, k = normal(0, (2, 7, 3, 4)), normal(1, (2, 7, 3, 4))
     key_mask = np.arange(7)[None] < np.array([[7], [4]])
     weight, bias = normal(2, (3, 1, 4, 5)), normal(3, (3, 1, 5)) * 0.1
-    loss = jax.jit(distill.attention_weights_loss, static_argnums=3)(q, k, key_mask, causal, weight, bias)
+    loss = jax.jit(distillation.attention_weights_loss, static_argnums=3)(q, k, key_mask, causal, weight, bias)
     np.testing.assert_allclose(loss, reference_loss(q, k, key_mask, causal, weight, bias), rtol=1e-5)
 
 
@@ -47,11 +47,11 @@ def test_attention_distillation_loss_equals_the_reference(causal):
 def test_the_quick_distillation_trains_three_runs_and_reads_them_back(data_dir, tmp_path):
     config = distill_config.get_config("quick")
     config.data_dir = data_dir
-    summary = distill.run(config, str(tmp_path))
+    summary = distillation.run(config, str(tmp_path))
     assert list(summary["runs"]) == ["teacher (exact)", "student after stage 1 (maps distilled)",
                                      "student after stage 2 (fine-tuned)", "hedgehog from scratch"]  # fmt: skip
     first, last = summary["stage1_loss_first_last"]
     assert last < first  # stage 1 lowers the attention cross-entropy
     assert all(0 <= run["score"] <= 1 for run in summary["runs"].values())
     assert json.loads((tmp_path / "distill.json").read_text()) == summary
-    assert distill.run(config, str(tmp_path)) == summary  # finished runs are read back, not retrained
+    assert distillation.run(config, str(tmp_path)) == summary  # finished runs are read back, not retrained

@@ -1,0 +1,208 @@
+"""Hedgehog attention distillation: turn a trained exact-attention model into a linear-attention one.
+
+The work of ``python -m experiments.distill --config configs/distill.py --workdir workdir/distill``
+(:mod:`experiments.distill` is its command line).
+
+Zhang et al., "The Hedgehog & the Porcupine: Expressive Linear Attentions with Softmax Mimicry",
+ICLR 2024, Sec. 4. Three runs in the workdir, each resumable:
+
+- ``teacher/``: ``configs/<task>.py:exact`` trained by the training runner (read back when finished).
+- ``student/``: the teacher's weights with a Hedgehog map ``φ(x) = [softmax(Wx + b), softmax(-(Wx + b))]``
+  at every attention site. Stage 1 trains only the maps (W, b per head), each site on the teacher's
+  own queries and keys at that site, to minimise the cross-entropy between the teacher's softmax
+  attention weights and the site's linear attention weights ``φ(q_i)ᵀφ(k_j) / Σ_l φ(q_i)ᵀφ(k_l)``
+  (same masks: key padding, causal at decoder self-attention). Every site sees the teacher's
+  inputs, not the student's, so the sites are distilled layer by layer independently (here in
+  one loop: their losses share no parameter). Stage 2 fine-tunes the whole student on the task
+  (the training runner, starting from the distilled weights).
+- ``scratch/``: ``configs/<task>.py:hedgehog`` trained from scratch for the teacher's steps.
+
+``distill.json`` and ``distill.md`` in the workdir (and ``--output``) hold the evaluation of the
+teacher, the student after stage 1 and after stage 2, and the scratch run, with the accuracy each
+recovers of the teacher's.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import json
+import math
+import os
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import optax
+from flax import nnx
+
+import rfa
+from experiments.tables import markdown_table
+from rfa.data import get_task, train_batches
+from rfa.models import MultiHeadAttention
+from rfa.train import (
+    evaluate,
+    load_model,
+    make_eval_step,
+    make_mesh,
+    metric_sums,
+    train_and_evaluate,
+)
+from rfa.workdir import ConfigError, write_atomic
+
+HEDGEHOG = rfa.feature_map("hedgehog")
+
+
+def run_config(distill: ml_collections.ConfigDict, attention: str, **fields) -> ml_collections.ConfigDict:
+    """``configs/<task>.py:<attention>[,quick]`` with the distillation's data_dir and ``fields``."""
+    module = importlib.import_module(f"configs.{distill.task}")
+    config = module.get_config(f"{attention},quick" if distill.quick else attention)
+    config.data_dir = distill.data_dir
+    for name, value in fields.items():
+        config[name] = value
+    return config
+
+
+def sites(model: nnx.Module) -> list[MultiHeadAttention]:
+    """The model's attention sites in module order (the same order in a teacher and its student)."""
+    return [module for _, module in nnx.iter_modules(model) if isinstance(module, MultiHeadAttention)]
+
+
+def attention_weights_loss(q, k, key_mask, causal: bool, weight, bias) -> jax.Array:
+    """Cross-entropy of Hedgehog's linear attention weights against softmax's, on one site's q, k.
+
+    ``q [b, Lq, h, d]``, ``k [b, Lk, h, d]``, ``key_mask [b, Lk]``; ``weight [h, 1, d, d']``, ``bias [h, 1, d']``.
+    The mean over heads and over the queries that see a key of ``-Σ_j A_ij log Â_ij``.
+    """
+    q, k = (jnp.swapaxes(x, 1, 2).astype(jnp.float32) for x in (q, k))  # [b, h, L, d]
+    allowed = key_mask[:, None, None, :]
+    if causal:
+        allowed = allowed & jnp.tril(jnp.ones((q.shape[2], k.shape[2]), bool))
+    logits = jnp.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(q.shape[-1])
+    allowed = jnp.broadcast_to(allowed, logits.shape)  # every (head, query) row counts once in the mean
+    teacher = jax.lax.stop_gradient(jax.nn.softmax(jnp.where(allowed, logits, -jnp.inf), axis=-1))
+    phi_q, phi_k = (HEDGEHOG(x, None, weight=weight[None], bias=bias[None]) for x in (q, k))
+    scores = jnp.where(allowed, jnp.einsum("bhqf,bhkf->bhqk", phi_q, phi_k), 0.0)
+    log_student = jnp.log(jnp.maximum(scores, 1e-30)) - jnp.log(jnp.sum(scores, axis=-1, keepdims=True))
+    rows = jnp.any(allowed, axis=-1)  # queries that see a key
+    cross_entropy = -jnp.sum(jnp.where(allowed, teacher * log_student, 0.0), axis=-1)
+    return jnp.sum(jnp.where(rows, cross_entropy, 0.0)) / jnp.maximum(jnp.sum(rows) * 1.0, 1.0)
+
+
+def distill_maps(teacher, student, config, distill, kind: str) -> list[float]:
+    """Stage 1: every site's Hedgehog map trained on the teacher's attention weights; the mean loss per step."""
+    teacher_sites, student_sites = sites(teacher), sites(student)
+    for site in teacher_sites:
+        site.record_inputs = True
+    causal = [site.causal for site in teacher_sites]
+
+    paths = [path for path, module in nnx.iter_modules(teacher) if isinstance(module, MultiHeadAttention)]
+
+    @nnx.jit
+    def record(teacher, batch):
+        """Each site's ``(q, k, key_mask)`` of the teacher's forward pass on ``batch``, in site order."""
+        _, sown = nnx.capture(functools.partial(metric_sums, kind=kind), nnx.Intermediate)(teacher, batch)
+        return [functools.reduce(lambda node, key: node[key], path, sown)["recorded_inputs"][0] for path in paths]
+
+    def loss(maps, inputs):
+        losses = [attention_weights_loss(q, k, mask, c, m["weight"], m["bias"])
+                  for (q, k, mask), c, m in zip(inputs, causal, maps, strict=True)]  # fmt: skip
+        return sum(losses) / len(losses)
+
+    tx = optax.adam(distill.distill_learning_rate)
+
+    @jax.jit
+    def update(maps, opt_state, inputs):
+        value, grads = jax.value_and_grad(loss)(maps, inputs)
+        updates, opt_state = tx.update(grads, opt_state, maps)
+        return optax.apply_updates(maps, updates), opt_state, value
+
+    maps = [{name: site.core.learned_params[name][...] for name in ("weight", "bias")} for site in student_sites]
+    opt_state = tx.init(maps)
+    batches = iter(train_batches(get_task(config.task), data_dir=config.data_dir, batch_size=config.batch_size,
+                                 max_length=config.max_length, seed=config.seed + 7))  # fmt: skip
+    losses = []
+    for _ in range(distill.distill_steps):
+        maps, opt_state, value = update(maps, opt_state, record(teacher, next(batches)))
+        losses.append(float(value))
+    for site, values in zip(student_sites, maps, strict=True):
+        for name, value in values.items():
+            site.core.learned_params[name][...] = value
+    for site in teacher_sites:
+        site.record_inputs = False
+    return losses
+
+
+def evaluation(model, config) -> dict:
+    """The model's metrics on its task's evaluation split, as the training runner evaluates."""
+    task = get_task(config.task)
+    graphdef, state = nnx.split((model, nnx.Optimizer(model, optax.identity(), wrt=nnx.Param)))
+    return evaluate(make_eval_step(graphdef, kind=task.kind), state, task, config, make_mesh(1, 1))
+
+
+def score(metrics: dict) -> float:
+    """The accuracy a run is judged by: sequence accuracy (seq2seq), else token / label accuracy."""
+    return metrics.get("sequence_accuracy", metrics["accuracy"])
+
+
+def run(distill: ml_collections.ConfigDict, workdir: str) -> dict:
+    """Trains (or reads back) teacher, student and scratch runs; returns the summary written to the workdir."""
+    if importlib.util.find_spec(f"configs.{distill.task}") is None:
+        raise ConfigError(f"config.task names {distill.task!r}, which has no configs/{distill.task}.py.")
+    teacher_config = run_config(distill, "exact")
+    teacher_results = train_and_evaluate(teacher_config, os.path.join(workdir, "teacher"))
+    teacher, _, task, _ = load_model(os.path.join(workdir, "teacher"))
+    student_config = run_config(distill, "hedgehog", num_train_steps=distill.finetune_steps)
+    student_config.attention.num_features = distill.feature_dim
+    student_config.optimizer.warmup_steps = min(student_config.optimizer.warmup_steps, distill.finetune_steps // 10)
+    stage1 = {}
+
+    def initialize(student):
+        """The teacher's weights, then stage 1 (only for a new student run; a resumed one restores them)."""
+        nnx.update(student, nnx.state(teacher, nnx.Param))
+        stage1["losses"] = distill_maps(teacher, student, student_config, distill, task.kind)
+        student.eval()
+        stage1["eval"] = evaluation(student, student_config)
+        student.train()
+
+    student_results = train_and_evaluate(student_config, os.path.join(workdir, "student"), initialize=initialize)
+    stage1_path = os.path.join(workdir, "student", "stage1.json")
+    if stage1:
+        write_atomic(stage1_path, json.dumps(stage1, indent=1))
+    with open(stage1_path) as f:
+        stage1 = json.load(f)
+    scratch_config = run_config(distill, "hedgehog")
+    scratch_config.attention.num_features = distill.feature_dim
+    scratch_results = train_and_evaluate(scratch_config, os.path.join(workdir, "scratch"))
+    teacher_score = score(teacher_results["eval"])
+    rows = {
+        "teacher (exact)": (teacher_results["eval"], teacher_config.num_train_steps),
+        "student after stage 1 (maps distilled)": (stage1["eval"], distill.distill_steps),
+        "student after stage 2 (fine-tuned)": (student_results["eval"], distill.distill_steps + distill.finetune_steps),
+        "hedgehog from scratch": (scratch_results["eval"], scratch_config.num_train_steps),
+    }
+    summary = {
+        "task": distill.task,
+        "feature_dim": distill.feature_dim,
+        "metric": "sequence_accuracy" if "sequence_accuracy" in teacher_results["eval"] else "accuracy",
+        "stage1_loss_first_last": [stage1["losses"][0], stage1["losses"][-1]],
+        "runs": {name: run_summary(metrics, steps, teacher_score) for name, (metrics, steps) in rows.items()},
+    }
+    write_atomic(os.path.join(workdir, "distill.json"), json.dumps(summary, indent=1))
+    write_atomic(os.path.join(workdir, "distill.md"), table(summary) + "\n")
+    return summary
+
+
+def run_summary(metrics: dict, steps: int, teacher_score: float) -> dict:
+    """One run's row: its evaluation, steps, score and the fraction of the teacher's score it recovers."""
+    recovered = score(metrics) / teacher_score if teacher_score else None
+    return {"eval": metrics, "steps": steps, "score": score(metrics), "recovered": recovered}
+
+
+def table(summary: dict) -> str:
+    header = ["run", "steps", summary["metric"], "token accuracy", "recovered of the teacher"]
+    rows = [[name, str(run["steps"]), f"{run['score']:.3f}", f"{run['eval']['accuracy']:.3f}",
+             "-" if run["recovered"] is None else f"{100 * run['recovered']:.0f}%"]
+            for name, run in summary["runs"].items()]  # fmt: skip
+    return markdown_table(header, rows)
