@@ -12,6 +12,7 @@ from rfa.attention.flax_adapter import (
 )
 from rfa.attention.kernelized import kernelized_attention
 from rfa.attention.naive import naive_kernelized_attention
+from rfa.attention.sequence_parallel import sequence_parallel_attention
 from rfa.attention.state import RecurrentState, init_state
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "make_attention_fn",
     "naive_kernelized_attention",
     "renormalize",
+    "sequence_parallel_attention",
     "softmax_attention",
     "unnormalized_softmax_attention",
 ]

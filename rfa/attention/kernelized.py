@@ -57,6 +57,7 @@ import numpy as np
 from jax.experimental import checkify
 
 from rfa._validation import check_broadcastable_to, check_floating, check_positive_int, is_concrete
+from rfa.attention import sequence_parallel
 from rfa.attention.common import check_causal_lengths, check_qkv, with_ones_column
 from rfa.attention.common import renormalize as divide_by_normalizer
 from rfa.attention.masks import CAUSAL, TRACED_MESSAGE, MaskPlan, plan_mask
@@ -84,7 +85,7 @@ def resolve_feature_params(fm: FeatureMap, params, q, k, keep_q, keep_k, *, fixe
     if missing:
         if fixed:
             raise ValueError(
-                f"feature map {fm.name!r} in causal mode or with a state needs "
+                f"feature map {fm.name!r} in causal mode, with a state or sequence-parallel needs "
                 f"{', '.join(f'feature_params[{name!r}]' for name in missing)} fixed in advance: fitting "
                 "them to the call's tokens would let future tokens change earlier outputs, or read a "
                 "state built with other parameters. Fit them on calibration batches "
@@ -119,7 +120,7 @@ def _bidirectional(phi_q, keys, key_log_mask, v_aug, initial, precision):
     ``key_log_mask [rows, kv_len, 1]`` (0 keep, -inf drop), ``initial = (kv [rows, F, dv+1], R0 [rows, 1, 1])``.
     """
     base_k, log_k = keys
-    ref = jnp.max(row_log_scale(log_k) + key_log_mask, axis=-2, keepdims=True, initial=-jnp.inf)
+    ref = jnp.max(row_log_scale(log_k) + jax.lax.stop_gradient(key_log_mask), axis=-2, keepdims=True, initial=-jnp.inf)
     if initial is not None:
         ref = jnp.maximum(ref, jax.lax.stop_gradient(initial[1]))
     ref = _at_least_lowest(ref)
@@ -277,6 +278,7 @@ def kernelized_attention(
     precision=None,
     initial_state: RecurrentState | None = None,
     return_state: bool = False,
+    sequence_axis: str | None = None,
 ) -> Array | tuple[Array, RecurrentState]:
     """Random-feature attention ``D̂⁻¹ φ(Q)(φ(K)ᵀV)`` in O(L·m·d) time and memory, in every mode.
 
@@ -321,6 +323,10 @@ def kernelized_attention(
       initial_state: a :class:`~rfa.attention.RecurrentState` of earlier keys (``[batch..., heads, F,
         d_v + 1]``): every query also attends to them (causal: decayed by the log-decays up to it).
       return_state: also return the state after this call's keys (and the initial state).
+      sequence_axis: inside ``jax.shard_map``, the mesh axis along which the sequence is split: q, k, v
+        are this device's contiguous block (device order is sequence order), the output is this
+        block's, and the state is the whole sequence's (:mod:`rfa.attention.sequence_parallel`). Masks
+        must be key padding (``[..., 1, kv_len]``) of this block; map parameters must be fixed.
 
     Returns:
       ``[batch..., q_len, heads, d_v]`` in ``q.dtype`` (a query with no attended key outputs 0);
@@ -342,6 +348,12 @@ def kernelized_attention(
         q, k, v, feature_map=feature_map, mask=mask, is_causal=is_causal, log_decay=log_decay,
         feature_params=feature_params, initial_state=initial_state,
     )  # fmt: skip
+    if sequence_axis is not None:
+        out, state = _sequence_parallel(
+            q, k, v, fm, projection, mask, plan, log_decay, initial_state, axis=sequence_axis, is_causal=is_causal,
+            renormalize=renormalize, chunk_size=chunk_size, feature_params=feature_params, precision=precision,
+        )  # fmt: skip
+        return (out, state) if return_state else out
     stateful = initial_state is not None or bool(return_state)
 
     def attend(causal: bool):
@@ -395,9 +407,12 @@ def _attend(q, k, v, fm, projection, keep_keys, keep_queries, log_decay, initial
         key_log_mask = jnp.where(keep_k, 0.0, -jnp.inf)
         k32, v32 = jnp.where(keep_k, k32, 0.0), jnp.where(keep_k, v32, 0.0)  # padding may hold inf or NaN
     if log_decay is not None:
-        log_decay = jnp.swapaxes(jnp.broadcast_to(log_decay, q.shape[:-1]), -1, -2)[..., None]
+        log_decay = jnp.swapaxes(jnp.broadcast_to(log_decay, k.shape[:-1]), -1, -2)[..., None]
         if keep_k is not None:  # a left-out key is skipped: no decay either
             log_decay = jnp.where(keep_k, log_decay, 0.0)
+        if not causal:  # the keys' state at the end of the sequence: key j decayed by the decays after it
+            key_log_mask = key_log_mask + _later_sums(log_decay)
+            log_decay = None
     params = resolve_feature_params(fm, feature_params, q32, k32, keep_q, keep_k, fixed=causal or stateful)
     # [batch..., heads] merged into one axis: with a size-1 axis among them (batch 1) XLA:CPU copies
     # F-wide arrays between layouts that differ only in where that axis goes.
@@ -443,6 +458,34 @@ def _initial(state: RecurrentState, rows: tuple[int, ...], num_outputs: int, fm:
         )
     kv = state.kv.reshape((math.prod(rows),) + state.kv.shape[-2:])
     return (jnp.swapaxes(kv, -1, -2) if transpose else kv), state.log_reference.reshape(-1, 1, 1)
+
+
+def _sequence_parallel(q, k, v, fm, projection, mask, plan, log_decay, initial_state, *, axis, is_causal, renormalize,
+                       chunk_size, feature_params, precision):  # fmt: skip
+    """``(this block's output, the sequence's state)`` of attention split along the mesh axis ``axis``."""
+    sequence_parallel.check_axis(axis)
+    sequence_parallel.check_key_padding(mask)
+
+    def attend(q_, k_, v_, *, causal, log_decay, initial_state):  # a part of this block (no keys, or all of them)
+        keep = plan.keep_keys if k_.shape[-3] == k.shape[-3] else None
+        return _attend(
+            q_, k_, v_, fm, projection, keep, None, log_decay, initial_state, causal=causal, stateful=True,
+            renormalize=renormalize, chunk_size=chunk_size, feature_params=feature_params, precision=precision,
+        )  # fmt: skip
+
+    if not is_causal:
+        return sequence_parallel.bidirectional(attend, axis, q, k, v, initial_state)
+    decay = jnp.zeros(q.shape[:-1]) if log_decay is None else jnp.broadcast_to(log_decay, q.shape[:-1])
+    if plan.keep_keys is not None:  # [batch..., heads or 1, L] -> [batch..., L, heads or 1]
+        decay = jnp.where(jnp.swapaxes(jnp.broadcast_to(plan.keep_keys, q.shape[:-3] + plan.keep_keys.shape[-2:]),
+                                       -1, -2), decay, 0.0)  # fmt: skip
+    return sequence_parallel.causal(attend, axis, q, k, v, log_decay, jnp.sum(decay, axis=-2), initial_state)
+
+
+def _later_sums(log_decay: Array) -> Array:
+    """``Σ_{t>j} g_t`` along the length axis (-2), summed from the end (not a difference of cumulative sums)."""
+    later = jnp.concatenate([log_decay[..., 1:, :], jnp.zeros_like(log_decay[..., :1, :])], axis=-2)
+    return jnp.flip(jnp.cumsum(jnp.flip(later, axis=-2), axis=-2), axis=-2)
 
 
 def _head_major(keep: Array, batch: tuple[int, ...]) -> Array:

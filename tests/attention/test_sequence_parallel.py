@@ -1,0 +1,108 @@
+"""Sequence-parallel kernelized attention on 8 CPU devices equals the single-device computation.
+
+JAX fixes its device count at start-up, so the checks run in one subprocess with
+``--xla_force_host_platform_device_count=8`` and report their largest errors as JSON; the single-device
+``rfa.kernelized_attention`` they are held to is itself held to the float64 reference
+(test_against_references.py). Outputs, gradients (q, k, v, log_decay) and the returned state, for
+P = 2, 4, 8 devices, bidirectional, causal and causal with decay, with key padding that spans device
+boundaries and an initial state.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+CHECKS = r"""
+import json
+import jax, jax.numpy as jnp, numpy as np
+import rfa
+from rfa.attention import sequence_parallel_attention
+
+B, L, H, D, M = 2, 32, 2, 8, 16
+keys = jax.random.split(jax.random.key(0), 6)
+q, k, v = (0.5 * jax.random.normal(key, (B, L, H, D)) for key in keys[:3])
+g = -jax.nn.softplus(jax.random.normal(keys[3], (B, L, H)))
+W = rfa.sample_projection(keys[4], M, D)
+keep = np.ones((B, L), bool)
+keep[0, :5] = False  # left padding, across the first device boundaries at P = 8
+keep[1, 15:18] = False  # a hole across the middle boundary
+mask = jnp.asarray(keep)[:, None, None, :]
+options = dict(feature_map="positive", projection=W)
+_, initial = rfa.kernelized_attention(k[:, :6] * 2, k[:, :6], v[:, :6], is_causal=True, return_state=True, **options)
+
+def errors(a, b):
+    return float(jnp.max(jnp.abs(a - b)) / (jnp.max(jnp.abs(b)) + 1e-30))
+
+report = {}
+for P in (2, 4, 8):
+    mesh = jax.make_mesh((P,), ("seq",), devices=jax.devices()[:P])
+    for case, causal, decay, state in (("bidirectional", False, False, None), ("causal", True, False, None),
+                                       ("decay", True, True, None), ("decay_initial_state", True, True, initial)):
+        def single(q, k, v, g):
+            return rfa.kernelized_attention(q, k, v, mask=mask, is_causal=causal, log_decay=g if decay else None,
+                                            initial_state=state, return_state=True, **options)
+        def parallel(q, k, v, g):
+            return sequence_parallel_attention(q, k, v, mesh=mesh, axis="seq", mask=mask, is_causal=causal,
+                                               log_decay=g if decay else None, initial_state=state,
+                                               return_state=True, **options)
+        def loss(fn):
+            return lambda *args: jnp.sum(jnp.sin(fn(*args)[0]))
+        (out, s), (ref, ref_state) = jax.jit(parallel)(q, k, v, g), single(q, k, v, g)
+        grads = jax.jit(jax.grad(loss(parallel), argnums=(0, 1, 2, 3)))(q, k, v, g)
+        ref_grads = jax.grad(loss(single), argnums=(0, 1, 2, 3))(q, k, v, g)
+        report[f"{case}/P{P}"] = {
+            "output": errors(out, ref), "state": errors(s.value(), ref_state.value()),
+            "grads": [errors(a, b) if decay or i < 3 else 0.0 for i, (a, b) in enumerate(zip(grads, ref_grads))],
+        }
+
+def message(fn):
+    try:
+        fn()
+    except ValueError as error:
+        return str(error)
+    return None
+
+mesh = jax.make_mesh((8,), ("seq",))
+report["errors"] = {
+    "indivisible": message(lambda: sequence_parallel_attention(q[:, :30], k[:, :30], v[:, :30], mesh=mesh,
+                                                               axis="seq", **options)),
+    "no_axis": message(lambda: sequence_parallel_attention(q, k, v, mesh=mesh, axis="sequence", **options)),
+    "outside_shard_map": message(lambda: rfa.kernelized_attention(q, k, v, sequence_axis="seq", **options)),
+    "dense_mask": message(lambda: sequence_parallel_attention(
+        q, k, v, mesh=mesh, axis="seq", mask=jnp.tril(jnp.ones((L, L), bool)), **options)),
+}
+print(json.dumps(report))
+"""
+
+
+@pytest.fixture(scope="module")
+def report():
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=8"
+    env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-c", CHECKS], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("devices", [2, 4, 8])
+@pytest.mark.parametrize("case", ["bidirectional", "causal", "decay", "decay_initial_state"])
+def test_sequence_parallel_equals_one_device(report, case, devices):
+    errors = report[f"{case}/P{devices}"]
+    assert errors["output"] < 1e-5 and errors["state"] < 1e-5, errors
+    assert max(errors["grads"]) < 1e-5, errors
+
+
+@pytest.mark.slow
+def test_sequence_parallel_bad_input_says_what_to_do(report):
+    messages = report["errors"]
+    assert "must be divisible by the size of mesh axis 'seq' (8)" in messages["indivisible"]
+    assert "pad the sequences to a multiple of 8" in messages["indivisible"]
+    assert "mesh has no axis 'sequence'; its axes are ('seq',)" in messages["no_axis"]
+    assert "sequence_axis='seq' names no mesh axis of an enclosing jax.shard_map" in messages["outside_shard_map"]
+    assert "mask must be key padding of this block" in messages["dense_mask"]
