@@ -88,6 +88,14 @@ def _write(cache: dict, start: Array | int, k: Array, v: Array, keep: Array) -> 
     }
 
 
+def _refuse_gate(site: str, attention) -> None:
+    if attention.gated:
+        raise ValueError(
+            f"{site}: gated=True decays a kernelized state; kind {attention.kind!r} has none. Use a feature map "
+            "kind (e.g. 'rfa' for gated RFA)."
+        )
+
+
 class SoftmaxCore(nnx.Module):
     """Exact softmax attention; decoding keeps the keys and values so far (in the model's dtype)."""
 
@@ -104,8 +112,9 @@ class SoftmaxCore(nnx.Module):
 
     @staticmethod
     def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
-        """Every configuration is valid for exact attention (``check_site`` of every core: raises a
-        ValueError for a configuration the kind cannot run at ``site``)."""
+        """Raises a ValueError for a configuration the kind cannot run at ``site`` (every core has one):
+        exact attention runs every configuration but a gate."""
+        _refuse_gate(site, attention)
 
     def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions) -> Array:
         mask = key_mask[:, None, None, :]
@@ -274,6 +283,7 @@ class LinformerCore(nnx.Module):
 
     @staticmethod
     def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
+        _refuse_gate(site, attention)
         if causal:
             raise ValueError(
                 f"{site}: linformer projects keys and values along the whole length, so every projected key "

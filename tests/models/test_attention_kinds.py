@@ -163,6 +163,9 @@ def test_linformer_refuses_longer_inputs_and_causal_use():
         preset("tiny", vocab_size=VOCAB, decoder_attention=LINFORMER)
 
 
-def test_a_gate_at_a_bidirectional_site_is_refused():
+def test_a_gate_at_a_bidirectional_site_or_without_a_kernel_is_refused():
     with pytest.raises(ValueError, match="encoder_attention: gated=True decays a causal state"):
         preset("tiny", vocab_size=VOCAB, encoder_attention=SITES["gated_rfa"])
+    for kind in ("softmax", "linformer"):
+        with pytest.raises(ValueError, match=f"decoder_attention: gated=True decays a kernelized state; kind '{kind}'"):
+            preset("tiny", vocab_size=VOCAB, decoder_attention=AttentionConfig(kind, gated=True))
