@@ -62,12 +62,9 @@ Timings on a shared CPU are noisy.
 
 from __future__ import annotations
 
-import datetime
 import os
 import statistics
-import subprocess
 import sys
-import time
 from collections.abc import Callable
 
 import jax
@@ -76,6 +73,7 @@ from absl import flags
 
 import rfa
 from experiments import run_main
+from experiments.benchmarking import environment, memory_bytes, run_once, timing_summary
 from experiments.tables import markdown_table, write_json
 
 BATCH, HEADS, HEAD_DIM, NUM_FEATURES = 1, 8, 64, 256
@@ -148,28 +146,6 @@ def log_decay(length: int) -> jax.Array:
     return jax.nn.log_sigmoid(jax.random.normal(jax.random.key(length + 1), (BATCH, length, HEADS)))
 
 
-def memory_bytes(compiled) -> dict | None:
-    """Argument, output, temp, alias and peak bytes of a compiled program; None without analysis."""
-    stats = compiled.memory_analysis()
-    if stats is None:
-        return None
-    parts = {
-        "argument_bytes": stats.argument_size_in_bytes,
-        "output_bytes": stats.output_size_in_bytes,
-        "temp_bytes": stats.temp_size_in_bytes,
-        "alias_bytes": stats.alias_size_in_bytes,
-    }
-    parts["peak_bytes"] = parts["argument_bytes"] + parts["output_bytes"] + parts["temp_bytes"] - parts["alias_bytes"]
-    return parts
-
-
-def run_once(compiled, args) -> float:
-    """Seconds of one call, to ``jax.block_until_ready``."""
-    start = time.perf_counter()
-    jax.block_until_ready(compiled(*args))
-    return time.perf_counter() - start
-
-
 def time_in_turns(programs: dict[str, tuple], max_repeats: int) -> dict[str, list[float]]:
     """Seconds of timed runs of ``{case: (compiled, args)}``, one warm-up each, then the cases in turns.
 
@@ -185,16 +161,6 @@ def time_in_turns(programs: dict[str, tuple], max_repeats: int) -> dict[str, lis
         for case, program in programs.items():
             times[case].append(run_once(*program))
     return times
-
-
-def timing_summary(seconds: list[float]) -> dict:
-    times_ms = [1e3 * t for t in seconds]
-    return {
-        "median_ms": statistics.median(times_ms),
-        "min_ms": min(times_ms),
-        "repeats": len(times_ms),
-        "times_ms": times_ms,
-    }
 
 
 def estimated_flops(case: str, length: int, chunk_size: int) -> float:
@@ -381,28 +347,6 @@ def flops_table(results: list[dict], peak: dict) -> str:
         row = [str(entry["length"])] + [fmt(None if f is None else f / 1e12, ".2f") for f in achieved]
         rows.append([*row, f"{peak['flops_per_s'] / 1e12:.2f}"])
     return markdown_table(header, rows)
-
-
-def environment() -> dict:
-    device = jax.devices()[0]
-    return {
-        "backend": jax.default_backend(),
-        "device_kind": device.device_kind,
-        "jax_version": jax.__version__,
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "cpu_count": os.cpu_count(),
-        "cpus_available": len(os.sched_getaffinity(0)),  # fewer when pinned, e.g. with taskset
-        "rfa_commit": rfa_commit(),
-    }
-
-
-def rfa_commit() -> str | None:
-    """The git commit of the checkout being measured (None outside a git checkout)."""
-    try:
-        result = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return result.stdout.strip()
 
 
 def config() -> dict:

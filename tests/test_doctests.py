@@ -19,7 +19,14 @@ import rfa
 
 MODULES = sorted(
     [name for _, name, _ in pkgutil.walk_packages(rfa.__path__, "rfa.")]
-    + ["experiments", "experiments.runner", "experiments.reproductions", "experiments.sweep", "experiments.tables"]
+    + [
+        "experiments",
+        "experiments.runner",
+        "experiments.reproductions",
+        "experiments.sweep",
+        "experiments.tables",
+        "experiments.benchmarking",
+    ]
 )
 NAMESPACE = {"rfa": rfa, "jax": jax, "jnp": jnp, "np": np, "nnx": nnx, "flax": flax}
 # Examples that train, decode, build models or attend under several masks (over 4 s each): in the slow tier.

@@ -349,6 +349,17 @@ def test_benchmarks_write_json(tmp_path):
     subprocess.run([sys.executable, "-m", "experiments.benchmark_decoding", "--positions=8,32", "--steps=2",
                     "--repeats=1", f"--output={tmp_path / 'decoding.json'}"], cwd=REPO, check=True,
                    capture_output=True)  # fmt: skip
+    subprocess.run([sys.executable, "-m", "experiments.benchmark_scaling", "--lengths=32,64", "--repeats=1",
+                    "--fit_from=32", f"--output={tmp_path / 'scaling.json'}"], cwd=REPO, check=True,
+                   capture_output=True)  # fmt: skip
+    scaling = json.loads((tmp_path / "scaling.json").read_text())
+    assert {(r["model"], r["kind"]) for r in scaling["results"]} == {
+        ("decoder", "exact"), ("decoder", "positive"), ("decoder", "gated"), ("encoder", "exact"),
+        ("encoder", "positive"),
+    }  # fmt: skip
+    assert all(r["median_ms"] > 0 and r["memory"]["peak_bytes"] > 0 for r in scaling["results"])
+    assert all(isinstance(fit["time_slope"], float) for fit in scaling["summary"].values())
+    assert (tmp_path / "scaling.png").stat().st_size > 10_000
     decoding = json.loads((tmp_path / "decoding.json").read_text())["seconds_per_token"]
     assert set(decoding) == {"exact", "kernelized", "gated"} and all(
         t > 0 for d in decoding.values() for t in d.values()

@@ -1,0 +1,91 @@
+"""What every benchmark measures the same way: compiled memory, one timed call, summaries, the environment."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import statistics
+import subprocess
+import time
+
+import jax
+import numpy as np
+
+
+def memory_bytes(compiled) -> dict | None:
+    """Argument, output, temp, alias and peak bytes of a compiled program; None without analysis."""
+    stats = compiled.memory_analysis()
+    if stats is None:
+        return None
+    parts = {
+        "argument_bytes": stats.argument_size_in_bytes,
+        "output_bytes": stats.output_size_in_bytes,
+        "temp_bytes": stats.temp_size_in_bytes,
+        "alias_bytes": stats.alias_size_in_bytes,
+    }
+    parts["peak_bytes"] = parts["argument_bytes"] + parts["output_bytes"] + parts["temp_bytes"] - parts["alias_bytes"]
+    return parts
+
+
+def run_once(compiled, args) -> float:
+    """Seconds of one call, to ``jax.block_until_ready``."""
+    start = time.perf_counter()
+    jax.block_until_ready(compiled(*args))
+    return time.perf_counter() - start
+
+
+def timing_summary(seconds: list[float]) -> dict:
+    times_ms = [1e3 * t for t in seconds]
+    return {
+        "median_ms": statistics.median(times_ms),
+        "min_ms": min(times_ms),
+        "repeats": len(times_ms),
+        "times_ms": times_ms,
+    }
+
+
+def environment() -> dict:
+    device = jax.devices()[0]
+    return {
+        "backend": jax.default_backend(),
+        "device_kind": device.device_kind,
+        "jax_version": jax.__version__,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "cpu_count": os.cpu_count(),
+        "cpus_available": len(os.sched_getaffinity(0)),  # fewer when pinned, e.g. with taskset
+        "rfa_commit": rfa_commit(),
+    }
+
+
+def rfa_commit() -> str | None:
+    """The git commit of the checkout being measured (None outside a git checkout)."""
+    try:
+        result = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return result.stdout.strip()
+
+
+def slope(points: list[tuple[int, float]]) -> float | None:
+    """Least-squares slope of log(value) against log(L); None with fewer than two points.
+
+    Example:
+      >>> round(slope([(1024, 2.0), (2048, 8.0), (4096, 32.0)]), 6)  # quadratic
+      2.0
+    """
+    if len(points) < 2:
+        return None
+    lengths, values = np.log([p[0] for p in points]), np.log([p[1] for p in points])
+    return float(np.polyfit(lengths, values, 1)[0])
+
+
+def crossover(rows: list[tuple[int, float]], reference: dict[int, float | None]) -> int | None:
+    """The first length from which ``rows`` (``(L, time)``) is faster than ``reference`` (``{L: time}``) at
+    every longer length; a length the reference has no time for (skipped: out of memory) counts as faster.
+
+    Example:
+      >>> crossover([(1, 5.0), (2, 3.0), (4, 4.0), (8, 5.0)], {1: 1.0, 2: 4.0, 4: 3.0, 8: 9.0})
+      8
+    """
+    slower = [length for length, time in rows if reference.get(length) is not None and time >= reference[length]]
+    return next((length for length, _ in sorted(rows) if all(s < length for s in slower)), None)
