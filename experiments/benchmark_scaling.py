@@ -37,7 +37,9 @@ from experiments.benchmarking import crossover, environment, memory_bytes, slope
 from experiments.tables import markdown_table, write_json
 from rfa.models import AttentionConfig, Decoder, Encoder, TransformerConfig
 
-_LENGTHS = flags.DEFINE_list("lengths", ["1024", "2048", "4096", "8192", "16384", "32768"], "Sequence lengths L.")
+_LENGTHS = flags.DEFINE_list(
+    "lengths", ["128", "256", "512", "1024", "2048", "4096", "8192", "16384", "32768"], "Sequence lengths L."
+)
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed steps per case (median reported).")
 _MAX_MEMORY = flags.DEFINE_float("max_memory_gib", 8.0, "Skip a case whose estimated peak memory exceeds this.")
 _FIT_FROM = flags.DEFINE_integer("fit_from", 2048, "Fit slopes over the lengths from this one on.")
