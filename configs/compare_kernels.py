@@ -2,7 +2,10 @@
 
 Run:
   python -m experiments.compare_kernels --config configs/compare_kernels.py --workdir workdir/train
-Variants: ``:quick`` trains the quick variants of two kinds on one task (seconds; the tests run it).
+Variants: ``:quick`` trains the quick variants of two kinds on one task (seconds; the tests run it);
+``:lra`` the Long Range Arena tasks at their real lengths (ListOps 2000 tokens, Pathfinder-32 1024 pixels;
+prepare their data first: ``python -m experiments.prepare_data``) at the ``cpu`` scale of their configs, and
+``:lra_quick`` those tasks' quick runs on their sample data.
 """
 
 import ml_collections
@@ -20,10 +23,21 @@ def get_config(arg: str | None = None):
     config.skip = (  # (task, attention) pairs that cannot train: no decoder to gate, no bidirectional site
         ("listops", "gated_rfa"), ("python_source", "linformer"),
     )  # fmt: skip
-    config.quick = False  # train each pair's ",quick" variant
+    config.scale = ""  # train each pair's "<attention>,<scale>" variant ("": the task config's own scale)
     config.data_dir = "data"  # TFDS data_dir for every run
+    lra = {
+        "tasks": ("listops_lra", "pathfinder"),
+        "attention": ("exact", "positive", "simplex_positive", "oprf", "elu", "taylor", "hedgehog", "linformer"),
+        "skip": (),
+        "scale": "cpu",
+    }
     return apply_variant(
         config,
         arg,
-        {"full": {}, "quick": {"tasks": ("sort",), "attention": ("exact", "positive"), "quick": True, "skip": ()}},
+        {
+            "full": {},
+            "quick": {"tasks": ("sort",), "attention": ("exact", "positive"), "scale": "quick", "skip": ()},
+            "lra": lra,
+            "lra_quick": {**lra, "attention": ("exact", "positive"), "scale": "quick"},
+        },
     )

@@ -3,7 +3,7 @@
   python -m experiments.compare_kernels --config configs/compare_kernels.py --workdir workdir/train
   python -m experiments.compare_kernels --config configs/compare_kernels.py --config.tasks=sort,listops ...
 
-Each pair trains from ``configs/<task>.py:<attention>`` in ``<workdir>/<task>/<attention>`` (a
+Each pair trains from ``configs/<task>.py:<attention>[,<scale>]`` in ``<workdir>/<task>/<attention>`` (a
 finished pair is read back, an interrupted one resumes; the pairs of ``config.skip`` are left
 out, each with a line saying so), then the table — task, attention, m,
 final accuracy / perplexity, step time, tokens/s, XLA step memory, in the order of
@@ -47,7 +47,7 @@ def run(comparison, workdir: str) -> list[dict]:
         if importlib.util.find_spec(f"configs.{task}") is None:
             raise ConfigError(f"config.tasks names {task!r}, which has no configs/{task}.py.")
         config = importlib.import_module(f"configs.{task}").get_config(
-            f"{attention},quick" if comparison.quick else attention
+            f"{attention},{comparison.scale}" if comparison.scale else attention
         )
         config.data_dir = comparison.data_dir
         results.append(train_and_evaluate(config, os.path.join(workdir, task, attention)))

@@ -100,22 +100,38 @@ def causal(attend: Callable, axis: str, q, k, v, log_decay, block_decay, initial
     return out, _sum_states(kvs, decayed_to(size))
 
 
+def _token_spec(fm, name: str, value, axis: str):
+    """The spec of a map parameter: split along the length if it is per token (``fm.token_params``), else replicated."""
+    spec = jax.sharding.PartitionSpec
+    if name in fm.token_params:
+        event, ndim = fm.event_ndim(name), jnp.ndim(value)
+        if ndim > event and jnp.shape(value)[-1 - event] != 1:
+            return spec(*([None] * (ndim - 1 - event)), axis)
+    return spec()
+
+
 def sequence_parallel_attention(
-    q, k, v, *, mesh: jax.sharding.Mesh, axis: str, mask=None, log_decay=None,
-    initial_state: RecurrentState | None = None, return_state: bool = False, **options,
+    q, k, v, *, axis: str, mesh: jax.sharding.Mesh | None = None, mask=None, log_decay=None, projection=None,
+    feature_params: dict | None = None, initial_state: RecurrentState | None = None, return_state: bool = False,
+    **options,
 ):  # fmt: skip
-    """``rfa.kernelized_attention`` with the sequence split over ``mesh``'s axis ``axis`` (it shards for you).
+    """``rfa.kernelized_attention`` with the sequence split over the mesh axis ``axis`` (it shards for you).
+
+    Only ``axis`` is manual inside: the other axes of the mesh (data, model) keep the shardings XLA gives
+    the arrays, so this runs inside a jitted, GSPMD-sharded training step as well as on its own.
 
     Args:
       q, k, v: ``[batch..., L, heads, d]`` global arrays; L must be divisible by the axis size (pad the
         sequence and mask the padding otherwise).
-      mesh: a ``jax.sharding.Mesh`` with the axis ``axis``.
       axis: the mesh axis the sequence is split along; device order along it is sequence order.
+      mesh: a ``jax.sharding.Mesh`` with the axis ``axis``; None takes the mesh set by ``jax.set_mesh``.
       mask: None or key padding broadcastable to ``[batch..., heads, 1, L]``.
       log_decay: ``[batch..., L, heads]`` (causal).
+      projection, feature_params: as in ``rfa.kernelized_attention``; a per-token parameter (the map's
+        ``token_params`` with a length axis, e.g. rfa's ``key_log_weight [batch..., heads, L]``) is split
+        along L like the tokens, every other one is replicated.
       initial_state, return_state: as in ``rfa.kernelized_attention`` (the state is replicated).
-      **options: the other keywords of ``rfa.kernelized_attention`` (``feature_map``, ``projection``,
-        ``is_causal``, ``feature_params``, ...).
+      **options: the other keywords of ``rfa.kernelized_attention`` (``feature_map``, ``is_causal``, ...).
 
     Returns:
       ``[batch..., L, heads, d_v]`` (sharded along L), or ``(output, state)``.
@@ -129,9 +145,15 @@ def sequence_parallel_attention(
       True
     """
     from rfa.attention.kernelized import kernelized_attention  # the local attention of each device
+    from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 
+    given_mesh = mesh is not None
+    mesh = mesh if given_mesh else jax.sharding.get_abstract_mesh()
     if axis not in mesh.axis_names:
-        raise ValueError(f"mesh has no axis {axis!r}; its axes are {tuple(mesh.axis_names)}.")
+        where = (
+            "the mesh set by jax.set_mesh" if mesh.axis_names else "no mesh (pass mesh= or call inside jax.set_mesh)"
+        )
+        raise ValueError(f"mesh has no axis {axis!r}; its axes are {tuple(mesh.axis_names)} ({where}).")
     check_key_padding(mask)
     size, length = mesh.shape[axis], q.shape[-3]
     if length % size or k.shape[-3] % size:
@@ -139,28 +161,39 @@ def sequence_parallel_attention(
             f"the sequence lengths (q_len={length}, kv_len={k.shape[-3]}) must be divisible by the size of mesh axis "
             f"{axis!r} ({size}): pad the sequences to a multiple of {size} and mask the padding (mask=key padding)."
         )
+    fm = lookup_feature_map(options["feature_map"]) if "feature_map" in options else None
     spec = jax.sharding.PartitionSpec
     tokens = spec(*([None] * (q.ndim - 3)), axis)  # [batch..., L, ...] split along L
-    args = {"q": q, "k": k, "v": v, "mask": mask, "log_decay": log_decay, "initial_state": initial_state}
+    feature_params = dict(feature_params or {})
+    numbers = {name: value for name, value in feature_params.items() if isinstance(value, int | float)}  # static
+    arrays = {name: value for name, value in feature_params.items() if name not in numbers}
+    args = {"q": q, "k": k, "v": v, "mask": mask, "log_decay": log_decay, "initial_state": initial_state,
+            "projection": projection, "feature_params": arrays or None}  # fmt: skip
     specs = {
         "q": tokens, "k": tokens, "v": tokens, "log_decay": tokens,
         "mask": None if mask is None else spec(*([None] * (jnp.ndim(mask) - 1)), axis), "initial_state": spec(),
+        "projection": spec(),
+        "feature_params": {name: _token_spec(fm, name, value, axis) for name, value in arrays.items()},
     }  # fmt: skip
     given = {name: value for name, value in args.items() if value is not None}
+    in_specs = {name: specs[name] for name in given}
+    if given_mesh:  # arrays committed elsewhere (or nowhere) are laid out on this mesh first
+        given = jax.tree.map(
+            lambda s, value: jax.tree.map(lambda x: jax.reshard(x, jax.sharding.NamedSharding(mesh, s)), value),
+            in_specs, given, is_leaf=lambda x: isinstance(x, jax.sharding.PartitionSpec),
+        )  # fmt: skip
 
     def local(given):
         return kernelized_attention(
             given["q"], given["k"], given["v"], mask=given.get("mask"), log_decay=given.get("log_decay"),
+            projection=given.get("projection"), feature_params={**numbers, **given.get("feature_params", {})},
             initial_state=given.get("initial_state"), return_state=True, sequence_axis=axis, **options,
         )  # fmt: skip
 
-    in_specs = {name: specs[name] for name in given}
-    given = {
-        name: jax.reshard(value, jax.sharding.NamedSharding(mesh, in_specs[name])) for name, value in given.items()
-    }
     # The state is the same on every device by construction (sums of gathered states), which shard_map's
     # replication check cannot infer through axis_index; the tests compare it with one device's.
-    out, state = jax.shard_map(local, mesh=mesh, in_specs=(in_specs,), out_specs=(tokens, spec()), check_vma=False)(
-        given
-    )
+    out, state = jax.shard_map(
+        local, mesh=mesh, in_specs=(in_specs,), out_specs=(tokens, spec()),
+        axis_names={axis}, check_vma=False,
+    )(given)  # fmt: skip
     return (out, state) if return_state else out

@@ -1,15 +1,16 @@
 """Datasets and input pipelines: the project's TFDS builders, task registry, tokenizers, grain batches.
 
 Importing this package registers the builders ``algorithmic/{copy,reverse,sort}``,
-``listops/{short,lra}`` and ``python_source`` with TFDS.
+``listops/{short,lra,lra_sample}``, ``pathfinder/{32,32_sample}`` and ``python_source`` with TFDS.
 """
 
 from rfa.data.algorithmic import Algorithmic
 from rfa.data.listops import Listops
-from rfa.data.pipeline import DatasetMissingError, eval_batches, load_source, train_batches
+from rfa.data.pathfinder import Pathfinder
+from rfa.data.pipeline import DatasetMissingError, eval_batches, load_source, prepare, train_batches
 from rfa.data.python_source import PythonSource
 from rfa.data.tasks import TASKS, Task, get_task
-from rfa.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, ByteTokenizer, WordTokenizer
+from rfa.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, ByteTokenizer, PixelTokenizer, WordTokenizer
 
 __all__ = [
     "BOS_ID",
@@ -20,11 +21,14 @@ __all__ = [
     "ByteTokenizer",
     "DatasetMissingError",
     "Listops",
+    "Pathfinder",
+    "PixelTokenizer",
     "PythonSource",
     "Task",
     "WordTokenizer",
     "eval_batches",
     "get_task",
     "load_source",
+    "prepare",
     "train_batches",
 ]

@@ -5,8 +5,10 @@ The Long Range Arena task (Tay et al., "Long Range Arena", ICLR 2021; after Nang
 answer 9. Operators take 2 to ``max_args`` arguments; nesting is at most ``max_depth``; MED is
 ``int(median)`` and SM is the sum mod 10, as in LRA. LRA writes the same trees with extra
 parentheses; this version leaves them out, so a length here counts operators, digits and ``]``.
-The ``lra`` config has LRA's sizes (lengths 500-2000, 96k training examples); ``short`` keeps
-the task and shortens the sequences to 16-128 tokens so that it trains on a CPU in minutes.
+The ``lra`` config has LRA's sizes (lengths 500-2000, 96k training examples; preparing it takes
+minutes: ``python -m experiments.prepare_data --dataset listops/lra``), ``lra_sample`` the same
+expressions in small splits (the first 2048 training and 256 evaluation ones of ``lra``), and
+``short`` keeps the task and shortens the sequences to 16-128 tokens so that it trains on a CPU in minutes.
 """
 
 from __future__ import annotations
@@ -98,6 +100,12 @@ class Listops(GeneratedBuilder):
 
     BUILDER_CONFIGS: ClassVar[list] = [
         ListOpsConfig(name="lra", description="Long Range Arena sizes: lengths 500-2000."),
+        ListOpsConfig(
+            name="lra_sample",
+            description="The first expressions of lra: 2048 training, 256 evaluation.",
+            num_train=2048,
+            num_eval=256,
+        ),
         ListOpsConfig(name="short", description="Lengths 16-128.", min_length=16, max_length=128, num_train=20_000),
     ]
 
@@ -112,9 +120,11 @@ class Listops(GeneratedBuilder):
         )
 
     def _generate_examples(self, split: str, count: int):
-        """Yields ``count`` expressions with lengths in ``[min_length, max_length]``, seeded by config and split."""
+        """Yields ``count`` expressions with lengths in ``[min_length, max_length]``, seeded by sizes and split
+        (``lra_sample`` starts with the expressions of ``lra``)."""
         config = self.builder_config
-        rng = random.Random(zlib.crc32(f"{config.name}/{split}".encode()))
+        family = config.name.removesuffix("_sample")
+        rng = random.Random(zlib.crc32(f"{family}/{split}".encode()))
         index = 0
         while index < count:
             tokens, value = expression(rng, rng.randint(config.min_length, config.max_length), 1, config)

@@ -28,12 +28,31 @@ from rfa.data.tokenizers import EOS_ID, PAD_ID
 
 
 class DatasetMissingError(FileNotFoundError):
-    """A real TFDS dataset is not prepared in the data_dir."""
+    """A dataset is not prepared in the data_dir: a real TFDS one, or one of the project's that takes minutes."""
 
 
 def _is_prepared(builder: tfds.core.DatasetBuilder) -> bool:
     # Not builder.is_prepared(): that logs a warning for every dataset not prepared yet.
     return (builder.data_path / "dataset_info.json").exists()
+
+
+def _builder(dataset: str, data_dir: str) -> tfds.core.DatasetBuilder:
+    return tfds.builder(dataset, data_dir=data_dir, file_format="array_record")
+
+
+def prepare(dataset: str, data_dir: str) -> bool:
+    """Prepares one of the project's datasets (e.g. ``"pathfinder/32"``) in ``data_dir``; False if it already was.
+
+    Example:
+      >>> import tempfile
+      >>> prepare("listops/lra_sample", tempfile.mkdtemp())
+      True
+    """
+    builder = _builder(dataset, data_dir)
+    if _is_prepared(builder):
+        return False
+    builder.download_and_prepare()
+    return True
 
 
 def load_source(task: Task, split: str, data_dir: str):
@@ -43,21 +62,27 @@ def load_source(task: Task, split: str, data_dir: str):
     with several processes, process 0 prepares it while the others wait.
 
     Raises:
-      DatasetMissingError: a real dataset that is not in ``data_dir`` as ``array_record``, with
-        the command that prepares it.
+      DatasetMissingError: a real dataset that is not in ``data_dir`` as ``array_record``, or one of the
+        project's that is not prepared on first use (Long Range Arena sizes), with the command that
+        prepares it.
     """
     if task.generated:  # the project's own builders: an error here is a bug to see, not a missing dataset
+        if not task.prepare_on_first_use and not _is_prepared(_builder(task.dataset, data_dir)):
+            raise DatasetMissingError(
+                f"dataset {task.dataset!r} is not prepared in data_dir {data_dir!r}; it takes minutes to generate, so "
+                f"it is not prepared on first use. Prepare it once with `python -m experiments.prepare_data "
+                f"--dataset {task.dataset} --data_dir {data_dir}` (its small sample task, '<task>_sample', needs "
+                "no preparation)."
+            )
         if jax.process_index() == 0:
-            builder = tfds.builder(task.dataset, data_dir=data_dir, file_format="array_record")
-            if not _is_prepared(builder):
-                builder.download_and_prepare()
+            prepare(task.dataset, data_dir)
         if jax.process_count() > 1:
             multihost_utils.sync_global_devices(f"prepared {task.dataset}")
         return tfds.data_source(
             task.dataset, split=split, data_dir=data_dir, download=False, builder_kwargs={"file_format": "array_record"}
         )
     try:  # not tfds.data_source, whose is_prepared() check would log a warning before the error below
-        return tfds.builder(task.dataset, data_dir=data_dir, file_format="array_record").as_data_source(split=split)
+        return _builder(task.dataset, data_dir).as_data_source(split=split)
     except (
         tfds.core.registered.DatasetNotFoundError,
         KeyError,

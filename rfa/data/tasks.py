@@ -1,9 +1,12 @@
 """Training tasks by name: which TFDS dataset, which features, which tokenizer, which model kind.
 
 A task is ``kind`` (``"seq2seq"`` for the encoder-decoder, ``"classification"`` for the encoder
-classifier, ``"lm"`` for the decoder-only language model) plus where its text comes from. The
-project's own datasets are prepared on first use; real TFDS datasets must already be prepared
-(``array_record``) in the data_dir. Add a task by adding an entry to ``TASKS``.
+classifier, ``"lm"`` for the decoder-only language model) plus where its inputs come from. The
+project's own datasets are prepared on first use, except the Long Range Arena ones at their real
+sizes, which take minutes and are prepared once by ``python -m experiments.prepare_data``; each of
+those has a ``_sample`` task with the same examples in small splits, prepared on first use (quick
+runs and tests). Real TFDS datasets must already be prepared (``array_record``) in the data_dir.
+Add a task by adding an entry to ``TASKS``.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from rfa.data import listops
-from rfa.data.tokenizers import ByteTokenizer, WordTokenizer
+from rfa.data.tokenizers import ByteTokenizer, PixelTokenizer, WordTokenizer
 
 KINDS = ("seq2seq", "classification", "lm")
 
@@ -23,11 +26,13 @@ class Task:
     Attributes:
       dataset: TFDS name with config, e.g. ``"algorithmic/sort"``.
       kind: ``"seq2seq"``, ``"classification"`` or ``"lm"``.
-      inputs: feature holding the input text (the source, the text to classify, the LM text).
+      inputs: feature holding the input (the source, the text or image to classify, the LM text).
       targets: the target text (seq2seq) or the integer label (classification); None for lm.
       tokenizer: text <-> ids, special ids as in ``rfa.data.tokenizers``.
       num_classes: labels of a classification task.
-      generated: True for the project's own builders, which the first run prepares.
+      generated: True for the project's own builders.
+      prepare_on_first_use: a generated dataset is prepared by the first run that needs it; False for
+        those that take minutes (``python -m experiments.prepare_data`` prepares them).
       train_split, eval_split: TFDS split names.
     """
 
@@ -35,9 +40,10 @@ class Task:
     kind: str
     inputs: str
     targets: str | None
-    tokenizer: ByteTokenizer | WordTokenizer
+    tokenizer: ByteTokenizer | WordTokenizer | PixelTokenizer
     num_classes: int = 0
     generated: bool = False
+    prepare_on_first_use: bool = True
     train_split: str = "train"
     eval_split: str = "validation"
 
@@ -52,6 +58,7 @@ class Task:
 
 _BYTES = ByteTokenizer()
 _LISTOPS = WordTokenizer(listops.VOCABULARY)
+_PIXELS = PixelTokenizer()
 
 TASKS: dict[str, Task] = {
     **{
@@ -59,7 +66,33 @@ TASKS: dict[str, Task] = {
         for name in ("copy", "reverse", "sort")
     },
     "listops": Task("listops/short", "classification", "source", "label", _LISTOPS, num_classes=10, generated=True),
-    "listops_lra": Task("listops/lra", "classification", "source", "label", _LISTOPS, num_classes=10, generated=True),
+    # Long Range Arena at its real lengths: ListOps up to 2000 tokens, Pathfinder-32 as 1024 pixels.
+    "listops_lra": Task(
+        "listops/lra",
+        "classification",
+        "source",
+        "label",
+        _LISTOPS,
+        num_classes=10,
+        generated=True,
+        prepare_on_first_use=False,
+    ),
+    "listops_lra_sample": Task(
+        "listops/lra_sample", "classification", "source", "label", _LISTOPS, num_classes=10, generated=True
+    ),
+    "pathfinder32": Task(
+        "pathfinder/32",
+        "classification",
+        "image",
+        "label",
+        _PIXELS,
+        num_classes=2,
+        generated=True,
+        prepare_on_first_use=False,
+    ),
+    "pathfinder32_sample": Task(
+        "pathfinder/32_sample", "classification", "image", "label", _PIXELS, num_classes=2, generated=True
+    ),
     "python_source": Task("python_source", "lm", "text", None, _BYTES, generated=True),
     "imdb_reviews": Task("imdb_reviews", "classification", "text", "label", _BYTES, num_classes=2, eval_split="test"),
     "lm1b": Task("lm1b", "lm", "text", None, _BYTES, eval_split="test"),

@@ -1,6 +1,6 @@
-"""Tokenizers: UTF-8 bytes (text tasks, real TFDS text) and a fixed word vocabulary (ListOps).
+"""Tokenizers: UTF-8 bytes (text tasks, real TFDS text), a fixed word vocabulary (ListOps) and pixels (Pathfinder).
 
-Both reserve the same special ids, so every task pads with 0 and decodes from ``BOS_ID``:
+All reserve the same special ids, so every task pads with 0 and decodes from ``BOS_ID``:
 ``PAD_ID = 0`` (padding; the models mask it), ``BOS_ID = 1`` (first decoder input),
 ``EOS_ID = 2`` (end of a target).
 """
@@ -67,3 +67,25 @@ class WordTokenizer:
             if i >= NUM_SPECIAL:
                 words.append(self.words[int(i) - NUM_SPECIAL])
         return " ".join(words)
+
+
+class PixelTokenizer:
+    """A uint8 image read in raster order (row by row), one token per pixel: intensity b is id ``b + 3``.
+
+    Example:
+      >>> PixelTokenizer().encode(np.array([[0, 255], [7, 1]], np.uint8))
+      array([  3, 258,  10,   4], dtype=int32)
+    """
+
+    vocab_size = 256 + NUM_SPECIAL
+
+    def encode(self, image: np.ndarray) -> np.ndarray:
+        image = np.asarray(image)
+        if image.dtype != np.uint8:
+            raise TypeError(f"PixelTokenizer encodes uint8 images, got dtype {image.dtype}.")
+        return image.reshape(-1).astype(np.int32) + NUM_SPECIAL
+
+    def decode(self, ids: Sequence[int]) -> np.ndarray:
+        """The pixels of ``ids`` (special ids left out) as a flat uint8 array."""
+        ids = np.asarray(ids)
+        return (ids[ids >= NUM_SPECIAL] - NUM_SPECIAL).astype(np.uint8)

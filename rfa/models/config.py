@@ -100,6 +100,10 @@ class TransformerConfig:
       pad_id: the padding token.
       dtype: computation dtype; parameters are float32.
       encoder_attention, decoder_attention, cross_attention: the attention of each site.
+      sequence_axis: the mesh axis that splits the sequence in training (``rfa.train``'s ``"sequence"``);
+        where a mesh with that axis is set (``jax.set_mesh``), kernelized sites run sequence-parallel
+        over it (:func:`rfa.attention.sequence_parallel_attention`) and the other layers are split by XLA
+        along the length. None, or no such axis in the mesh: nothing is split. It changes no parameter.
     """
 
     vocab_size: int
@@ -124,6 +128,7 @@ class TransformerConfig:
     encoder_attention: AttentionConfig = AttentionConfig()
     decoder_attention: AttentionConfig = AttentionConfig()
     cross_attention: AttentionConfig = AttentionConfig()
+    sequence_axis: str | None = None
 
     def __post_init__(self):
         for name in (
@@ -181,6 +186,10 @@ class TransformerConfig:
             raise ValueError(
                 f"cross_attention_rotary=True rotates q and k by their positions, which needs positional='rotary', "
                 f"got positional={self.positional!r}."
+            )
+        if self.sequence_axis is not None and not (isinstance(self.sequence_axis, str) and self.sequence_axis):
+            raise TypeError(
+                f"TransformerConfig.sequence_axis must be a mesh axis name or None, got {self.sequence_axis!r}."
             )
         if self.positional == "rotary" and self.head_dim % 2:
             raise ValueError(f"rotary positions need an even head dimension, got {self.head_dim}.")

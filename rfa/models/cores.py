@@ -29,6 +29,7 @@ with the kind.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -37,6 +38,7 @@ from flax import nnx
 
 from rfa.attention.flax_adapter import Calibratable, learned_variables, random_variables, redraw_variables
 from rfa.attention.kernelized import kernelized_attention
+from rfa.attention.sequence_parallel import sequence_parallel_attention
 from rfa.attention.state import init_state
 from rfa.models.positional import RelativeBias
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
@@ -157,13 +159,15 @@ class KernelizedCore(Calibratable):
     (rfa's ``key_log_weight``) also gets ``log(1 - g_t)``, which makes the site gated RFA,
     ``S_t = g_t S_{t-1} + (1 - g_t) φ(k_t)v_tᵀ`` (Peng et al., "Random Feature Attention", ICLR 2021, Eq. 7).
     A map whose parameters are fitted from data can keep a fit from calibration batches
-    (``rfa.attention.calibrating``).
+    (``rfa.attention.calibrating``). With ``TransformerConfig.sequence_axis`` in the mesh that is set, a
+    call over a whole sequence runs sequence-parallel over that axis (LASP-2's state exchange).
     """
 
     def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         fm = lookup_feature_map(attention.kind)
         self.feature_map, self.attention, self.causal = fm, attention, causal
         self.num_heads, self.head_dim = config.num_heads, config.head_dim
+        self.sequence_axis = config.sequence_axis
         random = fm.needs_projection or bool(fm.sampled)
         key = (rngs.projection() if "projection" in rngs else rngs.params()) if random else None
         self.projection, self.random_params = random_variables(
@@ -197,6 +201,12 @@ class KernelizedCore(Calibratable):
             )
         if missing - set(fm.fitted):
             raise ValueError(f"{site} with {attention.kind!r} needs feature_params {sorted(missing)}.")
+        if missing and config.sequence_axis is not None:
+            raise ValueError(
+                f"{site} with {attention.kind!r} fits feature_params {sorted(missing)} to the whole sequence, which a "
+                f"device holding one block of it (sequence_axis={config.sequence_axis!r}) cannot: fix them in the "
+                "config (e.g. the map's standard_params), or do not split the sequence."
+            )
         if attention.gated and not causal:
             raise ValueError(
                 f"{site}: gated=True decays a causal state token by token; {site} attends bidirectionally. "
@@ -229,7 +239,12 @@ class KernelizedCore(Calibratable):
     def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions, return_state: bool = False):
         if self.calibrating:
             self.calibrate(q, k, mask=key_mask[:, None, None, :])
-        return kernelized_attention(
+        mesh = jax.sharding.get_abstract_mesh()
+        split = self.sequence_axis in mesh.axis_names and mesh.shape[self.sequence_axis] > 1
+        attend = (
+            functools.partial(sequence_parallel_attention, axis=self.sequence_axis) if split else kernelized_attention
+        )
+        return attend(
             q, k, v, mask=key_mask[:, None, None, :], is_causal=self.causal, chunk_size=self.attention.chunk_size,
             return_state=return_state, **self._options(x if self.causal else None),
         )  # fmt: skip

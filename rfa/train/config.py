@@ -22,6 +22,7 @@ from rfa.data import Task, get_task
 from rfa.models import AttentionConfig, Decoder, Encoder, EncoderDecoder, TransformerConfig
 from rfa.random_features import feature_map, registered_feature_maps
 from rfa.train.optim import SCHEDULES
+from rfa.train.sharding import SEQUENCE_AXIS
 from rfa.workdir import ConfigError, apply_variant
 
 ATTENTION_VARIANTS = {
@@ -99,6 +100,7 @@ def base_config() -> ml_collections.ConfigDict:
     config.mesh = ml_collections.ConfigDict()
     config.mesh.data = -1  # data-parallel devices (-1: all left after model)
     config.mesh.model = 1  # devices splitting heads and MLP units
+    config.mesh.sequence = 1  # devices splitting the sequence (kernelized attention runs sequence-parallel)
     return config
 
 
@@ -121,20 +123,27 @@ QUICK = {
 }
 
 
-def task_config(task: str, arg: str | None, **fields) -> ml_collections.ConfigDict:
-    """The config of ``task`` with its ``fields`` (dotted names) and the variant ``arg = "<attention>[,quick]"``.
+def task_config(task: str, arg: str | None, *, scales: dict[str, dict] | None = None, **fields):
+    """The config of ``task`` with its ``fields`` (dotted names) and the variant ``arg = "<attention>[,<scale>]"``.
+
+    Scales: ``quick`` (:data:`QUICK`, seconds-long test runs) and the config's own ``scales``, which
+    add fields to ``quick`` or define others (e.g. ``cpu``: a scaled-down run of a long task).
 
     Example:
       >>> config = task_config("sort", "positive,quick", max_length=40)
     """
+    scales = {
+        "quick": QUICK | (scales or {}).get("quick", {}),
+        **{k: v for k, v in (scales or {}).items() if k != "quick"},
+    }
     attention, *rest = (arg or "exact").split(",")
-    if attention not in ATTENTION_VARIANTS or rest not in ([], ["quick"]):
+    if attention not in ATTENTION_VARIANTS or len(rest) > 1 or (rest and rest[0] not in scales):
         raise ConfigError(
-            f"config string must be '<attention>' or '<attention>,quick' with <attention> one of "
-            f"{sorted(ATTENTION_VARIANTS)}, got {arg!r}."
+            f"config string must be '<attention>' or '<attention>,<scale>' with <attention> one of "
+            f"{sorted(ATTENTION_VARIANTS)} and <scale> one of {sorted(scales)}, got {arg!r}."
         )
     config = apply_variant(base_config(), "full", {"full": {"task": task, **fields}})
-    apply_variant(config, "quick" if rest else "full", {"full": {}, "quick": QUICK})
+    apply_variant(config, rest[0] if rest else "full", {"full": {}, **scales})
     variant = {f"attention.{name}": value for name, value in ATTENTION_VARIANTS[attention].items()}
     return apply_variant(config, "full", {"full": {"attention.variant": attention, **variant}})
 
@@ -167,6 +176,12 @@ def check_config(config: ml_collections.ConfigDict) -> Task:
     if config.mesh.data != -1:
         _positive_int(config, "mesh.data")
     _positive_int(config, "mesh.model")
+    _positive_int(config, "mesh.sequence")
+    if config.max_length % config.mesh.sequence:
+        raise ConfigError(
+            f"config.max_length = {config.max_length} must be divisible by config.mesh.sequence = "
+            f"{config.mesh.sequence}: every device holds an equal block of each sequence."
+        )
     o = config.optimizer
     for field, value, valid, expected in (
         ("learning_rate", o.learning_rate, o.learning_rate > 0, "> 0"),
@@ -244,6 +259,7 @@ def model_config(config: ml_collections.ConfigDict, task: Task) -> TransformerCo
         encoder_attention=_attention(config, head_dim, "encoder"),
         decoder_attention=_attention(config, head_dim, "decoder"),
         cross_attention=_attention(config, head_dim, "cross"),
+        sequence_axis=SEQUENCE_AXIS if config.mesh.sequence > 1 else None,
     )
 
 

@@ -198,7 +198,7 @@ def train_and_evaluate(
     task = check_config(config)
     graphdef, state = initial_state(config, task)
     try:
-        mesh = sharding.make_mesh(config.mesh.data, config.mesh.model)
+        mesh = sharding.make_mesh(config.mesh.data, config.mesh.model, config.mesh.sequence)
         state_sharding = sharding.state_sharding(state, mesh)
     except ValueError as error:
         raise ConfigError(f"config.mesh: {error}") from error
@@ -245,6 +245,7 @@ def train_and_evaluate(
         # iterator.close() stops grain's prefetch threads now rather than at interpreter exit
         for close in (bar.close, writer.close, checkpoints.close, iterator.close):
             closing.callback(close)
+        closing.enter_context(jax.set_mesh(mesh))  # the steps trace under it: kernelized sites see its sequence axis
         for step in range(start, config.num_train_steps):
             every = config.attention.redraw_every  # every site has this policy: merge the modules only when due
             if every and step % every == 0:

@@ -1,11 +1,15 @@
-"""Scale-out with ``jax.sharding``: a ``(data, model)`` device mesh, batch and parameter shardings.
+"""Scale-out with ``jax.sharding``: a ``(data, sequence, model)`` device mesh, batch and parameter shardings.
 
 Data parallelism shards every batch along its first axis over ``data`` and replicates the
 parameters; with a ``model`` axis > 1 the attention heads (q/k/v/out kernels) and the MLP's
 hidden units are split over ``model`` as well (Megatron-style: Shoeybi et al., 2019), which
-XLA's SPMD partitioner turns into the matching collectives. Optimizer moments follow their
-parameters' sharding because their paths end the same way. Multi-host runs call
-:func:`initialize_distributed` first, then each process loads its own rows of the batch.
+XLA's SPMD partitioner turns into the matching collectives. With a ``sequence`` axis > 1 every
+token array is split along its length too: the model's kernelized sites exchange states over that
+axis (LASP-2, :func:`rfa.attention.sequence_parallel_attention`; the model is built with
+``sequence_axis="sequence"``), and XLA splits the other layers along the length (exact attention
+gathers the keys it needs). Optimizer moments follow their parameters' sharding because their
+paths end the same way. Multi-host runs call :func:`initialize_distributed` first, then each
+process loads its own rows of the batch.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-MESH_AXES = ("data", "model")
+MESH_AXES = ("data", "sequence", "model")
+SEQUENCE_AXIS = "sequence"
 # (path ending, parameter rank) -> spec of the heads / hidden-unit axis split over "model".
 _MODEL_AXIS_RULES = {
     (("query", "kernel"), 3): P(None, "model", None),
@@ -53,24 +58,37 @@ def initialize_distributed() -> bool:
     return False
 
 
-def make_mesh(data: int, model: int = 1) -> jax.sharding.Mesh:
-    """A ``(data, model)`` mesh over ``data * model`` devices; ``data=-1`` takes all devices left after ``model``.
+def make_mesh(data: int, model: int = 1, sequence: int = 1) -> jax.sharding.Mesh:
+    """A ``(data, sequence, model)`` mesh over ``data * sequence * model`` devices; ``data=-1`` takes all devices
+    left after the others.
 
     Example:
-      >>> mesh = make_mesh(-1)  # pure data parallelism over every device; with 8: make_mesh(4, model=2)
+      >>> mesh = make_mesh(-1)  # pure data parallelism over every device; with 8: make_mesh(2, model=2, sequence=2)
       >>> mesh.axis_names
-      ('data', 'model')
+      ('data', 'sequence', 'model')
     """
     count = jax.device_count()
-    if model < 1 or count % model:
-        raise ValueError(f"mesh.model must be >= 1 and divide the {count} devices, got {model}.")
-    data = count // model if data == -1 else data
-    if data < 1 or data * model > count:
-        raise ValueError(f"mesh data x model = {data} x {model} needs {data * model} devices; {count} are present.")
-    if jax.process_count() > 1 and data * model != count:
-        raise ValueError(f"a multi-process mesh must use all {count} devices, got data x model = {data} x {model}.")
+    for name, size in (("model", model), ("sequence", sequence)):
+        if size < 1 or count % size:
+            raise ValueError(f"mesh.{name} must be >= 1 and divide the {count} devices, got {size}.")
+    data = count // (model * sequence) if data == -1 else data
+    used = data * sequence * model
+    if data < 1 or used > count:
+        raise ValueError(
+            f"mesh data x sequence x model = {data} x {sequence} x {model} needs {used} devices; {count} are present."
+        )
+    if jax.process_count() > 1 and used != count:
+        raise ValueError(
+            f"a multi-process mesh must use all {count} devices, got data x sequence x model = {data} x {sequence} x "
+            f"{model}."
+        )
+    if jax.process_count() > 1 and data % jax.process_count():
+        raise ValueError(
+            f"mesh.data = {data} must be divisible by the {jax.process_count()} processes: each process loads whole "
+            "rows of the batch, so the sequence and model axes must lie within a process."
+        )
     auto = (jax.sharding.AxisType.Auto,) * len(MESH_AXES)  # XLA propagates shardings from inputs
-    return jax.make_mesh((data, model), MESH_AXES, axis_types=auto, devices=jax.devices()[: data * model])
+    return jax.make_mesh((data, sequence, model), MESH_AXES, axis_types=auto, devices=jax.devices()[:used])
 
 
 def _names(path) -> tuple:
@@ -100,12 +118,15 @@ def state_sharding(state, mesh: jax.sharding.Mesh):
     return jax.tree_util.tree_map_with_path(sharding, state)
 
 
-def batch_sharding(mesh: jax.sharding.Mesh) -> NamedSharding:
-    """Rows over ``data``, the rest of each array replicated."""
-    return NamedSharding(mesh, P("data"))
+def batch_sharding(mesh: jax.sharding.Mesh, ndim: int = 1) -> NamedSharding:
+    """Rows over ``data``; for token arrays (``ndim >= 2``: ``[batch, length, ...]``) the length over ``sequence``."""
+    return NamedSharding(mesh, P("data", SEQUENCE_AXIS) if ndim >= 2 else P("data"))
 
 
 def global_batch(batch: dict, mesh: jax.sharding.Mesh) -> dict:
-    """This process's rows ``[B / processes, ...]`` assembled into global arrays sharded over ``data``."""
-    sharding = batch_sharding(mesh)
-    return {key: jax.make_array_from_process_local_data(sharding, value) for key, value in batch.items()}
+    """This process's rows ``[B / processes, ...]`` assembled into global arrays sharded over ``data`` (and
+    ``sequence`` along the length)."""
+    return {
+        key: jax.make_array_from_process_local_data(batch_sharding(mesh, np.ndim(value)), value)
+        for key, value in batch.items()
+    }

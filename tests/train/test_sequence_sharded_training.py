@@ -1,0 +1,143 @@
+"""A training step with the sequence split over a mesh axis equals the unsharded step (8 CPU devices).
+
+JAX fixes its device count at start-up, so the checks run in one subprocess with
+``--xla_force_host_platform_device_count=8`` and report as JSON. Each case builds a quick config's model
+and optimizer, takes one real batch of its task, and runs the trainer's jitted step twice: on one device
+(mesh 1 x 1 x 1) and on a (data 2, sequence 4) mesh, where every token array is split along its length
+and the kernelized sites run ``rfa.attention.sequence_parallel_attention`` (counted, so a silent
+fallback to unsplit attention cannot pass). The updated parameters, optimizer state and metric sums
+must agree. Cases: positive features in an encoder-decoder (bidirectional, causal and cross-attention),
+gated RFA (per-token decay and key weights split with the tokens), Hedgehog in a language model
+(learned map parameters, gradients summed over the blocks) and exact attention in a classifier (XLA
+splits it; its key bias, whose gradient is 0 up to rounding, is left out). Then ``train_and_evaluate``
+with ``config.mesh.sequence = 4`` ends with the metrics of the unsharded run.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+CHECKS = r"""
+import json, sys, tempfile
+import jax, jax.numpy as jnp, numpy as np
+from configs import listops, python_source, sort
+import rfa.models.cores as cores
+from rfa.data import train_batches
+from rfa.train import sharding, train_and_evaluate
+from rfa.train.config import check_config
+from rfa.train.loop import initial_state
+from rfa.train.steps import make_train_step
+from rfa.workdir import ConfigError
+
+data_dir = sys.argv[1]
+calls = {"count": 0}
+parallel = cores.sequence_parallel_attention
+def counted(*args, **kwargs):
+    calls["count"] += 1
+    return parallel(*args, **kwargs)
+cores.sequence_parallel_attention = counted
+
+def quick(module, attention, **mesh):
+    config = module.get_config(f"{attention},quick")
+    config.data_dir = data_dir
+    for name, value in mesh.items():
+        config.mesh[name] = value
+    return config
+
+def one_step(module, attention, **mesh):
+    config = quick(module, attention, **mesh)
+    task = check_config(config)
+    graphdef, state = initial_state(config, task)
+    mesh = sharding.make_mesh(config.mesh.data, config.mesh.model, config.mesh.sequence)
+    state_sharding = sharding.state_sharding(state, mesh)
+    state = jax.device_put(state, state_sharding)
+    batch = next(iter(train_batches(task, data_dir=data_dir, batch_size=config.batch_size,
+                                    max_length=config.max_length, seed=0)))
+    step = make_train_step(graphdef, kind=task.kind, label_smoothing=0.0, seed=0, state_sharding=state_sharding)
+    calls["count"] = 0
+    with jax.set_mesh(mesh):
+        state, sums = step(state, sharding.global_batch(batch, mesh), jnp.int32(3))
+    return jax.device_get(state), jax.device_get(sums), calls["count"]
+
+def error(a, b):
+    if jnp.issubdtype(jnp.asarray(a).dtype, jax.dtypes.prng_key):
+        a, b = jax.random.key_data(a), jax.random.key_data(b)
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b)) / (np.max(np.abs(b)) + 1e-30)) if a.size else 0.0
+
+report = {}
+for module, attention in ((sort, "positive"), (sort, "gated_rfa"), (python_source, "hedgehog"), (listops, "exact")):
+    ref_state, ref_sums, _ = one_step(module, attention, data=1, sequence=1)
+    state, sums, count = one_step(module, attention, data=2, sequence=4)
+    errors = jax.tree_util.tree_flatten_with_path(jax.tree.map(error, state, ref_state))[0]
+    # Softmax is invariant to the key bias (it adds q.b to every logit of a query): its gradient is rounding
+    # noise, which Adam's first step turns into +-learning_rate, so exact attention's key bias is left out.
+    leaves = [e for path, e in errors if not (attention == "exact" and "'key']['bias']" in jax.tree_util.keystr(path))]
+    report[f"{module.__name__.split('.')[-1]}/{attention}"] = {
+        "state": max(leaves), "leaves": len(leaves), "sums": max(error(sums[k], ref_sums[k]) for k in sums),
+        "parallel_calls": count,
+    }
+
+def trained(**mesh):
+    config = quick(sort, "positive", **mesh)
+    config.num_train_steps = 4
+    return train_and_evaluate(config, tempfile.mkdtemp(), progress=False)["eval"]
+
+split, whole = trained(data=2, sequence=4), trained(data=1, sequence=1)
+report["train_and_evaluate"] = {name: error(split[name], whole[name]) for name in ("loss", "accuracy", "perplexity")}
+
+def message(**fields):
+    config = quick(python_source, fields.pop("attention", "positive"))
+    for name, value in fields.items():
+        *section, leaf = name.split("__")
+        (config[section[0]] if section else config)[leaf] = value
+    try:
+        train_and_evaluate(config, tempfile.mkdtemp(), progress=False)
+    except ConfigError as e:
+        return str(e)
+    return None
+
+report["errors"] = {
+    "indivisible_length": message(mesh__sequence=8, max_length=20),
+    "too_many_devices": message(mesh__sequence=4, mesh__data=4),
+    "causal_linformer": message(mesh__sequence=2, attention="linformer"),
+}
+print(json.dumps(report))
+"""
+
+
+@pytest.fixture(scope="module")
+def report(data_dir):
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=8"
+    env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu", "PYTHONPATH": ROOT}
+    done = subprocess.run([sys.executable, "-c", CHECKS, data_dir], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["sort/positive", "sort/gated_rfa", "python_source/hedgehog", "listops/exact"])
+def test_a_sequence_sharded_step_equals_the_unsharded_step(report, case):
+    errors = report[case]
+    assert errors["state"] < 1e-4 and errors["sums"] < 1e-5, errors
+    assert errors["leaves"] > 10
+    kernelized = case != "listops/exact"
+    assert (errors["parallel_calls"] > 0) == kernelized, errors  # traced once per kernelized site
+
+
+@pytest.mark.slow
+def test_a_sequence_sharded_run_ends_with_the_unsharded_metrics(report):
+    assert max(report["train_and_evaluate"].values()) < 1e-4, report["train_and_evaluate"]
+
+
+@pytest.mark.slow
+def test_sequence_sharding_refuses_what_it_cannot_split(report):
+    messages = report["errors"]
+    assert "config.max_length = 20 must be divisible by config.mesh.sequence = 8" in messages["indivisible_length"]
+    assert "needs 16 devices; 8 are present" in messages["too_many_devices"]
+    assert "'linformer' cannot be causal" in messages["causal_linformer"]
