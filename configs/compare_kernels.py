@@ -27,7 +27,7 @@ def get_config(arg: str | None = None):
     config.data_dir = "data"  # TFDS data_dir for every run
     lra = {
         "tasks": ("listops_lra", "pathfinder"),
-        "attention": ("exact", "positive", "simplex_positive", "oprf", "elu", "taylor", "hedgehog", "linformer"),
+        "attention": ("exact", "positive", "simplex_positive", "elu", "taylor", "hedgehog", "linformer"),
         "skip": (),
         "scale": "cpu",
     }

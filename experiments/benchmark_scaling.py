@@ -18,10 +18,19 @@ Slopes are least-squares fits of log(time) and log(memory) against log(L) over t
 quadratic. The crossover is the first length from which a kernelized kind's step is faster than
 exact's at every longer length (where exact was skipped for memory, kernelized counts as faster).
 Writes JSON (``--output``) and a log-log figure beside it (``.png``).
+
+Per-device memory against the number of devices P that split the sequence (``--sequence_devices``):
+  XLA_FLAGS=--xla_force_host_platform_device_count=8 python -m experiments.benchmark_scaling \
+      --sequence_devices 1,2,4,8 --sequence_length 16384
+compiles the same steps of the decoder at one length on a mesh whose ``sequence`` axis has P devices
+(kernelized sites exchange states, :func:`rfa.attention.sequence_parallel_attention`; XLA splits the
+rest, exact attention included) and reports XLA's per-device peak for each P. It times nothing: the
+host-platform devices share this machine's cores. Writes ``--sequence_output`` and a figure beside it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -30,12 +39,15 @@ import jax.numpy as jnp
 import optax
 from absl import flags
 from flax import nnx
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 from matplotlib.figure import Figure
 
 from experiments import run_main
 from experiments.benchmarking import crossover, environment, memory_bytes, slope, timing_summary
 from experiments.tables import markdown_table, write_json
 from rfa.models import AttentionConfig, Decoder, Encoder, TransformerConfig
+from rfa.train.sharding import SEQUENCE_AXIS, make_mesh
 
 _LENGTHS = flags.DEFINE_list(
     "lengths", ["128", "256", "512", "1024", "2048", "4096", "8192", "16384", "32768"], "Sequence lengths L."
@@ -44,6 +56,13 @@ _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed steps per case (median repo
 _MAX_MEMORY = flags.DEFINE_float("max_memory_gib", 8.0, "Skip a case whose estimated peak memory exceeds this.")
 _FIT_FROM = flags.DEFINE_integer("fit_from", 2048, "Fit slopes over the lengths from this one on.")
 _OUTPUT = flags.DEFINE_string("output", "results/benchmark_scaling_cpu.json", "JSON path (figure: .png beside).")
+_SEQUENCE_DEVICES = flags.DEFINE_list(
+    "sequence_devices", [], "Device counts P splitting the sequence: per-device memory instead of time."
+)
+_SEQUENCE_LENGTH = flags.DEFINE_integer("sequence_length", 16384, "L of the per-device memory study.")
+_SEQUENCE_OUTPUT = flags.DEFINE_string(
+    "sequence_output", "results/benchmark_sequence_parallel_cpu.json", "JSON of the per-device memory study."
+)
 
 KINDS = {
     "exact": AttentionConfig(),
@@ -53,21 +72,26 @@ KINDS = {
 MODELS = {"decoder": ("exact", "positive", "gated"), "encoder": ("exact", "positive")}  # gates need a causal site
 
 
-def model_config(model: str, kind: str, length: int) -> TransformerConfig:
+def model_config(model: str, kind: str, length: int, *, sequence_axis: str | None = None) -> TransformerConfig:
     attention = KINDS[kind]
     site = {"decoder_attention" if model == "decoder" else "encoder_attention": attention}
     return TransformerConfig(vocab_size=256, num_classes=2, d_model=64, num_heads=4, mlp_dim=128,
                              num_encoder_layers=2, num_decoder_layers=2, dropout_rate=0.0, max_length=length,
-                             **site)  # fmt: skip
+                             sequence_axis=sequence_axis, **site)  # fmt: skip
 
 
-def train_step(model: str, kind: str, length: int):
-    """The compiled step, its arguments and its memory analysis."""
-    config = model_config(model, kind, length)
+def train_step(model: str, kind: str, length: int, mesh: jax.sharding.Mesh | None = None):
+    """The compiled step, its arguments and its memory analysis; with ``mesh``, the sequence split over its
+    ``sequence`` axis (per-device memory)."""
+    config = model_config(model, kind, length, sequence_axis=None if mesh is None else SEQUENCE_AXIS)
     network = (Decoder if model == "decoder" else Encoder)(config, rngs=nnx.Rngs(0))
     graphdef, state = nnx.split((network, nnx.Optimizer(network, optax.adam(1e-3), wrt=nnx.Param)))
     tokens = jax.random.randint(jax.random.key(length), (1, length), 1, config.vocab_size)
     labels = tokens if model == "decoder" else jnp.zeros((1,), jnp.int32)
+    if mesh is not None:
+        split, replicated = (NamedSharding(mesh, spec) for spec in (P(None, SEQUENCE_AXIS), P()))
+        state, tokens = jax.device_put(state, replicated), jax.device_put(tokens, split)
+        labels = tokens if model == "decoder" else jax.device_put(labels, replicated)
 
     def step(state, tokens, labels):
         network, optimizer = nnx.merge(graphdef, state)
@@ -79,8 +103,43 @@ def train_step(model: str, kind: str, length: int):
         optimizer.update(network, grads)
         return nnx.state((network, optimizer)), value
 
-    compiled = jax.jit(step, donate_argnums=0).lower(state, tokens, labels).compile()
+    with contextlib.nullcontext() if mesh is None else jax.set_mesh(mesh):
+        compiled = jax.jit(step, donate_argnums=0).lower(state, tokens, labels).compile()
     return compiled, (state, tokens, labels), memory_bytes(compiled)
+
+
+def sequence_memory(devices: list[int], length: int) -> list[dict]:
+    """XLA's per-device peak of the decoder's training step at ``length`` with the sequence split over P devices."""
+    if max(devices) > jax.device_count():
+        raise ValueError(
+            f"--sequence_devices needs {max(devices)} devices, {jax.device_count()} are present; on a CPU set "
+            f"XLA_FLAGS=--xla_force_host_platform_device_count={max(devices)} before the command."
+        )
+    rows = []
+    for count in devices:
+        mesh = make_mesh(1, 1, sequence=count)
+        for kind in MODELS["decoder"]:
+            _, _, memory = train_step("decoder", kind, length, mesh)
+            rows.append({"model": "decoder", "kind": kind, "length": length, "devices": count, "memory": memory})
+            print(f"P={count} {kind:9s} per-device peak {memory['peak_bytes'] / 2**20:.1f} MiB", flush=True)
+    return rows
+
+
+def plot_sequence_memory(rows: list[dict], path: str) -> None:
+    figure = Figure(figsize=(5, 4))
+    axis = figure.subplots()
+    for kind in MODELS["decoder"]:
+        mine = [r for r in rows if r["kind"] == kind]
+        axis.plot([r["devices"] for r in mine], [r["memory"]["peak_bytes"] / 2**20 for r in mine], marker="o",
+                  label=f"decoder {kind}")  # fmt: skip
+    devices = sorted({r["devices"] for r in rows})
+    axis.set(xscale="log", yscale="log", xlabel="devices splitting the sequence (P)",
+             ylabel="per-device peak (MiB, XLA estimate)", title=f"training step, L = {rows[0]['length']}")  # fmt: skip
+    axis.set_xticks(devices, [str(count) for count in devices])
+    axis.grid(alpha=0.3, which="both")
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
 
 
 def measure(model: str, kind: str, length: int) -> dict:
@@ -154,6 +213,12 @@ def main(argv):
     del argv
     env = environment()
     print(f"backend {env['backend']} ({env['device_kind']}), jax {env['jax_version']}", flush=True)
+    if _SEQUENCE_DEVICES.value:
+        rows = sequence_memory([int(x) for x in _SEQUENCE_DEVICES.value], _SEQUENCE_LENGTH.value)
+        write_json(_SEQUENCE_OUTPUT.value, {"environment": env, "results": rows})
+        plot_sequence_memory(rows, os.path.splitext(_SEQUENCE_OUTPUT.value)[0] + ".png")
+        print(f"\nwrote {_SEQUENCE_OUTPUT.value}")
+        return
     results = []
     for length in (int(x) for x in _LENGTHS.value):
         for model, kinds in MODELS.items():
