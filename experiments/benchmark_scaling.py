@@ -42,6 +42,7 @@ from flax import nnx
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
 
 from experiments import run_main
 from experiments.benchmarking import crossover, environment, memory_bytes, slope, timing_summary
@@ -136,6 +137,7 @@ def plot_sequence_memory(rows: list[dict], path: str) -> None:
     axis.set(xscale="log", yscale="log", xlabel="devices splitting the sequence (P)",
              ylabel="per-device peak (MiB, XLA estimate)", title=f"training step, L = {rows[0]['length']}")  # fmt: skip
     axis.set_xticks(devices, [str(count) for count in devices])
+    axis.xaxis.set_minor_locator(NullLocator())
     axis.grid(alpha=0.3, which="both")
     axis.legend(fontsize=8)
     figure.tight_layout()

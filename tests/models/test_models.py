@@ -440,6 +440,12 @@ def test_beam_search_finds_at_least_the_greedy_score(kind):
         ({"pad_id": 23}, ValueError, r"pad_id must be a token of the vocabulary \[0, 23\)"),
         ({"cross_attention_rotary": 1}, TypeError, "cross_attention_rotary must be a bool, got 1"),
         ({"cross_attention_rotary": True}, ValueError, "needs positional='rotary', got positional='sinusoidal'"),
+        (
+            {"encoder_attention": AttentionConfig("oprf", 16), "sequence_axis": "sequence"},
+            ValueError,
+            r"fits feature_params \['phi_sq'\] to the whole sequence, which a device holding one block",
+        ),
+        ({"sequence_axis": ""}, TypeError, "sequence_axis must be a mesh axis name or None, got ''"),
     ],
 )
 def test_inconsistent_configs_are_rejected(overrides, error, message):
