@@ -8,7 +8,7 @@ Variants: ``:<attention>`` with <attention> in rfa.train.ATTENTION_VARIANTS; the
   and cosine decay, no weight decay, sinusoidal positions, mean pooling. LRA's heads are 8 wide (qkv_dim 16);
   rfa's are d_model / heads = 16.
 - ``:<attention>,cpu``: what this repository's results table ran on a 2-core CPU: the same model (m = 64),
-  batch 16, 600 steps (9600 images, 6% of an epoch), evaluated on 512 validation images.
+  batch 16, 400 steps (6400 images, 4% of an epoch), evaluated on 512 validation images.
 - ``:<attention>,quick``: seconds-long test run on ``pathfinder32_sample`` (the same images, small splits,
   prepared on first use).
 """
@@ -19,10 +19,10 @@ EPOCH = 160_000 // 512  # steps per epoch at LRA's batch
 
 CPU = {
     "batch_size": 16,
-    "num_train_steps": 600,
+    "num_train_steps": 400,
     "log_every": 50,
-    "eval_every": 600,
-    "checkpoint_every": 300,
+    "eval_every": 400,
+    "checkpoint_every": 200,
     "eval_batches": 32,
     "optimizer.warmup_steps": 50,
 }
