@@ -1,7 +1,11 @@
 """Shared helpers for the test suite (``tests/`` is on pytest's pythonpath)."""
 
+import json
 import math
+import os
 import re
+import subprocess
+import sys
 
 import jax
 import numpy as np
@@ -33,3 +37,19 @@ def non_progress_lines(output: str, desc: str) -> list[str]:
     """
     bar = re.compile(rf"{re.escape(desc)}: +\d+%\|[^|]*\| \d+/\d+ \[[^\]]*\]")
     return [line for line in re.split(r"[\r\n]+", output) if line.strip() and not bar.fullmatch(line)]
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_on_devices(script: str, *args: str, devices: int = 8) -> dict:
+    """Runs ``script`` in a Python subprocess with ``devices`` CPU devices; the JSON of its last stdout line.
+
+    JAX fixes its device count at start-up, so tests of sharded programs run apart from the suite's
+    one-device process (``--xla_force_host_platform_device_count``); the repository is on its path.
+    """
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}"
+    env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu", "PYTHONPATH": ROOT}
+    done = subprocess.run([sys.executable, "-c", script, *args], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])

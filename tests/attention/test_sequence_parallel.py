@@ -8,14 +8,8 @@ P = 2, 4, 8 devices, bidirectional, causal and causal with decay, with key paddi
 boundaries and an initial state.
 """
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from helpers import run_on_devices
 
 CHECKS = r"""
 import json
@@ -83,11 +77,7 @@ print(json.dumps(report))
 
 @pytest.fixture(scope="module")
 def report():
-    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=8"
-    env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}
-    done = subprocess.run([sys.executable, "-c", CHECKS], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_on_devices(CHECKS)
 
 
 @pytest.mark.slow

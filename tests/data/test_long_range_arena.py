@@ -35,7 +35,7 @@ def test_pathfinder_curves_are_dashes_with_gaps_inside_the_image():
 def test_pathfinder_images_hide_the_label_from_counts_and_distances():
     rng = np.random.default_rng(1)
     images = {label: [pathfinder_data.image(rng, CONFIG, label) for _ in range(150)] for label in (False, True)}
-    for label, batch in images.items():
+    for batch in images.values():
         assert all(im.shape == (32, 32) and im.dtype == np.uint8 and set(np.unique(im)) == {0, 255} for im in batch)
     ink = {label: np.mean([np.count_nonzero(im) for im in batch]) for label, batch in images.items()}
     assert abs(ink[True] - ink[False]) < 0.05 * ink[False], ink  # same curves and dots either way
@@ -72,7 +72,7 @@ def test_listops_lra_sample_has_lra_lengths_and_true_labels(data_dir):
         text = source[i]["source"].decode()
         lengths.append(len(text.split()))
         assert listops.evaluate(text) == source[i]["label"]
-    assert 500 <= min(lengths) and max(lengths) <= 2000 and max(lengths) > 1500
+    assert min(lengths) >= 500 and max(lengths) <= 2000 and max(lengths) > 1500
 
 
 def test_lra_tasks_at_full_size_say_how_to_prepare_them(tmp_path):

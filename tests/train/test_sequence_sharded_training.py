@@ -13,14 +13,8 @@ splits it; its key bias, whose gradient is 0 up to rounding, is left out). Then 
 with ``config.mesh.sequence = 4`` ends with the metrics of the unsharded run.
 """
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from helpers import run_on_devices
 
 CHECKS = r"""
 import json, sys, tempfile
@@ -113,11 +107,7 @@ print(json.dumps(report))
 
 @pytest.fixture(scope="module")
 def report(data_dir):
-    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=8"
-    env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu", "PYTHONPATH": ROOT}
-    done = subprocess.run([sys.executable, "-c", CHECKS, data_dir], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_on_devices(CHECKS, data_dir)
 
 
 @pytest.mark.slow
