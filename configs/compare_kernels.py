@@ -5,7 +5,8 @@ Run:
 Variants: ``:quick`` trains the quick variants of two kinds on one task (seconds; the tests run it);
 ``:lra`` the Long Range Arena tasks at their real lengths (ListOps 2000 tokens, Pathfinder-32 1024 pixels;
 prepare their data first: ``python -m experiments.prepare_data``) at the ``cpu`` scale of their configs, and
-``:lra_quick`` those tasks' quick runs on their sample data.
+``:lra_quick`` those tasks' quick runs on their sample data; ``:vision`` the Vision Transformer on the
+handwritten digits.
 """
 
 import ml_collections
@@ -39,5 +40,10 @@ def get_config(arg: str | None = None):
             "quick": {"tasks": ("sort",), "attention": ("exact", "positive"), "scale": "quick", "skip": ()},
             "lra": lra,
             "lra_quick": {**lra, "attention": ("exact", "positive"), "scale": "quick"},
+            "vision": {
+                "tasks": ("digits",),
+                "attention": ("exact", "positive", "simplex_positive", "oprf", "elu", "taylor", "hedgehog"),
+                "skip": (),
+            },
         },
     )

@@ -1,10 +1,11 @@
 """Datasets and input pipelines: the project's TFDS builders, task registry, tokenizers, grain batches.
 
 Importing this package registers the builders ``algorithmic/{copy,reverse,sort}``,
-``listops/{short,lra,lra_sample}``, ``pathfinder/{32,32_sample}`` and ``python_source`` with TFDS.
+``listops/{short,lra,lra_sample}``, ``pathfinder/{32,32_sample}``, ``python_source`` and ``digits`` with TFDS.
 """
 
 from rfa.data.algorithmic import Algorithmic
+from rfa.data.digits import Digits
 from rfa.data.listops import Listops
 from rfa.data.pathfinder import Pathfinder
 from rfa.data.pipeline import DatasetMissingError, eval_batches, load_source, prepare, train_batches
@@ -20,6 +21,7 @@ __all__ = [
     "Algorithmic",
     "ByteTokenizer",
     "DatasetMissingError",
+    "Digits",
     "Listops",
     "Pathfinder",
     "PixelTokenizer",

@@ -11,6 +11,8 @@ empty rows. Every batch is a dict of NumPy arrays with static shapes:
   (0 for padding rows).
 - ``lm``: the split read as one stream of documents, each ended by EOS, cut into windows of
   L + 1: ``inputs = w[:-1]``, ``targets = w[1:]``.
+- ``image_classification``: ``image [B, H, W, C]`` float32 in [0, 1] (pixels / ``task.pixel_max``),
+  ``label [B]``, ``weight [B]``.
 
 Id 0 is padding everywhere, so weights of token losses are ``targets != 0``.
 """
@@ -103,6 +105,9 @@ def _pad(ids: np.ndarray, length: int) -> np.ndarray:
 
 
 def _tokenize(task: Task, max_length: int):
+    if task.kind == "image_classification":
+        scale = np.float32(1.0 / task.pixel_max)
+        return lambda ex: {"image": ex[task.inputs].astype(np.float32) * scale, "label": np.int32(ex[task.targets])}
     encode = task.tokenizer.encode
     if task.kind == "seq2seq":
         return lambda ex: {
@@ -119,6 +124,8 @@ def _fits(max_length: int):
 
 
 def _padded(task: Task, max_length: int):
+    if task.kind == "image_classification":
+        return lambda ex: {**ex, "weight": np.float32(1)}
     if task.kind == "classification":
         return lambda ex: {"inputs": _pad(ex["inputs"], max_length), "label": ex["label"], "weight": np.float32(1)}
     if task.kind == "lm":

@@ -1,7 +1,8 @@
 """Training tasks by name: which TFDS dataset, which features, which tokenizer, which model kind.
 
 A task is ``kind`` (``"seq2seq"`` for the encoder-decoder, ``"classification"`` for the encoder
-classifier, ``"lm"`` for the decoder-only language model) plus where its inputs come from. The
+classifier, ``"lm"`` for the decoder-only language model, ``"image_classification"`` for the vision
+models) plus where its inputs come from. The
 project's own datasets are prepared on first use, except the Long Range Arena ones at their real
 sizes, which take minutes and are prepared once by ``python -m experiments.prepare_data``; each of
 those has a ``_sample`` task with the same examples in small splits, prepared on first use (quick
@@ -13,10 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from rfa.data import listops
+from rfa.data import digits, listops
 from rfa.data.tokenizers import ByteTokenizer, PixelTokenizer, WordTokenizer
 
-KINDS = ("seq2seq", "classification", "lm")
+KINDS = ("seq2seq", "classification", "lm", "image_classification")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,35 +26,43 @@ class Task:
 
     Attributes:
       dataset: TFDS name with config, e.g. ``"algorithmic/sort"``.
-      kind: ``"seq2seq"``, ``"classification"`` or ``"lm"``.
+      kind: ``"seq2seq"``, ``"classification"``, ``"lm"`` or ``"image_classification"``.
       inputs: feature holding the input (the source, the text or image to classify, the LM text).
       targets: the target text (seq2seq) or the integer label (classification); None for lm.
-      tokenizer: text <-> ids, special ids as in ``rfa.data.tokenizers``.
+      tokenizer: text <-> ids, special ids as in ``rfa.data.tokenizers``; None for images read as pixels.
       num_classes: labels of a classification task.
       generated: True for the project's own builders.
       prepare_on_first_use: a generated dataset is prepared by the first run that needs it; False for
         those that take minutes (``python -m experiments.prepare_data`` prepares them).
       train_split, eval_split: TFDS split names.
+      image_shape: ``(height, width, channels)`` of an image task's pixels.
+      pixel_max: an image task's largest intensity: the pipeline divides by it, so pixels are in [0, 1].
     """
 
     dataset: str
     kind: str
     inputs: str
     targets: str | None
-    tokenizer: ByteTokenizer | WordTokenizer | PixelTokenizer
+    tokenizer: ByteTokenizer | WordTokenizer | PixelTokenizer | None
     num_classes: int = 0
     generated: bool = False
     prepare_on_first_use: bool = True
     train_split: str = "train"
     eval_split: str = "validation"
+    image_shape: tuple[int, int, int] | None = None
+    pixel_max: float = 255.0
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"Task.kind must be one of {KINDS}, got {self.kind!r}.")
+        if (self.kind == "image_classification") != (self.image_shape is not None and self.tokenizer is None):
+            raise ValueError(
+                "an image_classification task has an image_shape and no tokenizer; other kinds the reverse."
+            )
 
     @property
     def vocab_size(self) -> int:
-        return self.tokenizer.vocab_size
+        return 0 if self.tokenizer is None else self.tokenizer.vocab_size
 
 
 _BYTES = ByteTokenizer()
@@ -94,6 +103,19 @@ TASKS: dict[str, Task] = {
         "pathfinder/32_sample", "classification", "image", "label", _PIXELS, num_classes=2, generated=True
     ),
     "python_source": Task("python_source", "lm", "text", None, _BYTES, generated=True),
+    # Images that ship inside packages (scikit-learn's handwritten digits), evaluated on the test split.
+    "digits": Task(
+        "digits",
+        "image_classification",
+        "image",
+        "label",
+        None,
+        num_classes=10,
+        generated=True,
+        eval_split="test",
+        image_shape=(8, 8, 1),
+        pixel_max=float(digits.MAX_INTENSITY),
+    ),
     "imdb_reviews": Task("imdb_reviews", "classification", "text", "label", _BYTES, num_classes=2, eval_split="test"),
     "lm1b": Task("lm1b", "lm", "text", None, _BYTES, eval_split="test"),
     "wmt14_de_en": Task("wmt14_translate/de-en", "seq2seq", "de", "en", _BYTES),

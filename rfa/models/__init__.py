@@ -1,9 +1,10 @@
-"""Flax NNX Transformers with the attention of each site chosen by config (exact or kernelized)."""
+"""Flax NNX Transformers (text and vision) with the attention of each site chosen by config (exact or kernelized)."""
 
 from rfa.models import decoding
 from rfa.models.attention import MultiHeadAttention
 from rfa.models.config import PRESETS, AttentionConfig, TransformerConfig, preset
 from rfa.models.transformer import Decoder, Encoder, EncoderDecoder, redraw_projections
+from rfa.models.vision import VisionConfig, VisionTransformer
 
 __all__ = [
     "PRESETS",
@@ -13,6 +14,8 @@ __all__ = [
     "EncoderDecoder",
     "MultiHeadAttention",
     "TransformerConfig",
+    "VisionConfig",
+    "VisionTransformer",
     "decoding",
     "preset",
     "redraw_projections",

@@ -19,7 +19,15 @@ import ml_collections
 from flax import nnx
 
 from rfa.data import Task, get_task
-from rfa.models import AttentionConfig, Decoder, Encoder, EncoderDecoder, TransformerConfig
+from rfa.models import (
+    AttentionConfig,
+    Decoder,
+    Encoder,
+    EncoderDecoder,
+    TransformerConfig,
+    VisionConfig,
+    VisionTransformer,
+)
 from rfa.random_features import feature_map, registered_feature_maps
 from rfa.train.optim import SCHEDULES
 from rfa.train.sharding import SEQUENCE_AXIS
@@ -73,6 +81,8 @@ def base_config() -> ml_collections.ConfigDict:
     config.model.norm = "pre"  # "post" (paper) or "pre"
     config.model.positional = "sinusoidal"  # "sinusoidal", "learned", "rotary" ("relative": exact only)
     config.model.pooling = "mean"  # classifier pooling: "mean" or "cls"
+    config.model.patch_size = 2  # images: side of the square patches (ViT)
+    config.model.patch_embedding = "linear"  # images: "linear" or "conv" (the same family of maps)
 
     config.attention = ml_collections.ConfigDict()
     config.attention.variant = "exact"  # a name of ATTENTION_VARIANTS (what the config string chose)
@@ -193,7 +203,7 @@ def check_config(config: ml_collections.ConfigDict) -> Task:
             raise ConfigError(f"config.optimizer.{field} must be {expected}, got {value!r}.")
     if config.optimizer.schedule not in SCHEDULES:
         raise ConfigError(f"config.optimizer.schedule must be one of {SCHEDULES}, got {config.optimizer.schedule!r}.")
-    uses = {"seq2seq": SITES, "classification": ("encoder",), "lm": ("decoder",)}[task.kind]  # the model's sites
+    uses = {"seq2seq": SITES, "lm": ("decoder",)}.get(task.kind, ("encoder",))  # the model's sites
     if config.attention.gated and "decoder" not in uses:
         raise ConfigError(
             f"config.attention.gated: the gate decays the decoder's causal state, and {config.task!r} trains a "
@@ -239,10 +249,18 @@ def _attention(config: ml_collections.ConfigDict, head_dim: int, site: str) -> A
     )
 
 
-def model_config(config: ml_collections.ConfigDict, task: Task) -> TransformerConfig:
-    """The ``TransformerConfig`` of the config's model for ``task`` (vocabulary, classes and length from the task)."""
+def model_config(config: ml_collections.ConfigDict, task: Task) -> TransformerConfig | VisionConfig:
+    """The model config for ``task``: a ``TransformerConfig`` (vocabulary, classes and length from the task), or
+    for images a ``VisionConfig`` (image shape from the task, ``model.num_encoder_layers`` layers)."""
     m = config.model
     head_dim = m.d_model // m.num_heads if m.num_heads > 0 else 0
+    if task.kind == "image_classification":
+        return VisionConfig(
+            image_size=task.image_shape[:2], patch_size=m.patch_size, channels=task.image_shape[2],
+            num_classes=task.num_classes, d_model=m.d_model, num_heads=m.num_heads, mlp_dim=m.mlp_dim,
+            num_layers=m.num_encoder_layers, dropout_rate=m.dropout_rate, patch_embedding=m.patch_embedding,
+            positional=m.positional, pooling=m.pooling, attention=_attention(config, head_dim, "encoder"),
+        )  # fmt: skip
     return TransformerConfig(
         vocab_size=task.vocab_size,
         num_classes=max(task.num_classes, 2),
@@ -263,10 +281,12 @@ def model_config(config: ml_collections.ConfigDict, task: Task) -> TransformerCo
     )
 
 
-MODEL_KINDS = {"seq2seq": EncoderDecoder, "classification": Encoder, "lm": Decoder}
+MODEL_KINDS = {
+    "seq2seq": EncoderDecoder, "classification": Encoder, "lm": Decoder, "image_classification": VisionTransformer,
+}  # fmt: skip
 
 
 def build_model(config: ml_collections.ConfigDict, task: Task) -> nnx.Module:
-    """The task's model (encoder-decoder, classifier or language model), initialized from ``config.seed``."""
+    """The task's model (encoder-decoder, classifier, language model or ViT), initialized from ``config.seed``."""
     rngs = nnx.Rngs(params=config.seed, dropout=config.seed + 1, projection=config.seed + 2)
     return MODEL_KINDS[task.kind](model_config(config, task), rngs=rngs)

@@ -1,13 +1,13 @@
-"""Losses, metric sums and the jitted train / eval steps of the three model kinds.
+"""Losses, metric sums and the jitted train / eval steps of every model kind (text and images).
 
 Steps are pure functions of ``(state, batch, step)`` where ``state = nnx.split((model,
 optimizer))[1]``: they merge the state into modules, run, and split again, so ``jax.jit`` can
 donate the state and keep its sharding. Metrics leave a step as sums (``loss``, ``nll``,
 ``correct``, ``weight``, ``tokens``, and for seq2seq ``sequences_correct`` / ``sequences``),
 which add across steps, devices and evaluation batches; :func:`summarize` turns them into
-means. ``loss`` is the training objective (label-smoothed when smoothing is on), ``nll`` the plain
-cross-entropy that the reported loss and perplexity come from. Sequence accuracy is the
-teacher-forced exact match: every target token of a sequence, EOS included, is the argmax
+means (``tokens`` counts pixels for images). ``loss`` is the training objective (label-smoothed
+when smoothing is on), ``nll`` the plain cross-entropy that the reported loss and perplexity come
+from. Sequence accuracy is the teacher-forced exact match: every target token of a sequence, EOS included, is the argmax
 given the true prefix. Dropout keys are ``fold_in(key(seed), step)`` set by ``nnx.reseed``, so a step's
 randomness depends only on the seed and the step — a resumed run repeats it exactly.
 """
@@ -38,7 +38,7 @@ def _logits_labels_weights(model: nnx.Module, batch: dict, kind: str):
         return model(batch["inputs"], shift_right(targets)), targets, (targets != PAD_ID).astype(jnp.float32)
     if kind == "lm":
         return model(batch["inputs"]), batch["targets"], (batch["targets"] != PAD_ID).astype(jnp.float32)
-    return model(batch["inputs"]), batch["label"], batch["weight"]
+    return model(batch["image" if kind == "image_classification" else "inputs"]), batch["label"], batch["weight"]
 
 
 def metric_sums(model: nnx.Module, batch: dict, *, kind: str, label_smoothing: float = 0.0) -> dict:
@@ -52,7 +52,10 @@ def metric_sums(model: nnx.Module, batch: dict, *, kind: str, label_smoothing: f
     else:
         loss = nll
     correct = (logits.argmax(-1) == labels).astype(jnp.float32)
-    tokens = (batch["inputs"] != PAD_ID).sum()
+    if kind == "image_classification":  # pixels of the images that count
+        tokens = weights.sum() * math.prod(batch["image"].shape[1:3])
+    else:
+        tokens = (batch["inputs"] != PAD_ID).sum()
     if kind == "seq2seq":
         tokens += (batch["targets"] != PAD_ID).sum()
     sums = {
@@ -82,7 +85,7 @@ def summarize(sums: dict, *, kind: str) -> dict:
     metrics = {"loss": sums["nll"] / weight, "accuracy": sums["correct"] / weight}
     if sums["loss"] != sums["nll"]:
         metrics["smoothed_loss"] = sums["loss"] / weight
-    if kind != "classification":
+    if kind in ("seq2seq", "lm"):
         metrics["perplexity"] = math.exp(min(sums["nll"] / weight, 700.0))
     if kind == "seq2seq":
         metrics["sequence_accuracy"] = sums["sequences_correct"] / max(sums["sequences"], 1e-9)

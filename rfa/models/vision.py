@@ -1,0 +1,194 @@
+"""The Vision Transformer: an image cut into patches, each patch a token of the encoder stack.
+
+Dosovitskiy et al., "An Image is Worth 16x16 Words: Transformers for Image Recognition at Scale",
+ICLR 2021: non-overlapping ``p × p`` patches, flattened and linearly embedded (a convolution with
+kernel and stride ``p`` is the same map), plus position embeddings (learned, or fixed 2-D
+sinusoids: half of the width encodes the patch's row, half its column), an optional class token,
+the Transformer encoder (pre-norm, GELU) with the attention chosen by ``encoder_attention`` (exact or
+kernelized, as in every rfa model), and a linear head on the class token or on the mean of the patches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from rfa.models.config import AttentionConfig, TransformerConfig
+from rfa.models.positional import sinusoidal_table
+from rfa.models.transformer import EncoderStack
+
+Array = jax.Array
+
+PATCH_EMBEDDINGS = ("linear", "conv")
+VISION_POSITIONS = ("learned", "sinusoidal")
+VISION_POOLINGS = ("cls", "mean")
+
+
+@dataclasses.dataclass(frozen=True)
+class VisionConfig:
+    """A Vision Transformer's image, patches, widths and attention.
+
+    Attributes:
+      image_size: ``(height, width)`` in pixels; each must be divisible by ``patch_size``.
+      patch_size: side of the square patches, in pixels.
+      channels: colour channels of the images.
+      num_classes: classes of the head.
+      d_model, num_heads, mlp_dim, num_layers: the encoder's widths and depth.
+      dropout_rate: on the patch embeddings and sub-layer outputs.
+      patch_embedding: ``"linear"`` (a Dense layer on flattened patches) or ``"conv"`` (kernel = stride =
+        patch_size): the same family of maps.
+      positional: ``"learned"`` or ``"sinusoidal"`` (2-D; ``d_model`` divisible by 4).
+      pooling: ``"cls"`` (a learned class token) or ``"mean"`` over the patches.
+      attention: the encoder's self-attention (rfa.models.AttentionConfig: exact or any kernelized kind).
+      dtype: computation dtype; parameters are float32.
+
+    Example:
+      >>> config = VisionConfig(image_size=(8, 8), patch_size=2, d_model=32, num_heads=4, mlp_dim=64, num_layers=2)
+      >>> config.num_patches
+      16
+    """
+
+    image_size: tuple[int, int]
+    patch_size: int
+    channels: int = 1
+    num_classes: int = 10
+    d_model: int = 64
+    num_heads: int = 4
+    mlp_dim: int = 128
+    num_layers: int = 2
+    dropout_rate: float = 0.0
+    patch_embedding: str = "linear"
+    positional: str = "learned"
+    pooling: str = "cls"
+    attention: AttentionConfig = AttentionConfig()
+    dtype: str = "float32"
+
+    def __post_init__(self):
+        size = tuple(self.image_size)
+        if len(size) != 2 or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in size):
+            raise ValueError(
+                f"VisionConfig.image_size must be (height, width) of positive ints, got {self.image_size!r}."
+            )
+        if isinstance(self.patch_size, bool) or not isinstance(self.patch_size, int) or self.patch_size < 1:
+            raise ValueError(f"VisionConfig.patch_size must be a positive int, got {self.patch_size!r}.")
+        if size[0] % self.patch_size or size[1] % self.patch_size:
+            raise ValueError(
+                f"image_size {size[0]}x{size[1]} is not divisible by patch_size = {self.patch_size}: the patches must "
+                f"tile the image (pick a patch size that divides both sides, or resize the images)."
+            )
+        for name, allowed in (("patch_embedding", PATCH_EMBEDDINGS), ("positional", VISION_POSITIONS),
+                              ("pooling", VISION_POOLINGS)):  # fmt: skip
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"VisionConfig.{name} must be one of {list(allowed)}, got {getattr(self, name)!r}.")
+        if self.positional == "sinusoidal" and self.d_model % 4:
+            raise ValueError(f"2-D sinusoidal positions need d_model divisible by 4, got {self.d_model}.")
+        object.__setattr__(self, "image_size", size)
+        self.encoder_config()  # checks the widths and the attention
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """Patches per column and per row."""
+        return self.image_size[0] // self.patch_size, self.image_size[1] // self.patch_size
+
+    @property
+    def num_patches(self) -> int:
+        return self.grid[0] * self.grid[1]
+
+    @property
+    def num_tokens(self) -> int:
+        return self.num_patches + (self.pooling == "cls")
+
+    def encoder_config(self) -> TransformerConfig:
+        """The encoder stack's config. Its vocabulary is unused (patches are embedded here, not looked up)."""
+        return TransformerConfig(
+            vocab_size=1, num_classes=self.num_classes, d_model=self.d_model, num_heads=self.num_heads,
+            mlp_dim=self.mlp_dim, num_encoder_layers=self.num_layers, num_decoder_layers=0,
+            dropout_rate=self.dropout_rate, activation="gelu", norm="pre", max_length=self.num_tokens,
+            encoder_attention=self.attention, dtype=self.dtype,
+        )  # fmt: skip
+
+
+def patches(images: Array, patch_size: int) -> Array:
+    """``[batch, H, W, C]`` → ``[batch, (H/p)(W/p), p·p·C]``: patches in raster order, each flattened row by row.
+
+    Example:
+      >>> patches(jnp.arange(16.0).reshape(1, 4, 4, 1), 2)[0, 1]  # the top-right patch
+      Array([ 2.,  3.,  6.,  7.], dtype=float32)
+    """
+    batch, height, width, channels = images.shape
+    p = patch_size
+    x = images.reshape(batch, height // p, p, width // p, p, channels)
+    return jnp.swapaxes(x, 2, 3).reshape(batch, (height // p) * (width // p), p * p * channels)
+
+
+def sinusoidal_grid(rows: int, columns: int, dim: int) -> np.ndarray:
+    """``[rows·columns, dim]`` 2-D sinusoids: ``[PE_row(dim/2), PE_column(dim/2)]`` of each patch, raster order."""
+    row = sinusoidal_table(rows, dim // 2)
+    column = sinusoidal_table(columns, dim // 2)
+    return np.concatenate(
+        [np.repeat(row, columns, axis=0), np.tile(column, (rows, 1))], axis=-1
+    )  # fmt: skip
+
+
+class VisionTransformer(nnx.Module):
+    """``images [batch, H, W, C]`` (floats, e.g. in [0, 1]) → class logits ``[batch, num_classes]`` (float32).
+
+    Example:
+      >>> config = VisionConfig(image_size=(8, 8), patch_size=2, d_model=32, num_heads=4, mlp_dim=64,
+      ...                       attention=AttentionConfig("positive", 16))
+      >>> VisionTransformer(config, rngs=nnx.Rngs(0))(jnp.zeros((3, 8, 8, 1))).shape
+      (3, 10)
+    """
+
+    def __init__(self, config: VisionConfig, *, rngs: nnx.Rngs):
+        self.config = config
+        dtype = jnp.dtype(config.dtype)
+        p, d = config.patch_size, config.d_model
+        if config.patch_embedding == "conv":
+            self.embed = nnx.Conv(config.channels, d, kernel_size=(p, p), strides=(p, p), padding="VALID",
+                                  dtype=dtype, rngs=rngs)  # fmt: skip
+        else:
+            self.embed = nnx.Linear(p * p * config.channels, d, dtype=dtype, rngs=rngs)
+        if config.positional == "learned":
+            self.positions = nnx.Param(nnx.initializers.normal(0.02)(rngs.params(), (config.num_tokens, d)))
+        else:
+            table = sinusoidal_grid(*config.grid, d)
+            if config.pooling == "cls":  # the class token sits at no patch: position 0 of its own
+                table = np.concatenate([np.zeros((1, d), np.float32), table])
+            self.positions = nnx.Cache(jnp.asarray(table))
+        self.cls = nnx.Param(jnp.zeros((1, 1, d))) if config.pooling == "cls" else None
+        self.dropout = nnx.Dropout(config.dropout_rate, rngs=rngs)
+        encoder = config.encoder_config()
+        self.encoder = EncoderStack(encoder, rngs=rngs)
+        self.head = nnx.Linear(d, config.num_classes, rngs=rngs)
+
+    def tokens(self, images: Array) -> Array:
+        """The encoder's input ``[batch, num_tokens, d_model]``: embedded patches (and class token) plus positions."""
+        c = self.config
+        expected = (*c.image_size, c.channels)
+        if getattr(images, "ndim", None) != 4 or tuple(images.shape[1:]) != expected:
+            raise ValueError(
+                f"images must have shape [batch, {expected[0]}, {expected[1]}, {expected[2]}] (VisionConfig."
+                f"image_size and channels), got {tuple(getattr(images, 'shape', ()))}."
+            )
+        if not jnp.issubdtype(images.dtype, jnp.floating):
+            raise TypeError(f"images must be floating point (e.g. pixels / 255), got {images.dtype}.")
+        if c.patch_embedding == "conv":
+            x = self.embed(images).reshape(images.shape[0], c.num_patches, c.d_model)
+        else:
+            x = self.embed(patches(images, c.patch_size))
+        if self.cls is not None:
+            x = jnp.concatenate([jnp.broadcast_to(self.cls[...].astype(x.dtype), (x.shape[0], 1, c.d_model)), x], 1)
+        return self.dropout(x + self.positions[...].astype(x.dtype))
+
+    def __call__(self, images: Array) -> Array:
+        x = self.tokens(images)
+        batch, length = x.shape[:2]
+        positions = jnp.broadcast_to(jnp.arange(length), (batch, length))
+        x = self.encoder(x, key_mask=jnp.ones((batch, length), bool), positions=positions)
+        pooled = x[:, 0] if self.cls is not None else x.mean(axis=1)
+        return self.head(pooled).astype(jnp.float32)
