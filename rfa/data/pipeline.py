@@ -106,8 +106,11 @@ def _pad(ids: np.ndarray, length: int) -> np.ndarray:
 
 def _tokenize(task: Task, max_length: int):
     if task.kind == "image_classification":
-        scale = np.float32(1.0 / task.pixel_max)
-        return lambda ex: {"image": ex[task.inputs].astype(np.float32) * scale, "label": np.int32(ex[task.targets])}
+        scale, shape = np.float32(1.0 / task.pixel_max), task.image_shape  # [H, W] images gain their channel axis
+        return lambda ex: {
+            "image": ex[task.inputs].reshape(shape).astype(np.float32) * scale,
+            "label": np.int32(ex[task.targets]),
+        }
     encode = task.tokenizer.encode
     if task.kind == "seq2seq":
         return lambda ex: {

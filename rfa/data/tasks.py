@@ -102,6 +102,28 @@ TASKS: dict[str, Task] = {
     "pathfinder32_sample": Task(
         "pathfinder/32_sample", "classification", "image", "label", _PIXELS, num_classes=2, generated=True
     ),
+    # Pathfinder's images as images (the vision models' input) rather than pixel tokens.
+    "pathfinder32_image": Task(
+        "pathfinder/32",
+        "image_classification",
+        "image",
+        "label",
+        None,
+        num_classes=2,
+        generated=True,
+        prepare_on_first_use=False,
+        image_shape=(32, 32, 1),
+    ),
+    "pathfinder32_image_sample": Task(
+        "pathfinder/32_sample",
+        "image_classification",
+        "image",
+        "label",
+        None,
+        num_classes=2,
+        generated=True,
+        image_shape=(32, 32, 1),
+    ),
     "python_source": Task("python_source", "lm", "text", None, _BYTES, generated=True),
     # Images that ship inside packages (scikit-learn's handwritten digits), evaluated on the test split.
     "digits": Task(

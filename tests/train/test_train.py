@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from helpers import non_progress_lines
 
-from configs import digits, listops, python_source, sort
+from configs import digits, listops, pathfinder_vit, python_source, sort
 from experiments.tables import training_table
 from rfa.data import get_task
 from rfa.train import (
@@ -118,14 +118,14 @@ def test_a_seq2seq_run_trains_logs_checkpoints_and_plots(sort_run):
 @pytest.mark.parametrize(
     ("module", "attention"),
     [(listops, "exact"), (python_source, "oprf"), (sort, "gated_rfa"), (listops, "hedgehog"), (sort, "linformer"),
-     (python_source, "taylor"), (digits, "exact"), (digits, "positive")],
+     (python_source, "taylor"), (digits, "exact"), (digits, "positive"), (pathfinder_vit, "positive")],
 )  # fmt: skip
 def test_classifier_language_model_and_vision_runs(module, attention, data_dir, tmp_path):
     results = train_and_evaluate(_quick(module, attention, data_dir), str(tmp_path), progress=False)
     _check_run(results, str(tmp_path))
     if module is python_source:
         assert results["eval"]["perplexity"] == pytest.approx(np.exp(results["eval"]["loss"]))
-    if module is digits:  # a ViT: no perplexity; throughput counts pixels
+    if module in (digits, pathfinder_vit):  # a ViT: no perplexity; throughput counts pixels
         assert results["kind"] == "image_classification" and "perplexity" not in results["eval"]
         assert results["tokens_per_s"] > 0
 
