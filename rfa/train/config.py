@@ -24,6 +24,9 @@ from rfa.models import (
     Decoder,
     Encoder,
     EncoderDecoder,
+    SwinConfig,
+    SwinStage,
+    SwinTransformer,
     TransformerConfig,
     VisionConfig,
     VisionTransformer,
@@ -81,8 +84,13 @@ def base_config() -> ml_collections.ConfigDict:
     config.model.norm = "pre"  # "post" (paper) or "pre"
     config.model.positional = "sinusoidal"  # "sinusoidal", "learned", "rotary" ("relative": exact only)
     config.model.pooling = "mean"  # classifier pooling: "mean" or "cls"
-    config.model.patch_size = 2  # images: side of the square patches (ViT)
-    config.model.patch_embedding = "linear"  # images: "linear" or "conv" (the same family of maps)
+    config.model.architecture = "vit"  # images: "vit" or "swin"
+    config.model.patch_size = 2  # images: side of the square patches
+    config.model.patch_embedding = "linear"  # ViT: "linear" or "conv" (the same family of maps)
+    config.model.window_size = 4  # Swin: side of the attention windows
+    config.model.swin_depths = (2, 2)  # Swin: blocks per stage (d_model is the first stage's width)
+    config.model.swin_heads = (2, 4)  # Swin: heads per stage
+    config.model.swin_windowed = (True, True)  # Swin, per stage: shifted windows (exact) or global config.attention
 
     config.attention = ml_collections.ConfigDict()
     config.attention.variant = "exact"  # a name of ATTENTION_VARIANTS (what the config string chose)
@@ -249,18 +257,47 @@ def _attention(config: ml_collections.ConfigDict, head_dim: int, site: str) -> A
     )
 
 
-def model_config(config: ml_collections.ConfigDict, task: Task) -> TransformerConfig | VisionConfig:
+def _vit(config: ml_collections.ConfigDict, task: Task, attention: AttentionConfig) -> VisionConfig:
+    m = config.model
+    return VisionConfig(
+        image_size=task.image_shape[:2], patch_size=m.patch_size, channels=task.image_shape[2],
+        num_classes=task.num_classes, d_model=m.d_model, num_heads=m.num_heads, mlp_dim=m.mlp_dim,
+        num_layers=m.num_encoder_layers, dropout_rate=m.dropout_rate, patch_embedding=m.patch_embedding,
+        positional=m.positional, pooling=m.pooling, attention=attention,
+    )  # fmt: skip
+
+
+def _swin(config: ml_collections.ConfigDict, task: Task, attention: AttentionConfig) -> SwinConfig:
+    m = config.model
+    if not len(m.swin_depths) == len(m.swin_heads) == len(m.swin_windowed):
+        raise ValueError(
+            f"model.swin_depths, swin_heads and swin_windowed give one value per stage; got {len(m.swin_depths)}, "
+            f"{len(m.swin_heads)} and {len(m.swin_windowed)} values."
+        )
+    stages = tuple(
+        SwinStage(depth, heads, bool(windowed), AttentionConfig() if windowed else attention)  # windows are exact
+        for depth, heads, windowed in zip(m.swin_depths, m.swin_heads, m.swin_windowed, strict=True)
+    )
+    return SwinConfig(
+        image_size=task.image_shape[:2], patch_size=m.patch_size, channels=task.image_shape[2],
+        num_classes=task.num_classes, embed_dim=m.d_model, window_size=m.window_size, stages=stages,
+        mlp_ratio=max(1, m.mlp_dim // m.d_model), dropout_rate=m.dropout_rate,
+    )  # fmt: skip
+
+
+# Image models by config.model.architecture: the config they are built from (the attention of their global sites).
+ARCHITECTURES = {"vit": _vit, "swin": _swin}
+
+
+def model_config(config: ml_collections.ConfigDict, task: Task) -> TransformerConfig | VisionConfig | SwinConfig:
     """The model config for ``task``: a ``TransformerConfig`` (vocabulary, classes and length from the task), or
-    for images a ``VisionConfig`` (image shape from the task, ``model.num_encoder_layers`` layers)."""
+    for images that of ``config.model.architecture`` (:data:`ARCHITECTURES`; image shape from the task)."""
     m = config.model
     head_dim = m.d_model // m.num_heads if m.num_heads > 0 else 0
     if task.kind == "image_classification":
-        return VisionConfig(
-            image_size=task.image_shape[:2], patch_size=m.patch_size, channels=task.image_shape[2],
-            num_classes=task.num_classes, d_model=m.d_model, num_heads=m.num_heads, mlp_dim=m.mlp_dim,
-            num_layers=m.num_encoder_layers, dropout_rate=m.dropout_rate, patch_embedding=m.patch_embedding,
-            positional=m.positional, pooling=m.pooling, attention=_attention(config, head_dim, "encoder"),
-        )  # fmt: skip
+        if m.architecture not in ARCHITECTURES:
+            raise ValueError(f"model.architecture must be one of {list(ARCHITECTURES)}, got {m.architecture!r}.")
+        return ARCHITECTURES[m.architecture](config, task, _attention(config, head_dim, "encoder"))
     return TransformerConfig(
         vocab_size=task.vocab_size,
         num_classes=max(task.num_classes, 2),
@@ -281,12 +318,13 @@ def model_config(config: ml_collections.ConfigDict, task: Task) -> TransformerCo
     )
 
 
-MODEL_KINDS = {
-    "seq2seq": EncoderDecoder, "classification": Encoder, "lm": Decoder, "image_classification": VisionTransformer,
-}  # fmt: skip
+MODEL_KINDS = {"seq2seq": EncoderDecoder, "classification": Encoder, "lm": Decoder}
+IMAGE_MODELS = {VisionConfig: VisionTransformer, SwinConfig: SwinTransformer}
 
 
 def build_model(config: ml_collections.ConfigDict, task: Task) -> nnx.Module:
-    """The task's model (encoder-decoder, classifier, language model or ViT), initialized from ``config.seed``."""
+    """The task's model (encoder-decoder, classifier, language model, ViT or Swin), initialized from ``config.seed``."""
     rngs = nnx.Rngs(params=config.seed, dropout=config.seed + 1, projection=config.seed + 2)
-    return MODEL_KINDS[task.kind](model_config(config, task), rngs=rngs)
+    built = model_config(config, task)
+    model = IMAGE_MODELS[type(built)] if task.kind == "image_classification" else MODEL_KINDS[task.kind]
+    return model(built, rngs=rngs)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from helpers import non_progress_lines
 
-from configs import digits, listops, pathfinder_vit, python_source, sort
+from configs import digits, digits_swin, listops, pathfinder_vit, python_source, sort
 from experiments.tables import training_table
 from rfa.data import get_task
 from rfa.train import (
@@ -118,14 +118,15 @@ def test_a_seq2seq_run_trains_logs_checkpoints_and_plots(sort_run):
 @pytest.mark.parametrize(
     ("module", "attention"),
     [(listops, "exact"), (python_source, "oprf"), (sort, "gated_rfa"), (listops, "hedgehog"), (sort, "linformer"),
-     (python_source, "taylor"), (digits, "exact"), (digits, "positive"), (pathfinder_vit, "positive")],
+     (python_source, "taylor"), (digits, "exact"), (digits, "positive"), (pathfinder_vit, "positive"),
+     (digits_swin, "exact"), (digits_swin, "positive")],
 )  # fmt: skip
 def test_classifier_language_model_and_vision_runs(module, attention, data_dir, tmp_path):
     results = train_and_evaluate(_quick(module, attention, data_dir), str(tmp_path), progress=False)
     _check_run(results, str(tmp_path))
     if module is python_source:
         assert results["eval"]["perplexity"] == pytest.approx(np.exp(results["eval"]["loss"]))
-    if module in (digits, pathfinder_vit):  # a ViT: no perplexity; throughput counts pixels
+    if module in (digits, pathfinder_vit, digits_swin):  # image models: no perplexity; throughput counts pixels
         assert results["kind"] == "image_classification" and "perplexity" not in results["eval"]
         assert results["tokens_per_s"] > 0
 
@@ -138,6 +139,17 @@ def test_classifier_language_model_and_vision_runs(module, attention, data_dir, 
 def test_kinds_that_cannot_train_a_task_say_why(module, attention, message, data_dir):
     with pytest.raises(ConfigError, match=re.escape(message)):
         check_config(_quick(module, attention, data_dir))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [({"model__architecture": "resnet"}, "model.architecture must be one of ['vit', 'swin'], got 'resnet'"),
+     ({"model__swin_heads": (2,)}, "one value per stage; got 2, 1 and 2 values"),
+     ({"model__window_size": 3}, "window_size = 3 does not divide stage 0's 8x8 map of patches")],
+)  # fmt: skip
+def test_bad_image_model_configs_say_what_is_wrong(overrides, message, data_dir):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_config(_quick(digits_swin, "exact", data_dir, **overrides))
 
 
 @pytest.mark.slow
