@@ -5,8 +5,8 @@ Run:
 Variants: ``:quick`` trains the quick variants of two kinds on one task (seconds; the tests run it);
 ``:lra`` the Long Range Arena tasks at their real lengths (ListOps 2000 tokens, Pathfinder-32 1024 pixels;
 prepare their data first: ``python -m experiments.prepare_data``) at the ``cpu`` scale of their configs, and
-``:lra_quick`` those tasks' quick runs on their sample data; ``:vision`` the Vision Transformer on the
-handwritten digits.
+``:lra_quick`` those tasks' quick runs on their sample data; ``:vision`` the Vision Transformer and the Swin
+Transformer on the handwritten digits.
 """
 
 import ml_collections
@@ -41,7 +41,7 @@ def get_config(arg: str | None = None):
             "lra": lra,
             "lra_quick": {**lra, "attention": ("exact", "positive"), "scale": "quick"},
             "vision": {
-                "tasks": ("digits",),
+                "tasks": ("digits", "digits_swin"),
                 "attention": ("exact", "positive", "simplex_positive", "oprf", "elu", "taylor", "hedgehog"),
                 "skip": (),
             },

@@ -32,12 +32,12 @@ def training_table(results: list[dict]) -> str:
     """Markdown of training runs' ``results.json``: one row per run (``experiments.compare_kernels``).
 
     Accuracy is per token (seq2seq, lm) or per example (classification); sequence accuracy is
-    the teacher-forced exact match of whole targets (seq2seq).
+    the teacher-forced exact match of whole targets (seq2seq). An image model's architecture follows its task.
     """
     rows = []
     for r in results:
         rows.append([
-            r["task"],
+            r["task"] + (f" ({r['architecture']})" if "architecture" in r else ""),
             r["attention"],
             "-" if r["num_features"] is None else str(r["num_features"]),
             f"{r['eval']['accuracy']:.3f}",

@@ -315,6 +315,8 @@ def _finish(
         "devices": jax.device_count(),
         "backend": jax.default_backend(),
     }
+    if task.kind == "image_classification":
+        results["architecture"] = config.model.architecture
     if write:
         plot_curves(workdir, ("loss", "accuracy") + (("perplexity",) if task.kind == "lm" else ()))
         write_atomic(path, json.dumps(results, indent=2) + "\n")

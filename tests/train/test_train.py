@@ -377,9 +377,12 @@ def test_compare_kernels_tabulates_accuracy_or_sequence_accuracy_and_units():
         {"task": "sort", "attention": "exact", "num_features": None,
          "eval": {"accuracy": 0.9, "sequence_accuracy": 0.5, "perplexity": 1.25}, **common},
         {"task": "listops", "attention": "trig", "num_features": 64, "eval": {"accuracy": 0.375}, **common},
+        {"task": "digits", "attention": "exact", "num_features": None, "eval": {"accuracy": 0.5}, **common,
+         "architecture": "swin"},
     ]).splitlines()  # fmt: skip
     assert rows[2] == "| sort | exact | - | 0.900 | 0.500 | 1.25 | 12.5 | 25k | 3.0 |"
     assert rows[3] == "| listops | trig | 64 | 0.375 | - | - | 12.5 | 25k | 3.0 |"
+    assert rows[4] == "| digits (swin) | exact | - | 0.500 | - | - | 12.5 | 25k | 3.0 |"
 
 
 @pytest.mark.slow
