@@ -13,6 +13,9 @@ empty rows. Every batch is a dict of NumPy arrays with static shapes:
   L + 1: ``inputs = w[:-1]``, ``targets = w[1:]``.
 - ``image_classification``: ``image [B, H, W, C]`` float32 in [0, 1] (pixels / ``task.pixel_max``),
   ``label [B]``, ``weight [B]``.
+- ``forecast``: windows of the series normalised by the training split's mean and deviation,
+  ``inputs [B, L, C]`` (the lookback), ``targets [B, horizon, C]``, ``weight [B]``
+  (:mod:`rfa.data.series`: a split's targets lie in it, its lookbacks may reach into the past).
 
 Id 0 is padding everywhere, so weights of token losses are ``targets != 0``.
 """
@@ -25,6 +28,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 from jax.experimental import multihost_utils
 
+from rfa.data.series import check_series, normalization, window_starts
 from rfa.data.tasks import Task
 from rfa.data.tokenizers import EOS_ID, PAD_ID
 
@@ -105,6 +109,8 @@ def _pad(ids: np.ndarray, length: int) -> np.ndarray:
 
 
 def _tokenize(task: Task, max_length: int):
+    if task.kind == "forecast":  # windows come out of _Windows as they are
+        return lambda ex: ex
     if task.kind == "image_classification":
         scale, shape = np.float32(1.0 / task.pixel_max), task.image_shape  # [H, W] images gain their channel axis
         return lambda ex: {
@@ -122,11 +128,41 @@ def _tokenize(task: Task, max_length: int):
     return lambda ex: {"inputs": np.append(encode(ex[task.inputs]), np.int32(EOS_ID))}  # EOS marks document ends
 
 
+class _Windows:
+    """A split's forecasting windows, normalised by the training split's statistics: ``inputs [lookback, C]``,
+    ``targets [horizon, C]``, ``weight`` 1 (random access, for grain)."""
+
+    def __init__(self, task: Task, split: str, data_dir: str, lookback: int, horizon: int):
+        example = load_source(task, split, data_dir)[0]
+        mean, std = normalization(load_source(task, task.train_split, data_dir)[0][task.inputs])
+        self.values = ((check_series(example[task.inputs]) - mean) / std).astype(np.float32)
+        self.starts = window_starts(len(self.values), lookback, horizon, int(example["start"]))
+        self.lookback, self.horizon = lookback, horizon
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, index: int) -> dict:
+        window = self.values[self.starts[index] : self.starts[index] + self.lookback + self.horizon]
+        return {"inputs": window[: self.lookback], "targets": window[self.lookback :], "weight": np.float32(1)}
+
+
+def _split_source(task: Task, split: str, data_dir: str, max_length: int, horizon: int | None):
+    """The examples of ``split``: the TFDS source, or for forecasting its windows (lookback ``max_length``)."""
+    if task.kind != "forecast":
+        return load_source(task, split, data_dir)
+    if horizon is None:
+        raise ValueError("a forecasting task needs the horizon: pass horizon= (config.model.horizon).")
+    return _Windows(task, split, data_dir, max_length, horizon)
+
+
 def _fits(max_length: int):
     return lambda ex: len(ex["inputs"]) <= max_length and len(ex["targets"]) <= max_length
 
 
 def _padded(task: Task, max_length: int):
+    if task.kind == "forecast":
+        return lambda ex: ex
     if task.kind == "image_classification":
         return lambda ex: {**ex, "weight": np.float32(1)}
     if task.kind == "classification":
@@ -162,7 +198,14 @@ def _fill_batch(batch: dict, batch_size: int) -> dict:
 
 
 def train_batches(
-    task: Task, *, data_dir: str, batch_size: int, max_length: int, seed: int, shard: tuple[int, int] = (0, 1)
+    task: Task,
+    *,
+    data_dir: str,
+    batch_size: int,
+    max_length: int,
+    seed: int,
+    shard: tuple[int, int] = (0, 1),
+    horizon: int | None = None,
 ) -> grain.IterDataset:
     """Endless shuffled training batches of ``batch_size`` rows of length ``max_length``.
 
@@ -173,6 +216,7 @@ def train_batches(
       max_length: L, the padded (or packed) length.
       seed: shuffling seed; the same seed gives the same batches.
       shard: ``(process_index, process_count)``: this process reads every count-th example.
+      horizon: forecasting tasks: the steps to forecast after each lookback window of ``max_length`` steps.
 
     Returns:
       A grain ``IterDataset``; ``iter()`` of it is a checkpointable ``DatasetIterator``.
@@ -186,7 +230,7 @@ def train_batches(
       (32, 40)
     """
     _check_sizes(batch_size, max_length)
-    source = load_source(task, task.train_split, data_dir)
+    source = _split_source(task, task.train_split, data_dir, max_length, horizon)
     return _batches(task, source, train=True, batch_size=batch_size, max_length=max_length, seed=seed, shard=shard)
 
 
@@ -198,6 +242,7 @@ def eval_batches(
     max_length: int,
     max_batches: int | None = None,
     shard: tuple[int, int] = (0, 1),
+    horizon: int | None = None,
 ) -> grain.IterDataset:
     """One pass over the evaluation split in file order, stopped after ``max_batches`` (None: all).
 
@@ -205,7 +250,7 @@ def eval_batches(
     empty rows so every batch has ``batch_size`` rows.
     """
     _check_sizes(batch_size, max_length)
-    source = load_source(task, task.eval_split, data_dir)
+    source = _split_source(task, task.eval_split, data_dir, max_length, horizon)
     batches = _batches(task, source, train=False, batch_size=batch_size, max_length=max_length, seed=0, shard=shard)
     return batches if max_batches is None else grain.experimental.LimitIterDataset(batches, count=max_batches)
 

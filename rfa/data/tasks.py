@@ -2,7 +2,7 @@
 
 A task is ``kind`` (``"seq2seq"`` for the encoder-decoder, ``"classification"`` for the encoder
 classifier, ``"lm"`` for the decoder-only language model, ``"image_classification"`` for the vision
-models) plus where its inputs come from. The
+models, ``"forecast"`` for the forecaster) plus where its inputs come from. The
 project's own datasets are prepared on first use, except the Long Range Arena ones at their real
 sizes, which take minutes and are prepared once by ``python -m experiments.prepare_data``; each of
 those has a ``_sample`` task with the same examples in small splits, prepared on first use (quick
@@ -17,7 +17,7 @@ import dataclasses
 from rfa.data import digits, listops
 from rfa.data.tokenizers import ByteTokenizer, PixelTokenizer, WordTokenizer
 
-KINDS = ("seq2seq", "classification", "lm", "image_classification")
+KINDS = ("seq2seq", "classification", "lm", "image_classification", "forecast")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Task:
 
     Attributes:
       dataset: TFDS name with config, e.g. ``"algorithmic/sort"``.
-      kind: ``"seq2seq"``, ``"classification"``, ``"lm"`` or ``"image_classification"``.
+      kind: ``"seq2seq"``, ``"classification"``, ``"lm"``, ``"image_classification"`` or ``"forecast"``.
       inputs: feature holding the input (the source, the text or image to classify, the LM text).
       targets: the target text (seq2seq) or the integer label (classification); None for lm.
       tokenizer: text <-> ids, special ids as in ``rfa.data.tokenizers``; None for images read as pixels.
@@ -37,6 +37,8 @@ class Task:
       train_split, eval_split: TFDS split names.
       image_shape: ``(height, width, channels)`` of an image task's pixels.
       pixel_max: an image task's largest intensity: the pipeline divides by it, so pixels are in [0, 1].
+      season: a forecasting task's season in steps (its seasonal-naive baseline repeats the last one).
+      channels: a forecasting task's variables.
     """
 
     dataset: str
@@ -51,13 +53,17 @@ class Task:
     eval_split: str = "validation"
     image_shape: tuple[int, int, int] | None = None
     pixel_max: float = 255.0
+    season: int = 1
+    channels: int = 1
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"Task.kind must be one of {KINDS}, got {self.kind!r}.")
-        if (self.kind == "image_classification") != (self.image_shape is not None and self.tokenizer is None):
+        if (self.kind == "image_classification") != (self.image_shape is not None):
+            raise ValueError("an image_classification task has an image_shape, and only such a task.")
+        if (self.kind in ("image_classification", "forecast")) != (self.tokenizer is None):
             raise ValueError(
-                "an image_classification task has an image_shape and no tokenizer; other kinds the reverse."
+                "image and forecasting tasks read numbers, not tokens: they, and only they, have no tokenizer."
             )
 
     @property
@@ -102,6 +108,9 @@ TASKS: dict[str, Task] = {
     "pathfinder32_sample": Task(
         "pathfinder/32_sample", "classification", "image", "label", _PIXELS, num_classes=2, generated=True
     ),
+    # Time series that ship in statsmodels: forecast the next steps from a lookback window.
+    "co2": Task("series/co2", "forecast", "values", None, None, generated=True, eval_split="test", season=52),
+    "sunspots": Task("series/sunspots", "forecast", "values", None, None, generated=True, eval_split="test", season=11),
     # Pathfinder's images as images (the vision models' input) rather than pixel tokens.
     "pathfinder32_image": Task(
         "pathfinder/32",

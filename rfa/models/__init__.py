@@ -3,6 +3,7 @@
 from rfa.models import decoding
 from rfa.models.attention import MultiHeadAttention
 from rfa.models.config import PRESETS, AttentionConfig, TransformerConfig, preset
+from rfa.models.forecaster import ForecastConfig, Forecaster
 from rfa.models.swin import SwinConfig, SwinStage, SwinTransformer
 from rfa.models.transformer import Decoder, Encoder, EncoderDecoder, redraw_projections
 from rfa.models.vision import VisionConfig, VisionTransformer
@@ -13,6 +14,8 @@ __all__ = [
     "Decoder",
     "Encoder",
     "EncoderDecoder",
+    "ForecastConfig",
+    "Forecaster",
     "MultiHeadAttention",
     "SwinConfig",
     "SwinStage",

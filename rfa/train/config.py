@@ -24,6 +24,8 @@ from rfa.models import (
     Decoder,
     Encoder,
     EncoderDecoder,
+    ForecastConfig,
+    Forecaster,
     SwinConfig,
     SwinStage,
     SwinTransformer,
@@ -91,6 +93,8 @@ def base_config() -> ml_collections.ConfigDict:
     config.model.swin_depths = (2, 2)  # Swin: blocks per stage (d_model is the first stage's width)
     config.model.swin_heads = (2, 4)  # Swin: heads per stage
     config.model.swin_windowed = (True, True)  # Swin, per stage: shifted windows (exact) or global config.attention
+    config.model.horizon = 12  # forecasting: steps forecast after each lookback of max_length steps
+    config.model.patch_length = 1  # forecasting: steps per token (PatchTST)
 
     config.attention = ml_collections.ConfigDict()
     config.attention.variant = "exact"  # a name of ATTENTION_VARIANTS (what the config string chose)
@@ -289,11 +293,18 @@ def _swin(config: ml_collections.ConfigDict, task: Task, attention: AttentionCon
 ARCHITECTURES = {"vit": _vit, "swin": _swin}
 
 
-def model_config(config: ml_collections.ConfigDict, task: Task) -> TransformerConfig | VisionConfig | SwinConfig:
-    """The model config for ``task``: a ``TransformerConfig`` (vocabulary, classes and length from the task), or
-    for images that of ``config.model.architecture`` (:data:`ARCHITECTURES`; image shape from the task)."""
+def model_config(config: ml_collections.ConfigDict, task: Task):
+    """The model config for ``task``: a ``TransformerConfig`` (vocabulary, classes and length from the task), for
+    images that of ``config.model.architecture`` (:data:`ARCHITECTURES`; image shape from the task), for series a
+    ``ForecastConfig`` (lookback ``max_length``)."""
     m = config.model
     head_dim = m.d_model // m.num_heads if m.num_heads > 0 else 0
+    if task.kind == "forecast":
+        return ForecastConfig(
+            lookback=config.max_length, horizon=m.horizon, channels=task.channels, patch_length=m.patch_length,
+            d_model=m.d_model, num_heads=m.num_heads, mlp_dim=m.mlp_dim, num_layers=m.num_encoder_layers,
+            dropout_rate=m.dropout_rate, positional=m.positional, attention=_attention(config, head_dim, "encoder"),
+        )  # fmt: skip
     if task.kind == "image_classification":
         if m.architecture not in ARCHITECTURES:
             raise ValueError(f"model.architecture must be one of {list(ARCHITECTURES)}, got {m.architecture!r}.")
@@ -319,12 +330,13 @@ def model_config(config: ml_collections.ConfigDict, task: Task) -> TransformerCo
 
 
 MODEL_KINDS = {"seq2seq": EncoderDecoder, "classification": Encoder, "lm": Decoder}
-IMAGE_MODELS = {VisionConfig: VisionTransformer, SwinConfig: SwinTransformer}
+MODEL_CLASSES = {VisionConfig: VisionTransformer, SwinConfig: SwinTransformer, ForecastConfig: Forecaster}
 
 
 def build_model(config: ml_collections.ConfigDict, task: Task) -> nnx.Module:
-    """The task's model (encoder-decoder, classifier, language model, ViT or Swin), initialized from ``config.seed``."""
+    """The task's model (encoder-decoder, classifier, language model, ViT, Swin or forecaster), initialized from
+    ``config.seed``."""
     rngs = nnx.Rngs(params=config.seed, dropout=config.seed + 1, projection=config.seed + 2)
     built = model_config(config, task)
-    model = IMAGE_MODELS[type(built)] if task.kind == "image_classification" else MODEL_KINDS[task.kind]
+    model = MODEL_KINDS[task.kind] if isinstance(built, TransformerConfig) else MODEL_CLASSES[type(built)]
     return model(built, rngs=rngs)

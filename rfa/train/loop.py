@@ -141,6 +141,7 @@ def evaluate(eval_step, state, task: Task, config: ml_collections.ConfigDict, me
         batch_size=config.batch_size,
         max_length=config.max_length,
         max_batches=config.eval_batches or None,
+        horizon=config.model.horizon,
     )
     index, count = _process_shard()
     total = None
@@ -215,6 +216,7 @@ def train_and_evaluate(
             max_length=config.max_length,
             seed=config.seed,
             shard=_process_shard(),
+            horizon=config.model.horizon,
         )
     )
     primary = jax.process_index() == 0
@@ -290,6 +292,9 @@ def train_and_evaluate(
     return _finish(workdir, config, task, num_params, compiled, write=primary)
 
 
+CURVES = {"lm": ("loss", "accuracy", "perplexity"), "forecast": ("loss", "mae")}  # curves.png's panels
+
+
 def _finish(
     workdir: str, config: ml_collections.ConfigDict, task: Task, num_params: int, compiled, *, write: bool
 ) -> dict:
@@ -318,7 +323,7 @@ def _finish(
     if task.kind == "image_classification":
         results["architecture"] = config.model.architecture
     if write:
-        plot_curves(workdir, ("loss", "accuracy") + (("perplexity",) if task.kind == "lm" else ()))
+        plot_curves(workdir, CURVES.get(task.kind, ("loss", "accuracy")))
         write_atomic(path, json.dumps(results, indent=2) + "\n")
     return results
 

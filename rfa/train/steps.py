@@ -41,8 +41,26 @@ def _logits_labels_weights(model: nnx.Module, batch: dict, kind: str):
     return model(batch["image" if kind == "image_classification" else "inputs"]), batch["label"], batch["weight"]
 
 
+def forecast_sums(model: nnx.Module, batch: dict) -> dict:
+    """Summed squared (``loss``, ``nll``) and absolute errors of a forecasting batch, the forecast values counted
+    (``weight``) and the lookback steps read (``tokens``)."""
+    errors = model(batch["inputs"]) - batch["targets"]
+    weights = jnp.broadcast_to(batch["weight"][:, None, None], errors.shape)
+    squared = (jnp.square(errors) * weights).sum()
+    return {
+        "loss": squared,
+        "nll": squared,
+        "absolute": (jnp.abs(errors) * weights).sum(),
+        "weight": weights.sum(),
+        "tokens": batch["weight"].sum() * batch["inputs"].shape[1],
+    }
+
+
 def metric_sums(model: nnx.Module, batch: dict, *, kind: str, label_smoothing: float = 0.0) -> dict:
-    """Summed loss (label-smoothed cross-entropy), NLL, correct predictions, weights and tokens of a batch."""
+    """Summed loss (label-smoothed cross-entropy), NLL, correct predictions, weights and tokens of a batch
+    (for forecasting, :func:`forecast_sums`)."""
+    if kind == "forecast":
+        return forecast_sums(model, batch)
     logits, labels, weights = _logits_labels_weights(model, batch, kind)
     logits = logits.astype(jnp.float32)
     nll = optax.softmax_cross_entropy_with_integer_labels(logits, labels)
@@ -79,9 +97,12 @@ def summarize(sums: dict, *, kind: str) -> dict:
 
     ``loss`` (cross-entropy), ``accuracy``; ``perplexity = exp(loss)`` for token tasks (seq2seq,
     lm); ``sequence_accuracy`` for seq2seq; ``smoothed_loss`` (the objective) when it differs.
+    Forecasting: ``loss`` = ``mse``, and ``mae``, of the normalised series.
     """
     sums = {name: float(value) for name, value in sums.items()}
     weight = max(sums["weight"], 1e-9)
+    if kind == "forecast":  # errors of the normalised series
+        return {"loss": sums["nll"] / weight, "mse": sums["nll"] / weight, "mae": sums["absolute"] / weight}
     metrics = {"loss": sums["nll"] / weight, "accuracy": sums["correct"] / weight}
     if sums["loss"] != sums["nll"]:
         metrics["smoothed_loss"] = sums["loss"] / weight

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from helpers import non_progress_lines
 
-from configs import digits, digits_swin, listops, pathfinder_vit, python_source, sort
+from configs import co2, digits, digits_swin, listops, pathfinder_vit, python_source, sort
 from experiments.tables import training_table
 from rfa.data import get_task
 from rfa.train import (
@@ -119,7 +119,7 @@ def test_a_seq2seq_run_trains_logs_checkpoints_and_plots(sort_run):
     ("module", "attention"),
     [(listops, "exact"), (python_source, "oprf"), (sort, "gated_rfa"), (listops, "hedgehog"), (sort, "linformer"),
      (python_source, "taylor"), (digits, "exact"), (digits, "positive"), (pathfinder_vit, "positive"),
-     (digits_swin, "exact"), (digits_swin, "positive")],
+     (digits_swin, "exact"), (digits_swin, "positive"), (co2, "exact"), (co2, "positive")],
 )  # fmt: skip
 def test_classifier_language_model_and_vision_runs(module, attention, data_dir, tmp_path):
     results = train_and_evaluate(_quick(module, attention, data_dir), str(tmp_path), progress=False)
@@ -129,6 +129,8 @@ def test_classifier_language_model_and_vision_runs(module, attention, data_dir, 
     if module in (digits, pathfinder_vit, digits_swin):  # image models: no perplexity; throughput counts pixels
         assert results["kind"] == "image_classification" and "perplexity" not in results["eval"]
         assert results["tokens_per_s"] > 0
+    if module is co2:  # a forecaster: mean squared and absolute errors of the normalised series
+        assert results["kind"] == "forecast" and 0 < results["eval"]["mae"] ** 2 <= results["eval"]["mse"]
 
 
 @pytest.mark.parametrize(

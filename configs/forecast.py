@@ -1,0 +1,30 @@
+"""The forecasting comparison: train the forecaster with each attention kind, score it against seasonal-naive,
+and time one training step against the lookback length.
+
+Run:
+  python -m experiments.forecast --config configs/forecast.py --workdir workdir/forecast
+Variants: ``:quick`` (seconds; the tests run it).
+"""
+
+import ml_collections
+
+from rfa.workdir import apply_variant
+
+
+def get_config(arg: str | None = None):
+    config = ml_collections.ConfigDict()
+    config.task = "co2"  # a configs/<task>.py of a forecasting task
+    config.attention = ("exact", "positive", "simplex_positive", "elu", "taylor", "hedgehog")  # exact first
+    config.scale = ""  # each run's "<attention>,<scale>" ("": the task config's own)
+    config.data_dir = "data"
+    config.lookbacks = (128, 256, 512, 1024, 2048)  # lookbacks of the step-time figure (patch_length 1: tokens)
+    config.timing_kinds = ("exact", "positive")  # kinds of the step-time figure
+    config.repeats = 3  # timed steps per lookback (median)
+    return apply_variant(
+        config,
+        arg,
+        {
+            "full": {},
+            "quick": {"attention": ("exact", "positive"), "scale": "quick", "lookbacks": (32, 64), "repeats": 2},
+        },
+    )

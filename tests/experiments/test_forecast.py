@@ -1,0 +1,47 @@
+"""The forecasting comparison end to end (quick): kinds against seasonal-naive, and step time against lookback."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from configs import co2
+from experiments.forecast import seasonal_naive_scores
+from rfa.data import eval_batches, get_task
+from rfa.data.series import seasonal_naive
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.mark.slow
+def test_the_quick_forecasting_comparison_writes_its_table_and_figure(data_dir, tmp_path):
+    output = tmp_path / "forecast.json"
+    subprocess.run(
+        [sys.executable, "-m", "experiments.forecast", "--config", "configs/forecast.py:quick", "--workdir",
+         str(tmp_path), f"--config.data_dir={data_dir}", f"--output={output}"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    results = json.loads(output.read_text())
+    assert [r["attention"] for r in results["runs"]] == ["exact", "positive"]
+    assert set(results["timing"]) == {"exact", "positive"} and all(len(v) == 2 for v in results["timing"].values())
+    rows = (tmp_path / "forecast.md").read_text().splitlines()
+    assert rows[-1].startswith("| seasonal naive | - | ") and len(rows) == 5
+    assert (tmp_path / "forecast.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_seasonal_naive_scores_average_over_every_evaluation_window(data_dir):
+    config = co2.get_config("exact,quick")
+    config.data_dir = data_dir
+    scores = seasonal_naive_scores(config)
+    task = get_task("co2")
+    errors = []  # the same windows, one by one, without the padding rows
+    for batch in eval_batches(task, data_dir=data_dir, batch_size=5, max_length=config.max_length,
+                              horizon=config.model.horizon):  # fmt: skip
+        kept = batch["weight"] > 0
+        errors.append((seasonal_naive(batch["inputs"], config.model.horizon, 52) - batch["targets"])[kept])
+    errors = np.concatenate(errors)
+    np.testing.assert_allclose([scores["mse"], scores["mae"]], [np.mean(errors**2), np.mean(np.abs(errors))], rtol=1e-5)
