@@ -27,7 +27,7 @@ from flax import nnx
 from rfa.models.attention import MultiHeadAttention
 from rfa.models.config import AttentionConfig, TransformerConfig
 from rfa.models.layers import MLP
-from rfa.models.vision import patches
+from rfa.models.vision import check_images, check_patching, patches
 
 Array = jax.Array
 
@@ -88,14 +88,8 @@ class SwinConfig:
     dtype: str = "float32"
 
     def __post_init__(self):
-        object.__setattr__(self, "image_size", tuple(self.image_size))
+        object.__setattr__(self, "image_size", check_patching(self))
         object.__setattr__(self, "stages", tuple(self.stages))
-        height, width = self.image_size
-        if height % self.patch_size or width % self.patch_size:
-            raise ValueError(
-                f"image_size {height}x{width} is not divisible by patch_size = {self.patch_size}: the patches must "
-                "tile the image."
-            )
         if not self.stages:
             raise ValueError("SwinConfig.stages must hold at least one SwinStage.")
         sizes = self.stage_sizes()
@@ -286,14 +280,7 @@ class SwinTransformer(nnx.Module):
 
     def __call__(self, images: Array) -> Array:
         c = self.config
-        expected = (*c.image_size, c.channels)
-        if getattr(images, "ndim", None) != 4 or tuple(images.shape[1:]) != expected:
-            raise ValueError(
-                f"images must have shape [batch, {expected[0]}, {expected[1]}, {expected[2]}] (SwinConfig."
-                f"image_size and channels), got {tuple(getattr(images, 'shape', ()))}."
-            )
-        if not jnp.issubdtype(images.dtype, jnp.floating):
-            raise TypeError(f"images must be floating point (e.g. pixels / 255), got {images.dtype}.")
+        check_images(images, c)
         rows, columns = c.stage_sizes()[0]
         x = self.embed_norm(self.embed(patches(images, c.patch_size))).reshape(images.shape[0], rows, columns, -1)
         if self.positions is not None:

@@ -28,6 +28,34 @@ VISION_POSITIONS = ("learned", "sinusoidal")
 VISION_POOLINGS = ("cls", "mean")
 
 
+def check_patching(config) -> tuple[int, int]:
+    """A vision config's ``(height, width)``, checked to be tiled by its ``patch_size`` (else a ValueError)."""
+    name = type(config).__name__
+    size = tuple(config.image_size)
+    if len(size) != 2 or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in size):
+        raise ValueError(f"{name}.image_size must be (height, width) of positive ints, got {config.image_size!r}.")
+    if isinstance(config.patch_size, bool) or not isinstance(config.patch_size, int) or config.patch_size < 1:
+        raise ValueError(f"{name}.patch_size must be a positive int, got {config.patch_size!r}.")
+    if size[0] % config.patch_size or size[1] % config.patch_size:
+        raise ValueError(
+            f"image_size {size[0]}x{size[1]} is not divisible by patch_size = {config.patch_size}: the patches must "
+            "tile the image (pick a patch size that divides both sides, or resize the images)."
+        )
+    return size
+
+
+def check_images(images, config) -> None:
+    """``images`` must be floating ``[batch, height, width, channels]`` of the vision config (else an error)."""
+    expected = (*config.image_size, config.channels)
+    if getattr(images, "ndim", None) != 4 or tuple(images.shape[1:]) != expected:
+        raise ValueError(
+            f"images must have shape [batch, {expected[0]}, {expected[1]}, {expected[2]}] ({type(config).__name__}."
+            f"image_size and channels), got {tuple(getattr(images, 'shape', ()))}."
+        )
+    if not jnp.issubdtype(images.dtype, jnp.floating):
+        raise TypeError(f"images must be floating point (e.g. pixels / 255), got {images.dtype}.")
+
+
 @dataclasses.dataclass(frozen=True)
 class VisionConfig:
     """A Vision Transformer's image, patches, widths and attention.
@@ -68,18 +96,7 @@ class VisionConfig:
     dtype: str = "float32"
 
     def __post_init__(self):
-        size = tuple(self.image_size)
-        if len(size) != 2 or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in size):
-            raise ValueError(
-                f"VisionConfig.image_size must be (height, width) of positive ints, got {self.image_size!r}."
-            )
-        if isinstance(self.patch_size, bool) or not isinstance(self.patch_size, int) or self.patch_size < 1:
-            raise ValueError(f"VisionConfig.patch_size must be a positive int, got {self.patch_size!r}.")
-        if size[0] % self.patch_size or size[1] % self.patch_size:
-            raise ValueError(
-                f"image_size {size[0]}x{size[1]} is not divisible by patch_size = {self.patch_size}: the patches must "
-                f"tile the image (pick a patch size that divides both sides, or resize the images)."
-            )
+        size = check_patching(self)
         for name, allowed in (("patch_embedding", PATCH_EMBEDDINGS), ("positional", VISION_POSITIONS),
                               ("pooling", VISION_POOLINGS)):  # fmt: skip
             if getattr(self, name) not in allowed:
@@ -169,14 +186,7 @@ class VisionTransformer(nnx.Module):
     def tokens(self, images: Array) -> Array:
         """The encoder's input ``[batch, num_tokens, d_model]``: embedded patches (and class token) plus positions."""
         c = self.config
-        expected = (*c.image_size, c.channels)
-        if getattr(images, "ndim", None) != 4 or tuple(images.shape[1:]) != expected:
-            raise ValueError(
-                f"images must have shape [batch, {expected[0]}, {expected[1]}, {expected[2]}] (VisionConfig."
-                f"image_size and channels), got {tuple(getattr(images, 'shape', ()))}."
-            )
-        if not jnp.issubdtype(images.dtype, jnp.floating):
-            raise TypeError(f"images must be floating point (e.g. pixels / 255), got {images.dtype}.")
+        check_images(images, c)
         if c.patch_embedding == "conv":
             x = self.embed(images).reshape(images.shape[0], c.num_patches, c.d_model)
         else:
