@@ -147,7 +147,8 @@ def test_kinds_that_cannot_train_a_task_say_why(module, attention, message, data
     ("overrides", "message"),
     [({"model__architecture": "resnet"}, "model.architecture must be one of ['vit', 'swin'], got 'resnet'"),
      ({"model__swin_heads": (2,)}, "one value per stage; got 2, 1 and 2 values"),
-     ({"model__window_size": 3}, "window_size = 3 does not divide stage 0's 8x8 map of patches")],
+     ({"model__window_size": 3}, "window_size = 3 does not divide stage 0's 8x8 map of patches"),
+     ({"mesh__sequence": 2}, "'digits' trains a model of kind 'image_classification', which does not split its")],
 )  # fmt: skip
 def test_bad_image_model_configs_say_what_is_wrong(overrides, message, data_dir):
     with pytest.raises(ConfigError, match=re.escape(message)):
