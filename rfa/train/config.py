@@ -201,8 +201,9 @@ def check_config(config: ml_collections.ConfigDict) -> Task:
     _positive_int(config, "mesh.sequence")
     if config.mesh.sequence > 1 and task.kind in ("image_classification", "forecast"):
         raise ConfigError(
-            f"config.mesh.sequence = {config.mesh.sequence} splits token sequences of the text models; "
-            f"{config.task!r} trains a model of kind {task.kind!r}, which does not split its inputs: use mesh.sequence = 1."
+            f"config.mesh.sequence = {config.mesh.sequence} splits the token sequences of the text models; "
+            f"{config.task!r} trains a model of kind {task.kind!r}, which does not split its inputs: use "
+            "mesh.sequence = 1."
         )
     if config.max_length % config.mesh.sequence:
         raise ConfigError(
