@@ -3,7 +3,8 @@ and time one training step against the lookback length.
 
 Run:
   python -m experiments.forecast --config configs/forecast.py --workdir workdir/forecast
-Variants: ``:quick`` (seconds; the tests run it).
+Variants: ``:quick`` (seconds; the tests run it); ``:long`` trains exact, positive and elu with a lookback of
+1024 weeks (``configs/co2.py:<attention>,long``), without the timing.
 """
 
 import ml_collections
@@ -17,7 +18,7 @@ def get_config(arg: str | None = None):
     config.attention = ("exact", "positive", "simplex_positive", "elu", "taylor", "hedgehog")  # exact first
     config.scale = ""  # each run's "<attention>,<scale>" ("": the task config's own)
     config.data_dir = "data"
-    config.lookbacks = (128, 256, 512, 1024, 2048)  # lookbacks of the step-time figure (patch_length 1: tokens)
+    config.lookbacks = (128, 256, 512, 1024, 2048)  # lookbacks of the step-time figure (patch_length 1: tokens); ()
     config.timing_kinds = ("exact", "positive")  # kinds of the step-time figure
     config.repeats = 3  # timed steps per lookback (median)
     return apply_variant(
@@ -26,5 +27,6 @@ def get_config(arg: str | None = None):
         {
             "full": {},
             "quick": {"attention": ("exact", "positive"), "scale": "quick", "lookbacks": (32, 64), "repeats": 2},
+            "long": {"attention": ("exact", "positive", "elu"), "scale": "long", "lookbacks": ()},
         },
     )

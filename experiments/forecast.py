@@ -9,7 +9,8 @@
 2. One training step of the forecaster (patches of one step: a token per step) is compiled and timed at
    each lookback for the config's timing kinds; the log-log slopes say how the step grows with the lookback.
 
-Writes ``--output`` (JSON), the table beside it (``.md``) and the step-time figure (``.png``).
+Writes ``--output`` (JSON), the table beside it (``.md``) and the step-time figure (``.png``; none when
+``config.lookbacks`` is empty).
 """
 
 from __future__ import annotations
@@ -97,7 +98,8 @@ def run(comparison, workdir: str) -> dict:
     runs = [train_and_evaluate(task_config(comparison, a), os.path.join(workdir, a)) for a in comparison.attention]
     naive = seasonal_naive_scores(task_config(comparison, comparison.attention[0]))
     timing = {kind: [step_time(task_config(comparison, kind), lookback, comparison.repeats)
-                     for lookback in comparison.lookbacks] for kind in comparison.timing_kinds}  # fmt: skip
+                     for lookback in comparison.lookbacks]
+              for kind in (comparison.timing_kinds if comparison.lookbacks else ())}  # fmt: skip
     slopes = {kind: slope([(r["lookback"], r["median_ms"]) for r in rows]) for kind, rows in timing.items()}
     return {"runs": runs, "seasonal_naive": naive, "timing": timing, "slopes": slopes}
 
@@ -138,7 +140,8 @@ def main(argv):
         stem = os.path.splitext(_OUTPUT.value)[0]
         with open(stem + ".md", "w") as f:
             f.write(text + "\n")
-        plot(results, stem + ".png")
+        if results["timing"]:
+            plot(results, stem + ".png")
 
 
 if __name__ == "__main__":
