@@ -2,11 +2,12 @@
 
 Run:
   python -m experiments.train --config configs/co2.py:positive --workdir workdir/train/co2/positive
-  python -m experiments.forecast --config configs/co2.py:positive --workdir workdir/train/co2/positive
+  python -m experiments.forecast --config configs/forecast.py  # every kind, seasonal-naive, step time
 Variants: ``:<attention>`` with <attention> in rfa.train.ATTENTION_VARIANTS, ``:<attention>,long`` with a
-lookback of 1024 weeks, ``:<attention>,quick`` for a seconds-long test run. The model reads ``max_length`` weeks (lookback 256, patches of 4 weeks: 64 tokens) and
-forecasts the next 52 (``model.horizon``); losses are on the series normalised by the training years' mean and
-deviation; the chronological splits are 1958-1989 (train), 1989-1995 (validation), 1995-2001 (test).
+lookback of 1024 weeks, ``:<attention>,quick`` for a seconds-long test run. The model reads ``max_length``
+weeks (lookback 256, patches of 4 weeks: 64 tokens) and forecasts the next 52 (``model.horizon``); losses are
+on the series normalised by the training years' mean and deviation; the chronological splits are 1958-1989
+(train), 1989-1995 (validation), 1995-2001 (test).
 """
 
 from rfa.train import task_config
