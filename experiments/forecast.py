@@ -26,6 +26,7 @@ import optax
 from absl import flags
 from flax import nnx
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
 from ml_collections import config_flags
 
 from experiments import run_main, run_training
@@ -121,6 +122,9 @@ def plot(results: dict, path: str) -> None:
         axis.plot([r["lookback"] for r in rows], [r["median_ms"] for r in rows], marker="o", label=label)
     axis.set(xscale="log", yscale="log", xlabel="lookback (steps = tokens)", ylabel="training step (ms)",
              title="forecaster: step time against lookback")  # fmt: skip
+    lookbacks = sorted({r["lookback"] for rows in results["timing"].values() for r in rows})
+    axis.set_xticks(lookbacks, [str(x) for x in lookbacks])
+    axis.xaxis.set_minor_locator(NullLocator())
     axis.grid(alpha=0.3, which="both")
     axis.legend(fontsize=8)
     figure.tight_layout()
