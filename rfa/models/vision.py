@@ -134,7 +134,7 @@ def patches(images: Array, patch_size: int) -> Array:
 
     Example:
       >>> patches(jnp.arange(16.0).reshape(1, 4, 4, 1), 2)[0, 1]  # the top-right patch
-      Array([ 2.,  3.,  6.,  7.], dtype=float32)
+      Array([2., 3., 6., 7.], dtype=float32)
     """
     batch, height, width, channels = images.shape
     p = patch_size

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from configs import co2
-from experiments.forecast import seasonal_naive_scores
+from experiments.forecasting import seasonal_naive_scores
 from rfa.data import eval_batches, get_task
 from rfa.data.series import seasonal_naive
 

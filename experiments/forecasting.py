@@ -1,0 +1,123 @@
+"""The forecasting comparison's work (its command line is ``experiments.forecast``): each attention kind
+against seasonal-naive, and step time against the lookback.
+
+1. Every attention kind of the config trains ``configs/<task>.py:<attention>`` in ``<workdir>/<attention>``
+   (a finished run is read back) and is scored on the task's evaluation split (the test years) by MSE and
+   MAE of the series normalised by the training years' statistics; the seasonal-naive forecast (the last
+   observed season repeated, :func:`rfa.data.series.seasonal_naive`) is scored on the same windows.
+2. One training step of the forecaster (patches of one step: a token per step) is compiled and timed at
+   each lookback for the config's timing kinds; the log-log slopes say how the step grows with the lookback.
+
+The command writes the results (JSON), the table beside them (``.md``) and the step-time figure (``.png``;
+none when ``config.lookbacks`` is empty).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
+
+from experiments.benchmarking import memory_bytes, slope, timing_summary
+from experiments.tables import _number, markdown_table
+from rfa.data import eval_batches, get_task
+from rfa.data.series import seasonal_naive
+from rfa.train import train_and_evaluate
+from rfa.train.config import build_model
+
+
+def task_config(comparison, attention: str):
+    config = importlib.import_module(f"configs.{comparison.task}").get_config(
+        f"{attention},{comparison.scale}" if comparison.scale else attention
+    )
+    config.data_dir = comparison.data_dir
+    return config
+
+
+def seasonal_naive_scores(config) -> dict:
+    """MSE and MAE of the seasonal-naive forecast on the windows the runs are evaluated on."""
+    task = get_task(config.task)
+    squared = absolute = count = 0.0
+    batches = eval_batches(task, data_dir=config.data_dir, batch_size=config.batch_size, max_length=config.max_length,
+                           horizon=config.model.horizon)  # fmt: skip
+    for batch in batches:
+        errors = seasonal_naive(batch["inputs"], config.model.horizon, task.season) - batch["targets"]
+        weights = np.broadcast_to(batch["weight"][:, None, None], errors.shape)
+        squared, absolute = (
+            squared + float((errors**2 * weights).sum()),
+            absolute + float((np.abs(errors) * weights).sum()),
+        )
+        count += float(weights.sum())
+    return {"mse": squared / count, "mae": absolute / count}
+
+
+def step_time(config, lookback: int, repeats: int) -> dict:
+    """One compiled training step of the forecaster at ``lookback`` (a token per step): time and memory."""
+    config = config.copy_and_resolve_references()
+    config.max_length, config.model.patch_length = lookback, 1
+    model = build_model(config, get_task(config.task))
+    graphdef, state = nnx.split((model, nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)))
+    x = jax.random.normal(jax.random.key(lookback), (config.batch_size, lookback, 1))
+    y = jax.random.normal(jax.random.key(1), (config.batch_size, config.model.horizon, 1))
+
+    def step(state, x, y):
+        model, optimizer = nnx.merge(graphdef, state)
+        loss, grads = nnx.value_and_grad(lambda m: jnp.mean((m(x) - y) ** 2))(model)
+        optimizer.update(model, grads)
+        return nnx.state((model, optimizer)), loss
+
+    compiled = jax.jit(step, donate_argnums=0).lower(state, x, y).compile()
+    state, loss = compiled(state, x, y)  # warm-up
+    jax.block_until_ready(loss)
+    seconds = []
+    for _ in range(repeats):  # the state is donated: each step takes the previous one's
+        start = time.perf_counter()
+        state, loss = compiled(state, x, y)
+        jax.block_until_ready(loss)
+        seconds.append(time.perf_counter() - start)
+    return {"lookback": lookback, "memory": memory_bytes(compiled), **timing_summary(seconds)}
+
+
+def run(comparison, workdir: str) -> dict:
+    """Trains (or reads back) every kind, scores seasonal-naive, times the steps; the results."""
+    runs = [train_and_evaluate(task_config(comparison, a), os.path.join(workdir, a)) for a in comparison.attention]
+    naive = seasonal_naive_scores(task_config(comparison, comparison.attention[0]))
+    timing = {kind: [step_time(task_config(comparison, kind), lookback, comparison.repeats)
+                     for lookback in comparison.lookbacks]
+              for kind in (comparison.timing_kinds if comparison.lookbacks else ())}  # fmt: skip
+    slopes = {kind: slope([(r["lookback"], r["median_ms"]) for r in rows]) for kind, rows in timing.items()}
+    return {"runs": runs, "seasonal_naive": naive, "timing": timing, "slopes": slopes}
+
+
+def table(results: dict) -> str:
+    rows = [[r["attention"], "-" if r["num_features"] is None else str(r["num_features"]), f"{r['eval']['mse']:.4f}",
+             f"{r['eval']['mae']:.4f}", _number(r["step_time_s"], 1e3, "{:.1f}"),
+             _number(r["step_memory_bytes"], 2**-20, "{:.1f}")] for r in results["runs"]]  # fmt: skip
+    naive = results["seasonal_naive"]
+    rows.append(["seasonal naive", "-", f"{naive['mse']:.4f}", f"{naive['mae']:.4f}", "-", "-"])
+    return markdown_table(["attention", "m", "test MSE", "test MAE", "step (ms)", "step memory (MiB)"], rows)
+
+
+def plot(results: dict, path: str) -> None:
+    figure = Figure(figsize=(5, 4))
+    axis = figure.subplots()
+    for kind, rows in results["timing"].items():
+        label = f"{kind} (slope {results['slopes'][kind]:.2f})" if results["slopes"][kind] else kind
+        axis.plot([r["lookback"] for r in rows], [r["median_ms"] for r in rows], marker="o", label=label)
+    axis.set(xscale="log", yscale="log", xlabel="lookback (steps = tokens)", ylabel="training step (ms)",
+             title="forecaster: step time against lookback")  # fmt: skip
+    lookbacks = sorted({r["lookback"] for rows in results["timing"].values() for r in rows})
+    axis.set_xticks(lookbacks, [str(x) for x in lookbacks])
+    axis.xaxis.set_minor_locator(NullLocator())
+    axis.grid(alpha=0.3, which="both")
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
