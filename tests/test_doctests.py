@@ -32,7 +32,8 @@ NAMESPACE = {"rfa": rfa, "jax": jax, "jnp": jnp, "np": np, "nnx": nnx, "flax": f
 # Examples that train, decode, build models or attend under several masks (over 4 s each): in the slow tier.
 SLOW = {
     "rfa.train.loop", "rfa.models.transformer", "rfa.models.decoding", "rfa.models.attention", "rfa.data.pipeline",
-    "rfa.attention.kernelized", "rfa.attention.flax_adapter", "rfa.attention.naive",
+    "rfa.attention.kernelized", "rfa.attention.flax_adapter", "rfa.attention.naive", "rfa.models.swin",
+    "rfa.models.vision", "rfa.models.forecaster",
 }  # fmt: skip
 
 

@@ -12,6 +12,7 @@ from rfa.models import AttentionConfig, ForecastConfig, Forecaster
 SMALL = dict(lookback=24, horizon=5, channels=2, patch_length=4, d_model=16, num_heads=2, mlp_dim=32, num_layers=1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attention", [AttentionConfig(), AttentionConfig("positive", 16)], ids=["exact", "positive"])
 def test_a_shifted_series_gets_the_shifted_forecast(attention):
     """Each window is forecast relative to its own mean: adding c to the lookback adds c to the forecast."""
@@ -36,6 +37,7 @@ def test_tokens_are_consecutive_patches_of_steps_and_channels():
     assert embedded.shape == (1, 6, 16)
 
 
+@pytest.mark.slow
 def test_a_forecaster_trains_under_jit():
     model = Forecaster(ForecastConfig(**SMALL, attention=AttentionConfig("positive", 16)), rngs=nnx.Rngs(0))
     x, y = jnp.asarray(normal(2, (4, 24, 2))), jnp.asarray(normal(3, (4, 5, 2)))

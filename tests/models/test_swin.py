@@ -88,6 +88,7 @@ def test_window_attention_equals_dense_attention_with_the_window_mask_and_bias(s
     np.testing.assert_allclose(got, reference_window_attention(module, x), rtol=2e-4, atol=2e-5)
 
 
+@pytest.mark.slow
 def test_swin_with_a_windowed_and_a_kernelized_stage_trains_under_jit():
     config = SwinConfig(image_size=(8, 8), patch_size=1, window_size=4, stages=(SwinStage(depth=2), KERNELIZED))
     assert config.stage_sizes() == ((8, 8), (4, 4)) and config.stage_config(1).d_model == 64

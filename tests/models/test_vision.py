@@ -50,6 +50,7 @@ def test_conv_and_linear_patch_embeddings_are_the_same_map():
     np.testing.assert_allclose(conv.tokens(images), linear.tokens(images), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attention", [AttentionConfig(), AttentionConfig("positive", 32)], ids=["exact", "positive"])
 def test_patches_are_tokens_without_an_order_but_their_positions(attention):
     """Mean pooling and attention are permutation-equivariant: shuffling the patches together with their
@@ -70,6 +71,7 @@ def test_patches_are_tokens_without_an_order_but_their_positions(attention):
     assert float(jnp.max(jnp.abs(changed - logits))) > 1e-3
 
 
+@pytest.mark.slow
 def test_a_vision_transformer_trains_under_jit():
     config = VisionConfig(**SMALL, attention=AttentionConfig("positive", 32))
     model = VisionTransformer(config, rngs=nnx.Rngs(0))
