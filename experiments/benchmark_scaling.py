@@ -42,10 +42,9 @@ from flax import nnx
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullLocator
 
 from experiments import run_main
-from experiments.benchmarking import crossover, environment, memory_bytes, slope, timing_summary
+from experiments.benchmarking import crossover, environment, loglog_figure, memory_bytes, slope, timing_summary
 from experiments.tables import markdown_table, write_json
 from rfa.models import AttentionConfig, Decoder, Encoder, TransformerConfig
 from rfa.train.sharding import SEQUENCE_AXIS, make_mesh
@@ -127,21 +126,13 @@ def sequence_memory(devices: list[int], length: int) -> list[dict]:
 
 
 def plot_sequence_memory(rows: list[dict], path: str) -> None:
-    figure = Figure(figsize=(5, 4))
-    axis = figure.subplots()
+    curves = {}
     for kind in MODELS["decoder"]:
         mine = [r for r in rows if r["kind"] == kind]
-        axis.plot([r["devices"] for r in mine], [r["memory"]["peak_bytes"] / 2**20 for r in mine], marker="o",
-                  label=f"decoder {kind}")  # fmt: skip
-    devices = sorted({r["devices"] for r in rows})
-    axis.set(xscale="log", yscale="log", xlabel="devices splitting the sequence (P)",
-             ylabel="per-device peak (MiB, XLA estimate)", title=f"training step, L = {rows[0]['length']}")  # fmt: skip
-    axis.set_xticks(devices, [str(count) for count in devices])
-    axis.xaxis.set_minor_locator(NullLocator())
-    axis.grid(alpha=0.3, which="both")
-    axis.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
+        curves[f"decoder {kind}"] = ([r["devices"] for r in mine], [r["memory"]["peak_bytes"] / 2**20 for r in mine])
+    title = f"training step, L = {rows[0]['length']}"
+    loglog_figure(curves, path, xlabel="devices splitting the sequence (P)",
+                  ylabel="per-device peak (MiB, XLA estimate)", title=title)  # fmt: skip
 
 
 def measure(model: str, kind: str, length: int) -> dict:

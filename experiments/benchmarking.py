@@ -10,6 +10,8 @@ import time
 
 import jax
 import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
 
 
 def memory_bytes(compiled) -> dict | None:
@@ -89,3 +91,19 @@ def crossover(rows: list[tuple[int, float]], reference: dict[int, float | None])
     """
     slower = [length for length, time in rows if reference.get(length) is not None and time >= reference[length]]
     return next((length for length, _ in sorted(rows) if all(s < length for s in slower)), None)
+
+
+def loglog_figure(curves: dict[str, tuple[list, list]], path: str, *, xlabel: str, ylabel: str, title: str) -> None:
+    """One log-log panel of ``{label: (xs, ys)}`` with a tick at every measured x, saved as a PNG at ``path``."""
+    figure = Figure(figsize=(5, 4))
+    axis = figure.subplots()
+    for label, (xs, ys) in curves.items():
+        axis.plot(xs, ys, marker="o", label=label)
+    axis.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
+    ticks = sorted({x for xs, _ in curves.values() for x in xs})
+    axis.set_xticks(ticks, [str(x) for x in ticks])
+    axis.xaxis.set_minor_locator(NullLocator())
+    axis.grid(alpha=0.3, which="both")
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)

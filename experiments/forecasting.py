@@ -23,10 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
-from matplotlib.figure import Figure
-from matplotlib.ticker import NullLocator
 
-from experiments.benchmarking import memory_bytes, slope, timing_summary
+from experiments.benchmarking import loglog_figure, memory_bytes, slope, timing_summary
 from experiments.tables import _number, markdown_table
 from rfa.data import eval_batches, get_task
 from rfa.data.series import seasonal_naive
@@ -107,17 +105,9 @@ def table(results: dict) -> str:
 
 
 def plot(results: dict, path: str) -> None:
-    figure = Figure(figsize=(5, 4))
-    axis = figure.subplots()
+    curves = {}
     for kind, rows in results["timing"].items():
         label = f"{kind} (slope {results['slopes'][kind]:.2f})" if results["slopes"][kind] else kind
-        axis.plot([r["lookback"] for r in rows], [r["median_ms"] for r in rows], marker="o", label=label)
-    axis.set(xscale="log", yscale="log", xlabel="lookback (steps = tokens)", ylabel="training step (ms)",
-             title="forecaster: step time against lookback")  # fmt: skip
-    lookbacks = sorted({r["lookback"] for rows in results["timing"].values() for r in rows})
-    axis.set_xticks(lookbacks, [str(x) for x in lookbacks])
-    axis.xaxis.set_minor_locator(NullLocator())
-    axis.grid(alpha=0.3, which="both")
-    axis.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
+        curves[label] = ([r["lookback"] for r in rows], [r["median_ms"] for r in rows])
+    loglog_figure(curves, path, xlabel="lookback (steps = tokens)", ylabel="training step (ms)",
+                  title="forecaster: step time against lookback")  # fmt: skip
