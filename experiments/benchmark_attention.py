@@ -239,7 +239,7 @@ def estimator_attention(name: str) -> Callable:
     return attention
 
 
-def head_major(fm: rfa.FeatureMap, q: jax.Array, k: jax.Array) -> tuple[jax.Array, jax.Array]:
+def head_major(fm: rfa.Estimator, q: jax.Array, k: jax.Array) -> tuple[jax.Array, jax.Array]:
     """q and k as attention hands them to the fit: temperature-scaled, ``[batch, heads, L, d]``."""
     return tuple(jnp.swapaxes(x, -3, -2) for x in rfa.attention.kernelized.temperature(fm, q, k))
 

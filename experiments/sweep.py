@@ -101,7 +101,7 @@ def check_estimator(config: ml_collections.ConfigDict, name: str) -> None:
     fm = rfa.feature_map(name)
     if config.experiment == "kernel_mse" and fm.kernel is None:
         raise ConfigError(
-            f"config.estimators: {name!r} estimates no kernel (FeatureMap.kernel is None), so it has no kernel "
+            f"config.estimators: {name!r} estimates no kernel (Estimator.kernel is None), so it has no kernel "
             "MSE; compare it in the attention_error experiment."
         )
     if config.experiment == "attention_error" and fm.kernel not in ("softmax", None):

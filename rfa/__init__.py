@@ -13,7 +13,9 @@ from rfa.attention import (
     unnormalized_softmax_attention,
 )
 from rfa.random_features import (
+    Estimator,
     FeatureMap,
+    Param,
     estimate_gaussian_kernel,
     estimate_softmax_kernel,
     feature_map,
@@ -30,7 +32,9 @@ from rfa.random_features import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "Estimator",
     "FeatureMap",
+    "Param",
     "attention",
     "estimate_gaussian_kernel",
     "estimate_softmax_kernel",

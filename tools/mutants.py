@@ -303,7 +303,7 @@ MUTANTS = [
            "            **self._options(),\n        )  # fmt: skip\n        return out[:, 0], cache",
            ("tests/models/test_attention_kinds.py",), "decoding a gated model ignores the gate"),
     Mutant("gate-input-weight-dropped", "rfa/models/cores.py",
-           '            if "key_log_weight" in self.feature_map.params:',
+           '            if "key_log_weight" in self.feature_map.names():',
            '            if False:',
            ("tests/models/test_attention_kinds.py", "tests/train"),
            "gated RFA without the (1 - g) weight of new keys"),

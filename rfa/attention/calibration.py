@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from rfa.attention.common import check_qkv
 from rfa.attention.kernelized import temperature
 from rfa.attention.masks import plan_mask
-from rfa.random_features.feature_maps import FeatureMap
+from rfa.random_features.feature_maps import Estimator
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 
 Array = jax.Array
@@ -32,7 +32,7 @@ def _pooled(x: Array, keep: Array | None) -> tuple[Array, Array | None]:
     return pooled, keep
 
 
-def fit_feature_params(feature_map: str | FeatureMap, query: Array, key: Array, *, mask: Array | None = None) -> dict:
+def fit_feature_params(feature_map: str | Estimator, query: Array, key: Array, *, mask: Array | None = None) -> dict:
     """The map's fitted parameters (``fm.fitted``) from calibration queries and keys, one set per head.
 
     The queries and keys of every batch row are pooled per head, scaled as attention scales them
@@ -41,7 +41,7 @@ def fit_feature_params(feature_map: str | FeatureMap, query: Array, key: Array, 
     to :func:`rfa.kernelized_attention` in any mode.
 
     Args:
-      feature_map: a registered name or ``FeatureMap`` with fitted parameters (oprf, aderf, saderf, sderf).
+      feature_map: a registered name or ``Estimator`` with fitted parameters (oprf, aderf, saderf, sderf).
       query: ``[batch..., q_len, heads, d_k]``.
       key: ``[batch..., kv_len, heads, d_k]``.
       mask: as in :func:`rfa.kernelized_attention`; only its padding is used (padded tokens are left out).

@@ -17,7 +17,7 @@ from flax import nnx
 from rfa._validation import check_choice, check_key, check_positive_int
 from rfa.attention.calibration import fit_feature_params
 from rfa.attention.kernelized import kernelized_attention
-from rfa.random_features.feature_maps import FeatureMap
+from rfa.random_features.feature_maps import Estimator
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 from rfa.random_features.projections import PROJECTION_KINDS, ROW_SCALINGS
 
@@ -41,7 +41,7 @@ class RandomProjection(nnx.Variable):
     such as hybrid's R): redrawn, never trained."""
 
 
-def random_variables(fm: FeatureMap, key, num_features, head_dim, *, kind, scaling) -> tuple:
+def random_variables(fm: Estimator, key, num_features, head_dim, *, kind, scaling) -> tuple:
     """``(projection, random_params)`` of one draw (``fm.draw``): a :class:`RandomProjection` of W (None
     for a map without a projection) and an ``nnx.Dict`` of one per ``sampled`` parameter."""
     W, sampled = fm.draw(key, num_features, head_dim, kind=kind, scaling=scaling)
@@ -49,7 +49,7 @@ def random_variables(fm: FeatureMap, key, num_features, head_dim, *, kind, scali
     return projection, nnx.Dict({name: RandomProjection(value) for name, value in sampled.items()})
 
 
-def redraw_variables(projection, random_params, fm: FeatureMap, key, num_features, head_dim, *, kind, scaling):
+def redraw_variables(projection, random_params, fm: Estimator, key, num_features, head_dim, *, kind, scaling):
     """Overwrites the variables of :func:`random_variables` with the draw of ``key`` (no retracing)."""
     W, sampled = fm.draw(key, num_features, head_dim, kind=kind, scaling=scaling)
     if projection is not None:
@@ -58,7 +58,7 @@ def redraw_variables(projection, random_params, fm: FeatureMap, key, num_feature
         random_params[name][...] = value
 
 
-def learned_variables(fm: FeatureMap, num_heads: int, num_features: int, head_dim: int) -> nnx.Dict:
+def learned_variables(fm: Estimator, num_heads: int, num_features: int, head_dim: int) -> nnx.Dict:
     """The map's ``learned`` parameters (``fm.init_learned``) as ``nnx.Param`` s, ``[num_heads, 1, *event]``."""
     values = fm.init_learned(num_heads, num_features, head_dim) if fm.learned else {}
     return nnx.Dict({name: nnx.Param(value) for name, value in values.items()})
@@ -109,7 +109,7 @@ class KernelizedAttention(Calibratable):
 
     def __init__(
         self,
-        feature_map: str | FeatureMap,
+        feature_map: str | Estimator,
         num_features: int,
         head_dim: int,
         *,
@@ -244,7 +244,7 @@ def calibrating(model: nnx.Module):
 
 
 def make_attention_fn(
-    feature_map: str | FeatureMap = "positive",
+    feature_map: str | Estimator = "positive",
     num_features: int = 256,
     *,
     head_dim: int,
@@ -259,7 +259,7 @@ def make_attention_fn(
     """A kernelized ``attention_fn`` for ``nnx.MultiHeadAttention`` (or linen's attention).
 
     Args:
-      feature_map: registered name or ``FeatureMap``.
+      feature_map: registered name or ``Estimator``.
       num_features: m, rows of the projection.
       head_dim: d_k of the attention heads (``qkv_features // num_heads``).
       key: PRNG key of the first projection draw (not needed for deterministic maps).

@@ -62,13 +62,13 @@ from rfa.attention.common import check_causal_lengths, check_qkv, with_ones_colu
 from rfa.attention.common import renormalize as divide_by_normalizer
 from rfa.attention.masks import CAUSAL, TRACED_MESSAGE, MaskPlan, plan_mask
 from rfa.attention.state import LOWEST, RecurrentState, check_state
-from rfa.random_features.feature_maps import FeatureMap, features_at, row_log_scale
+from rfa.random_features.feature_maps import Estimator, features_at, row_log_scale
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 
 Array = jax.Array
 
 
-def temperature(fm: FeatureMap, q: Array, k: Array) -> tuple[Array, Array]:
+def temperature(fm: Estimator, q: Array, k: Array) -> tuple[Array, Array]:
     """float32 q and k, scaled by d^{-1/4} each for maps that estimate ``exp(qᵀk/√d)``."""
     q = q.astype(jnp.float32)
     k = k.astype(jnp.float32)
@@ -78,7 +78,7 @@ def temperature(fm: FeatureMap, q: Array, k: Array) -> tuple[Array, Array]:
     return q, k
 
 
-def resolve_feature_params(fm: FeatureMap, params, q, k, keep_q, keep_k, *, fixed: bool) -> dict:
+def resolve_feature_params(fm: Estimator, params, q, k, keep_q, keep_k, *, fixed: bool) -> dict:
     """Feature-map parameters, the ``fm.fitted`` ones fitted from q and k where none is given and ``fixed`` is False."""
     params = dict(params or {})
     missing = fm.to_fit(params)
@@ -152,7 +152,7 @@ def _from_chunks(x: Array, length: int) -> Array:
     return x.reshape(x.shape[:-3] + (-1, x.shape[-1]))[..., :length, :]
 
 
-def _chunk_token_params(fm: FeatureMap, params: dict, token_shape: tuple[int, ...], chunk: int) -> dict:
+def _chunk_token_params(fm: Estimator, params: dict, token_shape: tuple[int, ...], chunk: int) -> dict:
     """Lays out the map's per-token parameters (``fm.token_params``) chunk-major like the tokens.
 
     A parameter constant along the length axis (a scalar, ``[heads, 1]``) broadcasts as it is.
@@ -241,7 +241,7 @@ class CheckedCall(NamedTuple):
     q: Array
     k: Array
     v: Array
-    fm: FeatureMap
+    fm: Estimator
     plan: MaskPlan
     log_decay: Array | None
     initial_state: RecurrentState | None
@@ -267,7 +267,7 @@ def kernelized_attention(
     k: Array,
     v: Array,
     *,
-    feature_map: str | FeatureMap,
+    feature_map: str | Estimator,
     projection: Array | None,
     mask: Array | None = None,
     is_causal: bool = False,
@@ -297,7 +297,7 @@ def kernelized_attention(
       q: ``[batch..., q_len, heads, d_k]``.
       k: ``[batch..., kv_len, heads, d_k]``; kv_len may differ from q_len (cross-attention).
       v: ``[batch..., kv_len, heads, d_v]``.
-      feature_map: a registered name (``rfa.registered_feature_maps()``) or a ``FeatureMap``.
+      feature_map: a registered name (``rfa.registered_feature_maps()``) or an ``Estimator``.
       projection: ``W`` of shape ``[m, d_k]`` from ``rfa.sample_projection``, shared by all heads;
         ``None`` for deterministic maps (elu).
       mask: an attention mask of any bool or numeric dtype (nonzero = attend) broadcastable to
@@ -449,7 +449,7 @@ def _attend(q, k, v, fm, projection, keep_keys, keep_queries, log_decay, initial
     return out, state
 
 
-def _initial(state: RecurrentState, rows: tuple[int, ...], num_outputs: int, fm: FeatureMap, *, transpose: bool):
+def _initial(state: RecurrentState, rows: tuple[int, ...], num_outputs: int, fm: Estimator, *, transpose: bool):
     """The state row-major: ``(kv [rows, F, dv+1]`` (``[rows, dv+1, F]`` if ``transpose``), ``R [rows, 1, 1])``."""
     if state.kv.shape[-2] != num_outputs:
         raise ValueError(

@@ -21,7 +21,7 @@ from rfa.attention.common import with_ones_column
 from rfa.attention.kernelized import check_call, resolve_feature_params, temperature
 from rfa.attention.masks import CAUSAL, UNSUPPORTED
 from rfa.attention.state import RecurrentState
-from rfa.random_features.feature_maps import FeatureMap
+from rfa.random_features.feature_maps import Estimator
 
 Array = jax.Array
 
@@ -31,7 +31,7 @@ def naive_kernelized_attention(
     k: Array,
     v: Array,
     *,
-    feature_map: str | FeatureMap,
+    feature_map: str | Estimator,
     projection: Array | None,
     mask: Array | None = None,
     is_causal: bool = False,

@@ -229,7 +229,7 @@ class KernelizedCore(Calibratable):
         if self.gate is not None and x is not None:
             logits = self.gate(x).astype(jnp.float32)  # [batch, L, heads]
             options["log_decay"] = jax.nn.log_sigmoid(logits)
-            if "key_log_weight" in self.feature_map.params:  # log(1 - g) per [batch, heads, L]
+            if "key_log_weight" in self.feature_map.names():  # log(1 - g) per [batch, heads, L]
                 options["feature_params"] = {
                     **params,
                     "key_log_weight": jnp.swapaxes(jax.nn.log_sigmoid(-logits), 1, 2),

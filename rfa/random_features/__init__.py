@@ -1,7 +1,14 @@
 """Random projections, feature maps, kernel estimators and their closed-form theory."""
 
 from rfa.random_features import estimators, theory
-from rfa.random_features.feature_maps import FeatureMap, feature_map, register_feature_map, registered_feature_maps
+from rfa.random_features.feature_maps import (
+    Estimator,
+    FeatureMap,
+    Param,
+    feature_map,
+    register_feature_map,
+    registered_feature_maps,
+)
 from rfa.random_features.kernels import (
     estimate_gaussian_kernel,
     estimate_softmax_kernel,
@@ -12,7 +19,9 @@ from rfa.random_features.projections import sample_phases, sample_projection
 from rfa.random_features.theory import optimal_gerf_parameter
 
 __all__ = [
+    "Estimator",
     "FeatureMap",
+    "Param",
     "estimate_gaussian_kernel",
     "estimate_softmax_kernel",
     "estimators",

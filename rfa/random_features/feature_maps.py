@@ -63,13 +63,55 @@ def no_log(base: Array) -> tuple[Array, Array]:
     return base, jnp.zeros(base.shape[:-1] + (1,), base.dtype)
 
 
+FIXED, FITTED, SAMPLED, LEARNED = "fixed", "fitted", "sampled", "learned"
+SOURCES = (FIXED, FITTED, SAMPLED, LEARNED)
+
+
 @dataclasses.dataclass(frozen=True)
-class FeatureMap:
+class Param:
+    """One keyword parameter of an estimator's maps, described once.
+
+    Attributes:
+      name: the keyword the maps take.
+      source: where its value comes from when the caller gives none: ``"fixed"`` (the map's default, or
+        the caller's value), ``"fitted"`` (fitted from the queries and keys: :attr:`Estimator.fit`),
+        ``"sampled"`` (drawn with the projection: :attr:`Estimator.sample_params`) or ``"learned"``
+        (trained with the model: :attr:`Estimator.init_learned`).
+      required: the maps have no default for it: a call must pass it (its source supplies it).
+      per_token: given per token: an array that broadcasts against the token axes ``[batch..., heads,
+        length]`` followed by the parameter's own ``event_ndim`` axes (OPRF's ``phi_sq``, DERF's ``A``),
+        rather than one value for every token (hybrid's ``R``, the phases of ``gaussian_cosine``).
+      event_ndim: axes of one token's value (DERF's per-coordinate ``A`` has 1, its transforms 2).
+      check: ``check(value)`` raises a ValueError for a concrete value outside the valid range
+        (traced values pass); None: any value.
+
+    Example:
+      >>> Param("phi_sq", FITTED, required=True, per_token=True).per_token
+      True
+    """
+
+    name: str
+    source: str = FIXED
+    required: bool = False
+    per_token: bool = False
+    event_ndim: int = 0
+    check: Callable[[object], object] | None = None
+
+    def __post_init__(self):
+        if self.source not in SOURCES:
+            raise ValueError(f"Param {self.name!r}: source must be one of {list(SOURCES)}, got {self.source!r}.")
+        if self.event_ndim and not self.per_token:
+            raise ValueError(f"Param {self.name!r}: event_ndim describes a per-token value; set per_token=True.")
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimator:
     """One estimator: its query and key feature maps ``φ(x, W, **params)``, the kernel it estimates and its theory.
 
     ``φ_q(x)ᵀφ_k(y)`` estimates ``kernel(x, y)``; for most estimators ``φ_q = φ_k``. Everything that
     uses estimators (kernel estimates, every attention mode, ``rfa.theory``, the experiment runner)
-    reads this object, so a new estimator is one module that builds one and registers it.
+    reads this object, so a new estimator is one module that builds one and registers it. Each
+    parameter of the maps is one :class:`Param`, which says where its value comes from.
 
     Attributes:
       name: registry name.
@@ -82,34 +124,23 @@ class FeatureMap:
         without a projection, whose output has the input's dimension.
       temperature_scaled: whether attention feeds it ``q d^{-1/4}`` and ``k d^{-1/4}`` so that
         ``φ(q)ᵀφ(k)`` estimates ``exp(qᵀk/√d)``.
-      params: keyword parameters the map accepts.
-      required: the subset of ``params`` without a default.
-      token_params: the subset of ``params`` given per token: arrays that broadcast against the
-        token axes ``[batch..., heads, length]`` (``A``, ``phi_sq``) rather than the features,
-        followed by the parameter's own axes (``event_ndims``).
-      event_ndims: ``(name, n)`` pairs: a token parameter whose value per token has n axes of its
-        own (DERF's per-coordinate ``A`` has 1, its transforms 2); the others have 0.
-      param_checks: ``(name, check)`` pairs; ``check(value)`` raises a ValueError for a concrete
-        value outside the parameter's valid range (traced values pass).
+      params: the maps' keyword parameters, one :class:`Param` each.
       key_terms_fn: the key map when it differs from the query map (asymmetric estimators).
       positive: whether every feature is > 0, so that the attention normalizer is > 0.
       theory: the closed forms (:class:`rfa.random_features.theory.Theory`), None if none is known.
-      fitted: the subset of ``params`` fitted from the queries and keys when none of them is given
-        (given ones are used as they are, the others keep their defaults; see :meth:`to_fit`).
-      fit: ``(q, k, keep_q, keep_k) -> {name: value}`` for the ``fitted`` names, from
+      fit: ``(q, k, keep_q, keep_k) -> {name: value}`` for the ``"fitted"`` parameters, from
         ``q [batch..., length_q, d]`` and ``k [batch..., length_k, d]`` (as the map sees them) and
         optional ``[batch..., length, 1]`` masks; the values broadcast against ``[batch..., length]``
-        and carry no gradient.
+        and carry no gradient. A call that gives none of them fits them all; one that gives some
+        uses those and the defaults (:meth:`to_fit`).
       standard_params: ``dim -> {name: value}``, the fitted parameters for queries and keys with
         independent N(0, 1) entries (the default where they must be fixed in advance: causal mode).
-      sampled: the subset of ``params`` that are random, drawn with the projection.
-      sample_params: ``(key, num_features, dim) -> {name: value}`` draws the ``sampled`` names.
+      sample_params: ``(key, num_features, dim) -> {name: value}`` draws the ``"sampled"`` parameters.
       outputs: ``(num_features, dim) -> F`` where F is not ``features_per_vector`` per random vector (or
         ``dim`` for a map without a projection): Taylor's ``1 + d + d(d+1)/2``, Hedgehog's ``2·num_features``.
-      learned: the subset of ``params`` a model trains (RFA's σ, Hedgehog's feature MLP): rfa's
+      init_learned: ``(num_heads, num_features, dim) -> {name: value}``, the ``"learned"`` parameters'
+        initial values, ``[num_heads, 1, *event]`` (one per head, broadcast along the length): rfa's
         models and :func:`rfa.make_attention_fn` hold them as ``nnx.Param``.
-      init_learned: ``(num_heads, num_features, dim) -> {name: value}``, the ``learned`` names'
-        initial values, ``[num_heads, 1, *event]`` (one per head, broadcast along the length).
     """
 
     name: str
@@ -117,44 +148,61 @@ class FeatureMap:
     kernel: str | None
     features_per_vector: int
     temperature_scaled: bool
-    params: tuple[str, ...] = ()
-    required: tuple[str, ...] = ()
-    token_params: tuple[str, ...] = ()
-    event_ndims: tuple[tuple[str, int], ...] = ()
-    param_checks: tuple[tuple[str, Callable[[object], object]], ...] = ()
+    params: tuple[Param, ...] = ()
     key_terms_fn: Callable[..., tuple[Array | None, Array]] | None = None
     positive: bool = False
     theory: Theory | None = None
-    fitted: tuple[str, ...] = ()
     fit: Callable[..., dict] | None = None
     standard_params: Callable[[int], dict] | None = None
-    sampled: tuple[str, ...] = ()
     sample_params: Callable[..., dict] | None = None
     outputs: Callable[[int, int], int] | None = None
-    learned: tuple[str, ...] = ()
     init_learned: Callable[..., dict] | None = None
 
     def __post_init__(self):
-        for field in ("required", "token_params", "fitted", "sampled", "learned"):
-            extra = set(getattr(self, field)) - set(self.params)
-            if extra:
-                raise ValueError(f"FeatureMap {self.name!r}: {field} names {sorted(extra)}, which are not in params.")
-        extra = {name for name, _ in self.event_ndims} - set(self.token_params)
-        if extra:
-            raise ValueError(f"FeatureMap {self.name!r}: event_ndims names {sorted(extra)}, not token_params.")
-        if (
-            bool(self.fitted) != (self.fit is not None)
-            or bool(self.sampled) != (self.sample_params is not None)
-            or bool(self.learned) != (self.init_learned is not None)
-        ):
-            raise ValueError(
-                f"FeatureMap {self.name!r}: fitted needs fit, sampled needs sample_params and learned needs "
-                "init_learned (and back)."
-            )
+        object.__setattr__(self, "params", tuple(self.params))
+        if not all(isinstance(p, Param) for p in self.params):
+            raise TypeError(f"Estimator {self.name!r}: params must be rfa.Param specs, got {self.params!r}.")
+        names = [p.name for p in self.params]
+        if len(set(names)) != len(names):
+            raise ValueError(f"Estimator {self.name!r}: a parameter is described twice in {names}.")
+        for source, function, field in ((FITTED, self.fit, "fit"), (SAMPLED, self.sample_params, "sample_params"),
+                                        (LEARNED, self.init_learned, "init_learned")):  # fmt: skip
+            if bool(self.names(source)) != (function is not None):
+                raise ValueError(
+                    f"Estimator {self.name!r}: {source} parameters need {field}, and {field} needs {source} parameters."
+                )
+
+    def names(self, source: str | None = None) -> tuple[str, ...]:
+        """The parameters' names, or those whose values come from ``source`` (``"fitted"``, ...)."""
+        return tuple(p.name for p in self.params if source is None or p.source == source)
+
+    def param(self, name: str) -> Param:
+        """The spec of the parameter ``name``."""
+        return {p.name: p for p in self.params}[name]
+
+    @property
+    def fitted(self) -> tuple[str, ...]:
+        return self.names(FITTED)
+
+    @property
+    def sampled(self) -> tuple[str, ...]:
+        return self.names(SAMPLED)
+
+    @property
+    def learned(self) -> tuple[str, ...]:
+        return self.names(LEARNED)
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params if p.required)
+
+    @property
+    def token_params(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params if p.per_token)
 
     def event_ndim(self, name: str) -> int:
-        """Axes of one token's value of the token parameter ``name`` (0 for a number per token)."""
-        return dict(self.event_ndims).get(name, 0)
+        """Axes of one token's value of the parameter ``name`` (0 for a number per token)."""
+        return self.param(name).event_ndim
 
     def to_fit(self, params: dict | None) -> tuple[str, ...]:
         """The ``fitted`` parameters a fit from data must supply: all of them when none is in ``params``."""
@@ -190,15 +238,15 @@ class FeatureMap:
 
     def check_params(self, params: dict) -> None:
         """Raises a TypeError for an unknown parameter, a ValueError for a concrete value out of its range."""
-        unknown = set(params) - set(self.params)
+        unknown = set(params) - set(self.names())
         if unknown:
             raise TypeError(
                 f"feature map {self.name!r} got unknown parameter(s) {sorted(unknown)}; "
-                f"it accepts {list(self.params) or 'none'}."
+                f"it accepts {list(self.names()) or 'none'}."
             )
-        for name, check in self.param_checks:
-            if name in params:
-                check(params[name])
+        for spec in self.params:
+            if spec.check is not None and spec.name in params:
+                spec.check(params[spec.name])
 
     def terms(self, x: Array, projection: Array | None, *, side: str = "query", **params) -> tuple[Array | None, Array]:
         """Checks the inputs and returns the float32 pair ``(base, log)`` with ``φ = base ⊙ exp(log)``.
@@ -263,28 +311,30 @@ class FeatureMap:
         return phi.astype(x.dtype)
 
 
-_REGISTRY: dict[str, FeatureMap] = {}
+FeatureMap = Estimator  # the name before 0.2; kept for one release (README changelog)
+
+_REGISTRY: dict[str, Estimator] = {}
 
 
-def register_feature_map(fm: FeatureMap) -> FeatureMap:
-    """Adds a feature map to the registry under ``fm.name`` (an existing name is an error)."""
-    if not isinstance(fm, FeatureMap):
-        raise TypeError(f"expected a FeatureMap, got {type(fm).__name__}.")
+def register_feature_map(fm: Estimator) -> Estimator:
+    """Adds an estimator to the registry under ``fm.name`` (an existing name is an error)."""
+    if not isinstance(fm, Estimator):
+        raise TypeError(f"expected an rfa.Estimator, got {type(fm).__name__}.")
     if fm.name in _REGISTRY:
         raise ValueError(f"a feature map named {fm.name!r} is already registered.")
     _REGISTRY[fm.name] = fm
     return fm
 
 
-def feature_map(name: str | FeatureMap) -> FeatureMap:
-    """Looks up a feature map by name (a ``FeatureMap`` is returned as it is).
+def feature_map(name: str | Estimator) -> Estimator:
+    """Looks up an estimator by name (an ``Estimator`` is returned as it is).
 
     Example:
       >>> phi = rfa.feature_map("positive")
       >>> phi.kernel
       'softmax'
     """
-    if isinstance(name, FeatureMap):
+    if isinstance(name, Estimator):
         return name
     if name not in _REGISTRY:
         raise ValueError(f"unknown feature map {name!r}; registered: {sorted(_REGISTRY)}.")
@@ -292,5 +342,5 @@ def feature_map(name: str | FeatureMap) -> FeatureMap:
 
 
 def registered_feature_maps() -> tuple[str, ...]:
-    """Names of all registered feature maps."""
+    """Names of all registered estimators."""
     return tuple(sorted(_REGISTRY))

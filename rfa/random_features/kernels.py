@@ -15,7 +15,7 @@ from rfa._validation import (
     check_rank,
     check_same_last_dim,
 )
-from rfa.random_features.feature_maps import FeatureMap, feature_map
+from rfa.random_features.feature_maps import Estimator, feature_map
 
 Array = jax.Array
 
@@ -69,7 +69,7 @@ def _drop_length_axis(value: Array, event_ndim: int) -> Array:
 
 def _estimate(kernel: str, x, y, projection, estimator, params) -> Array:
     x, y, dtype = check_pair(x, y)
-    fm: FeatureMap = feature_map(estimator)
+    fm: Estimator = feature_map(estimator)
     if fm.kernel != kernel:
         raise ValueError(
             f"estimator {fm.name!r} does not estimate the {kernel} kernel (it estimates {fm.kernel}); "
@@ -128,4 +128,4 @@ def estimate_gaussian_kernel(
     return _estimate("gaussian", x, y, projection, estimator, params)
 
 
-KERNELS = {"softmax": softmax_kernel, "gaussian": gaussian_kernel}  # FeatureMap.kernel -> the exact kernel
+KERNELS = {"softmax": softmax_kernel, "gaussian": gaussian_kernel}  # Estimator.kernel -> the exact kernel

@@ -1,6 +1,6 @@
 """Closed-form mean squared errors of the random-feature kernel estimators.
 
-Each estimator carries its own closed forms (a :class:`Theory` on its ``FeatureMap``, next to its
+Each estimator carries its own closed forms (a :class:`Theory` on its ``Estimator``, next to its
 feature map in ``rfa.random_features.estimators``); :func:`log_mse` and :func:`mse` look them up
 by name. This module holds what several estimators share: the statistics of a pair, and the MSE of
 GERF-type estimators (positive, gerf, oprf) when the rows of W are coupled in blocks.
@@ -68,7 +68,7 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True)
 class Theory:
-    """The closed forms of one estimator, attached to its ``FeatureMap`` (``fm.theory``).
+    """The closed forms of one estimator, attached to its ``Estimator`` (``fm.theory``).
 
     Attributes:
       log_mse: ``(x, y, num_features, *, projection, num_terms, **params) -> [...]``, the natural

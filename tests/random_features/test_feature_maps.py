@@ -31,6 +31,42 @@ def test_registering_a_taken_name_is_an_error():
         rfa.register_feature_map(rfa.feature_map("positive"))
 
 
+def test_each_parameter_is_described_once_by_its_spec():
+    oprf, derf, hedgehog = (rfa.feature_map(n) for n in ("oprf", "aderf", "hedgehog"))
+    assert oprf.fitted == ("phi_sq",) and oprf.param("phi_sq").per_token and oprf.required == ("phi_sq",)
+    assert derf.event_ndim("A") == 1 and derf.event_ndim("query_transform") == 2
+    assert set(derf.fitted) == {"A", "query_transform", "key_transform"} and derf.required == ("A",)
+    assert hedgehog.learned == ("weight", "bias") and rfa.feature_map("hybrid").sampled == ("angular",)
+    assert rfa.FeatureMap is rfa.Estimator  # the name before 0.2
+
+
+def _terms(x, W, **params):
+    return None, x
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"params": (rfa.Param("a"), rfa.Param("a"))}, "described twice"),
+        ({"params": (rfa.Param("a", "fitted"),)}, "fitted parameters need fit"),
+        ({"fit": lambda q, k, keep_q=None, keep_k=None: {}}, "fit needs fitted parameters"),
+        ({"params": (rfa.Param("a", "sampled"),)}, "sampled parameters need sample_params"),
+        ({"params": (rfa.Param("a", "learned"),)}, "learned parameters need init_learned"),
+        ({"params": ("a",)}, "must be rfa.Param specs"),
+    ],
+)
+def test_an_inconsistent_estimator_is_refused(kwargs, error):
+    with pytest.raises((TypeError, ValueError), match=error):
+        rfa.Estimator("toy", _terms, None, 0, temperature_scaled=False, **kwargs)
+
+
+def test_a_param_spec_checks_its_source_and_event_axes():
+    with pytest.raises(ValueError, match="source must be one of"):
+        rfa.Param("a", "guessed")
+    with pytest.raises(ValueError, match="per_token=True"):
+        rfa.Param("a", event_ndim=1)
+
+
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
 def test_shape_and_dtype(name, dtype):

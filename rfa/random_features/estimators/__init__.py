@@ -1,6 +1,6 @@
 """The registered estimators, one module per family: each defines its feature maps and their theory
 and registers them (``rfa.register_feature_map``). A new estimator is a new module imported here,
-or a user's module registering its own ``FeatureMap``.
+or a user's module registering its own ``rfa.Estimator``.
 """
 
 from rfa.random_features.estimators import dense_exponential, deterministic, gaussian, hybrid, learned, softmax

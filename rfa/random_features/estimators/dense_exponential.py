@@ -53,14 +53,13 @@ from rfa.random_features.estimators.softmax import (
     masked_mean,
     query_keep,
 )
-from rfa.random_features.feature_maps import FeatureMap, half_sq_norm, project, register_feature_map
+from rfa.random_features.feature_maps import FITTED, Estimator, Param, half_sq_norm, project, register_feature_map
 from rfa.random_features.theory import COUPLED_PROJECTIONS, Theory, coupled_log_mse, optimal_gerf_parameter, pair_stats
 
 Array = jax.Array
 _HIGHEST = jax.lax.Precision.HIGHEST
 EIGENVALUE_FLOOR = 1e-6  # relative to the largest eigenvalue
 MOMENT_TOKENS = 1024  # the second moments of longer sequences come from this many strided tokens
-PARAMS = ("A", "query_transform", "key_transform")
 
 
 def transform(T: Array, x: Array) -> Array:
@@ -310,13 +309,15 @@ def _derf_log_mse(x, y, num_features, *, projection, num_terms, A=None, query_tr
     return coupled_log_mse(log_var, s, num_features, projection=projection, num_terms=num_terms)
 
 
-def _derf(name: str, fit, projections: tuple[str, ...]) -> FeatureMap:
-    return FeatureMap(
+def _derf(name: str, fit, projections: tuple[str, ...]) -> Estimator:
+    return Estimator(
         name, _derf_terms("query"), "softmax", 1, temperature_scaled=True, positive=True,
-        params=PARAMS, required=("A",), token_params=PARAMS,
-        event_ndims=(("A", 1), ("query_transform", 2), ("key_transform", 2)),
-        param_checks=(("A", check_gerf_parameter),), key_terms_fn=_derf_terms("key"),
-        fitted=PARAMS, fit=fit, standard_params=_standard_params,
+        params=(
+            Param("A", FITTED, required=True, per_token=True, event_ndim=1, check=check_gerf_parameter),
+            Param("query_transform", FITTED, per_token=True, event_ndim=2),
+            Param("key_transform", FITTED, per_token=True, event_ndim=2),
+        ),
+        key_terms_fn=_derf_terms("key"), fit=fit, standard_params=_standard_params,
         theory=Theory(_derf_log_mse, projections, log_relative_moments=_derf_log_relative_moments),
     )  # fmt: skip
 

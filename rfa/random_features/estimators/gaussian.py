@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rfa.random_features.estimators.softmax import cosine_log_moments
-from rfa.random_features.feature_maps import FeatureMap, no_log, project, register_feature_map
+from rfa.random_features.feature_maps import SAMPLED, Estimator, Param, no_log, project, register_feature_map
 from rfa.random_features.projections import sample_phases
 from rfa.random_features.theory import Theory, log_one_minus_exp, pair_stats
 
@@ -49,15 +49,15 @@ def _gaussian_trig_moments(x, y):
 
 
 register_feature_map(
-    FeatureMap(
+    Estimator(
         "gaussian_trig", _gaussian_trig, "gaussian", 2, temperature_scaled=True,
         theory=Theory(_gaussian_trig_log_mse, log_relative_moments=_gaussian_trig_moments),
     )
 )  # fmt: skip
 register_feature_map(
-    FeatureMap(
+    Estimator(
         "gaussian_cosine", _gaussian_cosine, "gaussian", 1, temperature_scaled=True,
-        params=("phases",), required=("phases",), sampled=("phases",),
+        params=(Param("phases", SAMPLED, required=True),),
         sample_params=lambda key, num_features, dim: {"phases": sample_phases(key, num_features)},
         theory=Theory(_gaussian_cosine_log_mse),
     )

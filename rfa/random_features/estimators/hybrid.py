@@ -44,7 +44,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfa.random_features.feature_maps import FeatureMap, feature_map, half_sq_norm, project, register_feature_map
+from rfa.random_features.feature_maps import (
+    SAMPLED,
+    Estimator,
+    Param,
+    feature_map,
+    half_sq_norm,
+    project,
+    register_feature_map,
+)
 from rfa.random_features.theory import Theory, central_moments, log_one_minus_exp, mean_fourth_moment, pair_stats
 
 Array = jax.Array
@@ -137,7 +145,7 @@ def _hybrid_error_fourth_moment(x, y, num_features, angular=None):
         return np.where(lam > 0, lam * fourth["positive"], 0.0) + np.where(lam < 1, (1 - lam) * fourth["trig"], 0.0)
 
 
-def hybrid(num_angular: int = 1) -> FeatureMap:
+def hybrid(num_angular: int = 1) -> Estimator:
     """The HRF estimator with ``n = num_angular`` angular features, named ``"hybrid"`` (n = 1) or ``"hybrid_n<n>"``.
 
     ``rfa.feature_map("hybrid")`` is registered; register another n with
@@ -152,16 +160,14 @@ def hybrid(num_angular: int = 1) -> FeatureMap:
     """
     if isinstance(num_angular, bool) or not isinstance(num_angular, int) or num_angular < 1:
         raise ValueError(f"num_angular must be an integer >= 1, got {num_angular!r}.")
-    return FeatureMap(
+    return Estimator(
         "hybrid" if num_angular == 1 else f"hybrid_n{num_angular}",
         _hybrid_terms("query", num_angular),
         "softmax",
         6 * num_angular,
         temperature_scaled=True,
-        params=("angular",),
-        required=("angular",),
+        params=(Param("angular", SAMPLED, required=True),),
         key_terms_fn=_hybrid_terms("key", num_angular),
-        sampled=("angular",),
         sample_params=lambda key, num_features, dim: {
             "angular": jax.random.normal(key, (num_angular, dim), jnp.float32)
         },

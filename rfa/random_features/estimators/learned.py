@@ -22,7 +22,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from rfa.random_features.feature_maps import FeatureMap, no_log, project, register_feature_map
+from rfa.random_features.feature_maps import LEARNED, Estimator, Param, no_log, project, register_feature_map
 
 
 def _normalized(x):
@@ -71,17 +71,19 @@ def _hedgehog_init(num_heads, num_features, dim):
 
 
 register_feature_map(
-    FeatureMap(
+    Estimator(
         "rfa", _rfa_query, None, 2, temperature_scaled=False, key_terms_fn=_rfa_key,
-        params=("sigma", "key_log_weight"), token_params=("sigma", "key_log_weight"), event_ndims=(("sigma", 1),),
-        learned=("sigma",), init_learned=_rfa_init,
+        params=(Param("sigma", LEARNED, per_token=True, event_ndim=1), Param("key_log_weight", per_token=True)),
+        init_learned=_rfa_init,
     )
 )  # fmt: skip
 register_feature_map(
-    FeatureMap(
+    Estimator(
         "hedgehog", _hedgehog, None, 0, temperature_scaled=False, positive=True,
-        params=("weight", "bias"), required=("weight",), token_params=("weight", "bias"),
-        event_ndims=(("weight", 2), ("bias", 1)), param_checks=(("weight", _check_hedgehog_weight),),
-        outputs=lambda num_features, dim: 2 * num_features, learned=("weight", "bias"), init_learned=_hedgehog_init,
+        params=(
+            Param("weight", LEARNED, required=True, per_token=True, event_ndim=2, check=_check_hedgehog_weight),
+            Param("bias", LEARNED, per_token=True, event_ndim=1),
+        ),
+        outputs=lambda num_features, dim: 2 * num_features, init_learned=_hedgehog_init,
     )
 )  # fmt: skip

@@ -36,7 +36,7 @@ import numpy as np
 from scipy.special import comb, logsumexp
 
 from rfa._validation import is_concrete
-from rfa.random_features.feature_maps import FeatureMap, half_sq_norm, project, register_feature_map
+from rfa.random_features.feature_maps import FITTED, Estimator, Param, half_sq_norm, project, register_feature_map
 from rfa.random_features.theory import (
     COUPLED_PROJECTIONS,
     Theory,
@@ -246,33 +246,33 @@ def _oprf_standard_params(dim: int) -> dict:
 _ALL_COUPLINGS = ("iid",) + COUPLED_PROJECTIONS
 
 for _fm in (
-    FeatureMap(
+    Estimator(
         "trig", _trig, "softmax", 2, temperature_scaled=True,
         theory=Theory(_trig_log_mse, log_relative_moments=_trig_moments),
     ),
-    FeatureMap(
+    Estimator(
         "positive", _positive, "softmax", 1, temperature_scaled=True, positive=True,
         theory=Theory(
             _gerf_family_log_mse(lambda s: 0.0), _ALL_COUPLINGS,
             log_relative_moments=_gerf_family_moments(lambda z_sq, dim: 0.0), bound=_positive_bound,
         ),
     ),
-    FeatureMap(
+    Estimator(
         "hyperbolic", _hyperbolic, "softmax", 2, temperature_scaled=True, positive=True,
         theory=Theory(_hyperbolic_log_mse, log_relative_moments=_hyperbolic_moments),
     ),
-    FeatureMap(
+    Estimator(
         "gerf", _gerf, "softmax", 1, temperature_scaled=True, positive=True,
-        params=("A",), required=("A",), token_params=("A",), param_checks=(("A", check_gerf_parameter),),
+        params=(Param("A", required=True, per_token=True, check=check_gerf_parameter),),
         theory=Theory(
             _gerf_family_log_mse(lambda s, A: check_gerf_parameter(A)), _ALL_COUPLINGS,
             log_relative_moments=_gerf_family_moments(lambda z_sq, dim, A: A),
         ),
     ),
-    FeatureMap(
+    Estimator(
         "oprf", _oprf, "softmax", 1, temperature_scaled=True, positive=True,
-        params=("phi_sq",), required=("phi_sq",), token_params=("phi_sq",), param_checks=(("phi_sq", check_phi_sq),),
-        fit=_oprf_fit, fitted=("phi_sq",), standard_params=_oprf_standard_params,
+        params=(Param("phi_sq", FITTED, required=True, per_token=True, check=check_phi_sq),),
+        fit=_oprf_fit, standard_params=_oprf_standard_params,
         theory=Theory(
             _gerf_family_log_mse(_pair_optimal_parameter), _ALL_COUPLINGS,
             log_relative_moments=_gerf_family_moments(
