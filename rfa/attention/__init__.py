@@ -10,9 +10,8 @@ from rfa.attention.flax_adapter import (
     calibrating,
     make_attention_fn,
 )
-from rfa.attention.kernelized import kernelized_attention
+from rfa.attention.kernelized import kernelized_attention, sequence_parallel_attention
 from rfa.attention.naive import naive_kernelized_attention
-from rfa.attention.sequence_parallel import sequence_parallel_attention
 from rfa.attention.state import RecurrentState, init_state
 
 __all__ = [

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from rfa.attention.common import check_qkv
-from rfa.attention.kernelized import temperature
+from rfa.attention.kernelized.prepare import temperature
 from rfa.attention.masks import plan_mask
 from rfa.random_features.feature_maps import Estimator
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map

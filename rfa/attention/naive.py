@@ -1,14 +1,18 @@
 """The quadratic reference of kernelized attention: the L×L weight matrix formed explicitly.
 
-``A_ij = φ(q_i)ᵀφ(k_j) · exp(G_i - G_j) · allowed_ij`` (``G`` the cumulative log-decay, 0 without
-one), ``out = D⁻¹ A V`` with ``D = diag(A 1)``, plus what an initial state ``S_0`` contributes,
-``exp(G_i) φ(q_i)ᵀS_0`` (causal; ``φ(q_i)ᵀS_0`` bidirectional). No chunks, no stabilizer, no state
-carried: the formula as the papers write it (Katharopoulos et al., "Transformers are RNNs", ICML
-2020, Eq. 4–6; Yang et al., "Gated Linear Attention Transformers", ICML 2024, Sec. 2), O(L²) in
-time and memory. Every mode of :func:`rfa.kernelized_attention` is tested against it (outputs,
-states and gradients, for every feature map), and it is here for anyone checking a new map or a
-new form the same way. Its features are formed unstabilized, so keep inputs moderate (``|x|²/2``
-of the temperature-scaled inputs well inside float32's exp range).
+``A_ij = φ(q_i)ᵀφ(k_j) · exp(G_i - G_j) · M_ij`` (``M`` the mask, causal or not; ``G`` the cumulative
+log-decay over the kept keys, 0 without one), ``out = D⁻¹ A V`` with ``D = diag(A 1)``, plus what an
+initial state ``S_0`` contributes, ``exp(G_i) φ(q_i)ᵀS_0``. No chunks, no stabilizer, no state carried:
+the formula as the papers write it (Katharopoulos et al., "Transformers are RNNs", ICML 2020, Eq. 4–6;
+Yang et al., "Gated Linear Attention Transformers", ICML 2024, Sec. 2), O(L²) in time and memory.
+
+It shares nothing with the fast modes but the checks of its inputs: it scales q and k for the
+temperature itself, applies the mask as the dense matrix it is (so it gives the masked formula for masks
+the fast modes refuse), defines the kept keys and queries from the mask itself, and fits or refuses the
+map's parameters itself. Every mode of :func:`rfa.kernelized_attention` is tested against it (outputs,
+states and gradients, for every feature map), and it is here for anyone checking a new map or a new form
+the same way. Its features are formed unstabilized, so keep inputs moderate (``|x|²/2`` of the
+temperature-scaled inputs well inside float32's exp range).
 """
 
 from __future__ import annotations
@@ -16,14 +20,27 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from rfa.attention.common import renormalize as divide_by_normalizer
-from rfa.attention.common import with_ones_column
-from rfa.attention.kernelized import check_call, resolve_feature_params, temperature
-from rfa.attention.masks import CAUSAL, UNSUPPORTED
-from rfa.attention.state import RecurrentState
+from rfa.attention.common import check_mask, check_qkv
+from rfa.attention.kernelized.prepare import check_log_decay
+from rfa.attention.state import RecurrentState, check_state
 from rfa.random_features.feature_maps import Estimator
+from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 
 Array = jax.Array
+
+
+def _fixed_or_fitted(fm: Estimator, params, q, k, keep_q, keep_k, *, fixed: bool, why: str) -> dict:
+    """The map's parameters: the given ones, and the ``fitted`` ones fitted to q and k unless ``fixed``."""
+    params = dict(params or {})
+    if not fm.fitted or set(params) & set(fm.fitted):
+        return params
+    if fixed:
+        names = ", ".join(f"feature_params[{name!r}]" for name in fm.fitted)
+        raise ValueError(
+            f"feature map {fm.name!r} {why} needs {names} fixed in advance: a fit to this call's tokens would let "
+            "later tokens change earlier outputs, or read a state built with other parameters."
+        )
+    return {**params, **fm.fit(q, k, keep_q, keep_k)}
 
 
 def naive_kernelized_attention(
@@ -45,9 +62,9 @@ def naive_kernelized_attention(
     """Kernelized attention with the ``q_len × kv_len`` matrix formed: the reference for every mode.
 
     Same call and meaning as :func:`rfa.kernelized_attention` (without ``chunk_size``): the same
-    masks (key padding, query ⊗ key padding, causal ∧ padding; a key left out is skipped, its decay
-    too), parameters, temperature and states. The returned state has ``log_reference = 0``: its
-    ``kv`` is ``S`` itself.
+    parameters, temperature and states. The mask is applied as it is: a key is kept if some query
+    attends it (a key left out is skipped, its decay too), and a dense mask's query that attends no
+    key outputs 0. The returned state has ``log_reference = 0``: its ``kv`` is ``S`` itself.
 
     Args:
       q: ``[batch..., q_len, heads, d_k]``.
@@ -70,30 +87,44 @@ def naive_kernelized_attention(
       >>> bool(jnp.allclose(fast, slow, atol=1e-5))
       True
     """
-    q, k, v, fm, plan, log_decay, initial_state = check_call(
-        q, k, v, feature_map=feature_map, mask=mask, is_causal=is_causal, log_decay=log_decay,
-        feature_params=feature_params, initial_state=initial_state,
-    )  # fmt: skip
+    q, k, v = check_qkv(q, k, v)
+    fm = lookup_feature_map(feature_map)
+    fm.check_params(feature_params or {})
     batch, (q_len, heads), kv_len = q.shape[:-3], q.shape[-3:-1], k.shape[-3]
-    keep_k = jnp.ones(batch + (heads, kv_len), bool) if plan.keep_keys is None else plan.keep_keys
-    keep_q = jnp.ones(batch + (heads, q_len), bool) if plan.keep_queries is None else plan.keep_queries
-    keep_k, keep_q = (jnp.broadcast_to(x, batch + (heads,) + x.shape[-1:]) for x in (keep_k, keep_q))
-    causal = jnp.asarray(plan.pattern) == CAUSAL
-    allowed = keep_q[..., :, None] & keep_k[..., None, :]
-    allowed = allowed & (jnp.tril(jnp.ones((q_len, kv_len), bool)) | ~causal)
+    if is_causal and q_len != kv_len:
+        raise ValueError(f"is_causal=True needs q_len == kv_len, got q_len={q_len} and kv_len={kv_len}.")
+    if log_decay is not None:
+        log_decay = check_log_decay(log_decay, q, is_causal)
+    if initial_state is not None:
+        initial_state = check_state(initial_state, batch + (heads,), v.shape[-1])
 
-    # head-major [batch..., heads, length, ·]
-    q32, k32 = (jnp.swapaxes(x, -3, -2) for x in temperature(fm, q, k))
-    q32 = jnp.where(keep_q[..., None], q32, 0.0)
-    k32 = jnp.where(keep_k[..., None], k32, 0.0)
+    # M_ij as a dense [batch..., heads, q_len, kv_len] matrix, and the keys and queries it keeps.
+    dense = (heads, q_len, kv_len)
+    allowed = jnp.ones(batch + dense, bool) if mask is None else jnp.broadcast_to(check_mask(mask, q, k), batch + dense)
+    if is_causal:
+        allowed = allowed & jnp.tril(jnp.ones((q_len, kv_len), bool))
+    keep_k = jnp.any(allowed, axis=-2)
+    key_padding = mask is None or jnp.ndim(mask) < 2 or jnp.shape(mask)[-2] == 1  # the same keys for every query
+    keep_q = jnp.ones(batch + (heads, q_len), bool) if key_padding else jnp.any(allowed, axis=-1)
+
+    # Head-major [batch..., heads, length, d], scaled so that φ(q)ᵀφ(k) estimates exp(qᵀk/√d).
+    scale = q.shape[-1] ** -0.25 if fm.temperature_scaled else 1.0
+    q32 = jnp.where(keep_q[..., None], jnp.swapaxes(q, -3, -2).astype(jnp.float32) * scale, 0.0)
+    k32 = jnp.where(keep_k[..., None], jnp.swapaxes(k, -3, -2).astype(jnp.float32) * scale, 0.0)
     v32 = jnp.where(keep_k[..., None], jnp.swapaxes(v, -3, -2).astype(jnp.float32), 0.0)
     stateful = initial_state is not None or bool(return_state)
-    fit_keep_q = None if plan.keep_queries is None else keep_q[..., None]  # None: the fit's own default, as rfa's
-    params = resolve_feature_params(
-        fm, feature_params, q32, k32, fit_keep_q, keep_k[..., None], fixed=is_causal or stateful
-    )
+    why = "in causal mode" if is_causal else "with a state"
+    params = _fixed_or_fitted(
+        fm, feature_params, q32, k32, None if key_padding else keep_q[..., None], keep_k[..., None],
+        fixed=is_causal or stateful, why=why,
+    )  # fmt: skip
     phi_q = fm(q32, projection, **params)
     phi_k = fm(k32, projection, side="key", **params)
+    if initial_state is not None and initial_state.kv.shape[-2] != phi_q.shape[-1]:
+        raise ValueError(
+            f"initial_state has F = {initial_state.kv.shape[-2]} features but feature map {fm.name!r} gives "
+            f"{phi_q.shape[-1]}."
+        )
 
     # G_i = Σ_{t<=i} g_t at the queries and at the keys (one sequence when decaying: causal, q_len == kv_len)
     if log_decay is None:
@@ -104,16 +135,15 @@ def naive_kernelized_attention(
         G_total = G_k[..., -1:]
     log_weights = jnp.where(allowed, G_q[..., :, None] - G_k[..., None, :], -jnp.inf)  # G_i - G_j where allowed
     a = jnp.einsum("...qf,...kf->...qk", phi_q, phi_k, precision=precision) * jnp.exp(log_weights)
-    v_aug = with_ones_column(v32)
+    v_aug = jnp.concatenate([v32, jnp.ones(v32.shape[:-1] + (1,), jnp.float32)], axis=-1)  # [V, 1]
     num_aug = jnp.einsum("...qk,...kd->...qd", a, v_aug, precision=precision)
     if initial_state is not None:
         state_scale = initial_state.log_reference[..., None] + G_q  # S_0 decayed up to i
         from_state = jnp.einsum("...qf,...fd->...qd", phi_q, initial_state.kv, precision=precision)
         num_aug = num_aug + jnp.where(keep_q[..., None], from_state * jnp.exp(state_scale)[..., None], 0.0)
-    num, den = num_aug[..., :-1], num_aug[..., -1]
-    out = divide_by_normalizer(num, den) if renormalize else num
+    num, den = num_aug[..., :-1], num_aug[..., -1:]
+    out = num / jnp.where(den == 0, 1.0, den) if renormalize else num  # no key at all: 0, not 0/0
     out = jnp.where(keep_q[..., None], out, 0.0)
-    out = jnp.where(jnp.asarray(plan.pattern) == UNSUPPORTED, jnp.nan, out)
     out = jnp.swapaxes(out, -3, -2).astype(q.dtype)
     if not return_state:
         return out

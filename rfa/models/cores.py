@@ -37,8 +37,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from rfa.attention.flax_adapter import Calibratable, learned_variables, random_variables, redraw_variables
-from rfa.attention.kernelized import kernelized_attention
-from rfa.attention.sequence_parallel import sequence_parallel_attention
+from rfa.attention.kernelized import kernelized_attention, sequence_parallel_attention
 from rfa.attention.state import init_state
 from rfa.models.positional import RelativeBias
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map

@@ -1,0 +1,235 @@
+"""The public entries of kernelized attention: :func:`kernelized_attention`, which checks a call and runs its
+mode, and :func:`sequence_parallel_attention`, which splits the sequence over a mesh axis for you."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import checkify
+
+from rfa._validation import check_positive_int
+from rfa.attention.kernelized.bidirectional import bidirectional
+from rfa.attention.kernelized.causal import causal
+from rfa.attention.kernelized.prepare import Call, check_call
+from rfa.attention.kernelized.sequence_parallel import check_key_padding, sequence_parallel
+from rfa.attention.masks import CAUSAL, PADDING, TRACED_MESSAGE, MaskPlan
+from rfa.attention.state import RecurrentState
+from rfa.random_features.feature_maps import Estimator
+from rfa.random_features.feature_maps import feature_map as lookup_feature_map
+
+Array = jax.Array
+
+
+def kernelized_attention(
+    q: Array,
+    k: Array,
+    v: Array,
+    *,
+    feature_map: str | Estimator,
+    projection: Array | None,
+    mask: Array | None = None,
+    is_causal: bool = False,
+    log_decay: Array | None = None,
+    renormalize: bool = True,
+    chunk_size: int = 64,
+    feature_params: dict | None = None,
+    precision=None,
+    initial_state: RecurrentState | None = None,
+    return_state: bool = False,
+    sequence_axis: str | None = None,
+) -> Array | tuple[Array, RecurrentState]:
+    """Random-feature attention ``D̂⁻¹ φ(Q)(φ(K)ᵀV)`` in O(L·m·d) time and memory, in every mode.
+
+    For every map with ``temperature_scaled`` (all registered ones but elu) q and k are scaled by
+    ``d^{-1/4}`` before the map, so that the softmax-kernel maps (trig, positive, hyperbolic, gerf,
+    oprf) estimate ``exp(qᵀk/√d)``; the Gaussian maps then estimate ``exp(-|q-k|²/(2√d))`` and relu
+    is Performer's generalized attention. Computation runs in float32 and the output has ``q.dtype``.
+
+    Modes: bidirectional (``is_causal=False``; also cross-attention), chunked causal
+    (``is_causal=True``), recurrent (a causal call on one token with ``initial_state`` and
+    ``return_state=True``: O(F·d_v) per token at any position), prefill (``return_state=True``; the
+    state of keys alone: pass a query of length 0) and reading a state (``initial_state`` with keys
+    of length 0, e.g. cross-attention while decoding).
+
+    Args:
+      q: ``[batch..., q_len, heads, d_k]``.
+      k: ``[batch..., kv_len, heads, d_k]``; kv_len may differ from q_len (cross-attention).
+      v: ``[batch..., kv_len, heads, d_v]``.
+      feature_map: a registered name (``rfa.registered_feature_maps()``) or an ``Estimator``.
+      projection: ``W`` of shape ``[m, d_k]`` from ``rfa.sample_projection``, shared by all heads;
+        ``None`` for deterministic maps (elu).
+      mask: an attention mask of any bool or numeric dtype (nonzero = attend) broadcastable to
+        ``[batch..., heads, q_len, kv_len]``, as Flax builds them: key padding (``[..., 1, kv_len]``),
+        query ⊗ key padding, or causal ∧ padding (then the chunked causal form runs). Padded queries
+        output 0. Other patterns raise a ValueError; traced ones give NaN (see :mod:`rfa.attention.masks`).
+      is_causal: each query attends to keys at or before its position (q_len == kv_len) and to the
+        initial state.
+      log_decay: per-token log-decays ``g <= 0`` broadcastable to ``[batch..., q_len, heads]``
+        (causal only): ``S_t = exp(g_t) S_{t-1} + φ(k_t)[v_t, 1]ᵀ``. Gradients flow to it. A gate's
+        input weight (``1 - gate`` in gated RFA) is the caller's: fold it into v (and the keys' weight).
+      renormalize: divide by the estimated normalizer ``D̂`` (attention); if False return
+        ``φ(Q)(φ(K)ᵀV)`` itself (for softmax-kernel maps, the estimate of ``exp(QKᵀ/√d) V``).
+        The normalizer is only guarded against exactly 0; with trig or Gaussian features it can be
+        near 0 or negative, and the output then blows up — the estimator's own behaviour.
+      chunk_size: tokens per chunk of the causal form.
+      feature_params: feature-map parameters, e.g. ``{"A": -0.1}`` for gerf; arrays broadcast
+        against ``[batch..., heads, length]`` (e.g. one value per head: ``[heads, 1]``). For oprf,
+        ``phi_sq`` is ``|q + k|²`` of the temperature-scaled inputs (``d^{-1/2}|q + k|²``). Parameters
+        the map fits from data (``fm.fitted``, e.g. oprf's ``phi_sq``) default to ``fm.fit`` of q and
+        k in bidirectional mode without a state and are required otherwise.
+      precision: ``jax.lax.Precision`` of the contractions.
+      initial_state: a :class:`~rfa.attention.RecurrentState` of earlier keys (``[batch..., heads, F,
+        d_v + 1]``): every query also attends to them (causal: decayed by the log-decays up to it).
+      return_state: also return the state after this call's keys (and the initial state).
+      sequence_axis: inside ``jax.shard_map``, the mesh axis along which the sequence is split: q, k, v
+        are this device's contiguous block (device order is sequence order), the output is this
+        block's, and the state is the whole sequence's (:mod:`rfa.attention.sequence_parallel`). Masks
+        must be key padding (``[..., 1, kv_len]``) of this block; map parameters must be fixed.
+
+    Returns:
+      ``[batch..., q_len, heads, d_v]`` in ``q.dtype`` (a query with no attended key outputs 0);
+      with ``return_state``, ``(output, state)``.
+
+    Example:
+      >>> W = rfa.sample_projection(jax.random.key(0), 256, 64)
+      >>> q = k = v = jnp.ones((2, 1024, 8, 64)) * 0.1
+      >>> out, state = rfa.kernelized_attention(q, k, v, feature_map="positive", projection=W, is_causal=True,
+      ...                                       return_state=True)
+      >>> token = q[:, :1]  # decoding: one more token continues from the prompt's state
+      >>> out, state = rfa.kernelized_attention(token, token, token, feature_map="positive", projection=W,
+      ...                                       is_causal=True, initial_state=state, return_state=True)
+      >>> out.shape, state.kv.shape
+      ((2, 1, 8, 64), (2, 8, 256, 65))
+    """
+    chunk_size = check_positive_int(chunk_size, "chunk_size")
+    if sequence_axis is not None:
+        check_key_padding(mask)
+    call, plan = check_call(
+        q, k, v, feature_map=feature_map, projection=projection, mask=mask, is_causal=is_causal, log_decay=log_decay,
+        feature_params=feature_params, initial_state=initial_state, return_state=return_state,
+        renormalize=renormalize, chunk_size=chunk_size, precision=precision, sequence_axis=sequence_axis,
+    )  # fmt: skip
+    out, state = _dispatch(call, plan)
+    return (out, state) if return_state else out
+
+
+def _dispatch(call: Call, plan: MaskPlan) -> tuple[Array, RecurrentState]:
+    """Runs the mode of the call: sequence-parallel, or the one its mask's pattern selects (at run time if traced)."""
+    if call.sequence_axis is not None:
+        return sequence_parallel(call)
+    if isinstance(plan.pattern, int):
+        return MODES[plan.pattern](call)
+    # A traced mask: its pattern is known at run time only (see rfa.attention.masks). `runnable` says
+    # which of the patterns PADDING, CAUSAL, UNSUPPORTED this call can run.
+    can_fit = not call.fm.to_fit(call.feature_params)
+    same_length = call.q.shape[-3] == call.k.shape[-3]
+    runnable = (not call.is_causal and call.log_decay is None, same_length and can_fit, False)
+    checkify.debug_check(jnp.asarray(runnable)[plan.pattern], TRACED_MESSAGE)
+    if not any(runnable):  # causal with parameters to fit: the causal form raises the error that says so
+        return causal(call)
+    shapes = jax.eval_shape(MODES[runnable.index(True)], call)
+
+    def unsupported(call):
+        return jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes)
+
+    branches = [MODES[p] if ok else unsupported for p, ok in enumerate(runnable)]
+    return jax.lax.switch(plan.pattern, branches, call)
+
+
+MODES = {PADDING: bidirectional, CAUSAL: causal}  # the mode of each pattern of rfa.attention.masks
+
+
+def _token_spec(fm, name: str, value, axis: str):
+    """The spec of a map parameter: split along the length if it is per token (``fm.token_params``), else replicated."""
+    spec = jax.sharding.PartitionSpec
+    if name in fm.token_params:
+        event, ndim = fm.event_ndim(name), jnp.ndim(value)
+        if ndim > event and jnp.shape(value)[-1 - event] != 1:
+            return spec(*([None] * (ndim - 1 - event)), axis)
+    return spec()
+
+
+def sequence_parallel_attention(
+    q, k, v, *, axis: str, mesh: jax.sharding.Mesh | None = None, mask=None, log_decay=None, projection=None,
+    feature_params: dict | None = None, initial_state: RecurrentState | None = None, return_state: bool = False,
+    **options,
+):  # fmt: skip
+    """``rfa.kernelized_attention`` with the sequence split over the mesh axis ``axis`` (it shards for you).
+
+    Only ``axis`` is manual inside: the other axes of the mesh (data, model) keep the shardings XLA gives
+    the arrays, so this runs inside a jitted, GSPMD-sharded training step as well as on its own.
+
+    Args:
+      q, k, v: ``[batch..., L, heads, d]`` global arrays; L must be divisible by the axis size (pad the
+        sequence and mask the padding otherwise).
+      axis: the mesh axis the sequence is split along; device order along it is sequence order.
+      mesh: a ``jax.sharding.Mesh`` with the axis ``axis``; None takes the mesh set by ``jax.set_mesh``.
+      mask: None or key padding broadcastable to ``[batch..., heads, 1, L]``.
+      log_decay: ``[batch..., L, heads]`` (causal).
+      projection, feature_params: as in ``rfa.kernelized_attention``; a per-token parameter (the map's
+        ``token_params`` with a length axis, e.g. rfa's ``key_log_weight [batch..., heads, L]``) is split
+        along L like the tokens, every other one is replicated.
+      initial_state, return_state: as in ``rfa.kernelized_attention`` (the state is replicated).
+      **options: the other keywords of ``rfa.kernelized_attention`` (``feature_map``, ``is_causal``, ...).
+
+    Returns:
+      ``[batch..., L, heads, d_v]`` (sharded along L), or ``(output, state)``.
+
+    Example:
+      >>> mesh = jax.make_mesh((len(jax.devices()),), ("seq",))
+      >>> W = rfa.sample_projection(jax.random.key(0), 32, 16)
+      >>> x = jnp.ones((2, 8 * len(jax.devices()), 4, 16)) * 0.1
+      >>> rfa.attention.sequence_parallel_attention(x, x, x, mesh=mesh, axis="seq", feature_map="positive",
+      ...                                           projection=W, is_causal=True).shape[1] == x.shape[1]
+      True
+    """
+    given_mesh = mesh is not None
+    mesh = mesh if given_mesh else jax.sharding.get_abstract_mesh()
+    if axis not in mesh.axis_names:
+        where = (
+            "the mesh set by jax.set_mesh" if mesh.axis_names else "no mesh (pass mesh= or call inside jax.set_mesh)"
+        )
+        raise ValueError(f"mesh has no axis {axis!r}; its axes are {tuple(mesh.axis_names)} ({where}).")
+    check_key_padding(mask)
+    size, length = mesh.shape[axis], q.shape[-3]
+    if length % size or k.shape[-3] % size:
+        raise ValueError(
+            f"the sequence lengths (q_len={length}, kv_len={k.shape[-3]}) must be divisible by the size of mesh axis "
+            f"{axis!r} ({size}): pad the sequences to a multiple of {size} and mask the padding (mask=key padding)."
+        )
+    fm = lookup_feature_map(options["feature_map"]) if "feature_map" in options else None
+    spec = jax.sharding.PartitionSpec
+    tokens = spec(*([None] * (q.ndim - 3)), axis)  # [batch..., L, ...] split along L
+    feature_params = dict(feature_params or {})
+    numbers = {name: value for name, value in feature_params.items() if isinstance(value, int | float)}  # static
+    arrays = {name: value for name, value in feature_params.items() if name not in numbers}
+    args = {"q": q, "k": k, "v": v, "mask": mask, "log_decay": log_decay, "initial_state": initial_state,
+            "projection": projection, "feature_params": arrays or None}  # fmt: skip
+    specs = {
+        "q": tokens, "k": tokens, "v": tokens, "log_decay": tokens,
+        "mask": None if mask is None else spec(*([None] * (jnp.ndim(mask) - 1)), axis), "initial_state": spec(),
+        "projection": spec(),
+        "feature_params": {name: _token_spec(fm, name, value, axis) for name, value in arrays.items()},
+    }  # fmt: skip
+    given = {name: value for name, value in args.items() if value is not None}
+    in_specs = {name: specs[name] for name in given}
+    if given_mesh:  # arrays committed elsewhere (or nowhere) are laid out on this mesh first
+        given = jax.tree.map(
+            lambda s, value: jax.tree.map(lambda x: jax.reshard(x, jax.sharding.NamedSharding(mesh, s)), value),
+            in_specs, given, is_leaf=lambda x: isinstance(x, jax.sharding.PartitionSpec),
+        )  # fmt: skip
+
+    def local(given):
+        return kernelized_attention(
+            given["q"], given["k"], given["v"], mask=given.get("mask"), log_decay=given.get("log_decay"),
+            projection=given.get("projection"), feature_params={**numbers, **given.get("feature_params", {})},
+            initial_state=given.get("initial_state"), return_state=True, sequence_axis=axis, **options,
+        )  # fmt: skip
+
+    # The state is the same on every device by construction (sums of gathered states), which shard_map's
+    # replication check cannot infer through axis_index; the tests compare it with one device's.
+    out, state = jax.shard_map(
+        local, mesh=mesh, in_specs=(in_specs,), out_specs=(tokens, spec()),
+        axis_names={axis}, check_vma=False,
+    )(given)  # fmt: skip
+    return (out, state) if return_state else out
