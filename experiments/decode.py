@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import sys
 
-import jax.numpy as jnp
 import ml_collections
-import numpy as np
 from absl import flags
 from flax import nnx
 
 from experiments import run_main
-from rfa.data import BOS_ID, EOS_ID, Task
-from rfa.models import decoding
+from rfa.tasks import Task, task_kind
 from rfa.train import CheckpointError, load_model
 from rfa.workdir import ConfigError
 
@@ -35,39 +32,16 @@ flags.mark_flag_as_required("workdir")
 
 
 def answer(model: nnx.Module, config: ml_collections.ConfigDict, task: Task, text: str) -> str:
-    """The model's output for one input text."""
+    """The model's output for one input text, as its task kind answers (``TaskKind.answer``)."""
+    if task.tokenizer is None:
+        raise ConfigError(f"{config.task!r} reads no text ({task.kind} task): there is nothing to decode.")
     ids = task.tokenizer.encode(text)
     if not 0 < len(ids) <= config.max_length:
         raise ConfigError(f"input {text!r} has {len(ids)} tokens; the model takes 1 to {config.max_length}.")
-    if task.kind == "classification":
-        logits = model(jnp.asarray(ids)[None])
-        return str(int(np.argmax(logits[0])))
-    if task.kind == "seq2seq":
-        source = np.zeros((1, config.max_length), np.int32)
-        source[0, : len(ids)] = ids
-        new_tokens = _MAX_NEW_TOKENS.value or config.max_length - 1
-        if _BEAM_SIZE.value > 1:
-            beams, _ = decoding.beam_search(
-                model,
-                jnp.asarray(source),
-                beam_size=_BEAM_SIZE.value,
-                max_new_tokens=new_tokens,
-                bos_id=BOS_ID,
-                eos_id=EOS_ID,
-            )
-            tokens = beams[:, 0]  # beams come best first
-        else:
-            tokens, _ = decoding.generate(
-                model, jnp.asarray(source), max_new_tokens=new_tokens, bos_id=BOS_ID, eos_id=EOS_ID
-            )
-        return task.tokenizer.decode(np.asarray(tokens[0]))
-    limit = config.max_length - len(ids)
-    if limit < 1:
-        raise ConfigError(f"input {text!r} fills the model's {config.max_length} positions; nothing can follow.")
-    tokens, _ = decoding.generate(
-        model, jnp.asarray(ids)[None], max_new_tokens=min(_MAX_NEW_TOKENS.value or limit, limit)
-    )
-    return task.tokenizer.decode(np.asarray(tokens[0]))
+    return task_kind(task.kind).answer(
+        model, task, text, max_length=config.max_length, max_new_tokens=_MAX_NEW_TOKENS.value,
+        beam_size=_BEAM_SIZE.value,
+    )  # fmt: skip
 
 
 def main(argv):

@@ -39,8 +39,8 @@ from flax import nnx
 
 import rfa
 from experiments.tables import markdown_table
-from rfa.data import get_task, train_batches
 from rfa.models import MultiHeadAttention
+from rfa.tasks import get_task, train_batches
 from rfa.train import (
     evaluate,
     load_model,

@@ -26,8 +26,8 @@ from flax import nnx
 
 from experiments.benchmarking import loglog_figure, memory_bytes, slope, timing_summary
 from experiments.tables import _number, markdown_table
-from rfa.data import eval_batches, get_task
 from rfa.data.series import seasonal_naive
+from rfa.tasks import eval_batches, get_task
 from rfa.train import train_and_evaluate
 from rfa.train.config import build_model
 

@@ -51,7 +51,7 @@ def trained_model(config: ml_collections.ConfigDict, workdir: str) -> tuple[np.n
     ``<workdir>/model`` (resumed there like any training run), then its self-attention projections
     are read on the first evaluation batch, padding left out; up to ``num_vectors`` tokens per head.
     """
-    from rfa.data.pipeline import eval_batches
+    from rfa.tasks import eval_batches
     from rfa.train import load_model, train_and_evaluate
 
     train_config = _load_config(config.model.config)

@@ -145,3 +145,27 @@ def seasonal_naive(inputs: np.ndarray, horizon: int, season: int) -> np.ndarray:
             f"the seasonal-naive forecast needs a lookback of at least {back.max()} points, got {lookback}."
         )
     return inputs[..., lookback - back, :]
+
+
+class Windows:
+    """A split's forecasting windows, normalised by the training split's statistics: random access (for grain),
+    each ``{"inputs": [lookback, C], "targets": [horizon, C], "weight": 1}``.
+
+    Args:
+      split_values, split_start: the split's series (``values [T, C]`` from its beginning) and its first own step.
+      train_values: the training split's series, whose mean and deviation normalise every split.
+      lookback, horizon: the window's input and target lengths.
+    """
+
+    def __init__(self, split_values, split_start: int, train_values, lookback: int, horizon: int):
+        mean, std = normalization(train_values)
+        self.values = ((check_series(split_values) - mean) / std).astype(np.float32)
+        self.starts = window_starts(len(self.values), lookback, horizon, int(split_start))
+        self.lookback, self.horizon = lookback, horizon
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, index: int) -> dict:
+        window = self.values[self.starts[index] : self.starts[index] + self.lookback + self.horizon]
+        return {"inputs": window[: self.lookback], "targets": window[self.lookback :], "weight": np.float32(1)}

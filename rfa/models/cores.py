@@ -23,8 +23,10 @@ cores that compute gates from it):
 - ``prepare_memory(k, v, key_mask)`` and ``attend_memory(q, prepared) -> [batch, heads, head_dim]`` for
   cross-attention while decoding.
 
-Each core class also checks its site's configuration (``check_site``), so the rules of a kind live
-with the kind.
+Each core class states its kind's rules, so nothing else matches kinds by name: ``causal`` (it can run
+causal self-attention, and so decode token by token), ``dense_masks`` (it applies any dense mask, such as
+Swin's shifted windows), ``uses_num_features`` (``AttentionConfig.num_features`` means something to it),
+and ``check_site``, which refuses a configuration the kind cannot run at a site.
 """
 
 from __future__ import annotations
@@ -100,6 +102,8 @@ def _refuse_gate(site: str, attention) -> None:
 class SoftmaxCore(nnx.Module):
     """Exact softmax attention; decoding keeps the keys and values so far (in the model's dtype)."""
 
+    causal, dense_masks, uses_num_features = True, True, False
+
     def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         self.causal, self.dtype = causal, jnp.dtype(config.dtype)
         self.num_heads, self.head_dim = config.num_heads, config.head_dim
@@ -161,6 +165,8 @@ class KernelizedCore(Calibratable):
     (``rfa.attention.calibrating``). With ``TransformerConfig.sequence_axis`` in the mesh that is set, a
     call over a whole sequence runs sequence-parallel over that axis (LASP-2's state exchange).
     """
+
+    causal, dense_masks, uses_num_features = True, False, True
 
     def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         fm = lookup_feature_map(attention.kind)
@@ -286,6 +292,8 @@ class LinformerCore(nnx.Module):
     ``max_length`` uses the first columns (the zero padding of the rest). Bidirectional only: each
     projected key mixes every position, future ones included.
     """
+
+    causal, dense_masks, uses_num_features = False, False, True
 
     def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         del causal, cross  # never causal (check_site)

@@ -26,6 +26,7 @@ from flax import nnx
 
 from rfa.models.attention import MultiHeadAttention
 from rfa.models.config import AttentionConfig, TransformerConfig
+from rfa.models.cores import core_class
 from rfa.models.layers import MLP
 from rfa.models.vision import check_images, check_patching, patches
 
@@ -97,7 +98,7 @@ class SwinConfig:
             if i + 1 < len(self.stages) and (rows % 2 or columns % 2):
                 raise ValueError(f"stage {i} has a {rows}x{columns} map: patch merging needs even sides.")
             if stage.windowed:
-                if stage.attention.kind != "softmax":
+                if not core_class(stage.attention.kind).dense_masks:
                     raise ValueError(
                         f"stage {i} is windowed with attention {stage.attention.kind!r}: the shifted windows need a "
                         "mask that is neither padding nor causal, which kernelized attention cannot apply. Use "

@@ -18,22 +18,10 @@ from __future__ import annotations
 import ml_collections
 from flax import nnx
 
-from rfa.data import Task, get_task
-from rfa.models import (
-    AttentionConfig,
-    Decoder,
-    Encoder,
-    EncoderDecoder,
-    ForecastConfig,
-    Forecaster,
-    SwinConfig,
-    SwinStage,
-    SwinTransformer,
-    TransformerConfig,
-    VisionConfig,
-    VisionTransformer,
-)
+from rfa.models import AttentionConfig
+from rfa.models.cores import attention_kinds, core_class
 from rfa.random_features import feature_map, registered_feature_maps
+from rfa.tasks import Task, get_task, task_kind
 from rfa.train.optim import SCHEDULES
 from rfa.train.sharding import SEQUENCE_AXIS
 from rfa.workdir import ConfigError, apply_variant
@@ -63,7 +51,7 @@ EXECUTION_FIELDS = ("data_dir", "mesh")
 def base_config() -> ml_collections.ConfigDict:
     """Every training field with its default (a small model that trains on a CPU)."""
     config = ml_collections.ConfigDict()
-    config.task = "sort"  # a name of rfa.data.TASKS
+    config.task = "sort"  # a registered task (rfa.tasks.registered_tasks())
     config.data_dir = "data"  # TFDS data_dir: the project's datasets are prepared here on first use
     config.seed = 0  # initialization, shuffling, dropout and projection redraws
     config.max_length = 40  # L: padded / packed sequence length
@@ -199,7 +187,8 @@ def check_config(config: ml_collections.ConfigDict) -> Task:
         _positive_int(config, "mesh.data")
     _positive_int(config, "mesh.model")
     _positive_int(config, "mesh.sequence")
-    if config.mesh.sequence > 1 and task.kind in ("image_classification", "forecast"):
+    kind = task_kind(task.kind)
+    if config.mesh.sequence > 1 and not kind.splits_sequence:
         raise ConfigError(
             f"config.mesh.sequence = {config.mesh.sequence} splits the token sequences of the text models; "
             f"{config.task!r} trains a model of kind {task.kind!r}, which does not split its inputs: use "
@@ -221,16 +210,16 @@ def check_config(config: ml_collections.ConfigDict) -> Task:
             raise ConfigError(f"config.optimizer.{field} must be {expected}, got {value!r}.")
     if config.optimizer.schedule not in SCHEDULES:
         raise ConfigError(f"config.optimizer.schedule must be one of {SCHEDULES}, got {config.optimizer.schedule!r}.")
-    uses = {"seq2seq": SITES, "lm": ("decoder",)}.get(task.kind, ("encoder",))  # the model's sites
-    if config.attention.gated and "decoder" not in uses:
+    if config.attention.gated and "decoder" not in kind.sites:
         raise ConfigError(
             f"config.attention.gated: the gate decays the decoder's causal state, and {config.task!r} trains a "
             f"{task.kind} model without a decoder."
         )
-    if config.attention.kind == "linformer" and uses == ("decoder",):
+    causal_only = kind.sites == ("decoder",)
+    if causal_only and config.attention.kind in attention_kinds() and not core_class(config.attention.kind).causal:
         raise ConfigError(
-            f"config.attention.kind = 'linformer' cannot be causal, and {config.task!r} trains a language model "
-            "(causal self-attention only): choose another kind."
+            f"config.attention.kind = {config.attention.kind!r} cannot be causal, and {config.task!r} trains "
+            f"{kind.description} (causal self-attention only): choose another kind."
         )
     try:
         model_config(config, task)
@@ -239,14 +228,11 @@ def check_config(config: ml_collections.ConfigDict) -> Task:
     return task
 
 
-SITES = ("encoder", "decoder", "cross")  # encoder self-attention, decoder self-attention (causal), cross-attention
-
-
 def _attention(config: ml_collections.ConfigDict, head_dim: int, site: str) -> AttentionConfig:
-    """The attention of one site: the config's kind, gated at the decoder's self-attention only; Linformer,
-    which cannot be causal, leaves the decoder's self-attention exact."""
+    """The attention of one site: the config's kind, gated at the decoder's self-attention only; a kind that
+    cannot be causal (Linformer) leaves the decoder's self-attention exact."""
     a = config.attention
-    if a.kind == "linformer" and site == "decoder":
+    if site == "decoder" and a.kind in attention_kinds() and not core_class(a.kind).causal:
         return AttentionConfig()
     params = ()
     fm = feature_map(a.kind) if a.kind in registered_feature_maps() else None
@@ -267,82 +253,18 @@ def _attention(config: ml_collections.ConfigDict, head_dim: int, site: str) -> A
     )
 
 
-def _vit(config: ml_collections.ConfigDict, task: Task, attention: AttentionConfig) -> VisionConfig:
-    m = config.model
-    return VisionConfig(
-        image_size=task.image_shape[:2], patch_size=m.patch_size, channels=task.image_shape[2],
-        num_classes=task.num_classes, d_model=m.d_model, num_heads=m.num_heads, mlp_dim=m.mlp_dim,
-        num_layers=m.num_encoder_layers, dropout_rate=m.dropout_rate, patch_embedding=m.patch_embedding,
-        positional=m.positional, pooling=m.pooling, attention=attention,
-    )  # fmt: skip
-
-
-def _swin(config: ml_collections.ConfigDict, task: Task, attention: AttentionConfig) -> SwinConfig:
-    m = config.model
-    if not len(m.swin_depths) == len(m.swin_heads) == len(m.swin_windowed):
-        raise ValueError(
-            f"model.swin_depths, swin_heads and swin_windowed give one value per stage; got {len(m.swin_depths)}, "
-            f"{len(m.swin_heads)} and {len(m.swin_windowed)} values."
-        )
-    stages = tuple(
-        SwinStage(depth, heads, bool(windowed), AttentionConfig() if windowed else attention)  # windows are exact
-        for depth, heads, windowed in zip(m.swin_depths, m.swin_heads, m.swin_windowed, strict=True)
-    )
-    return SwinConfig(
-        image_size=task.image_shape[:2], patch_size=m.patch_size, channels=task.image_shape[2],
-        num_classes=task.num_classes, embed_dim=m.d_model, window_size=m.window_size, stages=stages,
-        mlp_ratio=max(1, m.mlp_dim // m.d_model), dropout_rate=m.dropout_rate,
-    )  # fmt: skip
-
-
-# Image models by config.model.architecture: the config they are built from (the attention of their global sites).
-ARCHITECTURES = {"vit": _vit, "swin": _swin}
-
-
 def model_config(config: ml_collections.ConfigDict, task: Task):
-    """The model config for ``task``: a ``TransformerConfig`` (vocabulary, classes and length from the task), for
-    images that of ``config.model.architecture`` (:data:`ARCHITECTURES`; image shape from the task), for series a
-    ``ForecastConfig`` (lookback ``max_length``)."""
+    """The model config of ``task``'s kind (``TaskKind.model_config``): widths from ``config.model``, each site's
+    attention from ``config.attention``."""
     m = config.model
     head_dim = m.d_model // m.num_heads if m.num_heads > 0 else 0
-    if task.kind == "forecast":
-        return ForecastConfig(
-            lookback=config.max_length, horizon=m.horizon, channels=task.channels, patch_length=m.patch_length,
-            d_model=m.d_model, num_heads=m.num_heads, mlp_dim=m.mlp_dim, num_layers=m.num_encoder_layers,
-            dropout_rate=m.dropout_rate, positional=m.positional, attention=_attention(config, head_dim, "encoder"),
-        )  # fmt: skip
-    if task.kind == "image_classification":
-        if m.architecture not in ARCHITECTURES:
-            raise ValueError(f"model.architecture must be one of {list(ARCHITECTURES)}, got {m.architecture!r}.")
-        return ARCHITECTURES[m.architecture](config, task, _attention(config, head_dim, "encoder"))
-    return TransformerConfig(
-        vocab_size=task.vocab_size,
-        num_classes=max(task.num_classes, 2),
-        d_model=m.d_model,
-        num_heads=m.num_heads,
-        mlp_dim=m.mlp_dim,
-        num_encoder_layers=m.num_encoder_layers,
-        num_decoder_layers=m.num_decoder_layers,
-        dropout_rate=m.dropout_rate,
-        norm=m.norm,
-        positional=m.positional,
-        max_length=config.max_length,
-        pooling=m.pooling,
-        encoder_attention=_attention(config, head_dim, "encoder"),
-        decoder_attention=_attention(config, head_dim, "decoder"),
-        cross_attention=_attention(config, head_dim, "cross"),
-        sequence_axis=SEQUENCE_AXIS if config.mesh.sequence > 1 else None,
+    sequence_axis = SEQUENCE_AXIS if config.mesh.sequence > 1 else None
+    return task_kind(task.kind).model_config(
+        config, task, lambda site: _attention(config, head_dim, site), sequence_axis=sequence_axis
     )
-
-
-MODEL_KINDS = {"seq2seq": EncoderDecoder, "classification": Encoder, "lm": Decoder}
-MODEL_CLASSES = {VisionConfig: VisionTransformer, SwinConfig: SwinTransformer, ForecastConfig: Forecaster}
 
 
 def build_model(config: ml_collections.ConfigDict, task: Task) -> nnx.Module:
-    """The task's model (encoder-decoder, classifier, language model, ViT, Swin or forecaster), initialized from
-    ``config.seed``."""
+    """The task's model, initialized from ``config.seed``."""
     rngs = nnx.Rngs(params=config.seed, dropout=config.seed + 1, projection=config.seed + 2)
-    built = model_config(config, task)
-    model = MODEL_KINDS[task.kind] if isinstance(built, TransformerConfig) else MODEL_CLASSES[type(built)]
-    return model(built, rngs=rngs)
+    return task_kind(task.kind).build_model(model_config(config, task), rngs)

@@ -33,8 +33,9 @@ import numpy as np
 import tqdm
 from flax import nnx
 
-from rfa.data import Task, eval_batches, train_batches
 from rfa.models import redraw_projections
+from rfa.models.cores import attention_kinds, core_class
+from rfa.tasks import Task, eval_batches, task_kind, train_batches
 from rfa.train import sharding
 from rfa.train.checkpoint import CheckpointError, Checkpoints
 from rfa.train.config import EXECUTION_FIELDS, build_model, check_config
@@ -141,7 +142,7 @@ def evaluate(eval_step, state, task: Task, config: ml_collections.ConfigDict, me
         batch_size=config.batch_size,
         max_length=config.max_length,
         max_batches=config.eval_batches or None,
-        horizon=config.model.horizon,
+        **task_kind(task.kind).data_options(config),
     )
     index, count = _process_shard()
     total = None
@@ -216,7 +217,7 @@ def train_and_evaluate(
             max_length=config.max_length,
             seed=config.seed,
             shard=_process_shard(),
-            horizon=config.model.horizon,
+            **task_kind(task.kind).data_options(config),
         )
     )
     primary = jax.process_index() == 0
@@ -292,9 +293,6 @@ def train_and_evaluate(
     return _finish(workdir, config, task, num_params, compiled, write=primary)
 
 
-CURVES = {"lm": ("loss", "accuracy", "perplexity"), "forecast": ("loss", "mae")}  # curves.png's panels
-
-
 def _finish(
     workdir: str, config: ml_collections.ConfigDict, task: Task, num_params: int, compiled, *, write: bool
 ) -> dict:
@@ -310,7 +308,7 @@ def _finish(
         "task": config.task,
         "kind": task.kind,
         "attention": config.attention.variant,
-        "num_features": config.attention.num_features if config.attention.kind != "softmax" else None,
+        "num_features": config.attention.num_features if _uses_num_features(config.attention.kind) else None,
         "steps": config.num_train_steps,
         "parameters": int(num_params),
         "eval": [r for r in records if r["split"] == "eval"][-1],
@@ -320,12 +318,15 @@ def _finish(
         "devices": jax.device_count(),
         "backend": jax.default_backend(),
     }
-    if task.kind == "image_classification":
-        results["architecture"] = config.model.architecture
+    results |= task_kind(task.kind).results(config)
     if write:
-        plot_curves(workdir, CURVES.get(task.kind, ("loss", "accuracy")))
+        plot_curves(workdir, task_kind(task.kind).curves)
         write_atomic(path, json.dumps(results, indent=2) + "\n")
     return results
+
+
+def _uses_num_features(kind: str) -> bool:
+    return kind in attention_kinds() and core_class(kind).uses_num_features
 
 
 def load_model(workdir: str) -> tuple[nnx.Module, ml_collections.ConfigDict, Task, int]:

@@ -7,13 +7,14 @@ import pytest
 import tensorflow_datasets as tfds
 
 import rfa.data as data
+import rfa.tasks as tasks
 from rfa.data import listops
 from rfa.data.algorithmic import TRANSFORMS
 from rfa.data.python_source import is_held_out
 
 
 def _examples(name, split, data_dir, count=200):
-    source = data.load_source(data.get_task(name), split, data_dir)
+    source = data.load_source(tasks.get_task(name), split, data_dir)
     return [source[i] for i in range(min(count, len(source)))], len(source)
 
 
@@ -74,8 +75,8 @@ def test_python_source_splits_by_file(data_dir):
     ],
 )
 def test_train_batches_have_static_shapes_and_resume_from_their_state(name, keys, data_dir):
-    task = data.get_task(name)
-    make = lambda seed: iter(data.train_batches(task, data_dir=data_dir, batch_size=4, max_length=48, seed=seed))  # noqa: E731
+    task = tasks.get_task(name)
+    make = lambda seed: iter(tasks.train_batches(task, data_dir=data_dir, batch_size=4, max_length=48, seed=seed))  # noqa: E731
     first, second = make(0), make(0)
     batch = next(first)
     assert set(batch) == keys and batch["inputs"].shape == (4, 48) and batch["inputs"].dtype == np.int32
@@ -91,8 +92,8 @@ def test_train_batches_have_static_shapes_and_resume_from_their_state(name, keys
 
 @pytest.mark.slow
 def test_seq2seq_batches_end_targets_with_eos_and_drop_long_pairs(data_dir):
-    task = data.get_task("reverse")
-    batch = next(iter(data.train_batches(task, data_dir=data_dir, batch_size=64, max_length=12, seed=0)))
+    task = tasks.get_task("reverse")
+    batch = next(iter(tasks.train_batches(task, data_dir=data_dir, batch_size=64, max_length=12, seed=0)))
     for inputs, targets in zip(batch["inputs"], batch["targets"], strict=True):
         n = int((inputs != data.PAD_ID).sum())
         assert n <= 11 and targets[n] == data.EOS_ID and (targets[n + 1 :] == data.PAD_ID).all()
@@ -100,8 +101,8 @@ def test_seq2seq_batches_end_targets_with_eos_and_drop_long_pairs(data_dir):
 
 
 def test_lm_windows_are_shifted_by_one_and_contiguous(data_dir):
-    task = data.get_task("python_source")
-    batches = iter(data.train_batches(task, data_dir=data_dir, batch_size=2, max_length=32, seed=0))
+    task = tasks.get_task("python_source")
+    batches = iter(tasks.train_batches(task, data_dir=data_dir, batch_size=2, max_length=32, seed=0))
     batch = next(batches)
     np.testing.assert_array_equal(batch["inputs"][:, 1:], batch["targets"][:, :-1])
     assert (batch["inputs"] != data.PAD_ID).all()
@@ -109,28 +110,28 @@ def test_lm_windows_are_shifted_by_one_and_contiguous(data_dir):
 
 @pytest.mark.slow
 def test_eval_batches_are_one_padded_pass(data_dir):
-    task = data.get_task("listops")
-    batches = list(data.eval_batches(task, data_dir=data_dir, batch_size=64, max_length=128))
+    task = tasks.get_task("listops")
+    batches = list(tasks.eval_batches(task, data_dir=data_dir, batch_size=64, max_length=128))
     assert len(batches) == 32 and all(b["inputs"].shape == (64, 128) for b in batches)
     last = batches[-1]
     assert sum(b["weight"].sum() for b in batches) == 2000 and last["weight"][16:].sum() == 0
     assert (last["inputs"][16:] == data.PAD_ID).all() and (last["inputs"][:16, 0] != data.PAD_ID).all()
-    assert len(list(data.eval_batches(task, data_dir=data_dir, batch_size=8, max_length=128, max_batches=3))) == 3
+    assert len(list(tasks.eval_batches(task, data_dir=data_dir, batch_size=8, max_length=128, max_batches=3))) == 3
 
 
 def test_real_tfds_datasets_load_through_the_same_pipeline():
     with tfds.testing.mock_data(num_examples=6):
-        batch = next(iter(data.train_batches(data.get_task("imdb_reviews"), data_dir="unused", batch_size=3,
+        batch = next(iter(tasks.train_batches(tasks.get_task("imdb_reviews"), data_dir="unused", batch_size=3,
                                              max_length=16, seed=0)))  # fmt: skip
         assert batch["inputs"].shape == (3, 16) and set(np.unique(batch["label"])) <= {0, 1}
-        lm = next(iter(data.eval_batches(data.get_task("lm1b"), data_dir="unused", batch_size=2, max_length=8)))
+        lm = next(iter(tasks.eval_batches(tasks.get_task("lm1b"), data_dir="unused", batch_size=2, max_length=8)))
         assert lm["inputs"].shape == (2, 8)
         np.testing.assert_array_equal(lm["inputs"][:, 1:], lm["targets"][:, :-1])
 
 
 def test_a_missing_dataset_says_how_to_prepare_it(tmp_path):
     with pytest.raises(data.DatasetMissingError, match=r"tfds build imdb_reviews --data_dir=.*array_record"):
-        data.train_batches(data.get_task("imdb_reviews"), data_dir=str(tmp_path), batch_size=2, max_length=8, seed=0)
+        tasks.train_batches(tasks.get_task("imdb_reviews"), data_dir=str(tmp_path), batch_size=2, max_length=8, seed=0)
 
 
 def test_tokenizers_round_trip():
@@ -145,6 +146,6 @@ def test_tokenizers_round_trip():
 
 def test_bad_names_and_sizes_are_rejected(data_dir):
     with pytest.raises(ValueError, match="unknown task 'nope'"):
-        data.get_task("nope")
+        tasks.get_task("nope")
     with pytest.raises(ValueError, match="batch_size must be a positive integer, got 0"):
-        data.train_batches(data.get_task("sort"), data_dir=data_dir, batch_size=0, max_length=8, seed=0)
+        tasks.train_batches(tasks.get_task("sort"), data_dir=data_dir, batch_size=0, max_length=8, seed=0)

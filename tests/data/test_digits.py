@@ -5,6 +5,7 @@ import pytest
 from sklearn.datasets import load_digits
 
 import rfa.data as data
+import rfa.tasks as tasks
 from rfa.data.digits import split_indices
 
 
@@ -21,7 +22,7 @@ def test_split_indices_cut_every_class_70_15_15_without_overlap():
 
 @pytest.mark.slow
 def test_digits_dataset_holds_sklearns_images_and_the_pipeline_scales_them(data_dir):
-    task = data.get_task("digits")
+    task = tasks.get_task("digits")
     reference = load_digits()
     sizes = {}
     for split in ("train", "validation", "test"):
@@ -33,6 +34,6 @@ def test_digits_dataset_holds_sklearns_images_and_the_pipeline_scales_them(data_
             np.testing.assert_array_equal(source[i]["image"][..., 0], reference.images[rows[i]])
             assert source[i]["label"] == reference.target[rows[i]]
     assert sizes == {"train": 1258, "validation": 270, "test": 269}
-    batch = next(iter(data.eval_batches(task, data_dir=data_dir, batch_size=32, max_length=1)))
+    batch = next(iter(tasks.eval_batches(task, data_dir=data_dir, batch_size=32, max_length=1)))
     assert set(batch) == {"image", "label", "weight"} and batch["image"].shape == (32, 8, 8, 1)
     assert batch["image"].dtype == np.float32 and batch["image"].max() == 1.0 and batch["image"].min() == 0.0

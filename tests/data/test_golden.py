@@ -11,6 +11,7 @@ import json
 import pytest
 
 import rfa.data as data
+import rfa.tasks as tasks
 
 GOLDEN = {
     ("copy", "train"): "d7b20d8b0a75e360",
@@ -30,7 +31,7 @@ GOLDEN = {
 
 def digest(task: str, split: str, data_dir: str, count: int = 20) -> str:
     """sha256 (16 hex digits) of the JSON of the split's first ``count`` examples."""
-    source = data.load_source(data.get_task(task), split, data_dir)
+    source = data.load_source(tasks.get_task(task), split, data_dir)
     h = hashlib.sha256()
     for i in range(count):
         example = {k: v.decode() if isinstance(v, bytes) else int(v) for k, v in sorted(source[i].items())}
@@ -46,5 +47,5 @@ def test_generated_examples_are_the_golden_ones(task, split, data_dir):
 
 def test_a_known_example(data_dir):
     """One example in full, readable: the second test example of algorithmic/sort."""
-    source = data.load_source(data.get_task("sort"), "test", data_dir)
+    source = data.load_source(tasks.get_task("sort"), "test", data_dir)
     assert source[1] == {"inputs": b"pcmjhdmdanomhgiee", "targets": b"acddeeghhijmmmnop"}

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import rfa.data as data
+import rfa.tasks as tasks
 from configs import listops_lra, pathfinder
 from rfa.data import listops
 from rfa.data import pathfinder as pathfinder_data
@@ -43,7 +44,7 @@ def test_pathfinder_images_hide_the_label_from_counts_and_distances():
 
 @pytest.mark.slow
 def test_pathfinder_sample_has_both_labels_and_distinct_splits(data_dir):
-    task = data.get_task("pathfinder32_sample")
+    task = tasks.get_task("pathfinder32_sample")
     train = data.load_source(task, "train", data_dir)
     validation = data.load_source(task, "validation", data_dir)
     assert (len(train), len(validation)) == (2048, 256)
@@ -64,7 +65,7 @@ def test_pixel_tokenizer_refuses_what_is_not_a_uint8_image():
 
 @pytest.mark.slow
 def test_listops_lra_sample_has_lra_lengths_and_true_labels(data_dir):
-    task = data.get_task("listops_lra_sample")
+    task = tasks.get_task("listops_lra_sample")
     source = data.load_source(task, "train", data_dir)
     assert len(source) == 2048
     lengths = []
@@ -78,7 +79,7 @@ def test_listops_lra_sample_has_lra_lengths_and_true_labels(data_dir):
 def test_lra_tasks_at_full_size_say_how_to_prepare_them(tmp_path):
     for name, dataset in (("listops_lra", "listops/lra"), ("pathfinder32", "pathfinder/32")):
         with pytest.raises(data.DatasetMissingError) as error:
-            data.load_source(data.get_task(name), "train", str(tmp_path))
+            data.load_source(tasks.get_task(name), "train", str(tmp_path))
         message = str(error.value)
         assert f"dataset '{dataset}' is not prepared in data_dir '{tmp_path}'" in message
         assert f"python -m experiments.prepare_data --dataset {dataset} --data_dir {tmp_path}" in message

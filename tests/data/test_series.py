@@ -5,6 +5,7 @@ import pytest
 import statsmodels.api as sm
 
 import rfa.data as data
+import rfa.tasks as tasks
 from rfa.data.series import check_series, normalization, seasonal_naive, window_starts
 
 
@@ -41,7 +42,7 @@ def test_a_series_with_nan_says_where():
 
 @pytest.mark.slow
 def test_co2_splits_are_chronological_with_the_gaps_filled(data_dir):
-    task = data.get_task("co2")
+    task = tasks.get_task("co2")
     raw = sm.datasets.co2.load_pandas().data["co2"].to_numpy()
     splits = {name: data.load_source(task, name, data_dir)[0] for name in ("train", "validation", "test")}
     test = splits["test"]["values"][:, 0]
@@ -57,15 +58,15 @@ def test_co2_splits_are_chronological_with_the_gaps_filled(data_dir):
 
 @pytest.mark.slow
 def test_forecasting_windows_are_normalised_by_the_training_years(data_dir):
-    task = data.get_task("co2")
+    task = tasks.get_task("co2")
     whole = data.load_source(task, "test", data_dir)[0]
     train = data.load_source(task, "train", data_dir)[0]["values"]
     mean, std = train.mean(), train.std()
-    batch = next(iter(data.eval_batches(task, data_dir=data_dir, batch_size=4, max_length=100, horizon=10)))
+    batch = next(iter(tasks.eval_batches(task, data_dir=data_dir, batch_size=4, max_length=100, horizon=10)))
     first = int(whole["start"])  # the test split's first point is the first window's first target
     values = whole["values"][:, 0]
     np.testing.assert_allclose(batch["targets"][0, :, 0] * std + mean, values[first : first + 10], rtol=1e-5)
     np.testing.assert_allclose(batch["inputs"][0, :, 0] * std + mean, values[first - 100 : first], rtol=1e-5)
     assert batch["inputs"].shape == (4, 100, 1) and batch["targets"].shape == (4, 10, 1)
     with pytest.raises(ValueError, match="a forecasting task needs the horizon"):
-        data.eval_batches(task, data_dir=data_dir, batch_size=4, max_length=100)
+        tasks.eval_batches(task, data_dir=data_dir, batch_size=4, max_length=100)

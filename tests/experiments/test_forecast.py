@@ -10,8 +10,8 @@ import pytest
 
 from configs import co2
 from experiments.forecasting import seasonal_naive_scores
-from rfa.data import eval_batches, get_task
 from rfa.data.series import seasonal_naive
+from rfa.tasks import eval_batches, get_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -21,7 +21,7 @@ import json, sys, tempfile
 import jax, jax.numpy as jnp, numpy as np
 from configs import listops, python_source, sort
 import rfa.models.cores as cores
-from rfa.data import train_batches
+from rfa.tasks import train_batches
 from rfa.train import sharding, train_and_evaluate
 from rfa.train.config import check_config
 from rfa.train.loop import initial_state

@@ -5,7 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rfa.train.steps import metric_sums, shift_right, summarize
+from rfa.tasks import shift_right
+from rfa.train.steps import metric_sums, summarize
 
 VOCAB, PAD = 7, 0
 

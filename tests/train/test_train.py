@@ -16,7 +16,7 @@ from helpers import non_progress_lines
 
 from configs import co2, digits, digits_swin, listops, pathfinder_vit, python_source, sort
 from experiments.tables import training_table
-from rfa.data import get_task
+from rfa.tasks import get_task
 from rfa.train import (
     CheckpointError,
     TrainingInterrupted,
@@ -305,7 +305,7 @@ config = sort.get_config("positive,quick")
 config.data_dir, config.mesh.data, config.mesh.model = data_dir, 4, 2  # data and model parallelism at once
 train_and_evaluate(config, f"{workdir}/4x2", progress=False)
 losses["4x2"] = [r["loss"] for r in read_metrics(f"{workdir}/4x2")]
-from rfa.data import get_task
+from rfa.tasks import get_task
 from rfa.train.loop import initial_state
 from rfa.train.sharding import make_mesh, state_sharding
 _, state = initial_state(config, get_task("sort"))

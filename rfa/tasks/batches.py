@@ -1,0 +1,61 @@
+"""A task's training and evaluation batches: its kind's examples through the generic grain pipeline."""
+
+from __future__ import annotations
+
+import grain
+
+from rfa.data.pipeline import batches, check_sizes
+from rfa.tasks.base import Task, task_kind
+
+
+def _batches(task: Task, split: str, *, data_dir, batch_size, max_length, train, seed, shard, max_batches, options):
+    check_sizes(batch_size, max_length)
+    kind = task_kind(task.kind)
+    source = kind.source(task, split, data_dir=data_dir, max_length=max_length, **options)
+    return batches(
+        source, lambda dataset: kind.examples(task, dataset, max_length=max_length), train=train,
+        batch_size=batch_size, seed=seed, shard=shard, max_batches=max_batches,
+    )  # fmt: skip
+
+
+def train_batches(
+    task: Task, *, data_dir: str, batch_size: int, max_length: int, seed: int, shard: tuple[int, int] = (0, 1),
+    **options,
+) -> grain.IterDataset:  # fmt: skip
+    """Endless shuffled training batches of ``batch_size`` rows of length ``max_length``.
+
+    Args:
+      task: from ``rfa.tasks.get_task``.
+      data_dir: where TFDS datasets live (the project's own are prepared there on first use).
+      batch_size: rows per batch of this process.
+      max_length: L, the padded (or packed) length.
+      seed: shuffling seed; the same seed gives the same batches.
+      shard: ``(process_index, process_count)``: this process reads every count-th example.
+      **options: the task kind's own (``kind.data_options(config)``; forecasting: ``horizon``).
+
+    Returns:
+      A grain ``IterDataset``; ``iter()`` of it is a checkpointable ``DatasetIterator``.
+
+    Example:
+      >>> import tempfile
+      >>> from rfa.tasks import get_task
+      >>> data_dir = tempfile.mkdtemp()  # algorithmic/sort is generated there on first use
+      >>> batches = iter(train_batches(get_task("sort"), data_dir=data_dir, batch_size=32, max_length=40, seed=0))
+      >>> next(batches)["inputs"].shape
+      (32, 40)
+    """
+    return _batches(task, task.train_split, data_dir=data_dir, batch_size=batch_size, max_length=max_length,
+                    train=True, seed=seed, shard=shard, max_batches=None, options=options)  # fmt: skip
+
+
+def eval_batches(
+    task: Task, *, data_dir: str, batch_size: int, max_length: int, max_batches: int | None = None,
+    shard: tuple[int, int] = (0, 1), **options,
+) -> grain.IterDataset:  # fmt: skip
+    """One pass over the evaluation split in file order, stopped after ``max_batches`` (None: all).
+
+    Same arguments and batch layout as :func:`train_batches`; the last batch is padded with
+    empty rows (weight 0) so every batch has ``batch_size`` rows.
+    """
+    return _batches(task, task.eval_split, data_dir=data_dir, batch_size=batch_size, max_length=max_length,
+                    train=False, seed=0, shard=shard, max_batches=max_batches, options=options)  # fmt: skip
