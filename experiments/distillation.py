@@ -39,7 +39,7 @@ from flax import nnx
 
 import rfa
 from experiments.tables import markdown_table
-from rfa.models import MultiHeadAttention
+from rfa.models import MultiHeadAttention, QueriesKeys
 from rfa.tasks import get_task, train_batches
 from rfa.train import (
     evaluate,
@@ -93,8 +93,6 @@ def attention_weights_loss(q, k, key_mask, causal: bool, weight, bias) -> jax.Ar
 def distill_maps(teacher, student, config, distill, kind: str) -> list[float]:
     """Stage 1: every site's Hedgehog map trained on the teacher's attention weights; the mean loss per step."""
     teacher_sites, student_sites = sites(teacher), sites(student)
-    for site in teacher_sites:
-        site.record_inputs = True
     causal = [site.causal for site in teacher_sites]
 
     paths = [path for path, module in nnx.iter_modules(teacher) if isinstance(module, MultiHeadAttention)]
@@ -102,8 +100,8 @@ def distill_maps(teacher, student, config, distill, kind: str) -> list[float]:
     @nnx.jit
     def record(teacher, batch):
         """Each site's ``(q, k, key_mask)`` of the teacher's forward pass on ``batch``, in site order."""
-        _, sown = nnx.capture(functools.partial(metric_sums, kind=kind), nnx.Intermediate)(teacher, batch)
-        return [functools.reduce(lambda node, key: node[key], path, sown)["recorded_inputs"][0] for path in paths]
+        _, sown = nnx.capture(functools.partial(metric_sums, kind=kind), QueriesKeys)(teacher, batch)
+        return [functools.reduce(lambda node, key: node[key], path, sown)["queries_keys"][0] for path in paths]
 
     def loss(maps, inputs):
         losses = [attention_weights_loss(q, k, mask, c, m["weight"], m["bias"])
@@ -129,8 +127,6 @@ def distill_maps(teacher, student, config, distill, kind: str) -> list[float]:
     for site, values in zip(student_sites, maps, strict=True):
         for name, value in values.items():
             site.core.learned_params[name][...] = value
-    for site in teacher_sites:
-        site.record_inputs = False
     return losses
 
 

@@ -15,8 +15,10 @@ import os
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
+from flax import nnx
 
 from experiments.sweep import group_seed
+from rfa.models import QueriesKeys
 
 
 def anisotropic(config: ml_collections.ConfigDict) -> tuple[np.ndarray, np.ndarray]:
@@ -64,21 +66,10 @@ def trained_model(config: ml_collections.ConfigDict, workdir: str) -> tuple[np.n
                                    max_length=train_config.max_length, max_batches=1)))  # fmt: skip
     source = jnp.asarray(batch["inputs"])
     keep = np.asarray(source != model.config.pad_id)
-    positions = jnp.broadcast_to(jnp.arange(source.shape[1]), source.shape)
-    embed = model.source_embed if hasattr(model, "source_embed") else model.embed
-    layers = model.encoder.layers
-    x = embed(source, positions)
-    for layer in layers[: config.model.layer]:
-        x = layer(x, key_mask=jnp.asarray(keep), positions=positions)
-    layer = layers[config.model.layer]
-    captured = {}
-
-    def capture(h):
-        captured["q"], captured["k"], _ = layer.attention._queries_keys(h, h, positions, positions)
-        return jnp.zeros_like(h)
-
-    layer.attention_residual(x, capture)  # the attention's input as the layer computes it (pre- or post-norm)
-    q, k = (np.asarray(captured[name], np.float32)[keep] for name in ("q", "k"))  # [tokens, heads, d]
+    encode = (lambda m, x: m.encode(x)) if hasattr(model, "encode") else (lambda m, x: m(x))
+    _, sown = nnx.capture(encode, QueriesKeys)(model, source)  # the encoder's pass over the batch
+    q, k, _ = sown["encoder"]["layers"][config.model.layer]["attention"]["queries_keys"][0]
+    q, k = (np.asarray(x, np.float32)[keep] for x in (q, k))  # [tokens, heads, d]
     q, k = (np.swapaxes(x[: config.num_vectors], 0, 1) * x.shape[-1] ** -0.25 for x in (q, k))
     return q.astype(np.float32), k.astype(np.float32)
 

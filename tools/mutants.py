@@ -161,7 +161,7 @@ MUTANTS = [
            ("tests/train/test_sequence_sharded_training.py",),
            "kernelized sites ignore the mesh's sequence axis (XLA splits them its own way)"),
     Mutant("vit-without-positions", "rfa/models/vision.py",
-           "        return self.dropout(x + self.positions[...].astype(x.dtype))\n",
+           "        return self.dropout(x + self.positions().astype(x.dtype))\n",
            "        return self.dropout(x)\n",
            ("tests/models/test_vision.py",), "the ViT's patches carry no position"),
     Mutant("swin-shift-unmasked", "rfa/models/swin.py",

@@ -1,8 +1,8 @@
 """Flax NNX Transformers (text and vision) with the attention of each site chosen by config (exact or kernelized)."""
 
 from rfa.models import decoding
-from rfa.models.attention import MultiHeadAttention
-from rfa.models.config import PRESETS, AttentionConfig, TransformerConfig, preset
+from rfa.models.attention import MultiHeadAttention, QueriesKeys
+from rfa.models.config import PRESETS, AttentionConfig, EncoderConfig, TransformerConfig, preset
 from rfa.models.forecaster import ForecastConfig, Forecaster
 from rfa.models.swin import SwinConfig, SwinStage, SwinTransformer
 from rfa.models.transformer import Decoder, Encoder, EncoderDecoder, redraw_projections
@@ -13,10 +13,12 @@ __all__ = [
     "AttentionConfig",
     "Decoder",
     "Encoder",
+    "EncoderConfig",
     "EncoderDecoder",
     "ForecastConfig",
     "Forecaster",
     "MultiHeadAttention",
+    "QueriesKeys",
     "SwinConfig",
     "SwinStage",
     "SwinTransformer",

@@ -16,11 +16,26 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from rfa.models.config import AttentionConfig, TransformerConfig
+from rfa.models.config import AttentionConfig, EncoderConfig
 from rfa.models.cores import core_class
 from rfa.models.positional import rotate
 
 Array = jax.Array
+
+
+class QueriesKeys(nnx.Intermediate):
+    """What :class:`MultiHeadAttention` sows while ``nnx.capture`` collects it: each call's ``(q, k, key_mask)``,
+    ``q [batch, q_len, heads, head_dim]`` and ``k`` after the projections (and rotary positions),
+    ``key_mask [batch, kv_len]``. Attention distillation and the estimator experiments read them.
+
+    Example:
+      >>> from rfa.models import Encoder, preset
+      >>> model = Encoder(preset("tiny", vocab_size=50), rngs=nnx.Rngs(0))
+      >>> _, sown = nnx.capture(model, QueriesKeys)(jnp.ones((2, 7), jnp.int32))
+      >>> q, k, key_mask = sown["encoder"]["layers"][0]["attention"]["queries_keys"][0]
+      >>> q.shape, key_mask.shape
+      ((2, 7, 4, 8), (2, 7))
+    """
 
 
 class MultiHeadAttention(nnx.Module):
@@ -39,9 +54,7 @@ class MultiHeadAttention(nnx.Module):
     later pass, prefill and decoding step uses instead of the config's fixed values.
     """
 
-    def __init__(
-        self, config: TransformerConfig, attention: AttentionConfig, *, causal: bool, cross: bool, rngs: nnx.Rngs
-    ):
+    def __init__(self, config: EncoderConfig, attention: AttentionConfig, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         d, h, dh = config.d_model, config.num_heads, config.head_dim
         dtype = jnp.dtype(config.dtype)
         self.query = nnx.LinearGeneral(d, (h, dh), dtype=dtype, rngs=rngs)
@@ -51,7 +64,6 @@ class MultiHeadAttention(nnx.Module):
         self.rotary = config.positional == "rotary" and (not cross or config.cross_attention_rotary)
         self.core = core_class(attention.kind)(config, attention, causal=causal, cross=cross, rngs=rngs)
         self.causal = causal
-        self.record_inputs = False  # True: each call sows (q, k, key_mask) as nnx.Intermediate (experiments.distill)
 
     def _queries_keys(self, x, memory, q_positions, k_positions):
         q, k, v = self.query(x), self.key(memory), self.value(memory)
@@ -70,8 +82,8 @@ class MultiHeadAttention(nnx.Module):
           q_positions, k_positions: ``[batch, q_len]`` and ``[batch, kv_len]`` integer positions.
         """
         q, k, v = self._queries_keys(x, x if memory is None else memory, q_positions, k_positions)
-        if self.record_inputs:  # attention distillation reads a teacher's queries and keys
-            self.sow(nnx.Intermediate, "recorded_inputs", (q, k, key_mask))
+        if hasattr(self, "__captures__"):  # inside nnx.capture (sown outside, the values would stay on the module)
+            self.sow(QueriesKeys, "queries_keys", (q, k, key_mask))
         return self.out(self.core(q, k, v, x, key_mask=key_mask, q_positions=q_positions, k_positions=k_positions))
 
     # Decoding.

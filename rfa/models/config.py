@@ -73,111 +73,145 @@ class AttentionConfig:
         return dict(self.feature_params)
 
 
+def _check_int(config, name: str, minimum: int) -> None:
+    value = getattr(config, name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{type(config).__name__}.{name} must be an int >= {minimum}, got {value!r}.")
+
+
 @dataclasses.dataclass(frozen=True)
-class TransformerConfig:
-    """Hyperparameters of :class:`~rfa.models.EncoderDecoder`, :class:`~rfa.models.Decoder` and
-    :class:`~rfa.models.Encoder`.
+class EncoderConfig:
+    """The widths, depth and attention of a Transformer encoder stack, apart from any vocabulary.
+
+    Every model's encoder is built from one: the text models' (:class:`TransformerConfig` extends it with
+    the vocabulary and the decoder), the Vision Transformer's, Swin's stages and the forecaster's.
 
     Attributes:
-      vocab_size: input (source) vocabulary; token 0 is padding (``pad_id``).
-      target_vocab_size: output vocabulary of the encoder-decoder (default: ``vocab_size``).
-      num_classes: outputs of the encoder classifier.
       d_model, num_heads, mlp_dim: widths; ``d_model`` must be divisible by ``num_heads``.
-      num_encoder_layers, num_decoder_layers: depths.
+      num_encoder_layers: depth.
       dropout_rate: on embeddings and sub-layer outputs (the paper's P_drop).
       activation: MLP nonlinearity, ``"relu"`` (paper) or ``"gelu"``.
       norm: ``"post"`` (paper: LayerNorm(x + sublayer(x))) or ``"pre"`` (x + sublayer(LayerNorm(x))).
       positional: ``"sinusoidal"`` (paper), ``"learned"`` absolute, ``"relative"`` (bucketed bias
         on the logits: exact softmax only) or ``"rotary"`` (applied to q and k before any
         feature map, so kernelized attention can use it).
-      cross_attention_rotary: with ``positional="rotary"``, also rotate cross-attention's queries
-        (by target position) and keys (by source position). Off by default: target and source
-        positions are unrelated, so their offset carries no meaning; the self-attention sites
-        are rotated either way. True needs ``positional="rotary"``.
-      max_length: longest sequence (learned positions, decoding caches).
+      max_length: longest sequence (learned positions, Linformer's projections, decoding caches).
       relative_buckets, relative_max_distance: buckets of the relative bias (T5-style).
-      pooling: encoder classifier pooling, ``"mean"`` over unpadded tokens or ``"cls"`` (first token).
-      pad_id: the padding token.
       dtype: computation dtype; parameters are float32.
-      encoder_attention, decoder_attention, cross_attention: the attention of each site.
+      encoder_attention: the attention of the encoder's self-attention sites.
       sequence_axis: the mesh axis that splits the sequence in training (``rfa.train``'s ``"sequence"``);
         where a mesh with that axis is set (``jax.set_mesh``), kernelized sites run sequence-parallel
         over it (:func:`rfa.attention.sequence_parallel_attention`) and the other layers are split by XLA
         along the length. None, or no such axis in the mesh: nothing is split. It changes no parameter.
+
+    Example:
+      >>> EncoderConfig(d_model=64, num_heads=4, encoder_attention=AttentionConfig("positive", 32)).head_dim
+      16
     """
 
-    vocab_size: int
-    target_vocab_size: int | None = None
-    num_classes: int = 2
     d_model: int = 512
     num_heads: int = 8
     mlp_dim: int = 2048
     num_encoder_layers: int = 6
-    num_decoder_layers: int = 6
     dropout_rate: float = 0.1
     activation: str = "relu"
     norm: str = "post"
     positional: str = "sinusoidal"
-    cross_attention_rotary: bool = False
     max_length: int = 512
     relative_buckets: int = 32
     relative_max_distance: int = 128
-    pooling: str = "mean"
-    pad_id: int = 0
     dtype: str = "float32"
     encoder_attention: AttentionConfig = AttentionConfig()
-    decoder_attention: AttentionConfig = AttentionConfig()
-    cross_attention: AttentionConfig = AttentionConfig()
     sequence_axis: str | None = None
 
+    # (site, causal, decoded with a state: its map's parameters cannot come from the whole sequence)
+    SITES = (("encoder_attention", False, False),)
+
     def __post_init__(self):
-        for name in (
-            "vocab_size",
-            "num_classes",
-            "d_model",
-            "num_heads",
-            "mlp_dim",
-            "max_length",
-            "relative_buckets",
-            "relative_max_distance",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"TransformerConfig.{name} must be an int >= 1, got {value!r}.")
-        for name in ("num_encoder_layers", "num_decoder_layers"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"TransformerConfig.{name} must be an int >= 0, got {getattr(self, name)!r}.")
+        for name in ("d_model", "num_heads", "mlp_dim", "max_length", "relative_buckets", "relative_max_distance"):
+            _check_int(self, name, 1)
+        _check_int(self, "num_encoder_layers", 0)
         if self.d_model % self.num_heads:
             raise ValueError(
                 f"d_model = {self.d_model} is not divisible by num_heads = {self.num_heads}: each head gets "
                 "d_model / num_heads dimensions."
             )
-        choices = {
-            "activation": ACTIVATIONS,
-            "norm": NORMS,
-            "positional": POSITIONAL_ENCODINGS,
-            "pooling": POOLINGS,
-            "dtype": DTYPES,
-        }
+        choices = {"activation": ACTIVATIONS, "norm": NORMS, "positional": POSITIONAL_ENCODINGS, "dtype": DTYPES}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 value = getattr(self, name)
-                raise ValueError(f"TransformerConfig.{name} must be one of {list(allowed)}, got {value!r}.")
+                raise ValueError(f"{type(self).__name__}.{name} must be one of {list(allowed)}, got {value!r}.")
         relative = self.positional == "relative"
         if relative and (self.relative_buckets < 4 or self.relative_max_distance < self.relative_buckets):
             raise ValueError(
                 "relative positions need relative_buckets >= 4 and relative_max_distance >= relative_buckets, got "
                 f"{self.relative_buckets} and {self.relative_max_distance}."
             )
+        if not 0 <= self.dropout_rate < 1:
+            raise ValueError(f"dropout_rate must be in [0, 1), got {self.dropout_rate}.")
+        if self.sequence_axis is not None and not (isinstance(self.sequence_axis, str) and self.sequence_axis):
+            raise TypeError(
+                f"{type(self).__name__}.sequence_axis must be a mesh axis name or None, got {self.sequence_axis!r}."
+            )
+        if self.positional == "rotary" and self.head_dim % 2:
+            raise ValueError(f"rotary positions need an even head dimension, got {self.head_dim}.")
+        for site, causal, stateful in self.SITES:
+            attention = getattr(self, site)
+            if not isinstance(attention, AttentionConfig):
+                raise TypeError(f"{site} must be an AttentionConfig, got {type(attention).__name__}.")
+            core_class(attention.kind).check_site(site, attention, self, causal=causal, stateful=stateful)
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.num_heads
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TransformerConfig(EncoderConfig):
+    """Hyperparameters of :class:`~rfa.models.EncoderDecoder`, :class:`~rfa.models.Decoder` and
+    :class:`~rfa.models.Encoder`: an :class:`EncoderConfig` with a vocabulary, a decoder and a classifier.
+
+    Attributes:
+      vocab_size: input (source) vocabulary; token 0 is padding (``pad_id``).
+      target_vocab_size: output vocabulary of the encoder-decoder (default: ``vocab_size``).
+      num_classes: outputs of the encoder classifier.
+      num_decoder_layers: the decoder's depth.
+      cross_attention_rotary: with ``positional="rotary"``, also rotate cross-attention's queries
+        (by target position) and keys (by source position). Off by default: target and source
+        positions are unrelated, so their offset carries no meaning; the self-attention sites
+        are rotated either way. True needs ``positional="rotary"``.
+      pooling: encoder classifier pooling, ``"mean"`` over unpadded tokens or ``"cls"`` (first token).
+      pad_id: the padding token.
+      decoder_attention, cross_attention: the attention of the decoder's self-attention and cross-attention.
+      The other fields are :class:`EncoderConfig`'s.
+    """
+
+    vocab_size: int
+    target_vocab_size: int | None = None
+    num_classes: int = 2
+    num_decoder_layers: int = 6
+    cross_attention_rotary: bool = False
+    pooling: str = "mean"
+    pad_id: int = 0
+    decoder_attention: AttentionConfig = AttentionConfig()
+    cross_attention: AttentionConfig = AttentionConfig()
+
+    SITES = (
+        ("encoder_attention", False, False), ("decoder_attention", True, True), ("cross_attention", False, True)
+    )  # fmt: skip
+
+    def __post_init__(self):
+        for name in ("vocab_size", "num_classes"):
+            _check_int(self, name, 1)
+        _check_int(self, "num_decoder_layers", 0)
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"TransformerConfig.pooling must be one of {list(POOLINGS)}, got {self.pooling!r}.")
         bad_target = self.target_vocab_size is not None and self.target_vocab_size < 1
         if not 0 <= self.pad_id < self.vocab_size or bad_target:
             raise ValueError(
                 f"pad_id must be a token of the vocabulary [0, {self.vocab_size}) and target_vocab_size None or >= 1, "
                 f"got pad_id={self.pad_id} and target_vocab_size={self.target_vocab_size}."
             )
-        if not 0 <= self.dropout_rate < 1:
-            raise ValueError(f"dropout_rate must be in [0, 1), got {self.dropout_rate}.")
         if not isinstance(self.cross_attention_rotary, bool):
             raise TypeError(
                 f"TransformerConfig.cross_attention_rotary must be a bool, got {self.cross_attention_rotary!r}."
@@ -187,24 +221,7 @@ class TransformerConfig:
                 f"cross_attention_rotary=True rotates q and k by their positions, which needs positional='rotary', "
                 f"got positional={self.positional!r}."
             )
-        if self.sequence_axis is not None and not (isinstance(self.sequence_axis, str) and self.sequence_axis):
-            raise TypeError(
-                f"TransformerConfig.sequence_axis must be a mesh axis name or None, got {self.sequence_axis!r}."
-            )
-        if self.positional == "rotary" and self.head_dim % 2:
-            raise ValueError(f"rotary positions need an even head dimension, got {self.head_dim}.")
-        # (site, causal, decoded with a state: its map's parameters cannot come from the whole sequence)
-        for site, causal, stateful in (
-            ("encoder_attention", False, False), ("decoder_attention", True, True), ("cross_attention", False, True)
-        ):  # fmt: skip
-            attention = getattr(self, site)
-            if not isinstance(attention, AttentionConfig):
-                raise TypeError(f"{site} must be an AttentionConfig, got {type(attention).__name__}.")
-            core_class(attention.kind).check_site(site, attention, self, causal=causal, stateful=stateful)
-
-    @property
-    def head_dim(self) -> int:
-        return self.d_model // self.num_heads
+        super().__post_init__()
 
     @property
     def output_vocab_size(self) -> int:

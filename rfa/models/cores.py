@@ -162,7 +162,7 @@ class KernelizedCore(Calibratable):
     (rfa's ``key_log_weight``) also gets ``log(1 - g_t)``, which makes the site gated RFA,
     ``S_t = g_t S_{t-1} + (1 - g_t) φ(k_t)v_tᵀ`` (Peng et al., "Random Feature Attention", ICLR 2021, Eq. 7).
     A map whose parameters are fitted from data can keep a fit from calibration batches
-    (``rfa.attention.calibrating``). With ``TransformerConfig.sequence_axis`` in the mesh that is set, a
+    (``rfa.attention.calibrating``). With ``EncoderConfig.sequence_axis`` in the mesh that is set, a
     call over a whole sequence runs sequence-parallel over that axis (LASP-2's state exchange).
     """
 
@@ -320,7 +320,7 @@ class LinformerCore(nnx.Module):
         if length > self.max_length:
             raise ValueError(
                 f"linformer was built for sequences of at most max_length = {self.max_length} tokens (its E and F "
-                f"are [k, max_length]), got {length}; build the model with a larger TransformerConfig.max_length."
+                f"are [k, max_length]), got {length}; build the model with a larger max_length."
             )
         keep = key_mask[:, :, None, None]
         k, v = jnp.where(keep, k, 0), jnp.where(keep, v, 0)

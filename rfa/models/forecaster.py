@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from rfa.models.config import AttentionConfig, TransformerConfig
-from rfa.models.positional import sinusoidal_table
+from rfa.models.config import AttentionConfig, EncoderConfig
+from rfa.models.positional import PositionalEmbedding
 from rfa.models.transformer import EncoderStack
 
 Array = jax.Array
@@ -72,12 +72,12 @@ class ForecastConfig:
     def num_tokens(self) -> int:
         return self.lookback // self.patch_length
 
-    def encoder_config(self) -> TransformerConfig:
-        """The encoder stack's config (no vocabulary: patches are embedded, not looked up)."""
-        return TransformerConfig(
-            vocab_size=1, d_model=self.d_model, num_heads=self.num_heads, mlp_dim=self.mlp_dim,
-            num_encoder_layers=self.num_layers, num_decoder_layers=0, dropout_rate=self.dropout_rate,
-            activation="gelu", norm="pre", max_length=self.num_tokens, encoder_attention=self.attention,
+    def encoder_config(self) -> EncoderConfig:
+        """The encoder stack's config (pre-norm, GELU; patches are embedded, not looked up)."""
+        return EncoderConfig(
+            d_model=self.d_model, num_heads=self.num_heads, mlp_dim=self.mlp_dim, num_encoder_layers=self.num_layers,
+            dropout_rate=self.dropout_rate, activation="gelu", norm="pre", max_length=self.num_tokens,
+            encoder_attention=self.attention,
         )  # fmt: skip
 
 
@@ -94,10 +94,7 @@ class Forecaster(nnx.Module):
         self.config = config
         c = config
         self.embed = nnx.Linear(c.patch_length * c.channels, c.d_model, rngs=rngs)
-        if c.positional == "learned":
-            self.positions = nnx.Param(nnx.initializers.normal(0.02)(rngs.params(), (c.num_tokens, c.d_model)))
-        else:
-            self.positions = nnx.Cache(jnp.asarray(sinusoidal_table(c.num_tokens, c.d_model)))
+        self.positions = PositionalEmbedding(c.num_tokens, c.d_model, kind=c.positional, rngs=rngs)
         self.dropout = nnx.Dropout(c.dropout_rate, rngs=rngs)
         self.encoder = EncoderStack(c.encoder_config(), rngs=rngs)
         self.head = nnx.Linear(c.num_tokens * c.d_model, c.horizon * c.channels, rngs=rngs)
@@ -111,7 +108,7 @@ class Forecaster(nnx.Module):
             )
         level = jnp.mean(x, axis=1, keepdims=True)  # each window's own level, added back to its forecast
         tokens = (x - level).reshape(x.shape[0], c.num_tokens, c.patch_length * c.channels)
-        h = self.dropout(self.embed(tokens) + self.positions[...])
+        h = self.dropout(self.embed(tokens) + self.positions())
         batch, length = h.shape[:2]
         positions = jnp.broadcast_to(jnp.arange(length), (batch, length))
         h = self.encoder(h, key_mask=jnp.ones((batch, length), bool), positions=positions)

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from rfa.models.attention import MultiHeadAttention
-from rfa.models.config import TransformerConfig
+from rfa.models.config import EncoderConfig, TransformerConfig
 
 Array = jax.Array
 
@@ -22,7 +22,7 @@ Array = jax.Array
 class MLP(nnx.Module):
     """``W₂ act(W₁ x + b₁) + b₂`` with ReLU (paper) or GELU."""
 
-    def __init__(self, config: TransformerConfig, *, rngs: nnx.Rngs):
+    def __init__(self, config: EncoderConfig, *, rngs: nnx.Rngs):
         dtype = jnp.dtype(config.dtype)
         self.hidden = nnx.Linear(config.d_model, config.mlp_dim, dtype=dtype, rngs=rngs)
         self.output = nnx.Linear(config.mlp_dim, config.d_model, dtype=dtype, rngs=rngs)
@@ -35,7 +35,7 @@ class MLP(nnx.Module):
 class Residual(nnx.Module):
     """A sub-layer with its residual connection, LayerNorm (post or pre) and dropout."""
 
-    def __init__(self, config: TransformerConfig, *, rngs: nnx.Rngs):
+    def __init__(self, config: EncoderConfig, *, rngs: nnx.Rngs):
         self.norm = nnx.LayerNorm(config.d_model, dtype=jnp.dtype(config.dtype), rngs=rngs)
         self.dropout = nnx.Dropout(config.dropout_rate, rngs=rngs)
         self.pre_norm = config.norm == "pre"
@@ -49,7 +49,7 @@ class Residual(nnx.Module):
 class EncoderLayer(nnx.Module):
     """Self-attention (bidirectional) then the MLP."""
 
-    def __init__(self, config: TransformerConfig, *, rngs: nnx.Rngs):
+    def __init__(self, config: EncoderConfig, *, rngs: nnx.Rngs):
         self.attention = MultiHeadAttention(config, config.encoder_attention, causal=False, cross=False, rngs=rngs)
         self.mlp = MLP(config, rngs=rngs)
         self.attention_residual = Residual(config, rngs=rngs)

@@ -1,5 +1,8 @@
 """Positional encodings: sinusoidal, learned absolute, learned relative (bucketed bias) and rotary.
 
+:class:`PositionalEmbedding` is the one absolute-position table of every model (text, ViT, Swin,
+forecaster): learned or fixed sinusoids, along a sequence or on a 2-D grid of patches.
+
 - sinusoidal: ``PE(p, 2i) = sin(p / 10000^{2i/d})``, ``PE(p, 2i+1) = cos(...)`` added to the token
   embeddings (Vaswani et al., "Attention Is All You Need", NeurIPS 2017, Sec. 3.5);
 - learned absolute: a trained ``[max_length, d]`` table added to the embeddings;
@@ -34,6 +37,59 @@ def sinusoidal_table(length: int, dim: int) -> np.ndarray:
     table[:, 0::2] = np.sin(position * rate)
     table[:, 1::2] = np.cos(position * rate)[:, : dim // 2]
     return table.astype(np.float32)
+
+
+def sinusoidal_grid(rows: int, columns: int, dim: int) -> np.ndarray:
+    """``[rows·columns, dim]`` 2-D sinusoids: ``[PE_row(dim/2), PE_column(dim/2)]`` of each cell, raster order."""
+    row = sinusoidal_table(rows, dim // 2)
+    column = sinusoidal_table(columns, dim // 2)
+    return np.concatenate([np.repeat(row, columns, axis=0), np.tile(column, (rows, 1))], axis=-1)
+
+
+POSITIONAL_KINDS = ("sinusoidal", "learned")
+LEARNED_INIT = nnx.initializers.normal(0.02)  # ViT's and BERT's
+
+
+class PositionalEmbedding(nnx.Module):
+    """An absolute position table ``[leading + positions, dim]``, added to the token (or patch) embeddings.
+
+    ``"sinusoidal"``: the paper's fixed sinusoids along a sequence, or with ``grid=(rows, columns)`` the 2-D
+    sinusoids of a grid of patches (half of ``dim`` for the row, half for the column; ViT); ``"learned"``: a
+    trained table drawn from ``init``. ``leading`` positions come first, before the sequence or grid (a class
+    token): learned like the others, zero in a fixed table.
+
+    Args:
+      num_positions: the positions of the sequence (ignored with ``grid``: ``rows·columns``).
+      dim: the embedding width (divisible by 4 for a sinusoidal grid).
+      kind: ``"sinusoidal"`` or ``"learned"``.
+      grid: ``(rows, columns)`` of a 2-D sinusoidal table, or None.
+      leading: positions before the sequence.
+      init: the learned table's initializer.
+      rngs: draws the learned table.
+
+    Example:
+      >>> table = PositionalEmbedding(4, 8, kind="sinusoidal", grid=(2, 2), leading=1)
+      >>> table().shape, float(jnp.abs(table()[0]).max())
+      ((5, 8), 0.0)
+    """
+
+    def __init__(self, num_positions: int, dim: int, *, kind: str, grid: tuple[int, int] | None = None,
+                 leading: int = 0, init=LEARNED_INIT, rngs: nnx.Rngs | None = None):  # fmt: skip
+        if kind not in POSITIONAL_KINDS:
+            raise ValueError(f"positions must be one of {list(POSITIONAL_KINDS)}, got {kind!r}.")
+        count = leading + (num_positions if grid is None else grid[0] * grid[1])
+        if kind == "learned":
+            if rngs is None:
+                raise ValueError("a learned position table needs rngs to draw it.")
+            self.table = nnx.Param(init(rngs.params(), (count, dim)))
+        else:
+            table = sinusoidal_table(num_positions, dim) if grid is None else sinusoidal_grid(*grid, dim)
+            self.table = nnx.Cache(jnp.asarray(np.concatenate([np.zeros((leading, dim), np.float32), table])))
+
+    def __call__(self, positions: Array | None = None) -> Array:
+        """The rows at integer ``positions`` (any shape), or the whole table ``[count, dim]``."""
+        table = self.table[...]
+        return table if positions is None else table[positions]
 
 
 def rotate(x: Array, positions: Array) -> Array:

@@ -25,9 +25,10 @@ import numpy as np
 from flax import nnx
 
 from rfa.models.attention import MultiHeadAttention
-from rfa.models.config import AttentionConfig, TransformerConfig
+from rfa.models.config import AttentionConfig, EncoderConfig
 from rfa.models.cores import core_class
-from rfa.models.layers import MLP
+from rfa.models.layers import MLP, Residual
+from rfa.models.positional import PositionalEmbedding
 from rfa.models.vision import check_images, check_patching, patches
 
 Array = jax.Array
@@ -122,14 +123,14 @@ class SwinConfig:
         """The window side at a ``rows × columns`` map: the configured one, or the whole map if that is smaller."""
         return min(self.window_size, rows, columns)
 
-    def stage_config(self, i: int) -> TransformerConfig:
-        """Stage ``i``'s widths as a ``TransformerConfig`` (its attention and MLP; no vocabulary)."""
+    def stage_config(self, i: int) -> EncoderConfig:
+        """Stage ``i``'s widths, attention and MLP as an ``EncoderConfig`` (pre-norm, GELU)."""
         stage, (rows, columns) = self.stages[i], self.stage_sizes()[i]
         width = self.embed_dim * 2**i
-        return TransformerConfig(
-            vocab_size=1, d_model=width, num_heads=stage.num_heads, mlp_dim=self.mlp_ratio * width,
-            num_encoder_layers=stage.depth, num_decoder_layers=0, dropout_rate=self.dropout_rate, activation="gelu",
-            norm="pre", max_length=rows * columns, encoder_attention=stage.attention, dtype=self.dtype,
+        return EncoderConfig(
+            d_model=width, num_heads=stage.num_heads, mlp_dim=self.mlp_ratio * width, num_encoder_layers=stage.depth,
+            dropout_rate=self.dropout_rate, activation="gelu", norm="pre", max_length=rows * columns,
+            encoder_attention=stage.attention, dtype=self.dtype,
         )  # fmt: skip
 
 
@@ -199,7 +200,7 @@ class WindowAttention(nnx.Module):
 class GlobalAttention(nnx.Module):
     """Attention over every token of the stage's map (exact or kernelized, rfa's MultiHeadAttention)."""
 
-    def __init__(self, config: TransformerConfig, *, rngs: nnx.Rngs):
+    def __init__(self, config: EncoderConfig, *, rngs: nnx.Rngs):
         self.attention = MultiHeadAttention(config, config.encoder_attention, causal=False, cross=False, rngs=rngs)
 
     def __call__(self, x: Array) -> Array:
@@ -211,24 +212,23 @@ class GlobalAttention(nnx.Module):
 
 
 class SwinBlock(nnx.Module):
-    """``x + attention(LN(x))`` then ``x + MLP(LN(x))`` on a ``[batch, H, W, C]`` map."""
+    """``x + attention(LN(x))`` then ``x + MLP(LN(x))`` on a ``[batch, H, W, C]`` map: the encoder's pre-norm
+    residual blocks (:class:`rfa.models.layers.Residual`) around (shifted) window or global attention."""
 
-    def __init__(self, config: TransformerConfig, stage: SwinStage, size: tuple[int, int], window: int, shift: int, *,
+    def __init__(self, config: EncoderConfig, stage: SwinStage, size: tuple[int, int], window: int, shift: int, *,
                  rngs: nnx.Rngs):  # fmt: skip
-        dtype = jnp.dtype(config.dtype)
-        self.norm1 = nnx.LayerNorm(config.d_model, dtype=dtype, rngs=rngs)
-        self.norm2 = nnx.LayerNorm(config.d_model, dtype=dtype, rngs=rngs)
         self.attention = (
-            WindowAttention(config.d_model, config.num_heads, window, shift, size, dtype=dtype, rngs=rngs)
+            WindowAttention(config.d_model, config.num_heads, window, shift, size, dtype=jnp.dtype(config.dtype),
+                            rngs=rngs)
             if stage.windowed
             else GlobalAttention(config, rngs=rngs)
-        )
+        )  # fmt: skip
         self.mlp = MLP(config, rngs=rngs)
-        self.dropout = nnx.Dropout(config.dropout_rate, rngs=rngs)
+        self.attention_residual = Residual(config, rngs=rngs)
+        self.mlp_residual = Residual(config, rngs=rngs)
 
     def __call__(self, x: Array) -> Array:
-        x = x + self.dropout(self.attention(self.norm1(x)))
-        return x + self.dropout(self.mlp(self.norm2(x)))
+        return self.mlp_residual(self.attention_residual(x, self.attention), self.mlp)
 
 
 class PatchMerging(nnx.Module):
@@ -258,10 +258,9 @@ class SwinTransformer(nnx.Module):
         p, rows, columns = config.patch_size, *config.stage_sizes()[0]
         self.embed = nnx.Linear(p * p * config.channels, config.embed_dim, dtype=dtype, rngs=rngs)
         self.embed_norm = nnx.LayerNorm(config.embed_dim, dtype=dtype, rngs=rngs)
-        shape = (rows, columns, config.embed_dim)
-        self.positions = nnx.Param(nnx.initializers.truncated_normal(0.02)(rngs.params(), shape)) if (
-            config.absolute_positions
-        ) else None  # fmt: skip
+        self.positions = PositionalEmbedding(
+            rows * columns, config.embed_dim, kind="learned", init=nnx.initializers.truncated_normal(0.02), rngs=rngs
+        ) if config.absolute_positions else None  # fmt: skip
         self.dropout = nnx.Dropout(config.dropout_rate, rngs=rngs)
         blocks, merges = [], []
         for i, (stage, size) in enumerate(zip(config.stages, config.stage_sizes(), strict=True)):
@@ -285,7 +284,7 @@ class SwinTransformer(nnx.Module):
         rows, columns = c.stage_sizes()[0]
         x = self.embed_norm(self.embed(patches(images, c.patch_size))).reshape(images.shape[0], rows, columns, -1)
         if self.positions is not None:
-            x = x + self.positions[...].astype(x.dtype)
+            x = x + self.positions().reshape(rows, columns, -1).astype(x.dtype)
         x = self.dropout(x)
         for i, blocks in enumerate(self.stages):
             for block in blocks:

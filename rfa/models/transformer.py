@@ -16,12 +16,13 @@ import numpy as np
 from flax import nnx
 
 from rfa._validation import is_concrete
-from rfa.models.config import TransformerConfig
+from rfa.models.config import EncoderConfig, TransformerConfig
 from rfa.models.cores import KernelizedCore
 from rfa.models.layers import DecoderLayer, EncoderLayer
-from rfa.models.positional import sinusoidal_table
+from rfa.models.positional import PositionalEmbedding
 
 Array = jax.Array
+EMBED_INIT = nnx.initializers.variance_scaling(1.0, "fan_in", "normal", out_axis=0)  # nnx.Embed's
 
 
 def check_tokens(tokens, name: str, vocab_size: int, max_length: int) -> Array:
@@ -45,17 +46,16 @@ class Embedder(nnx.Module):
     def __init__(self, vocab_size: int, config: TransformerConfig, *, rngs: nnx.Rngs):
         self.tokens = nnx.Embed(vocab_size, config.d_model, dtype=jnp.dtype(config.dtype), rngs=rngs)
         self.scale = math.sqrt(config.d_model)
-        learned = config.positional == "learned"
-        self.positions = nnx.Embed(config.max_length, config.d_model, rngs=rngs) if learned else None
-        sinusoids = config.positional == "sinusoidal"
-        self.table = nnx.Cache(jnp.asarray(sinusoidal_table(config.max_length, config.d_model))) if sinusoids else None
+        self.positions = (
+            PositionalEmbedding(config.max_length, config.d_model, kind=config.positional, init=EMBED_INIT, rngs=rngs)
+            if config.positional in ("sinusoidal", "learned")
+            else None
+        )  # relative and rotary positions act inside attention
         self.dropout = nnx.Dropout(config.dropout_rate, rngs=rngs)
 
     def __call__(self, tokens: Array, positions: Array) -> Array:
         x = self.tokens(tokens) * self.scale
-        if self.table is not None:
-            x = x + self.table[...][positions].astype(x.dtype)
-        elif self.positions is not None:
+        if self.positions is not None:
             x = x + self.positions(positions).astype(x.dtype)
         return self.dropout(x)
 
@@ -73,7 +73,9 @@ def _positions(tokens: Array) -> Array:
 
 
 class EncoderStack(nnx.Module):
-    def __init__(self, config: TransformerConfig, *, rngs: nnx.Rngs):
+    """``num_encoder_layers`` encoder layers (and the final LayerNorm of a pre-norm stack)."""
+
+    def __init__(self, config: EncoderConfig, *, rngs: nnx.Rngs):
         self.layers = nnx.List([EncoderLayer(config, rngs=rngs) for _ in range(config.num_encoder_layers)])
         self.final_norm = nnx.LayerNorm(config.d_model, rngs=rngs) if config.norm == "pre" else None
 

@@ -14,11 +14,10 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import nnx
 
-from rfa.models.config import AttentionConfig, TransformerConfig
-from rfa.models.positional import sinusoidal_table
+from rfa.models.config import AttentionConfig, EncoderConfig
+from rfa.models.positional import PositionalEmbedding
 from rfa.models.transformer import EncoderStack
 
 Array = jax.Array
@@ -119,11 +118,10 @@ class VisionConfig:
     def num_tokens(self) -> int:
         return self.num_patches + (self.pooling == "cls")
 
-    def encoder_config(self) -> TransformerConfig:
-        """The encoder stack's config. Its vocabulary is unused (patches are embedded here, not looked up)."""
-        return TransformerConfig(
-            vocab_size=1, num_classes=self.num_classes, d_model=self.d_model, num_heads=self.num_heads,
-            mlp_dim=self.mlp_dim, num_encoder_layers=self.num_layers, num_decoder_layers=0,
+    def encoder_config(self) -> EncoderConfig:
+        """The encoder stack's config (pre-norm, GELU; patches are embedded, not looked up)."""
+        return EncoderConfig(
+            d_model=self.d_model, num_heads=self.num_heads, mlp_dim=self.mlp_dim, num_encoder_layers=self.num_layers,
             dropout_rate=self.dropout_rate, activation="gelu", norm="pre", max_length=self.num_tokens,
             encoder_attention=self.attention, dtype=self.dtype,
         )  # fmt: skip
@@ -140,15 +138,6 @@ def patches(images: Array, patch_size: int) -> Array:
     p = patch_size
     x = images.reshape(batch, height // p, p, width // p, p, channels)
     return jnp.swapaxes(x, 2, 3).reshape(batch, (height // p) * (width // p), p * p * channels)
-
-
-def sinusoidal_grid(rows: int, columns: int, dim: int) -> np.ndarray:
-    """``[rows·columns, dim]`` 2-D sinusoids: ``[PE_row(dim/2), PE_column(dim/2)]`` of each patch, raster order."""
-    row = sinusoidal_table(rows, dim // 2)
-    column = sinusoidal_table(columns, dim // 2)
-    return np.concatenate(
-        [np.repeat(row, columns, axis=0), np.tile(column, (rows, 1))], axis=-1
-    )  # fmt: skip
 
 
 class VisionTransformer(nnx.Module):
@@ -170,13 +159,9 @@ class VisionTransformer(nnx.Module):
                                   dtype=dtype, rngs=rngs)  # fmt: skip
         else:
             self.embed = nnx.Linear(p * p * config.channels, d, dtype=dtype, rngs=rngs)
-        if config.positional == "learned":
-            self.positions = nnx.Param(nnx.initializers.normal(0.02)(rngs.params(), (config.num_tokens, d)))
-        else:
-            table = sinusoidal_grid(*config.grid, d)
-            if config.pooling == "cls":  # the class token sits at no patch: position 0 of its own
-                table = np.concatenate([np.zeros((1, d), np.float32), table])
-            self.positions = nnx.Cache(jnp.asarray(table))
+        # The class token sits at no patch: a position of its own, before the grid.
+        self.positions = PositionalEmbedding(config.num_patches, d, kind=config.positional, grid=config.grid,
+                                             leading=int(config.pooling == "cls"), rngs=rngs)  # fmt: skip
         self.cls = nnx.Param(jnp.zeros((1, 1, d))) if config.pooling == "cls" else None
         self.dropout = nnx.Dropout(config.dropout_rate, rngs=rngs)
         encoder = config.encoder_config()
@@ -193,7 +178,7 @@ class VisionTransformer(nnx.Module):
             x = self.embed(patches(images, c.patch_size))
         if self.cls is not None:
             x = jnp.concatenate([jnp.broadcast_to(self.cls[...].astype(x.dtype), (x.shape[0], 1, c.d_model)), x], 1)
-        return self.dropout(x + self.positions[...].astype(x.dtype))
+        return self.dropout(x + self.positions().astype(x.dtype))
 
     def __call__(self, images: Array) -> Array:
         x = self.tokens(images)

@@ -6,9 +6,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import nnx
 from helpers import normal
 
-from rfa.models.positional import relative_bucket, rotate, sinusoidal_table
+from rfa.models import Encoder, EncoderConfig, QueriesKeys, preset
+from rfa.models.attention import MultiHeadAttention
+from rfa.models.positional import PositionalEmbedding, relative_bucket, rotate, sinusoidal_table
 
 
 @pytest.mark.parametrize("dim", [6, 5])
@@ -79,3 +82,50 @@ def test_rotary_known_values_and_norm():
     y = normal(2, (2, 5, 3, d))
     rotated = rotate(y, jnp.broadcast_to(jnp.arange(5) * 11, (2, 5)))
     np.testing.assert_allclose(jnp.linalg.norm(rotated, axis=-1), np.linalg.norm(y, axis=-1), rtol=1e-5)
+
+
+def test_one_position_table_serves_sequences_grids_and_class_tokens():
+    """Sinusoids along a sequence are the paper's table; on a grid each cell's row and column; a leading class
+    position is 0 when fixed and trained like the others when learned."""
+    sequence = PositionalEmbedding(6, 8, kind="sinusoidal")
+    np.testing.assert_array_equal(sequence(), sinusoidal_table(6, 8))
+    np.testing.assert_array_equal(sequence(jnp.array([[4, 1]])), sinusoidal_table(6, 8)[[[4, 1]]])
+    grid = PositionalEmbedding(0, 8, kind="sinusoidal", grid=(2, 3), leading=1)()
+    np.testing.assert_array_equal(grid[0], np.zeros(8))
+    np.testing.assert_array_equal(grid[1 + 3 * 1 + 2, :4], sinusoidal_table(2, 4)[1])  # row 1, column 2
+    np.testing.assert_array_equal(grid[1 + 3 * 1 + 2, 4:], sinusoidal_table(3, 4)[2])
+    learned = PositionalEmbedding(0, 8, kind="learned", grid=(2, 3), leading=1, rngs=nnx.Rngs(0))
+    assert isinstance(learned.table, nnx.Param) and learned().shape == (7, 8)
+    assert float(jnp.std(learned())) == pytest.approx(0.02, rel=0.5)
+    with pytest.raises(ValueError, match="needs rngs"):
+        PositionalEmbedding(4, 8, kind="learned")
+    with pytest.raises(ValueError, match="must be one of"):
+        PositionalEmbedding(4, 8, kind="rotary")
+
+
+def test_an_encoder_config_has_no_vocabulary_and_builds_an_attention_site():
+    config = EncoderConfig(d_model=16, num_heads=2, mlp_dim=32, num_encoder_layers=1)
+    assert not hasattr(config, "vocab_size") and config.head_dim == 8
+    site = MultiHeadAttention(config, config.encoder_attention, causal=False, cross=False, rngs=nnx.Rngs(0))
+    x = jnp.ones((2, 3, 16))
+    positions = jnp.broadcast_to(jnp.arange(3), (2, 3))
+    assert site(x, key_mask=jnp.ones((2, 3), bool), q_positions=positions, k_positions=positions).shape == x.shape
+    with pytest.raises(ValueError, match=r"EncoderConfig\.d_model must be an int >= 1"):
+        EncoderConfig(d_model=0)
+
+
+def test_queries_and_keys_are_captured_only_inside_nnx_capture():
+    """The sown (q, k, key_mask) are the site's own projections; outside a capture nothing stays on the module."""
+    model = Encoder(preset("tiny", vocab_size=50, positional="learned"), rngs=nnx.Rngs(0))
+    tokens = jnp.array([[5, 6, 7, 0], [8, 9, 0, 0]])
+    before = nnx.state(model)
+    model(tokens)
+    assert jax.tree.structure(nnx.state(model)) == jax.tree.structure(before)
+    _, sown = nnx.capture(model, QueriesKeys)(tokens)
+    q, k, key_mask = sown["encoder"]["layers"][1]["attention"]["queries_keys"][0]
+    np.testing.assert_array_equal(key_mask, tokens != 0)
+    layer0 = model.encoder.layers[0]
+    x = layer0(model.embed(tokens, jnp.broadcast_to(jnp.arange(4), (2, 4))), key_mask=tokens != 0,
+               positions=jnp.broadcast_to(jnp.arange(4), (2, 4)))  # fmt: skip
+    np.testing.assert_allclose(q, model.encoder.layers[1].attention.query(x), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(k, model.encoder.layers[1].attention.key(x), rtol=1e-5, atol=1e-6)

@@ -8,7 +8,8 @@ from flax import nnx
 from helpers import normal
 
 from rfa.models import AttentionConfig, VisionConfig, VisionTransformer
-from rfa.models.vision import patches, sinusoidal_grid
+from rfa.models.positional import sinusoidal_grid
+from rfa.models.vision import patches
 
 SMALL = dict(image_size=(8, 12), patch_size=4, channels=3, d_model=16, num_heads=2, mlp_dim=32, num_layers=1)
 
@@ -66,7 +67,7 @@ def test_patches_are_tokens_without_an_order_but_their_positions(attention):
         reference_patches(np.asarray(shuffled), 4), reference_patches(np.asarray(images), 4)[:, order]
     )
     changed = model(shuffled)
-    model.positions[...] = model.positions[...][order]
+    model.positions.table[...] = model.positions.table[...][order]
     np.testing.assert_allclose(model(shuffled), logits, rtol=2e-4, atol=2e-5)
     assert float(jnp.max(jnp.abs(changed - logits))) > 1e-3
 
@@ -80,7 +81,7 @@ def test_a_vision_transformer_trains_under_jit():
     grads = nnx.jit(nnx.grad(loss))(model)
     norms = [float(jnp.linalg.norm(g)) for g in jax.tree.leaves(grads)]
     assert len(norms) > 10 and all(np.isfinite(norms)) and min(norms) >= 0 and max(norms) > 0
-    assert float(jnp.linalg.norm(grads.positions[...])) > 0 and float(jnp.linalg.norm(grads.cls[...])) > 0
+    assert float(jnp.linalg.norm(grads.positions.table[...])) > 0 and float(jnp.linalg.norm(grads.cls[...])) > 0
 
 
 @pytest.mark.parametrize(
