@@ -1,5 +1,6 @@
 # The two set-up commands of the README: `make reproduce` (main job) and `make test` (test suite).
-# Each creates .venv on first use (or when pyproject.toml changes) and installs what it needs.
+# Each creates .venv on first use (or when pyproject.toml changes) and installs what it needs:
+# rfa with its experiments for the main job, and the test and docs tools besides for the tests.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -7,27 +8,36 @@ WORKDIR ?= workdir
 # pytest-xdist processes for `make test`; each test file runs whole on one worker (its shared fixtures too).
 TEST_WORKERS ?= 2
 
-.PHONY: reproduce test benchmark lint
+.PHONY: reproduce test docs benchmark lint
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+
+$(VENV)/.installed-experiments: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e '.[experiments]'
 	touch $@
 
-reproduce: $(VENV)/.installed
+$(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed-experiments
+
+reproduce: $(VENV)/.installed-experiments
 	$(PY) -m experiments.reproduce --workdir $(WORKDIR)/reproduce
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
-benchmark: $(VENV)/.installed
-	$(PY) -m experiments.benchmark_attention
-	$(PY) -m experiments.benchmark_mse
-	$(PY) -m experiments.benchmark_decoding
+docs: $(VENV)/.installed-test
+	$(PY) -m sphinx -W --keep-going -q -b html docs $(WORKDIR)/docs/html
 
-lint: $(VENV)/.installed
+benchmark: $(VENV)/.installed-experiments
+	$(PY) -m experiments.benchmarks.attention
+	$(PY) -m experiments.benchmarks.mse
+	$(PY) -m experiments.benchmarks.decoding
+
+lint: $(VENV)/.installed-test
 	$(PY) -m ruff check --fix .
 	$(PY) -m ruff format .

@@ -8,12 +8,11 @@ Run:
   python -m experiments.mse --config configs/attention_output_error.py:quick --workdir /tmp/attention
 """
 
-from experiments.sweep import base_config
-from rfa.workdir import apply_variant
+from configs.common import apply_variant, sweep_config
 
 
 def get_config(arg=None):
-    config = base_config("attention_error")
+    config = sweep_config("attention_error")
     config.name = "attention_output_error"
     config.estimators = ("trig", "positive", "hyperbolic", "oprf", "hybrid", "saderf", "sderf", "aderf")
     config.projections = ("iid", "orthogonal", "simplex")  # every kind at every m

@@ -2,7 +2,7 @@
 
 Run:
   python -m experiments.train --config configs/co2.py:positive --workdir workdir/train/co2/positive
-  python -m experiments.forecast --config configs/forecast.py  # every kind, seasonal-naive, step time
+  python -m experiments.studies.forecast --config configs/forecast.py  # every kind, seasonal-naive, step time
 Variants: ``:<attention>`` with <attention> in rfa.train.ATTENTION_VARIANTS, ``:<attention>,long`` with a
 lookback of 1024 weeks, ``:<attention>,quick`` for a seconds-long test run. The model reads ``max_length``
 weeks (lookback 256, patches of 4 weeks: 64 tokens) and forecasts the next 52 (``model.horizon``); losses are
@@ -10,7 +10,7 @@ on the series normalised by the training years' mean and deviation; the chronolo
 (train), 1989-1995 (validation), 1995-2001 (test).
 """
 
-from rfa.train import task_config
+from configs.common import task_config
 
 
 def get_config(arg: str | None = None):

@@ -1,7 +1,7 @@
-"""The kernel comparison on real tasks: which tasks and attention kinds ``experiments.compare_kernels`` trains.
+"""The kernel comparison on real tasks: which tasks and attention kinds ``experiments.studies.compare_kernels`` trains.
 
 Run:
-  python -m experiments.compare_kernels --config configs/compare_kernels.py --workdir workdir/train
+  python -m experiments.studies.compare_kernels --config configs/compare_kernels.py --workdir workdir/train
 Variants: ``:quick`` trains the quick variants of two kinds on one task (seconds; the tests run it);
 ``:lra`` the Long Range Arena tasks at their real lengths (ListOps 2000 tokens, Pathfinder-32 1024 pixels;
 prepare their data first: ``python -m experiments.prepare_data``) at the ``cpu`` scale of their configs, and
@@ -11,7 +11,7 @@ Transformer on the handwritten digits.
 
 import ml_collections
 
-from rfa.workdir import apply_variant
+from configs.common import apply_variant
 
 
 def get_config(arg: str | None = None):

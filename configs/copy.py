@@ -8,7 +8,7 @@ linformer), and ``:<attention>,quick`` for a
 seconds-long test run.
 """
 
-from configs.sort import seq2seq_config
+from configs.common import seq2seq_config
 
 
 def get_config(arg: str | None = None):

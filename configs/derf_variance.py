@@ -10,12 +10,11 @@ Run:
   python -m experiments.mse --config configs/derf_variance.py:quick --workdir /tmp/derf
 """
 
-from experiments.sweep import base_config
-from rfa.workdir import apply_variant
+from configs.common import apply_variant, sweep_config
 
 
 def get_config(arg=None):
-    config = base_config("estimator_fit")
+    config = sweep_config("estimator_fit")
     config.name = "derf_variance"
     config.estimators = ("positive", "oprf", "saderf", "sderf", "aderf")
     config.num_features = (1,)  # per-vector variances

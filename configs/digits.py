@@ -7,7 +7,7 @@ Variants: ``:<attention>`` with <attention> in rfa.train.ATTENTION_VARIANTS (exa
 2 pre-norm layers of width 64 with 4 heads, learned positions; evaluated on the test split (269 images).
 """
 
-from rfa.train import task_config
+from configs.common import task_config
 
 
 def get_config(arg: str | None = None):

@@ -10,7 +10,7 @@ stage attend globally with that kind (``model.swin_windowed = (True, False)``), 
 features is the config string. ``:<attention>,quick`` is a seconds-long test run.
 """
 
-from rfa.train import task_config
+from configs.common import task_config
 
 
 def get_config(arg: str | None = None):

@@ -1,14 +1,14 @@
 """Hedgehog attention distillation: a trained exact-attention model turned into a linear one.
 
 Run:
-  python -m experiments.distill --config configs/distill.py --workdir workdir/distill
+  python -m experiments.studies.distill --config configs/distill.py --workdir workdir/distill
 Variants: ``:quick`` (seconds; the tests run it). Zhang et al., "The Hedgehog & the Porcupine:
 Expressive Linear Attentions with Softmax Mimicry", ICLR 2024, Sec. 4.
 """
 
 import ml_collections
 
-from rfa.workdir import apply_variant
+from configs.common import apply_variant
 
 
 def get_config(arg: str | None = None):

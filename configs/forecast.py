@@ -2,14 +2,14 @@
 and time one training step against the lookback length.
 
 Run:
-  python -m experiments.forecast --config configs/forecast.py --workdir workdir/forecast
+  python -m experiments.studies.forecast --config configs/forecast.py --workdir workdir/forecast
 Variants: ``:quick`` (seconds; the tests run it); ``:long`` trains exact, positive and elu with a lookback of
 1024 weeks (``configs/co2.py:<attention>,long``), without the timing.
 """
 
 import ml_collections
 
-from rfa.workdir import apply_variant
+from configs.common import apply_variant
 
 
 def get_config(arg: str | None = None):

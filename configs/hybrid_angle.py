@@ -8,12 +8,11 @@ Run:
   python -m experiments.mse --config configs/hybrid_angle.py:quick --workdir /tmp/hybrid
 """
 
-from experiments.sweep import base_config
-from rfa.workdir import apply_variant
+from configs.common import apply_variant, sweep_config
 
 
 def get_config(arg=None):
-    config = base_config("kernel_mse")
+    config = sweep_config("kernel_mse")
     config.name = "hybrid_angle"
     config.estimators = ("trig", "positive", "hybrid")  # hybrid and its two bases
     config.projections = ("iid",)

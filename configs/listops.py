@@ -9,7 +9,7 @@ seconds-long test run.
 LRA's own lengths (500-2000) are the task ``listops_lra``: ``--config.task=listops_lra --config.max_length=2000``.
 """
 
-from rfa.train import task_config
+from configs.common import task_config
 
 
 def get_config(arg: str | None = None):

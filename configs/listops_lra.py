@@ -13,7 +13,7 @@ Variants: ``:<attention>`` with <attention> in rfa.train.ATTENTION_VARIANTS; the
   prepared on first use).
 """
 
-from rfa.train import task_config
+from configs.common import task_config
 
 CPU = {
     "batch_size": 4,

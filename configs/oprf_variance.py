@@ -10,12 +10,11 @@ Run:
 
 import math
 
-from experiments.sweep import base_config
-from rfa.workdir import apply_variant
+from configs.common import apply_variant, sweep_config
 
 
 def get_config(arg=None):
-    config = base_config("kernel_mse")
+    config = sweep_config("kernel_mse")
     config.name = "oprf_variance"
     config.estimators = ("trig", "positive", "oprf")  # CRT's comparison
     config.projections = ("iid",)  # per-vector variance

@@ -8,12 +8,11 @@ Run:
   python -m experiments.mse --config configs/orthogonal_vs_iid.py:quick --workdir /tmp/orthogonal
 """
 
-from experiments.sweep import base_config
-from rfa.workdir import apply_variant
+from configs.common import apply_variant, sweep_config
 
 
 def get_config(arg=None):
-    config = base_config("kernel_mse")
+    config = sweep_config("kernel_mse")
     config.name = "orthogonal_vs_iid"
     config.estimators = ("positive", "oprf")  # the estimators with an exact orthogonal MSE
     config.projections = ("iid", "orthogonal")  # compared at equal m

@@ -13,7 +13,7 @@ Variants: ``:<attention>`` with <attention> in rfa.train.ATTENTION_VARIANTS; the
   prepared on first use).
 """
 
-from rfa.train import task_config
+from configs.common import task_config
 
 EPOCH = 160_000 // 512  # steps per epoch at LRA's batch
 

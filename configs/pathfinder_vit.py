@@ -8,7 +8,7 @@ seconds-long test run on ``pathfinder32_image_sample``. The model: 4×4 patches 
 pixel by pixel instead (configs/pathfinder.py).
 """
 
-from rfa.train import task_config
+from configs.common import task_config
 
 
 def get_config(arg: str | None = None):

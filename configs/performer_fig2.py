@@ -8,12 +8,11 @@ Run:
   python -m experiments.mse --config configs/performer_fig2.py:quick --workdir /tmp/fig2
 """
 
-from experiments.sweep import base_config
-from rfa.workdir import apply_variant
+from configs.common import apply_variant, sweep_config
 
 
 def get_config(arg=None):
-    config = base_config("kernel_mse")
+    config = sweep_config("kernel_mse")
     config.name = "performer_fig2"
     config.estimators = ("trig", "positive")  # the two estimators compared
     config.projections = ("iid",)  # the figure uses iid vectors

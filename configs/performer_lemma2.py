@@ -7,12 +7,11 @@ Run:
   python -m experiments.mse --config configs/performer_lemma2.py:quick --workdir /tmp/lemma2
 """
 
-from experiments.sweep import base_config
-from rfa.workdir import apply_variant
+from configs.common import apply_variant, sweep_config
 
 
 def get_config(arg=None):
-    config = base_config("kernel_mse")
+    config = sweep_config("kernel_mse")
     config.name = "performer_lemma2"
     config.estimators = ("trig", "positive", "hyperbolic")  # Lemma 2's three estimators
     config.projections = ("iid",)  # Lemma 2 is about iid vectors

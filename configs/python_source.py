@@ -8,7 +8,7 @@ linformer), and ``:<attention>,quick`` for a
 seconds-long test run.
 """
 
-from rfa.train import task_config
+from configs.common import task_config
 
 
 def get_config(arg: str | None = None):

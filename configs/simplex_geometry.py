@@ -8,12 +8,11 @@ Run:
   python -m experiments.mse --config configs/simplex_geometry.py:quick --workdir /tmp/simplex
 """
 
-from experiments.sweep import base_config
-from rfa.workdir import apply_variant
+from configs.common import apply_variant, sweep_config
 
 
 def get_config(arg=None):
-    config = base_config("kernel_mse")
+    config = sweep_config("kernel_mse")
     config.name = "simplex_geometry"
     config.estimators = ("positive",)
     config.projections = ("iid", "orthogonal", "simplex")  # compared at equal m

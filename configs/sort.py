@@ -8,20 +8,7 @@ linformer), and ``:<attention>,quick`` for a
 seconds-long test run.
 """
 
-from rfa.train import task_config
-
-
-def seq2seq_config(task: str, arg: str | None):
-    """The config of an algorithmic seq2seq task (copy, reverse, sort): same model and sizes for all three."""
-    return task_config(
-        task,
-        arg,
-        max_length=40,  # strings of 2-32 letters plus EOS
-        batch_size=32,
-        num_train_steps=600,
-        eval_every=200,
-        checkpoint_every=200,
-    )
+from configs.common import seq2seq_config
 
 
 def get_config(arg: str | None = None):

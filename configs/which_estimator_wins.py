@@ -8,12 +8,11 @@ Run:
   python -m experiments.mse --config configs/which_estimator_wins.py:quick --workdir /tmp/wins
 """
 
-from experiments.sweep import base_config
-from rfa.workdir import apply_variant
+from configs.common import apply_variant, sweep_config
 
 
 def get_config(arg=None):
-    config = base_config("kernel_mse")
+    config = sweep_config("kernel_mse")
     config.name = "which_estimator_wins"
     config.estimators = ("trig", "positive", "hyperbolic", "oprf", "hybrid")
     config.projections = ("iid", "simplex")  # contenders: the (estimator, projection) pairs with a closed form

@@ -1,4 +1,4 @@
-"""Runs an MSE sweep from a config: closed form and Monte Carlo side by side, tables, figures, report.
+"""Runs a sweep from a config (kernel MSE, attention error, estimator fit): tables, figures, report.
 
 Run:
   python -m experiments.mse --config configs/performer_fig2.py --workdir workdir/performer_fig2
@@ -7,19 +7,17 @@ Run:
 The workdir receives ``config.json``, ``cells/`` (one JSON per finished cell, written atomically),
 ``results.csv`` and ``results.json`` (every cell), PNG figures and ``report.md``. Running again on
 the same workdir resumes: finished cells are read back, not recomputed. A workdir holding a
-different config is refused and left untouched.
+different config is refused and left untouched. Modules in ``config.modules`` (your estimators or
+reproductions) are imported from the current directory.
 """
 
 from __future__ import annotations
 
-import sys
-
 from absl import app, flags
 from ml_collections import config_flags
 
-from experiments import run_main
-from experiments.runner import run
-from experiments.sweep import ConfigError
+from experiments.cli import run_main
+from experiments.sweeps.runner import run
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file, e.g. configs/performer_fig2.py:quick.")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Directory for the results (created; re-running resumes).")
@@ -30,10 +28,7 @@ def main(argv):
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     if _CONFIG.value is None or not _WORKDIR.value:
         raise app.UsageError("both --config and --workdir are required.")
-    try:
-        outputs = run(_CONFIG.value, _WORKDIR.value)
-    except ConfigError as error:  # a bad config or a workdir of another config: the message says which
-        sys.exit(f"error: {error}")
+    outputs = run(_CONFIG.value, _WORKDIR.value)  # a bad config, or a workdir of another: one line (run_main)
     print(f"Report:  {outputs.report}\nResults: {outputs.results}")
     print("Figures: " + ", ".join(outputs.figures))
 

@@ -12,7 +12,7 @@ import time
 
 from absl import flags
 
-from experiments import run_main
+from experiments.cli import run_main
 from rfa.data import prepare
 
 _DATASETS = flags.DEFINE_multi_string(

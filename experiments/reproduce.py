@@ -10,25 +10,27 @@ workdir.
 
 from __future__ import annotations
 
-import importlib
 import os
 
 from absl import app, flags
 
-from experiments import analyses, run_main, runner, sweep
-
-REPRODUCTIONS = tuple(analyses.ANALYSES)  # each has configs/<name>.py
+from experiments.cli import run_main
+from experiments.sweeps import registry
+from experiments.sweeps.runner import Outputs, run
+from rfa.workdir import import_modules, write_atomic
 
 _WORKDIR = flags.DEFINE_string("workdir", "workdir/reproduce", "Parent directory of the reproductions' workdirs.")
 _VARIANT = flags.DEFINE_string("variant", "quick", "Config variant to run: 'quick' (minutes) or 'full'.")
-_ONLY = flags.DEFINE_list("only", list(REPRODUCTIONS), "Reproductions to run (config names under configs/).")
+_ONLY = flags.DEFINE_list("only", [], "Reproductions to run (default: every registered one).")
+_MODULES = flags.DEFINE_list("modules", [], "Modules to import first (from the current directory too): your own.")
 
 
-def run_all(names, variant: str, workdir: str, *, progress: bool = True) -> tuple[str, dict[str, runner.Outputs]]:
-    """Runs ``configs/<name>.py:<variant>`` into ``<workdir>/<variant>/<name>`` and writes the index.
+def run_all(names, variant: str, workdir: str, *, progress: bool = True) -> tuple[str, dict[str, Outputs]]:
+    """Runs each reproduction's config in ``variant`` into ``<workdir>/<variant>/<name>`` and writes the index.
 
     Args:
-      names: reproductions to run (names of ``configs/<name>.py``).
+      names: registered reproductions to run (``experiments.sweeps.registry``; the shipped ones have
+        ``configs/<name>.py``).
       variant: the config variant, ``"quick"`` or ``"full"``.
       workdir: parent of the variant's directory.
       progress: show a progress bar per reproduction.
@@ -43,25 +45,27 @@ def run_all(names, variant: str, workdir: str, *, progress: bool = True) -> tupl
     """
     outputs, links = {}, []
     for name in names:
-        config = importlib.import_module(f"configs.{name}").get_config(variant)
-        outputs[name] = out = runner.run(config, os.path.join(workdir, variant, name), progress=progress)
+        config = registry.reproduction(name).get_config(variant)
+        outputs[name] = out = run(config, os.path.join(workdir, variant, name), progress=progress)
         figures = ", ".join(f"[{os.path.basename(f)}]({name}/{os.path.basename(f)})" for f in out.figures)
         links.append(f"- **{name}**: [report]({name}/report.md), [results.csv]({name}/results.csv); figures: {figures}")
         print(f"{out.verdict.line(name) if out.verdict else name}\n    {out.report}")
     verdicts = [f"- {out.verdict.line(name)}" for name, out in outputs.items() if out.verdict is not None]
     index = os.path.join(workdir, variant, "report.md")
     text = [f"# rfa reproductions ({variant} variants)", "\n".join(verdicts), "## Reports", "\n".join(links)]
-    sweep.write_atomic(index, "\n\n".join(text) + "\n")
+    write_atomic(index, "\n\n".join(text) + "\n")
     return index, outputs
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    unknown = sorted(set(_ONLY.value) - set(REPRODUCTIONS))
+    import_modules(_MODULES.value)
+    known = registry.registered_reproductions()
+    unknown = sorted(set(_ONLY.value) - set(known))
     if unknown:
-        raise app.UsageError(f"unknown reproductions {unknown}; choose from {list(REPRODUCTIONS)}.")
-    index, _ = run_all(_ONLY.value, _VARIANT.value, _WORKDIR.value)
+        raise app.UsageError(f"unknown reproductions {unknown}; choose from {list(known)}.")
+    index, _ = run_all(_ONLY.value or known, _VARIANT.value, _WORKDIR.value)
     print(f"\nIndex of the reports and figures: {index}")
 
 

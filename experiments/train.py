@@ -16,7 +16,7 @@ import json
 from absl import flags
 from ml_collections import config_flags
 
-from experiments import run_main, run_training
+from experiments.cli import run_main, run_training
 from rfa.train import initialize_distributed, train_and_evaluate
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Training config file (configs/<task>.py:<attention>).")

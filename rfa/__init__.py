@@ -29,7 +29,7 @@ from rfa.random_features import (
     theory,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Estimator",

@@ -8,8 +8,10 @@ a run can never mix its outputs with, or overwrite, another config's.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import sys
 
 import ml_collections
 
@@ -108,3 +110,15 @@ def record_config(
     if write:
         os.makedirs(workdir, exist_ok=True)
         write_atomic(path, json.dumps(config_dict, indent=2, sort_keys=True) + "\n")
+
+
+def import_modules(names) -> None:
+    """Imports the modules ``names`` (``config.modules``), from the current directory too, whose import registers
+    the user's estimators, task kinds, tasks or reproductions; a ``ConfigError`` for one that does not import."""
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as error:
+            raise ConfigError(f"config.modules: cannot import {name!r}: {error}") from error

@@ -6,6 +6,8 @@ need data or a trained run the project cannot ship with a docstring.
 
 import doctest
 import importlib
+import importlib.util
+import pathlib
 import pkgutil
 
 import flax
@@ -15,25 +17,31 @@ import numpy as np
 import pytest
 from flax import nnx
 
+import configs
+import experiments
 import rfa
 
+
+def _modules(package) -> list[str]:
+    return [name for _, name, _ in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
+
+
+def _defines_flags(name: str) -> bool:
+    """A command line defines its absl flags on import: two of them cannot be imported into one process."""
+    source = pathlib.Path(importlib.util.find_spec(name).origin).read_text()
+    return "flags.DEFINE_" in source
+
+
 MODULES = sorted(
-    [name for _, name, _ in pkgutil.walk_packages(rfa.__path__, "rfa.")]
-    + [
-        "experiments",
-        "experiments.runner",
-        "experiments.reproductions",
-        "experiments.sweep",
-        "experiments.tables",
-        "experiments.benchmarking",
-    ]
-)
+    name for name in [*_modules(rfa), "experiments", *_modules(experiments), *_modules(configs)]
+    if not _defines_flags(name)
+)  # fmt: skip
 NAMESPACE = {"rfa": rfa, "jax": jax, "jnp": jnp, "np": np, "nnx": nnx, "flax": flax}
 # Examples that train, decode, build models or attend under several masks (over 4 s each): in the slow tier.
 SLOW = {
-    "rfa.train.loop", "rfa.models.transformer", "rfa.models.decoding", "rfa.models.attention", "rfa.data.pipeline",
-    "rfa.attention.kernelized", "rfa.attention.flax_adapter", "rfa.attention.naive", "rfa.models.swin",
-    "rfa.models.vision", "rfa.models.forecaster",
+    "rfa.train.loop", "rfa.models.transformer", "rfa.models.decoding", "rfa.models.attention", "rfa.tasks.batches",
+    "rfa.attention.kernelized.api", "rfa.attention.flax_adapter", "rfa.attention.naive", "rfa.models.swin",
+    "rfa.models.vision", "rfa.models.forecaster", "experiments.sweeps.runner", "configs.common", "rfa.data.pipeline",
 }  # fmt: skip
 
 

@@ -347,7 +347,7 @@ MUTANTS = [
     Mutant("resume-loses-data-position", "rfa/train/checkpoint.py",
            "            items[\"data\"] = grain.checkpoint.CheckpointRestore(iterator)", "            pass",
            ("tests/train/test_train.py",), "a resumed run starts the data stream from the beginning"),
-    Mutant("fig2-verdict-ignores-published", "experiments/reproductions.py",
+    Mutant("fig2-verdict-ignores-published", "experiments/sweeps/performer_fig2.py",
            "    return abs(theory / published - 1) <= FIG2_TOLERANCE", "    return True",
            ("tests/experiments/test_runner.py",), "Performer Fig. 2 counted as reproduced whatever the ratio"),
     # Runners.
@@ -355,7 +355,7 @@ MUTANTS = [
            "        if not is_execution(key) and old.get(key) != new.get(key)",
            "        if not is_execution(key) and old.get(key) != new.get(key) and False",
            ("tests/experiments/test_sweep.py",), "a workdir of another config is resumed as if it were the same"),
-    Mutant("config-modules-not-imported", "experiments/sweep.py",
+    Mutant("config-modules-not-imported", "rfa/workdir.py",
            "            importlib.import_module(name)", "            pass",
            ("tests/experiments/test_runner.py::test_a_users_estimators_run_from_a_module_named_in_the_config",),
            "the runner ignores config.modules: a user's estimator is unknown"),

@@ -24,7 +24,7 @@ from rfa.random_features import feature_map, registered_feature_maps
 from rfa.tasks import Task, get_task, task_kind
 from rfa.train.optim import SCHEDULES
 from rfa.train.sharding import SEQUENCE_AXIS
-from rfa.workdir import ConfigError, apply_variant
+from rfa.workdir import ConfigError, apply_variant, import_modules
 
 ATTENTION_VARIANTS = {
     "exact": {"kind": "softmax"},
@@ -52,6 +52,7 @@ def base_config() -> ml_collections.ConfigDict:
     """Every training field with its default (a small model that trains on a CPU)."""
     config = ml_collections.ConfigDict()
     config.task = "sort"  # a registered task (rfa.tasks.registered_tasks())
+    config.modules = ()  # modules imported first (from the current directory too): your tasks, task kinds, estimators
     config.data_dir = "data"  # TFDS data_dir: the project's datasets are prepared here on first use
     config.seed = 0  # initialization, shuffling, dropout and projection redraws
     config.max_length = 40  # L: padded / packed sequence length
@@ -168,6 +169,7 @@ def _positive_int(config, field: str, minimum: int = 1) -> None:
 
 def check_config(config: ml_collections.ConfigDict) -> Task:
     """Raises ``ConfigError`` naming the first invalid field; returns the config's task."""
+    import_modules(config.get("modules", ()))  # (a workdir of an earlier release has no such field)
     try:
         task = get_task(config.task)
     except ValueError as error:

@@ -178,7 +178,7 @@ def train_and_evaluate(
         metrics, evaluation and checkpoint are written (monitoring, or tests that interrupt a run
         at a known step).
       initialize: changes the freshly built model in place before a new run's first step (e.g.
-        weights from another model: ``experiments.distill`` fine-tunes a distilled student); a
+        weights from another model: ``experiments.studies.distill`` fine-tunes a distilled student); a
         resumed run restores its checkpoint instead.
 
     Returns:

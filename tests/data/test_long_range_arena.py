@@ -117,8 +117,9 @@ def test_lra_configs_mirror_the_published_setup_and_scale_down_by_name():
 def test_lra_quick_comparison_trains_at_the_real_lengths(data_dir, tmp_path):
     output = tmp_path / "lra.json"
     subprocess.run(
-        [sys.executable, "-m", "experiments.compare_kernels", "--config", "configs/compare_kernels.py:lra_quick",
-         "--workdir", str(tmp_path), f"--config.data_dir={data_dir}", f"--output={output}"],
+        [sys.executable, "-m", "experiments.studies.compare_kernels", "--config",
+         "configs/compare_kernels.py:lra_quick", "--workdir", str(tmp_path), f"--config.data_dir={data_dir}",
+         f"--output={output}"],
         cwd=ROOT, capture_output=True, text=True, check=True,
     )  # fmt: skip
     results = json.loads(output.read_text())

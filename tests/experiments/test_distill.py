@@ -9,7 +9,7 @@ import references
 from helpers import normal
 
 from configs import distill as distill_config
-from experiments import distillation
+from experiments.studies import distillation
 
 
 def reference_loss(q, k, key_mask, causal, weight, bias):

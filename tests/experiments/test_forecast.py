@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from configs import co2
-from experiments.forecasting import seasonal_naive_scores
+from experiments.studies.forecasting import seasonal_naive_scores
 from rfa.data.series import seasonal_naive
 from rfa.tasks import eval_batches, get_task
 
@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def test_the_quick_forecasting_comparison_writes_its_table_and_figure(data_dir, tmp_path):
     output = tmp_path / "forecast.json"
     subprocess.run(
-        [sys.executable, "-m", "experiments.forecast", "--config", "configs/forecast.py:quick", "--workdir",
+        [sys.executable, "-m", "experiments.studies.forecast", "--config", "configs/forecast.py:quick", "--workdir",
          str(tmp_path), f"--config.data_dir={data_dir}", f"--output={output}"],
         cwd=ROOT, capture_output=True, text=True, check=True,
     )  # fmt: skip

@@ -8,7 +8,8 @@ import pytest
 
 import rfa
 from configs import attention_output_error, performer_lemma2
-from experiments import measure, sweep
+from experiments.sweeps import attention_error, kernel_mse
+from experiments.sweeps.cells import Cell, cells
 
 PAIRS = [(0.5, 30.0), (1.0, 60.0), (1.0, 150.0), (1.25, 180.0)]
 MOMENT_CASES = [("trig", {}), ("positive", {}), ("hyperbolic", {}), ("oprf", {}), ("gerf", {"A": -0.2}),
@@ -16,8 +17,8 @@ MOMENT_CASES = [("trig", {}), ("positive", {}), ("hyperbolic", {}), ("oprf", {})
 
 
 def _pairs(dim=8, pairs=PAIRS):
-    cells = [sweep.Cell("positive", "iid", 1, (("norm", n), ("angle", a))) for n, a in pairs]
-    return measure.cell_vectors(cells, dim)
+    cells = [Cell("positive", "iid", 1, (("norm", n), ("angle", a))) for n, a in pairs]
+    return kernel_mse.cell_vectors(cells, dim)
 
 
 def test_pair_vectors_have_the_norms_and_angles():
@@ -53,9 +54,9 @@ def test_third_and_fourth_moments_match_monte_carlo(estimator, params):
 
 def test_predicted_error_is_zero_for_exact_and_infinite_without_a_fourth_moment():
     x, y = _pairs()
-    exact = measure.predicted_relative_error("positive", x[3:], y[3:], 16, 1000)  # x + y = 0
+    exact = kernel_mse.predicted_relative_error("positive", x[3:], y[3:], 16, 1000)  # x + y = 0
     assert exact[0] == 0.0
-    heavy = measure.predicted_relative_error("gerf", x, y, 16, 1000, A=0.07)  # A >= 1/16
+    heavy = kernel_mse.predicted_relative_error("gerf", x, y, 16, 1000, A=0.07)  # A >= 1/16
     assert np.all(np.isinf(heavy))
 
 
@@ -70,8 +71,8 @@ def _tiny_kernel_config(**overrides):
 
 
 def _measure(config, estimator="positive", kind="iid"):
-    group = [c for c in sweep.cells(config) if c.group == (estimator, kind, config.num_features[0])]
-    return {cell.name: record for cell, record in measure.measure_kernel_mse(config, group)}
+    group = [c for c in cells(config) if c.group == (estimator, kind, config.num_features[0])]
+    return {cell.name: record for cell, record in kernel_mse.measure(config, group)}
 
 
 def test_monte_carlo_matches_theory_with_the_predicted_standard_error():
@@ -116,12 +117,12 @@ def test_attention_error_falls_with_m_and_shares_inputs_across_estimators():
     config = attention_output_error.get_config("quick")
     config.length, config.num_seeds, config.num_features, config.input_scales = 256, 3, (8, 128), (0.5,)
     config.batch_elements = 256 * 128 * 2 * 2  # two seeds per batch: the last batch is padded
-    inputs = measure.AttentionInputs(config)
+    inputs = attention_error.AttentionInputs(config)
     records = {}
     for estimator in ("positive", "oprf"):
         for m in config.num_features:
-            group = [c for c in sweep.cells(config) if c.group == (estimator, "orthogonal", m)]
-            records[estimator, m] = next(measure.measure_attention_error(config, group, inputs))[1]
+            group = [c for c in cells(config) if c.group == (estimator, "orthogonal", m)]
+            records[estimator, m] = next(attention_error.measure(config, group, inputs))[1]
     for estimator in ("positive", "oprf"):
         assert records[estimator, 128]["mse"] < records[estimator, 8]["mse"]
         assert records[estimator, 128]["seeds"] == 3
@@ -131,9 +132,11 @@ def test_attention_error_falls_with_m_and_shares_inputs_across_estimators():
 
 def test_predicted_error_stays_accurate_for_nearly_exact_estimates():
     # |Δ| ≈ 0.002: the moments of trig features sit within 1e-6 of 1, where raw moments lose every digit.
-    x, y = measure.pair_vectors(0.1, 1.0, 16)
-    predicted = measure.predicted_relative_error("trig", x, y, 64, 10_000)[0]
+    x, y = kernel_mse.pair_vectors(0.1, 1.0, 16)
+    predicted = kernel_mse.predicted_relative_error("trig", x, y, 64, 10_000)[0]
     assert np.isnan(predicted) or predicted < 0.02  # unknown, or the light tail it is (≈ 0.0148)
-    x, y = measure.pair_vectors(0.1, 30.0, 16)
+    x, y = kernel_mse.pair_vectors(0.1, 30.0, 16)
     kurtosis_free = math.sqrt(2 / 10_000)  # ((κ - 3)/m + 2)/n with κ near 3 for m = 64
-    assert measure.predicted_relative_error("positive", x, y, 64, 10_000)[0] == pytest.approx(kurtosis_free, rel=0.05)
+    assert kernel_mse.predicted_relative_error("positive", x, y, 64, 10_000)[0] == pytest.approx(
+        kurtosis_free, rel=0.05
+    )

@@ -1,6 +1,7 @@
 """End to end: every reproduction's quick variant, resuming, kill -9, and the main job's command line."""
 
 import copy
+import dataclasses
 import json
 import math
 import os
@@ -13,8 +14,22 @@ import time
 import pytest
 from helpers import non_progress_lines
 
-from configs import performer_fig2
-from experiments import frontier, reproduce, reproductions, runner
+from configs import performer_fig2 as fig2_config
+from experiments import reproduce
+from experiments.report import fmt, select
+from experiments.sweeps import (
+    attention_output_error,
+    derf_variance,
+    hybrid_angle,
+    kernel_mse,
+    oprf_variance,
+    orthogonal_vs_iid,
+    performer_fig2,
+    registry,
+    runner,
+    simplex_geometry,
+    which_estimator_wins,
+)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -42,7 +57,7 @@ def _column(report, header):
 def main_job(tmp_path_factory):
     """``(index path, outputs per reproduction)`` of the main job's quick run, shared by the tests below."""
     return reproduce.run_all(
-        reproduce.REPRODUCTIONS, "quick", str(tmp_path_factory.mktemp("reproduce")), progress=False
+        registry.registered_reproductions(), "quick", str(tmp_path_factory.mktemp("reproduce")), progress=False
     )
 
 
@@ -135,8 +150,8 @@ def test_simplex_rows_beat_orthogonal_most_where_x_plus_y_is_small(reports):
 @pytest.mark.slow
 def test_the_winner_map_names_the_lowest_mse_at_every_point(reports):
     records = reports["which_estimator_wins"].records
-    for point in frontier.winners(records):
-        cells = reproductions.select(records, norm=point["norm"], angle=point["angle"])
+    for point in which_estimator_wins.winners(records):
+        cells = select(records, norm=point["norm"], angle=point["angle"])
         lowest = min(r["mse_theory"] for r in cells if not math.isnan(r["mse_theory"]))
         winner = next(r for r in cells if (r["estimator"], r["projection"]) == point["winner"])
         assert winner["mse_theory"] == lowest and point["margin"] >= 1
@@ -167,17 +182,14 @@ def test_the_index_opens_with_one_verdict_per_reproduction(main_job):
     with open(index) as f:
         title, verdicts, *_ = f.read().split("\n\n")
     lines = verdicts.splitlines()
-    assert title == "# rfa reproductions (quick variants)" and len(lines) == len(reproduce.REPRODUCTIONS)
-    for name, line in zip(reproduce.REPRODUCTIONS, lines, strict=True):
+    assert title == "# rfa reproductions (quick variants)" and len(lines) == len(registry.registered_reproductions())
+    for name, line in zip(registry.registered_reproductions(), lines, strict=True):
         assert line.startswith(f"- {name} — reproduced: ")
         assert line == f"- {outputs[name].verdict.line(name)}"
         assert _report(outputs[name]).split("\n\n")[1] == f"**{line[2:]}**"  # the report opens with the same line
-    fig2, crt = (lines[reproduce.REPRODUCTIONS.index(name)] for name in ("performer_fig2", "oprf_variance"))
+    fig2, crt = (lines[registry.registered_reproductions().index(name)] for name in ("performer_fig2", "oprf_variance"))
     for length, degrees, published in [(1, 90, "0.43"), (1, 150, "65"), (2, 150, "7.9e+05")]:
-        assert (
-            f"{reproductions.fmt(_fig2_ratio(length, degrees))} at l = {length}, {degrees}° (published {published})"
-            in fig2
-        )
+        assert f"{fmt(_fig2_ratio(length, degrees))} at l = {length}, {degrees}° (published {published})" in fig2
     assert "trig 15.3 (published 15.3), positive 32 (published 32), oprf 23.7 (published 23.7)" in crt
 
 
@@ -187,22 +199,26 @@ MEASURED = ("mse_theory", "log_mse_theory", "mse_monte_carlo", "standard_error",
 def _off(records, factor, fields, **where):
     """A copy of ``records`` whose cells matching ``where`` have their MSE ``fields`` times ``factor``."""
     records = copy.deepcopy(records)
-    for record in reproductions.select(records, **where):
+    for record in select(records, **where):
         for field in set(fields) & set(record):
             record[field] = record[field] + math.log(factor) if field.startswith("log") else record[field] * factor
     return records
 
 
 VERDICTS = {  # each reproduction's verdict as a function of its records (m = 64 and d = 64 are the quick configs')
-    "performer_lemma2": reproductions.agreement_verdict,
-    "performer_fig2": lambda records: reproductions.fig2_verdict(records, 64),
-    "orthogonal_vs_iid": reproductions.orthogonal_verdict,
-    "oprf_variance": lambda records: reproductions.crt_verdict(records, 64),
-    "attention_output_error": reproductions.input_scale_verdict,
-    "hybrid_angle": lambda r: frontier.hybrid_verdict(r, frontier.hybrid_worst_cases(_config("hybrid_angle"))),
-    "simplex_geometry": lambda r: frontier.simplex_verdict(r, frontier.simplex_ratios(r, "positive", 16)),
-    "which_estimator_wins": lambda records: frontier.winner_verdict(records, frontier.winners(records)),
-    "derf_variance": frontier.derf_verdict,
+    "performer_lemma2": kernel_mse.agreement_verdict,
+    "performer_fig2": lambda records: performer_fig2.fig2_verdict(records, 64),
+    "orthogonal_vs_iid": orthogonal_vs_iid.orthogonal_verdict,
+    "oprf_variance": lambda records: oprf_variance.crt_verdict(records, 64),
+    "attention_output_error": attention_output_error.input_scale_verdict,
+    "hybrid_angle": lambda r: hybrid_angle.hybrid_verdict(r, hybrid_angle.hybrid_worst_cases(_config("hybrid_angle"))),
+    "simplex_geometry": lambda r: simplex_geometry.simplex_verdict(
+        r, simplex_geometry.simplex_ratios(r, "positive", 16)
+    ),
+    "which_estimator_wins": lambda records: which_estimator_wins.winner_verdict(
+        records, which_estimator_wins.winners(records)
+    ),
+    "derf_variance": derf_variance.derf_verdict,
 }
 
 
@@ -243,18 +259,18 @@ def test_a_verdict_turns_to_not_reproduced_when_a_measured_value_is_off(reports,
 
 @pytest.mark.slow
 def test_rerun_resumes_without_recomputing(tmp_path, monkeypatch):
-    config = performer_fig2.get_config("quick")
+    config = fig2_config.get_config("quick")
     first = runner.run(config, str(tmp_path), progress=False)
     os.remove(os.path.join(tmp_path, "cells", "trig_iid_m64_norm1_angle150.json"))
     computed = []
-    original = runner.measure.measure_kernel_mse
+    kind = registry.experiment_kind("kernel_mse")
 
-    def counting(config, group, done):
-        for cell, record in original(config, group, done):
+    def counting(config, group, context, done):
+        for cell, record in kind.measure(config, group, context, done):
             computed.append(cell.name)
             yield cell, record
 
-    monkeypatch.setattr(runner.measure, "measure_kernel_mse", counting)
+    monkeypatch.setattr(registry, "experiment_kind", lambda name: dataclasses.replace(kind, measure=counting))
     second = runner.run(config, str(tmp_path), progress=False)
     assert computed == ["trig_iid_m64_norm1_angle150"]
     for record in first.records + second.records:
@@ -320,7 +336,7 @@ def test_command_line_refuses_a_workdir_of_another_config(tmp_path):
 
 @pytest.mark.slow
 def test_an_override_that_drops_what_the_published_comparison_needs_gets_the_generic_analysis(tmp_path):
-    config = performer_fig2.get_config("quick")
+    config = fig2_config.get_config("quick")
     config.estimators, config.geometry.angles, config.repetitions = ("positive",), (90.0,), 100
     report = _report(runner.run(config, str(tmp_path), progress=False))
     assert "needs {'estimators': ['trig']}" in report and "## Closed form vs Monte Carlo" in report
@@ -328,7 +344,7 @@ def test_an_override_that_drops_what_the_published_comparison_needs_gets_the_gen
 
 @pytest.mark.slow
 def test_benchmarks_write_json(tmp_path):
-    subprocess.run([sys.executable, "-m", "experiments.benchmark_attention", "--lengths=64,128", "--repeats=1",
+    subprocess.run([sys.executable, "-m", "experiments.benchmarks.attention", "--lengths=64,128", "--repeats=1",
                     "--min_repeats=1", f"--output={tmp_path / 'attention.json'}", "--huge_pages=false",
                     "--estimators=positive,hybrid,aderf", "--estimators_length=64"],
                    cwd=REPO, check=True, capture_output=True)  # fmt: skip
@@ -342,14 +358,14 @@ def test_benchmarks_write_json(tmp_path):
     assert {name: row["features"] for name, row in rows.items()} == {"positive": 256, "hybrid": 1536, "aderf": 256}
     assert rows["positive"]["over_positive"] == 1.0 and "fit" not in rows["positive"]
     assert rows["aderf"]["fit"]["median_ms"] > 0 and rows["aderf"]["fit_over_forward"] > 0
-    subprocess.run([sys.executable, "-m", "experiments.benchmark_mse", "--variant=quick",
+    subprocess.run([sys.executable, "-m", "experiments.benchmarks.mse", "--variant=quick",
                     f"--output={tmp_path / 'mse.json'}"], cwd=REPO, check=True, capture_output=True)  # fmt: skip
     mse = json.loads((tmp_path / "mse.json").read_text())
     assert mse["feature_evaluations"] == 2000 * 14 * 2 * (128 + 64) and mse["feature_evaluations_per_second"] > 0
-    subprocess.run([sys.executable, "-m", "experiments.benchmark_decoding", "--positions=8,32", "--steps=2",
+    subprocess.run([sys.executable, "-m", "experiments.benchmarks.decoding", "--positions=8,32", "--steps=2",
                     "--repeats=1", f"--output={tmp_path / 'decoding.json'}"], cwd=REPO, check=True,
                    capture_output=True)  # fmt: skip
-    subprocess.run([sys.executable, "-m", "experiments.benchmark_scaling", "--lengths=32,64", "--repeats=1",
+    subprocess.run([sys.executable, "-m", "experiments.benchmarks.scaling", "--lengths=32,64", "--repeats=1",
                     "--fit_from=32", f"--output={tmp_path / 'scaling.json'}"], cwd=REPO, check=True,
                    capture_output=True)  # fmt: skip
     scaling = json.loads((tmp_path / "scaling.json").read_text())
@@ -390,12 +406,12 @@ def test_a_users_estimators_run_from_a_module_named_in_the_config(tmp_path, monk
     """Register, sweep, see Monte Carlo without a closed form: the path the README shows."""
     (tmp_path / "my_estimators.py").write_text(USER_ESTIMATORS)
     monkeypatch.syspath_prepend(str(tmp_path))
-    config = performer_fig2.get_config("quick")
+    config = fig2_config.get_config("quick")
     config.modules, config.estimators, config.repetitions = ("my_estimators",), ("positive", "my_positive"), 400
     config.num_features, config.geometry.norms, config.geometry.angles = (16,), (1.0,), (30.0, 150.0)
     outputs = runner.run(config, str(tmp_path / "kernel"), progress=False)
-    mine = reproductions.select(outputs.records, estimator="my_positive")
-    theirs = reproductions.select(outputs.records, estimator="positive")
+    mine = select(outputs.records, estimator="my_positive")
+    theirs = select(outputs.records, estimator="positive")
     assert len(mine) == 2 and all(math.isnan(r["mse_theory"]) for r in mine)
     for r, reference in zip(mine, theirs, strict=True):  # the same estimator: Monte Carlo meets positive's closed form
         assert abs(r["mse_monte_carlo"] - reference["mse_theory"]) < 4 * r["standard_error"]

@@ -9,13 +9,16 @@ import sys
 import pytest
 
 from configs import attention_output_error, derf_variance, orthogonal_vs_iid, performer_fig2
-from experiments import sweep
+from configs.common import sweep_config
+from experiments.sweeps import cells as sweep_cells
+from experiments.sweeps.cells import ResultStore
+from experiments.sweeps.checks import check_config
 from rfa import workdir
 
 
 def test_cells_cover_the_sweep_once_grouped_by_projection_draws():
     config = orthogonal_vs_iid.get_config("quick")
-    cells = sweep.cells(config)
+    cells = sweep_cells.cells(config)
     points = len(config.geometry.norms) * len(config.geometry.angles)
     assert len(cells) == len(config.estimators) * len(config.projections) * len(config.num_features) * points
     assert len({cell.name for cell in cells}) == len(cells)
@@ -34,7 +37,7 @@ def test_variants_set_fields_and_unknown_ones_are_errors():
     assert performer_fig2.get_config("quick").repetitions < performer_fig2.get_config().repetitions
     with pytest.raises(ValueError, match="unknown config variant 'quik'"):
         performer_fig2.get_config("quik")
-    config = sweep.base_config("kernel_mse")
+    config = sweep_config("kernel_mse")
     with pytest.raises(ValueError, match=re.escape("unknown config field 'geometry.radius'")):
         workdir.apply_variant(config, "quick", {"quick": {"geometry.radius": 1.0}})
 
@@ -67,7 +70,7 @@ def test_variants_set_fields_and_unknown_ones_are_errors():
 def test_bad_kernel_configs_name_the_field(overrides, message):
     config = workdir.apply_variant(performer_fig2.get_config("quick"), "bad", {"bad": overrides})
     with pytest.raises(ValueError, match=re.escape(message)):
-        sweep.check_config(config)
+        check_config(config)
 
 
 @pytest.mark.parametrize(
@@ -85,22 +88,22 @@ def test_bad_kernel_configs_name_the_field(overrides, message):
 def test_bad_estimator_fit_configs_name_the_field(overrides, message):
     config = workdir.apply_variant(derf_variance.get_config("quick"), "bad", {"bad": overrides})
     with pytest.raises(ValueError, match=re.escape(message)):
-        sweep.check_config(config)
+        check_config(config)
 
 
 def test_attention_configs_need_softmax_estimators_and_scales():
     config = attention_output_error.get_config("quick")
     config.estimators = ("gaussian_trig",)
     with pytest.raises(ValueError, match="'gaussian_trig' estimates the gaussian kernel"):
-        sweep.check_config(config)
+        check_config(config)
     config = attention_output_error.get_config("quick")
     config.estimators = ("gerf",)
     with pytest.raises(ValueError, match=re.escape("config.feature_params.gerf must give ['A']")):
-        sweep.check_config(config)
+        check_config(config)
     config = attention_output_error.get_config("quick")
     config.input_scales = ()
     with pytest.raises(ValueError, match=re.escape("config.input_scales is empty")):
-        sweep.check_config(config)
+        check_config(config)
 
 
 def _snapshot(directory):
@@ -114,19 +117,19 @@ def _snapshot(directory):
 
 def test_store_refuses_a_workdir_of_another_config_and_leaves_it_untouched(tmp_path):
     config = performer_fig2.get_config("quick")
-    store = sweep.ResultStore(str(tmp_path), config)
-    cell = sweep.cells(config)[0]
+    store = ResultStore(str(tmp_path), config)
+    cell = sweep_cells.cells(config)[0]
     store.save(cell, {"mse_monte_carlo": 1.0})
     before = _snapshot(tmp_path)
     other = performer_fig2.get_config("quick")
     other.repetitions = 7
     other.geometry.norms = (1.0,)
     with pytest.raises(ValueError, match=r"different config.*geometry.norms: \[1.0, 2.0\] -> \[1.0\]; repetitions"):
-        sweep.ResultStore(str(tmp_path), other)
+        ResultStore(str(tmp_path), other)
     assert _snapshot(tmp_path) == before
     resumed = performer_fig2.get_config("quick")
     resumed.batch_elements = 1024  # an execution setting: results do not change, so resuming is allowed
-    assert sweep.ResultStore(str(tmp_path), resumed).load(cell) == {**cell.labels(), "mse_monte_carlo": 1.0}
+    assert ResultStore(str(tmp_path), resumed).load(cell) == {**cell.labels(), "mse_monte_carlo": 1.0}
 
 
 def test_write_atomic_replaces_whole_files(tmp_path):

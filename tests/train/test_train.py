@@ -15,7 +15,7 @@ import pytest
 from helpers import non_progress_lines
 
 from configs import co2, digits, digits_swin, listops, pathfinder_vit, python_source, sort
-from experiments.tables import training_table
+from experiments.report import training_table
 from rfa.tasks import get_task
 from rfa.train import (
     CheckpointError,
@@ -391,12 +391,12 @@ def test_compare_kernels_tabulates_accuracy_or_sequence_accuracy_and_units():
 @pytest.mark.slow
 def test_compare_kernels_trains_every_pair_and_writes_the_table(data_dir, tmp_path):
     output = tmp_path / "table.json"
-    _run("experiments.compare_kernels", "--config", "configs/compare_kernels.py:quick", "--workdir", str(tmp_path),
-         f"--config.data_dir={data_dir}", f"--output={output}", check=True)  # fmt: skip
+    _run("experiments.studies.compare_kernels", "--config", "configs/compare_kernels.py:quick", "--workdir",
+         str(tmp_path), f"--config.data_dir={data_dir}", f"--output={output}", check=True)  # fmt: skip
     rows = (tmp_path / "table.md").read_text().splitlines()
     assert [row.split(" | ")[:3] for row in rows[2:]] == [["| sort", "exact", "-"], ["| sort", "positive", "16"]]
     assert [r["attention"] for r in json.loads(output.read_text())] == ["exact", "positive"]
     assert (tmp_path / "table.png").stat().st_size > 10_000
-    done = _run("experiments.compare_kernels", "--config", "configs/compare_kernels.py:quick", "--workdir",
+    done = _run("experiments.studies.compare_kernels", "--config", "configs/compare_kernels.py:quick", "--workdir",
                 str(tmp_path), "--config.tasks=nope", "--output=")  # fmt: skip
     assert done.returncode != 0 and "config.tasks names 'nope', which has no configs/nope.py" in done.stderr

@@ -1,4 +1,4 @@
-"""The forecasting comparison's work (its command line is ``experiments.forecast``): each attention kind
+"""The forecasting comparison's work (its command line is ``experiments.studies.forecast``): each attention kind
 against seasonal-naive, and step time against the lookback.
 
 1. Every attention kind of the config trains ``configs/<task>.py:<attention>`` in ``<workdir>/<attention>``
@@ -15,6 +15,7 @@ none when ``config.lookbacks`` is empty).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import time
 
@@ -24,15 +25,19 @@ import numpy as np
 import optax
 from flax import nnx
 
-from experiments.benchmarking import loglog_figure, memory_bytes, slope, timing_summary
-from experiments.tables import _number, markdown_table
+from experiments.benchmarks.common import loglog_figure, memory_bytes, slope, timing_summary
+from experiments.report import markdown_table, number
 from rfa.data.series import seasonal_naive
 from rfa.tasks import eval_batches, get_task
 from rfa.train import train_and_evaluate
 from rfa.train.config import build_model
+from rfa.workdir import ConfigError
 
 
 def task_config(comparison, attention: str):
+    """The training config of ``configs/<task>.py:<attention>[,<scale>]`` (a clear error if there is none)."""
+    if importlib.util.find_spec(f"configs.{comparison.task}") is None:
+        raise ConfigError(f"config.task names {comparison.task!r}, which has no configs/{comparison.task}.py.")
     config = importlib.import_module(f"configs.{comparison.task}").get_config(
         f"{attention},{comparison.scale}" if comparison.scale else attention
     )
@@ -97,8 +102,8 @@ def run(comparison, workdir: str) -> dict:
 
 def table(results: dict) -> str:
     rows = [[r["attention"], "-" if r["num_features"] is None else str(r["num_features"]), f"{r['eval']['mse']:.4f}",
-             f"{r['eval']['mae']:.4f}", _number(r["step_time_s"], 1e3, "{:.1f}"),
-             _number(r["step_memory_bytes"], 2**-20, "{:.1f}")] for r in results["runs"]]  # fmt: skip
+             f"{r['eval']['mae']:.4f}", number(r["step_time_s"], 1e3, "{:.1f}"),
+             number(r["step_memory_bytes"], 2**-20, "{:.1f}")] for r in results["runs"]]  # fmt: skip
     naive = results["seasonal_naive"]
     rows.append(["seasonal naive", "-", f"{naive['mse']:.4f}", f"{naive['mae']:.4f}", "-", "-"])
     return markdown_table(["attention", "m", "test MSE", "test MAE", "step (ms)", "step memory (MiB)"], rows)

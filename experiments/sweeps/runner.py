@@ -1,9 +1,9 @@
-"""Runs one MSE sweep from its config into a workdir: cells, tables, figures and report.
+"""Runs one sweep from its config into a workdir: cells, tables, figures and report.
 
 ``run(config, workdir)`` computes every cell of the sweep not already stored in the workdir (see
-``experiments.sweep.ResultStore``), then writes ``results.csv``/``results.json`` (every cell), the
-reproduction's PNG figures and ``report.md``, which opens with the reproduction's verdict (see
-``experiments.reproductions.Verdict``). ``experiments.mse`` is its command line.
+:class:`experiments.sweeps.cells.ResultStore`) with its experiment kind's measurement, then writes
+``results.csv``/``results.json`` (every cell), the reproduction's PNG figures and ``report.md``, which opens
+with the reproduction's verdict (:class:`experiments.report.Verdict`). ``experiments.mse`` is its command line.
 """
 
 from __future__ import annotations
@@ -19,7 +19,11 @@ import time
 import ml_collections
 from tqdm import tqdm
 
-from experiments import analyses, measure, query_key_sets, reproductions, sweep
+from experiments.report import Verdict
+from experiments.sweeps import registry
+from experiments.sweeps.cells import ResultStore, cells
+from experiments.sweeps.checks import check_config
+from rfa.workdir import write_atomic
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,7 +34,7 @@ class Outputs:
     results: str
     figures: tuple[str, ...]
     records: list[dict]
-    verdict: reproductions.Verdict | None
+    verdict: Verdict | None
 
 
 def _write_tables(workdir: str, records: list[dict]) -> str:
@@ -40,8 +44,8 @@ def _write_tables(workdir: str, records: list[dict]) -> str:
     writer.writeheader()
     writer.writerows(records)
     path = os.path.join(workdir, "results.csv")
-    sweep.write_atomic(path, text.getvalue())
-    sweep.write_atomic(os.path.join(workdir, "results.json"), json.dumps(records, indent=1) + "\n")
+    write_atomic(path, text.getvalue())
+    write_atomic(os.path.join(workdir, "results.json"), json.dumps(records, indent=1) + "\n")
     return path
 
 
@@ -63,7 +67,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, *, progress: bool = Tru
     """Computes every cell of ``config``'s sweep not already in ``workdir``, then writes tables, figures, report.
 
     Args:
-      config: a config from ``configs/`` (see ``experiments.sweep.base_config`` for the fields).
+      config: a sweep config (``configs.common.sweep_config`` gives its fields), e.g. from ``configs/``.
       workdir: output directory; created if missing.
       progress: show a progress bar over the cells.
 
@@ -77,30 +81,24 @@ def run(config: ml_collections.ConfigDict, workdir: str, *, progress: bool = Tru
       >>> os.path.basename(outputs.report)
       'report.md'
     """
-    sweep.check_config(config)
+    check_config(config)
     began = time.perf_counter()
-    store = sweep.ResultStore(workdir, config)
-    all_cells = sweep.cells(config)
+    store = ResultStore(workdir, config)
+    all_cells = cells(config)
     pending = sum(not store.done(cell) for cell in all_cells)
-    inputs = measure.AttentionInputs(config) if config.experiment == "attention_error" else None
-    sets = query_key_sets.QueryKeySets(config, workdir) if config.experiment == "estimator_fit" else None
+    kind = registry.experiment_kind(config.experiment)
+    context = kind.context(config, workdir)  # inputs every group shares, made once
     with tqdm(total=len(all_cells), initial=len(all_cells) - pending, desc=config.name, disable=not progress) as bar:
         for _, group in itertools.groupby(all_cells, key=lambda cell: cell.group):
             group = list(group)
             if all(store.done(cell) for cell in group):
                 continue
-            if config.experiment == "kernel_mse":
-                results = measure.measure_kernel_mse(config, group, store.done)
-            elif config.experiment == "attention_error":
-                results = measure.measure_attention_error(config, group, inputs, store.done)
-            else:
-                results = measure.measure_fit_objective(config, group, sets, store.done)
-            for cell, record in results:
+            for cell, record in kind.measure(config, group, context, store.done):
                 store.save(cell, record)
                 bar.update()
     records = [store.load(cell) for cell in all_cells]
     results_path = _write_tables(workdir, records)
-    analysis = analyses.analyze(config, records, workdir)
+    analysis = registry.analyze(config, records, workdir)
     title = [f"# {config.name}"]
     if analysis.verdict is not None:
         title.append(f"**{analysis.verdict.line(config.name)}**")
@@ -108,6 +106,6 @@ def run(config: ml_collections.ConfigDict, workdir: str, *, progress: bool = Tru
     summary = _run_summary(config, records, time.perf_counter() - began)
     report = "\n\n".join([*title, *analysis.sections, summary]) + "\n"
     report_path = os.path.join(workdir, "report.md")
-    sweep.write_atomic(report_path, report)
+    write_atomic(report_path, report)
     figures = tuple(sorted(os.path.join(workdir, f) for f in os.listdir(workdir) if f.endswith(".png")))
     return Outputs(report_path, results_path, figures, records, analysis.verdict)

@@ -1,7 +1,7 @@
 """Hedgehog attention distillation: turn a trained exact-attention model into a linear-attention one.
 
-The work of ``python -m experiments.distill --config configs/distill.py --workdir workdir/distill``
-(:mod:`experiments.distill` is its command line).
+The work of ``python -m experiments.studies.distill --config configs/distill.py --workdir workdir/distill``
+(:mod:`experiments.studies.distill` is its command line).
 
 Zhang et al., "The Hedgehog & the Porcupine: Expressive Linear Attentions with Softmax Mimicry",
 ICLR 2024, Sec. 4. Three runs in the workdir, each resumable:
@@ -38,7 +38,7 @@ import optax
 from flax import nnx
 
 import rfa
-from experiments.tables import markdown_table
+from experiments.report import markdown_table
 from rfa.models import MultiHeadAttention, QueriesKeys
 from rfa.tasks import get_task, train_batches
 from rfa.train import (

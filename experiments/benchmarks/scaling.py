@@ -1,8 +1,8 @@
 """Model-level cost against length: one training step of exact vs kernelized Transformers.
 
 Run:
-  python -m experiments.benchmark_scaling
-  python -m experiments.benchmark_scaling --lengths 1024,2048,4096 --output /tmp/scaling.json
+  python -m experiments.benchmarks.scaling
+  python -m experiments.benchmarks.scaling --lengths 1024,2048,4096 --output /tmp/scaling.json
 
 Models (batch 1, float32, d_model 64, 4 heads of 16, MLP 128, 2 layers, vocabulary 256): a decoder
 language model (causal self-attention) and an encoder classifier (bidirectional, mean pooling).
@@ -20,7 +20,7 @@ exact's at every longer length (where exact was skipped for memory, kernelized c
 Writes JSON (``--output``) and a log-log figure beside it (``.png``).
 
 Per-device memory against the number of devices P that split the sequence (``--sequence_devices``):
-  XLA_FLAGS=--xla_force_host_platform_device_count=8 python -m experiments.benchmark_scaling \
+  XLA_FLAGS=--xla_force_host_platform_device_count=8 python -m experiments.benchmarks.scaling \
       --sequence_devices 1,2,4,8 --sequence_length 16384
 compiles the same steps of the decoder at one length on a mesh whose ``sequence`` axis has P devices
 (kernelized sites exchange states, :func:`rfa.attention.sequence_parallel_attention`; XLA splits the
@@ -43,9 +43,9 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from matplotlib.figure import Figure
 
-from experiments import run_main
-from experiments.benchmarking import crossover, environment, loglog_figure, memory_bytes, slope, timing_summary
-from experiments.tables import markdown_table, write_json
+from experiments.benchmarks.common import crossover, environment, loglog_figure, memory_bytes, slope, timing_summary
+from experiments.cli import run_main
+from experiments.report import markdown_table, output_path, write_json
 from rfa.models import AttentionConfig, Decoder, Encoder, TransformerConfig
 from rfa.train.sharding import SEQUENCE_AXIS, make_mesh
 
@@ -55,13 +55,18 @@ _LENGTHS = flags.DEFINE_list(
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed steps per case (median reported).")
 _MAX_MEMORY = flags.DEFINE_float("max_memory_gib", 8.0, "Skip a case whose estimated peak memory exceeds this.")
 _FIT_FROM = flags.DEFINE_integer("fit_from", 2048, "Fit slopes over the lengths from this one on.")
-_OUTPUT = flags.DEFINE_string("output", "results/benchmark_scaling_cpu.json", "JSON path (figure: .png beside).")
+_OUTPUT = flags.DEFINE_string(
+    "output", None, "JSON path (figure: .png beside); default <workdir>/benchmark_scaling.json."
+)
+_WORKDIR = flags.DEFINE_string(
+    "workdir", "workdir/benchmarks", "Where the JSON (and figure) go unless --output is given."
+)
 _SEQUENCE_DEVICES = flags.DEFINE_list(
     "sequence_devices", [], "Device counts P splitting the sequence: per-device memory instead of time."
 )
 _SEQUENCE_LENGTH = flags.DEFINE_integer("sequence_length", 16384, "L of the per-device memory study.")
 _SEQUENCE_OUTPUT = flags.DEFINE_string(
-    "sequence_output", "results/benchmark_sequence_parallel_cpu.json", "JSON of the per-device memory study."
+    "sequence_output", None, "JSON of the per-device memory study; default <workdir>/benchmark_sequence_parallel.json."
 )
 
 KINDS = {
@@ -208,9 +213,10 @@ def main(argv):
     print(f"backend {env['backend']} ({env['device_kind']}), jax {env['jax_version']}", flush=True)
     if _SEQUENCE_DEVICES.value:
         rows = sequence_memory([int(x) for x in _SEQUENCE_DEVICES.value], _SEQUENCE_LENGTH.value)
-        write_json(_SEQUENCE_OUTPUT.value, {"environment": env, "results": rows})
-        plot_sequence_memory(rows, os.path.splitext(_SEQUENCE_OUTPUT.value)[0] + ".png")
-        print(f"\nwrote {_SEQUENCE_OUTPUT.value}")
+        output = output_path(_SEQUENCE_OUTPUT.value, _WORKDIR.value, "benchmark_sequence_parallel.json")
+        write_json(output, {"environment": env, "results": rows})
+        plot_sequence_memory(rows, os.path.splitext(output)[0] + ".png")
+        print(f"\nwrote {output}")
         return
     results = []
     for length in (int(x) for x in _LENGTHS.value):
@@ -224,10 +230,10 @@ def main(argv):
     print("\n" + table(results))
     for name, fit in summary.items():
         print(f"{name}: {fit}")
-    write_json(_OUTPUT.value, {"environment": env, "fit_from": _FIT_FROM.value, "results": results,
-                               "summary": summary})  # fmt: skip
-    plot(results, summary, os.path.splitext(_OUTPUT.value)[0] + ".png")
-    print(f"\nwrote {_OUTPUT.value}")
+    output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_scaling.json")
+    write_json(output, {"environment": env, "fit_from": _FIT_FROM.value, "results": results, "summary": summary})
+    plot(results, summary, os.path.splitext(output)[0] + ".png")
+    print(f"\nwrote {output}")
 
 
 if __name__ == "__main__":

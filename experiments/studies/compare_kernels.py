@@ -1,14 +1,14 @@
 """The kernel comparison on real tasks: train every (task, attention) pair and tabulate the results.
 
-  python -m experiments.compare_kernels --config configs/compare_kernels.py --workdir workdir/train
-  python -m experiments.compare_kernels --config configs/compare_kernels.py --config.tasks=sort,listops ...
+  python -m experiments.studies.compare_kernels --config configs/compare_kernels.py --workdir workdir/train
+  python -m experiments.studies.compare_kernels --config configs/compare_kernels.py --config.tasks=sort,listops ...
 
 Each pair trains from ``configs/<task>.py:<attention>[,<scale>]`` in ``<workdir>/<task>/<attention>`` (a
 finished pair is read back, an interrupted one resumes; the pairs of ``config.skip`` are left
 out, each with a line saying so), then the table — task, attention, m,
 final accuracy / perplexity, step time, tokens/s, XLA step memory, in the order of
-``config.attention`` (exact first by default) — is printed and written to ``--output`` (JSON),
-beside it as markdown, and with a PNG of every run's training loss, one panel per task.
+``config.attention`` (exact first by default) — is printed and written to ``<workdir>/comparison.json`` (or
+``--output``), beside it as markdown, and with a PNG of every run's training loss, one panel per task.
 """
 
 from __future__ import annotations
@@ -21,14 +21,16 @@ from absl import flags
 from matplotlib.figure import Figure
 from ml_collections import config_flags
 
-from experiments import run_main, run_training
-from experiments.tables import training_table, write_json
+from experiments.cli import run_main, run_training, shipped_config
+from experiments.report import output_path, training_table, write_json
 from rfa.train import read_metrics, train_and_evaluate
 from rfa.workdir import ConfigError
 
-_CONFIG = config_flags.DEFINE_config_file("config", "configs/compare_kernels.py", "Which tasks and attention kinds.")
+_CONFIG = config_flags.DEFINE_config_file("config", shipped_config("compare_kernels.py"), "Which tasks and kinds.")
 _WORKDIR = flags.DEFINE_string("workdir", "workdir/train", "Parent of the per-(task, attention) workdirs.")
-_OUTPUT = flags.DEFINE_string("output", "results/train_cpu.json", "JSON of the table ('' for none).")
+_OUTPUT = flags.DEFINE_string(
+    "output", None, "JSON of the table (.md and .png beside); default <workdir>/comparison.json."
+)
 
 
 def pairs(comparison) -> list[tuple[str, str]]:
@@ -77,12 +79,13 @@ def main(argv):
     results = run_training(run, _CONFIG.value, _WORKDIR.value)
     text = training_table(results)
     print(text)
-    write_json(_OUTPUT.value, results)
-    if _OUTPUT.value:
-        stem = os.path.splitext(_OUTPUT.value)[0]
-        with open(stem + ".md", "w") as f:
-            f.write(text + "\n")
-        plot_losses(_CONFIG.value, _WORKDIR.value, stem + ".png")
+    output = output_path(_OUTPUT.value, _WORKDIR.value, "comparison.json")
+    write_json(output, results)
+    stem = os.path.splitext(output)[0]
+    with open(stem + ".md", "w") as f:
+        f.write(text + "\n")
+    plot_losses(_CONFIG.value, _WORKDIR.value, stem + ".png")
+    print(f"wrote {output}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Speed of the MSE runner: the full ``performer_fig2`` sweep from an empty workdir, timed end to end.
 
-Run: ``python -m experiments.benchmark_mse`` (``make benchmark``). The sweep is 73 angles x 20
+Run: ``python -m experiments.benchmarks.mse`` (``make benchmark``). The sweep is 73 angles x 20
 lengths x {trig, positive}, m = 64, d = 16, 10^4 Monte Carlo repetitions per point; the target is
 under 60 s on a 2-core CPU. Prints the wall time (compilation, closed forms, figures and report
 included) and the feature evaluations per second (scalar φ_i(x) values computed, for x and y), and
@@ -19,10 +19,14 @@ import jax
 from absl import flags
 
 from configs import performer_fig2
-from experiments import run_main, runner
-from experiments.tables import write_json
+from experiments.cli import run_main
+from experiments.report import output_path, write_json
+from experiments.sweeps import runner
 
-_OUTPUT = flags.DEFINE_string("output", "results/benchmark_mse_cpu.json", "Where the JSON summary is written.")
+_OUTPUT = flags.DEFINE_string("output", None, "JSON path; default <workdir>/benchmark_mse.json.")
+_WORKDIR = flags.DEFINE_string(
+    "workdir", "workdir/benchmarks", "Where the JSON (and figure) go unless --output is given."
+)
 _VARIANT = flags.DEFINE_string("variant", "", "Config variant of performer_fig2 ('' = the full sweep).")
 
 
@@ -55,7 +59,9 @@ def main(argv):
     }
     print(json.dumps(summary, indent=2))
     print(f"\nFull performer_fig2 sweep: {seconds:.1f} s wall, {evaluations / seconds:.3g} feature evaluations/s.")
-    write_json(_OUTPUT.value, summary)
+    output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_mse.json")
+    write_json(output, summary)
+    print(f"wrote {output}")
 
 
 if __name__ == "__main__":

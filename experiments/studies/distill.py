@@ -1,7 +1,7 @@
-"""Hedgehog attention distillation of a trained exact-attention model (see :mod:`experiments.distillation`).
+"""Hedgehog attention distillation of a trained exact-attention model (see :mod:`experiments.studies.distillation`).
 
-  python -m experiments.distill --config configs/distill.py --workdir workdir/distill
-  python -m experiments.distill --config configs/distill.py:quick --workdir /tmp/distill
+  python -m experiments.studies.distill --config configs/distill.py --workdir workdir/distill
+  python -m experiments.studies.distill --config configs/distill.py:quick --workdir /tmp/distill
 
 Trains (or reads back) the teacher, the distilled and fine-tuned student and the Hedgehog-from-scratch
 baseline in the workdir, prints the table and writes ``distill.json`` / ``distill.md`` there (and the
@@ -13,11 +13,11 @@ from __future__ import annotations
 from absl import flags
 from ml_collections import config_flags
 
-from experiments import run_main, run_training
-from experiments.distillation import run, table
-from experiments.tables import write_json
+from experiments.cli import run_main, run_training, shipped_config
+from experiments.report import write_json
+from experiments.studies.distillation import run, table
 
-_CONFIG = config_flags.DEFINE_config_file("config", "configs/distill.py", "Distillation config.")
+_CONFIG = config_flags.DEFINE_config_file("config", shipped_config("distill.py"), "Distillation config.")
 _WORKDIR = flags.DEFINE_string("workdir", "workdir/distill", "Where the teacher, student and scratch runs go.")
 _OUTPUT = flags.DEFINE_string("output", "", "Also write the JSON here (e.g. results/distill_cpu.json).")
 

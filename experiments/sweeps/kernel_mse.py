@@ -1,13 +1,16 @@
-"""Measurements of one cell group: kernel-estimator MSE (closed form + Monte Carlo) and attention error.
+"""The kernel_mse experiment: closed-form and Monte Carlo MSE of kernel estimates at pairs (x, y).
 
-Monte Carlo is jitted and vmapped over repetitions and sweep points. Repetition ``r`` of a group
-draws its projection from ``fold_in(key(group seed), r)``, so a cell's numbers depend on the seed
-and the cell only — not on the batch size, on the other cells or on an interrupted earlier run.
-Repetitions are processed in batches of at most ``config.batch_elements`` feature values, so memory
-stays bounded for any repetition count.
+Each cell is one (estimator, projection kind, m, |x| = |y| = l, angle t) of a sweep; its record holds the
+exact kernel, the closed-form MSE (NaN where none is known), a published bound where one exists, and the
+Monte Carlo MSE over ``config.repetitions`` independent projections with its standard error. Monte Carlo is
+jitted and vmapped over repetitions and sweep points. Repetition ``r`` of a group draws its projection from
+``fold_in(key(group seed), r)``, so a cell's numbers depend on the seed and the cell only — not on the batch
+size, on the other cells or on an interrupted earlier run. Repetitions are processed in batches of at most
+``config.batch_elements`` feature values, so memory stays bounded for any repetition count.
 
-Relative errors ``U = K̂/K - 1`` are accumulated (``K`` the exact kernel), which keeps the moments
-in float32 range on the device; ``MSE = K² E[U²]`` and its standard error are formed in float64.
+Relative errors ``U = K̂/K - 1`` are accumulated (``K`` the exact kernel), which keeps the moments in float32
+range on the device; ``MSE = K² E[U²]`` and its standard error are formed in float64. The generic analysis
+(:func:`kernel_agreement`) holds every cell's Monte Carlo to its closed form.
 """
 
 from __future__ import annotations
@@ -20,11 +23,49 @@ from collections.abc import Iterator
 import jax
 import jax.numpy as jnp
 import numpy as np
+from matplotlib.figure import Figure
 
 import rfa
-from experiments import query_key_sets
-from experiments.sweep import DATASETS, Cell, group_seed
+from experiments.report import Analysis, Verdict, fmt, image_link, markdown_table, save_figure, select
+from experiments.sweeps import checks
+from experiments.sweeps.cells import Cell, estimator_params, group_seed
+from experiments.sweeps.registry import ExperimentKind, register_experiment_kind
 from rfa.random_features.kernels import KERNELS
+from rfa.workdir import ConfigError
+
+AGREEMENT_SIGMAS = 4.0
+MEANINGFUL_ERROR = 0.15  # largest predicted relative error of a Monte Carlo MSE that is tested (4 SE = 60%)
+GEOMETRIES = ("norm_angle",)
+
+
+def check(config) -> None:
+    """The kernel_mse fields: repetitions, the geometry of the pairs, ``max_relative_error``."""
+    checks.positive_int(config.repetitions, "config.repetitions")
+    if config.repetitions < 2:
+        raise ConfigError(f"config.repetitions must be >= 2 for a standard error, got {config.repetitions}.")
+    if config.geometry.kind not in GEOMETRIES:
+        raise ConfigError(f"config.geometry.kind must be one of {list(GEOMETRIES)}, got {config.geometry.kind!r}.")
+    checks.sequence(config.geometry.norms, "geometry.norms", checks.positive, "norm")
+    checks.sequence(config.geometry.angles, "geometry.angles", checks.finite, "angle")
+    if not config.max_relative_error >= 0:
+        value = config.max_relative_error
+        raise ConfigError(f"config.max_relative_error must be >= 0 (0: never skip), got {value}.")
+    if config.dim < 2:
+        raise ConfigError(f"config.dim must be >= 2 to place two vectors at an angle, got {config.dim}.")
+
+
+def check_estimator(config, fm) -> None:
+    if fm.kernel is None:
+        raise ConfigError(
+            f"config.estimators: {fm.name!r} estimates no kernel (Estimator.kernel is None), so it has no kernel "
+            "MSE; compare it in the attention_error experiment."
+        )
+
+
+def points(config) -> list[tuple]:
+    """``(("norm", l), ("angle", t))`` for every norm and angle of ``config.geometry``."""
+    geometry = config.geometry
+    return [(("norm", float(n)), ("angle", float(a))) for n in geometry.norms for a in geometry.angles]
 
 
 def pair_vectors(norms, angles, dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -44,11 +85,6 @@ def cell_vectors(cells: list[Cell], dim: int) -> tuple[np.ndarray, np.ndarray]:
     """:func:`pair_vectors` of each cell's (norm, angle)."""
     points = [dict(cell.point) for cell in cells]
     return pair_vectors([p["norm"] for p in points], [p["angle"] for p in points], dim)
-
-
-def estimator_params(config, estimator: str) -> dict:
-    """The fixed parameters ``config.feature_params[estimator]`` of ``estimator`` (empty if none)."""
-    return dict(config.feature_params.get(estimator, {}))
 
 
 def _exact_kernel(estimator: str, x, y) -> np.ndarray:
@@ -139,7 +175,7 @@ def _projection_size(kind: str, num_features: int, dim: int) -> int:
     return (math.ceil(num_features / dim) * dim * dim if kind != "iid" else 0) + 2 * num_features * dim
 
 
-def measure_kernel_mse(config, cell_group: list[Cell], done=lambda cell: False) -> Iterator[tuple[Cell, dict]]:
+def measure(config, cell_group: list[Cell], context=None, done=lambda cell: False) -> Iterator[tuple[Cell, dict]]:
     """Closed-form and Monte Carlo MSE of the cells of one (estimator, projection, m) group not ``done``.
 
     Points are split into chunks from the whole group, so a resumed group computes every chunk
@@ -207,160 +243,113 @@ def _kernel_record(theory, exact, predicted, index, mse, se, repetitions, evalua
     }
 
 
-def attention_inputs(config, input_scale: float) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``q, k ~ N(0, s²)`` and ``v ~ N(0, 1)`` for every seed: ``[seeds, L, 1, d]`` each (one head)."""
-    key = jax.random.key(group_seed(config.seed, ("inputs", float(input_scale))))
-    shape = (config.num_seeds, config.length, 1, config.dim)
-    q_key, k_key, v_key = jax.random.split(key, 3)
-    return (
-        input_scale * jax.random.normal(q_key, shape),
-        input_scale * jax.random.normal(k_key, shape),
-        jax.random.normal(v_key, shape),
-    )
+def agreement(record: dict) -> tuple[float, str]:
+    """``z = (MC - closed form) / SE`` and a verdict: "yes" (``|z| <= 4``), "no", or why there is no test.
 
-
-@jax.jit
-def _exact_outputs(q, k, v):
-    """Exact attention of every seed, one at a time (each holds an L x L matrix)."""
-    return jax.lax.map(lambda qkv: rfa.softmax_attention(*qkv), (q, k, v))
-
-
-@functools.partial(jax.jit, static_argnames=("estimator", "kind", "num_features", "params"))
-def _attention_errors(keys, q, k, v, exact, *, estimator, kind, num_features, params):
-    """Per seed: MSE of the kernelized output and of the "mean of V" output against exact attention."""
-
-    def one(key, q, k, v, exact):
-        W, sampled = rfa.feature_map(estimator).draw(key, num_features, q.shape[-1], kind=kind)
-        feature_params = {**dict(params), **sampled}
-        out = rfa.kernelized_attention(q, k, v, feature_map=estimator, projection=W, feature_params=feature_params)
-        baseline = jnp.broadcast_to(jnp.mean(v, axis=0), v.shape)
-        return jnp.mean((out - exact) ** 2), jnp.mean((baseline - exact) ** 2)
-
-    return jax.vmap(one)(keys, q, k, v, exact)
-
-
-class AttentionInputs:
-    """Inputs and exact outputs per input scale, made once per run and shared by every group."""
-
-    def __init__(self, config):
-        self.config = config
-        self._cache = {}
-
-    def __call__(self, input_scale: float):
-        if input_scale not in self._cache:
-            q, k, v = attention_inputs(self.config, input_scale)
-            self._cache[input_scale] = (q, k, v, _exact_outputs(q, k, v))
-        return self._cache[input_scale]
-
-
-def measure_attention_error(
-    config, cell_group: list[Cell], inputs: AttentionInputs, done=lambda cell: False
-) -> Iterator[tuple[Cell, dict]]:
-    """Attention-output MSE over ``config.num_seeds`` seeds for one (estimator, projection, m) group."""
-    estimator, kind, m = cell_group[0].group
-    base_key = jax.random.key(group_seed(config.seed, cell_group[0].group))
-    keys = jax.vmap(lambda s: jax.random.fold_in(base_key, s))(jnp.arange(config.num_seeds))
-    values_per_seed = config.length * rfa.feature_map(estimator).num_outputs(m, config.dim) * 2
-    seeds_per_batch = min(config.num_seeds, max(1, config.batch_elements // values_per_seed))
-    for cell in cell_group:
-        if done(cell):
-            continue
-        began = time.perf_counter()
-        q, k, v, exact = inputs(dict(cell.point)["input_scale"])
-        errors, baselines = [], []
-        for first in range(0, config.num_seeds, seeds_per_batch):
-            # Pad the last batch with the first seeds so every batch has one shape (one compilation).
-            index = np.arange(first, first + seeds_per_batch) % config.num_seeds
-            error, baseline = _attention_errors(
-                keys[index], q[index], k[index], v[index], exact[index], estimator=estimator, kind=kind, num_features=m,
-                params=tuple(estimator_params(config, estimator).items()),
-            )  # fmt: skip
-            keep = min(seeds_per_batch, config.num_seeds - first)
-            errors.append(np.asarray(error, np.float64)[:keep])
-            baselines.append(np.asarray(baseline, np.float64)[:keep])
-        errors, baselines = np.concatenate(errors), np.concatenate(baselines)
-        yield (
-            cell,
-            {
-                "mse": float(errors.mean()),
-                "standard_error": float(errors.std(ddof=1) / math.sqrt(len(errors))) if len(errors) > 1 else math.nan,
-                "mean_of_v_mse": float(baselines.mean()),
-                "seeds": len(errors),
-                "seconds": time.perf_counter() - began,
-            },
-        )
-
-
-def measure_fit_objective(config, cell_group: list[Cell], sets, done=lambda cell: False) -> Iterator[tuple[Cell, dict]]:
-    """Per dataset: one estimator fitted to each head's queries and keys, its closed-form variance over all pairs.
-
-    Records the means over query-key pairs (and heads) of ``log V`` (one vector's variance) and of
-    ``log((V + SM²)/SM²)``, the log second moment the DERF fits minimise, and a Monte Carlo check of
-    ``V`` at ``config.pairs_checked`` pairs per head (``config.repetitions`` one-vector draws each): of
-    the pairs ``(i, 7i + 3 mod n)``, those with the smallest predicted Monte Carlo error, compared where
-    that error is small (as in the kernel sweeps), counted as heavy-tailed elsewhere.
+    SE is the predicted standard error ``closed form × predicted_relative_error`` where it exists
+    (the sample standard error underestimates itself for heavy-tailed estimates), else the sample
+    one. Cells whose predicted relative error exceeds ``MEANINGFUL_ERROR`` are "heavy tails": their
+    Monte Carlo mean is dominated by draws too rare to have been seen, so it tests nothing.
     """
-    estimator = cell_group[0].estimator
-    fm = rfa.feature_map(estimator)
-    base_key = jax.random.key(group_seed(config.seed, cell_group[0].group))
-    for cell in cell_group:
-        if done(cell):
-            continue
-        began = time.perf_counter()
-        name = dataset_name(cell)
-        q_sets, k_sets = sets(name)
-        log_variances, objectives, z_scores, heavy = [], [], [], 0
-        for head, (q, k) in enumerate(zip(q_sets, k_sets, strict=True)):
-            params = query_key_sets.fitted_params(fm, estimator_params(config, estimator), q, k)
-            x, y = q[:, None], k[None]
-            log_var = np.asarray(rfa.theory.log_mse(estimator, x, y, 1, **params), np.float64)
-            log_sm_sq = 2 * np.sum(x.astype(np.float64) * y, -1)
-            log_variances.append(log_var.ravel())
-            objectives.append((np.logaddexp(log_var, log_sm_sq) - log_sm_sq).ravel())
-            # Checked: the pairs (i, 7i + 3 mod n) whose Monte Carlo is most informative (smallest predicted error).
-            pairs = np.arange(len(q))
-            xc, yc = q[pairs], k[(pairs * 7 + 3) % len(k)]
-            predicted = predicted_relative_error(estimator, xc, yc, 1, config.repetitions, **params)
-            checked = np.argsort(np.nan_to_num(predicted, nan=np.inf), kind="stable")[: config.pairs_checked]
-            xc, yc, predicted = xc[checked], yc[checked], predicted[checked]
-            exact = np.exp(np.sum(xc.astype(np.float64) * yc, -1))
-            theory = np.asarray(rfa.theory.mse(estimator, xc, yc, 1, **params), np.float64)
-            draws = np.asarray(_one_vector_estimates(
-                jax.random.fold_in(base_key, head), xc, yc, {n: jnp.asarray(v) for n, v in params.items()},
-                estimator=estimator, repetitions=config.repetitions,
-            ), np.float64)  # fmt: skip
-            monte_carlo = np.mean((draws - exact) ** 2, axis=0)
-            compared = predicted <= 0.15
-            heavy += int(np.sum(~compared))
-            z_scores += list(((monte_carlo - theory) / (theory * predicted))[compared])
-        z = np.abs(np.asarray(z_scores))
-        yield (
-            cell,
-            {
-                "dataset_name": name,
-                "mean_log_variance": float(np.mean(np.concatenate(log_variances))),
-                "objective": float(np.mean(np.concatenate(objectives))),
-                "pairs_compared": len(z),
-                "pairs_agreeing": int(np.sum(z <= 4.0)),
-                "pairs_heavy_tailed": heavy,
-                "max_abs_z": float(z.max()) if len(z) else math.nan,
-                "heads": len(q_sets),
-                "seconds": time.perf_counter() - began,
-            },
+    theory, monte_carlo = record["mse_theory"], record["mse_monte_carlo"]
+    if math.isnan(monte_carlo):
+        return math.nan, "not run"
+    if math.isnan(theory):
+        return math.nan, "no closed form"
+    if theory == 0:  # an exact estimator: Monte Carlo sees float32 rounding only
+        return 0.0, "yes" if monte_carlo <= 1e-6 * record["kernel"] ** 2 else "no"
+    predicted = record.get("predicted_relative_error", math.nan)
+    se = theory * predicted if predicted > 0 else record["standard_error"]
+    z = (monte_carlo - theory) / se
+    if predicted > MEANINGFUL_ERROR:
+        return z, "heavy tails"
+    return z, "yes" if abs(z) <= AGREEMENT_SIGMAS else "no"
+
+
+def agreement_counts(records: list[dict]) -> dict[str, int]:
+    """How many cells :func:`agreement` calls "yes", "no", "heavy tails", "not run" and "no closed form"."""
+    verdicts = [agreement(r)[1] for r in records]
+    return {v: verdicts.count(v) for v in ("yes", "no", "heavy tails", "not run", "no closed form")}
+
+
+def agreement_claim(counts: dict[str, int]) -> str:
+    compared = counts["yes"] + counts["no"]
+    return f"{counts['yes']}/{compared} compared cells within {AGREEMENT_SIGMAS:g} SE of the closed form"
+
+
+def agreement_verdict(records: list[dict]) -> Verdict:
+    """Performer Lemma 2 (and every closed form): reproduced when every compared cell agrees with Monte Carlo.
+
+    Example:
+      >>> cell = {"mse_theory": 1.0, "mse_monte_carlo": 1.02, "predicted_relative_error": 0.01, "kernel": 1.0}
+      >>> agreement_verdict([cell]).line("performer_lemma2")  # z = 2
+      'performer_lemma2 — reproduced: closed-form MSE vs Monte Carlo: 1/1 compared cells within 4 SE ...'
+      >>> agreement_verdict([dict(cell, mse_monte_carlo=1.05)]).reproduced  # z = 5
+      False
+    """
+    counts = agreement_counts(records)
+    compared = counts["yes"] + counts["no"]
+    claim = (
+        f"closed-form MSE vs Monte Carlo: {agreement_claim(counts)} "
+        f"({counts['heavy tails']} heavy-tailed, {counts['not run']} not run)"
+    )
+    return Verdict(compared > 0 and counts["no"] == 0, claim)
+
+
+def pair_points(records: list[dict]) -> list[tuple[float, float]]:
+    """The sweep's (norm, angle) points, sorted."""
+    return sorted({(r["norm"], r["angle"]) for r in records})
+
+
+def monte_carlo_records(records: list[dict]) -> list[dict]:
+    """The cells where Monte Carlo ran."""
+    return [r for r in records if not math.isnan(r["mse_monte_carlo"])]
+
+
+def kernel_agreement(config, records: list[dict], workdir: str, *, table: bool = True) -> Analysis:
+    """Closed form vs Monte Carlo for every cell: a scatter plot and (if ``table``) a table with z-scores."""
+    measured = monte_carlo_records(records)
+    fig = Figure(layout="constrained", figsize=(5.5, 5))
+    ax = fig.subplots()
+    for estimator in config.estimators:
+        for kind in config.projections:
+            rows = [r for r in select(measured, estimator=estimator, projection=kind) if r["mse_theory"] > 0]
+            if rows:
+                ax.errorbar(
+                    [r["mse_theory"] for r in rows],
+                    [r["mse_monte_carlo"] for r in rows],
+                    yerr=[r["standard_error"] for r in rows],
+                    fmt="o",
+                    ms=4,
+                    label=f"{estimator} ({kind})",
+                )
+    limits = [min(ax.get_xlim()[0], ax.get_ylim()[0]), max(ax.get_xlim()[1], ax.get_ylim()[1])]
+    ax.plot(limits, limits, "k--", lw=1, label="Monte Carlo = closed form")
+    ax.set(xscale="log", yscale="log", xlabel="closed-form MSE", ylabel="Monte Carlo MSE")
+    ax.set_title(f"{config.name}: d = {config.dim}, {config.repetitions} repetitions")
+    ax.legend(fontsize=8)
+    figure = save_figure(fig, workdir, "theory_vs_monte_carlo.png")
+    rows = []
+    for r in records:
+        z, verdict = agreement(r)
+        rows.append(
+            [r["estimator"], r["projection"], fmt(r["m"]), fmt(r["norm"]), fmt(r["angle"]), fmt(r["kernel"])]
+            + [fmt(r["mse_theory"]), fmt(r["mse_monte_carlo"]), fmt(r["standard_error"]), fmt(z)]
+            + [verdict if verdict != "no" else "**no**"]
         )
+    counts = agreement_counts(records)
+    header = ["estimator", "W", "m", "norm", "angle", "SM(x, y)", "MSE closed form", "MSE Monte Carlo", "SE", "z"]
+    sections = [
+        f"## Closed form vs Monte Carlo\n\n**{counts['yes']} of {counts['yes'] + counts['no']}** compared cells "
+        f"agree within {AGREEMENT_SIGMAS:g} standard errors (z = (MC − closed form)/SE, SE predicted from the "
+        f"closed-form fourth moment where it exists). Not compared: {counts['heavy tails']} cells with heavy tails "
+        f"(predicted Monte Carlo relative error above {MEANINGFUL_ERROR:g}: the sample mean misses the rare draws "
+        f"that carry the MSE and falls below the closed form) and {counts['not run']} cells not run "
+        f"(predicted error above `max_relative_error` = {config.max_relative_error:g}).",
+        image_link(figure),
+        *([markdown_table([*header, "agrees"], rows)] if table else []),
+    ]
+    return Analysis(agreement_verdict(records), sections)
 
 
-def dataset_name(cell: Cell) -> str:
-    """The dataset name of an estimator_fit cell."""
-    return DATASETS[int(dict(cell.point)["dataset"])]
-
-
-@functools.partial(jax.jit, static_argnames=("estimator", "repetitions"))
-def _one_vector_estimates(key, x, y, params, *, estimator: str, repetitions: int) -> jax.Array:
-    """``[repetitions, pairs]`` estimates from one random vector each; compiled once per estimator and shape."""
-
-    def one(key):
-        W = rfa.sample_projection(key, 1, x.shape[-1], kind="iid")
-        return rfa.estimate_softmax_kernel(x, y, W, estimator, **params)
-
-    return jax.vmap(one)(jax.random.split(key, repetitions))
+register_experiment_kind(ExperimentKind("kernel_mse", check, check_estimator, points, measure, kernel_agreement))

@@ -1,8 +1,8 @@
 """Forward+backward time and peak memory of exact vs. kernelized attention.
 
 Run:
-  python -m experiments.benchmark_attention
-  python -m experiments.benchmark_attention --lengths 4096,8192 --chunk_size 128 --skip_exact_above 0
+  python -m experiments.benchmarks.attention
+  python -m experiments.benchmarks.attention --lengths 4096,8192 --chunk_size 128 --skip_exact_above 0
 
 Cases, all float32 with layout ``[batch, length, heads, head_dim]`` = ``[1, L, 8, 64]``:
   exact   ``jax.nn.dot_product_attention(q, k, v)`` (XLA implementation: materializes the L×L matrix);
@@ -56,7 +56,7 @@ hands them to it: one fit per batch row and head) is timed in turns with the est
 attention forward, and reported as a share of the forward and of the forward+backward.
 
 Results are printed as markdown tables and written as JSON to ``--output`` (default
-``results/benchmark_attention_<backend>.json``), with backend, device kind, jax version and date.
+``<workdir>/benchmark_attention_<backend>.json``), with backend, device kind, jax version and date.
 Timings on a shared CPU are noisy.
 """
 
@@ -72,9 +72,9 @@ import jax.numpy as jnp
 from absl import flags
 
 import rfa
-from experiments import run_main
-from experiments.benchmarking import environment, memory_bytes, run_once, timing_summary
-from experiments.tables import markdown_table, write_json
+from experiments.benchmarks.common import environment, memory_bytes, run_once, timing_summary
+from experiments.cli import run_main
+from experiments.report import markdown_table, output_path, write_json
 
 BATCH, HEADS, HEAD_DIM, NUM_FEATURES = 1, 8, 64, 256
 CASES = ("exact", "bidir", "causal", "gated")
@@ -85,7 +85,10 @@ _LENGTHS = flags.DEFINE_list("lengths", ["1024", "2048", "4096", "8192"], "Seque
 _REPEATS = flags.DEFINE_integer("repeats", 10, "Most timed runs per case (after one warm-up run).")
 _MIN_REPEATS = flags.DEFINE_integer("min_repeats", 3, "Fewest timed runs per case.")
 _TIME_BUDGET = flags.DEFINE_float("time_budget_s", 20.0, "Approximate seconds of timed runs per case.")
-_OUTPUT = flags.DEFINE_string("output", None, "JSON path; default results/benchmark_attention_<backend>.json.")
+_OUTPUT = flags.DEFINE_string("output", None, "JSON path; default <workdir>/benchmark_attention_<backend>.json.")
+_WORKDIR = flags.DEFINE_string(
+    "workdir", "workdir/benchmarks", "Where the JSON (and figure) go unless --output is given."
+)
 _CHUNK_SIZE = flags.DEFINE_integer("chunk_size", 64, "Tokens per chunk of the causal kernelized form.")
 _SKIP_EXACT_ABOVE = flags.DEFINE_integer("skip_exact_above", None, "Skip exact attention for L above this.")
 _MATMUL_SIZE = flags.DEFINE_integer("matmul_size", 8192, "n of the n×n float32 matmul timed as GPU peak.")
@@ -107,7 +110,7 @@ def reexecute_with_huge_pages() -> None:
         return
     os.execve(
         sys.executable,
-        [sys.executable, "-m", "experiments.benchmark_attention", *sys.argv[1:]],
+        [sys.executable, "-m", "experiments.benchmarks.attention", *sys.argv[1:]],
         {**os.environ, "GLIBC_TUNABLES": HUGE_PAGES_TUNABLE},
     )
 
@@ -384,7 +387,7 @@ def main(argv):
         print(f"\nEstimators at L = {estimators['length']}, m = {NUM_FEATURES}:\n" + estimators_table(estimators))
     if peak is not None:
         print("\n" + flops_table(results, peak))
-    output = _OUTPUT.value or f"results/benchmark_attention_{env['backend']}.json"
+    output = output_path(_OUTPUT.value, _WORKDIR.value, f"benchmark_attention_{env['backend']}.json")
     write_json(output, {"environment": env, "config": config(), "matmul_peak": peak, "results": results,
                         "estimators": estimators})  # fmt: skip
     print(f"\nwrote {output}")

@@ -1,6 +1,6 @@
 """Time per decoded token against position: exact attention (KV cache) vs kernelized (recurrent state).
 
-Run: ``python -m experiments.benchmark_decoding`` (``make benchmark``). A ``tiny`` decoder-only
+Run: ``python -m experiments.benchmarks.decoding`` (``make benchmark``). A ``tiny`` decoder-only
 model (d_model 32, 4 heads, 2 layers) decodes tokens from positions 128 .. 8192, batch 1. The
 exact model's KV cache holds only the tokens up to the last timed one (``position + steps`` slots),
 so its step costs O(position); the kernelized models' state ``(S, z)`` has a fixed size, so their step should cost the
@@ -20,14 +20,17 @@ import numpy as np
 from absl import flags
 from flax import nnx
 
-from experiments import run_main
-from experiments.tables import markdown_table, write_json
+from experiments.cli import run_main
+from experiments.report import markdown_table, output_path, write_json
 from rfa.models import AttentionConfig, Decoder, preset
 
 _POSITIONS = flags.DEFINE_list("positions", ["128", "512", "2048", "8192"], "Decoding positions to time.")
 _STEPS = flags.DEFINE_integer("steps", 64, "Tokens decoded per timed call (one jitted scan).")
 _REPEATS = flags.DEFINE_integer("repeats", 20, "Timed calls per position (median reported).")
-_OUTPUT = flags.DEFINE_string("output", "results/benchmark_decoding_cpu.json", "Where the JSON is written.")
+_OUTPUT = flags.DEFINE_string("output", None, "JSON path; default <workdir>/benchmark_decoding.json.")
+_WORKDIR = flags.DEFINE_string(
+    "workdir", "workdir/benchmarks", "Where the JSON (and figure) go unless --output is given."
+)
 KINDS = {
     "exact": AttentionConfig(),
     "kernelized": AttentionConfig("positive", 64),
@@ -95,7 +98,9 @@ def main(argv):
         "kernelized_ratio_last_vs_first": ratios["kernelized"],
         "gated_ratio_last_vs_first": ratios["gated"],
     }
-    write_json(_OUTPUT.value, summary)
+    output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_decoding.json")
+    write_json(output, summary)
+    print(f"\nwrote {output}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,126 @@
+"""What every command line of the experiments shares: starting, the shipped configs, the user's modules, errors.
+
+Commands run from any directory once rfa is installed: ``--config configs/sort.py:positive`` names a shipped
+config (the ``configs`` package installed with rfa) when no such file exists where you stand, and a module
+named in ``config.modules`` is imported from the current directory (no ``PYTHONPATH`` needed;
+:func:`rfa.workdir.import_modules`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from typing import TypeVar
+
+from absl import app, flags, logging
+
+from rfa.data import DatasetMissingError
+from rfa.train import CheckpointError, TrainingInterrupted
+from rfa.workdir import ConfigError
+
+T = TypeVar("T")
+
+INTERRUPTED_STATUS = 130  # 128 + SIGINT, what shells expect of a program stopped by Ctrl-C
+SHIPPED_CONFIGS = os.path.dirname(importlib.import_module("configs").__file__)
+
+
+def shipped_config(name: str) -> str:
+    """The path of a config shipped with rfa, e.g. ``shipped_config("sort.py")``.
+
+    Example:
+      >>> os.path.basename(shipped_config("performer_fig2.py"))
+      'performer_fig2.py'
+    """
+    return os.path.join(SHIPPED_CONFIGS, name)
+
+
+def resolve_config(value: str) -> str:
+    """A ``--config`` value ``PATH[:ARG]`` with PATH made a shipped config's path where no file PATH exists and
+    ``configs/NAME.py`` (or ``NAME.py``) names one; anything else is returned as it is.
+
+    Example:
+      >>> resolve_config("sort.py:positive,quick") == shipped_config("sort.py") + ":positive,quick"  # no ./sort.py
+      True
+    """
+    path, colon, arg = value.partition(":")
+    if os.path.exists(path):
+        return value
+    name = path.removeprefix("configs/").removeprefix("configs" + os.sep)
+    if os.sep not in name and "/" not in name and os.path.exists(shipped_config(name)):
+        return shipped_config(name) + colon + arg
+    return value
+
+
+def resolve_config_arguments(argv: list[str]) -> list[str]:
+    """``argv`` with the value of every ``--config`` flag (``--config=V`` or ``--config V``) resolved."""
+    resolved, previous = [], None
+    for arg in argv:
+        if previous == "--config":
+            arg = resolve_config(arg)
+        elif arg.startswith("--config="):
+            arg = "--config=" + resolve_config(arg.removeprefix("--config="))
+        resolved.append(arg)
+        previous = arg
+    return resolved
+
+
+def run_main(main: Callable[[list[str]], object]) -> None:
+    """``absl.app.run(main)`` with shipped configs found from any directory, library logs from WARNING up, and
+    an error of a config, data or checkpoint, or Ctrl-C, ending in one line.
+
+    absl raises Python's root logger to INFO once the flags are parsed, so every library's INFO
+    records would reach the terminal: JAX's probe of backends this machine does not have
+    ("Unable to initialize backend 'tpu'") in the middle of a progress bar, orbax and TFDS naming
+    every file they touch. The level stays WARNING unless ``--verbosity`` is given
+    (``--verbosity=0`` shows them). A ``KeyboardInterrupt`` ends the program with status 130 and
+    one line instead of a traceback: what a command finished is on disk, and running it again
+    resumes from there.
+
+    Args:
+      main: the command's ``main(argv)``.
+
+    Example:
+      >>> if __name__ == "__main__":
+      ...     run_main(main)
+    """
+
+    def quiet_main(argv):
+        if not flags.FLAGS["verbosity"].present:
+            logging.set_verbosity(logging.WARNING)
+        try:
+            return main(argv)
+        except KeyboardInterrupt:
+            print("interrupted; run the same command to resume from what is saved", file=sys.stderr)
+            sys.exit(INTERRUPTED_STATUS)
+        except (ConfigError, DatasetMissingError, CheckpointError) as error:
+            sys.exit(f"error: {error}")
+
+    app.run(quiet_main, argv=resolve_config_arguments(sys.argv))
+
+
+def run_training(work: Callable[..., T], *args, **kwargs) -> T:
+    """Runs a training command's work: a stop by SIGINT or SIGTERM (``rfa.train.TrainingInterrupted``, the last
+    step's checkpoint saved) ends the command with one line and status 128 + signal; errors of a config, data
+    or checkpoint end in one line (status 1).
+
+    Args:
+      work: e.g. ``rfa.train.train_and_evaluate``; ``args`` and ``kwargs`` are passed to it.
+
+    Example:
+      >>> import signal
+      >>> from rfa.train import TrainingInterrupted
+      >>> def stopped():
+      ...     raise TrainingInterrupted(6, signal.SIGINT, "/tmp/sort/checkpoints/6")
+      >>> run_training(stopped)  # and one line on stderr
+      Traceback (most recent call last):
+      SystemExit: 130
+    """
+    try:
+        return work(*args, **kwargs)
+    except (ConfigError, DatasetMissingError, CheckpointError) as error:
+        sys.exit(f"error: {error}")
+    except TrainingInterrupted as stop:
+        print(f"{stop}; run the same command to resume", file=sys.stderr)
+        sys.exit(stop.exit_status)

@@ -1,0 +1,163 @@
+"""What reports are made of: verdicts, analyses, numbers, tables, figures and JSON, for every experiment family.
+
+A sweep's analysis returns an :class:`Analysis` (the sections of ``report.md`` and a :class:`Verdict`);
+training studies and benchmarks print :func:`markdown_table` s and write :func:`write_json`; figures are
+saved with :func:`save_figure` and linked with :func:`image_link`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """Whether a run reproduces a published result, and the one-line evidence.
+
+    Attributes:
+      reproduced: every published value the analysis checks is matched within its tolerance.
+      claim: one line naming each measured value beside the published one.
+
+    Example:
+      >>> Verdict(True, "ratio 0.432 at l = 1, 90° (published 0.43)").line("performer_fig2")
+      'performer_fig2 — reproduced: ratio 0.432 at l = 1, 90° (published 0.43)'
+    """
+
+    reproduced: bool
+    claim: str
+
+    def line(self, name: str) -> str:
+        """The verdict as the first line of ``name``'s report and its line in the index."""
+        return f"{name} — {'reproduced' if self.reproduced else 'not reproduced'}: {self.claim}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Analysis:
+    """What an analysis returns: the report's markdown sections and the verdict (None: nothing published to check)."""
+
+    verdict: Verdict | None
+    sections: list[str]
+
+
+def fmt(value) -> str:
+    """A number with 3 significant digits, '—' for a missing one.
+
+    Example:
+      >>> fmt(0.123456), fmt(None), fmt(7), fmt(False)
+      ('0.123', '—', '7', '**no**')
+    """
+    if isinstance(value, str):
+        return value
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "**no**"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.3g}"
+
+
+def number(value: float | None, scale: float, form: str) -> str:
+    """``value * scale`` formatted, or "-" for a value a run did not measure.
+
+    Example:
+      >>> number(0.0123, 1e3, "{:.1f}"), number(None, 1, "{:.1f}")
+      ('12.3', '-')
+    """
+    return "-" if value is None else form.format(value * scale)
+
+
+def select(records: list[dict], **where) -> list[dict]:
+    """The records whose fields equal ``where`` (floats compared with a relative tolerance).
+
+    Example:
+      >>> select([{"m": 4, "norm": 1.0}, {"m": 8, "norm": 1.0}], m=8)
+      [{'m': 8, 'norm': 1.0}]
+    """
+
+    def matches(record):
+        return all(
+            math.isclose(record[k], v, rel_tol=1e-6) if isinstance(v, float) else record[k] == v
+            for k, v in where.items()
+        )
+
+    return [r for r in records if matches(r)]
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    """A GitHub markdown table, numbers right-aligned; cells are already formatted strings.
+
+    Example:
+      >>> print(markdown_table(["m", "MSE"], [["4", "0.1"]]))
+      | m | MSE |
+      |---:|---:|
+      | 4 | 0.1 |
+    """
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_json(path: str, data) -> None:
+    """Writes ``data`` as indented JSON to ``path``, creating its directory."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
+
+
+def output_path(output: str | None, workdir: str, name: str) -> str:
+    """Where a command writes its JSON: ``output`` if given, else ``<workdir>/<name>`` (committed results are
+    written only when asked for).
+
+    Example:
+      >>> output_path(None, "workdir/train", "comparison.json"), output_path("results/x.json", "w", "c.json")
+      ('workdir/train/comparison.json', 'results/x.json')
+    """
+    return output or os.path.join(workdir, name)
+
+
+def save_figure(fig, workdir: str, name: str) -> str:
+    """Saves a matplotlib figure as ``<workdir>/<name>`` (PNG, 120 dpi); returns ``name``."""
+    fig.savefig(os.path.join(workdir, name), dpi=120)
+    return name
+
+
+def image_link(name: str) -> str:
+    """The markdown that shows the figure ``name`` beside the report."""
+    return f"![{name}]({name})"
+
+
+def log_m_axis(ax, num_features) -> None:
+    """A log2 x-axis labelled with the feature counts m of a sweep."""
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted(num_features), [str(m) for m in sorted(num_features)])
+    ax.minorticks_off()
+    ax.set_xlabel("m (random vectors)")
+
+
+def training_table(results: list[dict]) -> str:
+    """Markdown of training runs' ``results.json``: one row per run (``experiments.studies.compare_kernels``).
+
+    Accuracy is per token (seq2seq, lm) or per example (classification); sequence accuracy is
+    the teacher-forced exact match of whole targets (seq2seq). An image model's architecture follows its task.
+    """
+    rows = []
+    for r in results:
+        rows.append([
+            r["task"] + (f" ({r['architecture']})" if "architecture" in r else ""),
+            r["attention"],
+            "-" if r["num_features"] is None else str(r["num_features"]),
+            f"{r['eval']['accuracy']:.3f}",
+            number(r["eval"].get("sequence_accuracy"), 1, "{:.3f}"),
+            number(r["eval"].get("perplexity"), 1, "{:.2f}"),
+            number(r["step_time_s"], 1e3, "{:.1f}"),
+            number(r["tokens_per_s"], 1e-3, "{:.0f}k"),
+            number(r["step_memory_bytes"], 2**-20, "{:.1f}"),
+        ])  # fmt: skip
+    header = ["task", "attention", "m", "accuracy", "sequence accuracy", "perplexity", "step (ms)", "tokens/s",
+              "step memory (MiB)"]  # fmt: skip
+    return markdown_table(header, rows)

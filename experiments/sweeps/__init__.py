@@ -1,0 +1,7 @@
+"""Sweeps: estimator experiments over feature counts, projections and inputs, and the reproductions built on them.
+
+An experiment kind (:mod:`~experiments.sweeps.kernel_mse`, :mod:`~experiments.sweeps.attention_error`,
+:mod:`~experiments.sweeps.estimator_fit`) says what a cell measures; a reproduction (one module each, e.g.
+:mod:`~experiments.sweeps.performer_fig2`) holds its published values and analysis. Both are one registration
+in :mod:`~experiments.sweeps.registry`; :func:`experiments.sweeps.runner.run` runs any sweep config.
+"""

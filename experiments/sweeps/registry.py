@@ -1,0 +1,139 @@
+"""The one registry of sweeps: experiment kinds and reproductions, each one entry.
+
+An :class:`ExperimentKind` is what a sweep measures (its checks, its points, its measurement of a cell group,
+its generic analysis); a :class:`Reproduction` is a published comparison: the experiment kind it sweeps,
+its analysis (figures, report sections, verdict), what its sweep must hold, and the module of its config.
+:func:`analyze` picks a sweep's analysis by ``config.name``; a sweep of another name gets its kind's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import ml_collections
+
+from experiments.report import Analysis, Verdict
+from rfa.workdir import ConfigError
+
+AnalyzeFn = Callable[[ml_collections.ConfigDict, list[dict], str], Analysis]
+
+
+@dataclasses.dataclass(frozen=True)
+class ExperimentKind:
+    """What one kind of sweep measures.
+
+    Attributes:
+      name: ``config.experiment``.
+      check: raises ``ConfigError`` for an invalid field of the kind's own (``config.repetitions``, ...).
+      check_estimator: ``(config, estimator)`` raises ``ConfigError`` for an estimator the kind cannot measure.
+      points: the sweep points of a config, each a tuple of ``(name, float)`` (a norm and an angle, ...).
+      measure: ``(config, cell_group, context, done) -> iterator of (cell, record)`` for a group of cells of one
+        ``(estimator, projection, m)`` not ``done``.
+      analyze: the generic analysis of its records (figures, sections; usually no verdict).
+      context: ``(config, workdir) -> shared inputs`` made once per run and passed to every ``measure``.
+    """
+
+    name: str
+    check: Callable[[ml_collections.ConfigDict], None]
+    check_estimator: Callable[[ml_collections.ConfigDict, Any], None]
+    points: Callable[[ml_collections.ConfigDict], list[tuple]]
+    measure: Callable[..., Iterator[tuple[Any, dict]]]
+    analyze: AnalyzeFn
+    context: Callable[[ml_collections.ConfigDict, str], Any] = lambda config, workdir: None
+
+
+@dataclasses.dataclass(frozen=True)
+class Reproduction:
+    """A published comparison that a sweep reproduces.
+
+    Attributes:
+      name: ``config.name`` of its sweeps (and, by default, its config ``configs/<name>.py``).
+      experiment: the experiment kind it sweeps.
+      analyze: its analysis: figures in the workdir, report sections and a :class:`Verdict`.
+      requirements: config field -> values the sweep must hold for the published comparison (a sweep overridden
+        without them gets its kind's analysis and a "not reproduced" verdict).
+      config: the module whose ``get_config(variant)`` gives its sweep (default ``configs.<name>``).
+    """
+
+    name: str
+    experiment: str
+    analyze: AnalyzeFn
+    requirements: dict[str, set] = dataclasses.field(default_factory=dict)
+    config: str | None = None
+
+    def get_config(self, variant: str) -> ml_collections.ConfigDict:
+        """Its sweep config in ``variant`` (``"quick"``, ``"full"``)."""
+        return importlib.import_module(self.config or f"configs.{self.name}").get_config(variant)
+
+
+_KINDS: dict[str, ExperimentKind] = {}
+_REPRODUCTIONS: dict[str, Reproduction] = {}
+
+
+def _with_shipped() -> None:
+    """Registers the shipped kinds and reproductions (their modules register themselves) before a lookup."""
+    importlib.import_module("experiments.sweeps.catalog")
+
+
+def register_experiment_kind(kind: ExperimentKind) -> ExperimentKind:
+    if kind.name in _KINDS:
+        raise ValueError(f"an experiment kind named {kind.name!r} is already registered.")
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def experiment_kind(name: str) -> ExperimentKind:
+    """The registered experiment kind ``name`` (a ``ConfigError`` naming the known ones otherwise)."""
+    _with_shipped()
+    if name not in _KINDS:
+        raise ConfigError(f"config.experiment must be one of {sorted(_KINDS)}, got {name!r}.")
+    return _KINDS[name]
+
+
+def register_reproduction(reproduction: Reproduction) -> Reproduction:
+    """Adds a reproduction (its experiment kind must be registered); an existing name is an error."""
+    if reproduction.experiment not in _KINDS:
+        experiment_kind(reproduction.experiment)  # the shipped kinds, or an error naming them
+    if reproduction.name in _REPRODUCTIONS:
+        raise ValueError(f"a reproduction named {reproduction.name!r} is already registered.")
+    _REPRODUCTIONS[reproduction.name] = reproduction
+    return reproduction
+
+
+def reproduction(name: str) -> Reproduction:
+    _with_shipped()
+    if name not in _REPRODUCTIONS:
+        raise ConfigError(f"unknown reproduction {name!r}; registered: {sorted(_REPRODUCTIONS)}.")
+    return _REPRODUCTIONS[name]
+
+
+def registered_reproductions() -> tuple[str, ...]:
+    """The names of the registered reproductions, in registration order."""
+    _with_shipped()
+    return tuple(_REPRODUCTIONS)
+
+
+def analyze(config: ml_collections.ConfigDict, records: list[dict], workdir: str) -> Analysis:
+    """Writes the figures of ``config``'s reproduction into ``workdir``; returns its report sections and verdict.
+
+    A sweep whose name is no reproduction gets the generic analysis of its experiment kind. A reproduction's
+    sweep overridden so that it lacks what the published comparison needs (say, fig2 without trig) gets the
+    generic analysis too, a note saying what is missing and a "not reproduced" verdict.
+    """
+    generic = experiment_kind(config.experiment).analyze  # (registers the shipped reproductions too)
+    if config.name not in _REPRODUCTIONS:
+        return generic(config, records, workdir)
+    found = _REPRODUCTIONS[config.name]
+    missing = {
+        field: sorted(needed - set(config[field]))
+        for field, needed in found.requirements.items()
+        if needed - set(config[field])
+    }
+    if missing:
+        note = f"The published comparison of {config.name} needs {missing} in the sweep; showing the generic analysis."
+        verdict = Verdict(False, f"the sweep lacks {missing}, which the published comparison needs")
+        return Analysis(verdict, [note, *generic(config, records, workdir).sections])
+    return found.analyze(config, records, workdir)
