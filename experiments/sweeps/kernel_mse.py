@@ -97,7 +97,7 @@ def predicted_relative_error(estimator: str, x, y, num_features: int, repetition
     For a mean of m iid estimates, ``E e⁴ = (μ₄ + 3(m-1)μ₂²)/m³`` and ``(E e²)² = μ₂²/m²``, so the
     ratio minus 1 is ``(κ - 3)/m + 2`` with the kurtosis ``κ = μ₄/μ₂²`` of one vector's estimate,
     whose central moments come from ``Theory.log_relative_moments``
-    (:func:`rfa.random_features.theory.central_moments`); NaN (unknown) where the variance is so
+    (:func:`rfa.random_features.closed_forms.central_moments`); NaN (unknown) where the variance is so
     small that μ₄ still drowns in rounding. An estimator whose estimate is no such mean gives
     ``E e⁴`` itself (``Theory.error_fourth_moment``, an upper bound: the prediction errs towards
     "heavy tails"). ``inf`` where the fourth moment is infinite, 0 where the estimator is exact,

@@ -1,6 +1,7 @@
 """Random projections, feature maps, kernel estimators and their closed-form theory."""
 
 from rfa.random_features import estimators, theory
+from rfa.random_features.closed_forms import optimal_gerf_parameter
 from rfa.random_features.feature_maps import (
     Estimator,
     FeatureMap,
@@ -16,7 +17,6 @@ from rfa.random_features.kernels import (
     softmax_kernel,
 )
 from rfa.random_features.projections import sample_phases, sample_projection
-from rfa.random_features.theory import optimal_gerf_parameter
 
 __all__ = [
     "Estimator",

@@ -31,7 +31,7 @@ from rfa._validation import check_floating, check_rank
 from rfa.random_features.projections import sample_projection
 
 if TYPE_CHECKING:
-    from rfa.random_features.theory import Theory
+    from rfa.random_features.closed_forms import Theory
 
 Array = jax.Array
 _HIGHEST = jax.lax.Precision.HIGHEST
@@ -127,7 +127,7 @@ class Estimator:
       params: the maps' keyword parameters, one :class:`Param` each.
       key_terms_fn: the key map when it differs from the query map (asymmetric estimators).
       positive: whether every feature is > 0, so that the attention normalizer is > 0.
-      theory: the closed forms (:class:`rfa.random_features.theory.Theory`), None if none is known.
+      theory: the closed forms (:class:`rfa.random_features.closed_forms.Theory`), None if none is known.
       fit: ``(q, k, keep_q, keep_k) -> {name: value}`` for the ``"fitted"`` parameters, from
         ``q [batch..., length_q, d]`` and ``k [batch..., length_k, d]`` (as the map sees them) and
         optional ``[batch..., length, 1]`` masks; the values broadcast against ``[batch..., length]``

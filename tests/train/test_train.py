@@ -175,7 +175,8 @@ def test_a_finished_workdir_is_not_retrained(sort_run):
 # experiments.train whose run sends itself signal argv[1] once step argv[2] is done (via on_step).
 TRAIN_SIGNALLED_AT = """
 import functools, os, signal, sys
-from experiments import run_main, train
+from experiments import train
+from experiments.cli import run_main
 
 signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C as in a terminal (a pytest-xdist worker ignores it)
 

@@ -71,7 +71,7 @@ def scan_chunks(phi_q, keys, key_log_mask, v_aug, log_decay, initial, precision)
     its last token. A scan over chunks carries ``(S, P)`` and does all of a chunk's work, so the
     states are never materialized as one array and a step's matmuls stay batched over rows. ``S`` is
     held transposed, ``[dv+1, F]``: XLA:CPU contracts a chunk's tokens into that orientation faster
-    than into ``[F, dv+1]`` (1.6x on the benchmark's shapes). ``initial = (S [rows, dv+1, F], P [rows, 1, 1])``.
+    than into ``[F, dv+1]`` (implementation notes in the docs). ``initial = (S [rows, dv+1, F], P [rows, 1, 1])``.
     """
     base_k, log_k = keys
     s_k = row_log_scale(log_k)

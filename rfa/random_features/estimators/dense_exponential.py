@@ -31,8 +31,8 @@ Nesting orders the objective: positive >= oprf >= saderf >= aderf and oprf >= sd
 and keys share one distribution, aderf and saderf fall back to oprf. Eigenvalues below 1e-6 of
 the largest are raised to it (the fit of M₁⁻¹ from fewer than d vectors is otherwise undefined).
 The second moments of sequences longer than 1024 tokens come from 1024 evenly strided ones (the
-means from all): any parameters give an unbiased estimator, and this keeps the fit a few percent
-of an attention forward pass at L = 4096.
+means from all): any parameters give an unbiased estimator, and this keeps the fit's cost a small
+fraction of an attention forward pass on long sequences (the docs' implementation notes measure it).
 
 Likhosherstov, Choromanski, Dubey, Liu, Sarlos, Weller, "Dense-Exponential Random Features: Sharp
 Positive Estimators of the Gaussian Kernel", arXiv 2302.00787 (2023).
@@ -47,6 +47,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from rfa._validation import is_concrete
+from rfa.random_features.closed_forms import (
+    COUPLED_PROJECTIONS,
+    Theory,
+    coupled_log_mse,
+    optimal_gerf_parameter,
+    pair_stats,
+)
 from rfa.random_features.estimators.softmax import (
     check_gerf_parameter,
     log_variance_from_exponent,
@@ -54,7 +61,6 @@ from rfa.random_features.estimators.softmax import (
     query_keep,
 )
 from rfa.random_features.feature_maps import FITTED, Estimator, Param, half_sq_norm, project, register_feature_map
-from rfa.random_features.theory import COUPLED_PROJECTIONS, Theory, coupled_log_mse, optimal_gerf_parameter, pair_stats
 
 Array = jax.Array
 _HIGHEST = jax.lax.Precision.HIGHEST

@@ -14,10 +14,10 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
+from rfa.random_features.closed_forms import Theory, log_one_minus_exp, pair_stats
 from rfa.random_features.estimators.softmax import cosine_log_moments
 from rfa.random_features.feature_maps import SAMPLED, Estimator, Param, no_log, project, register_feature_map
 from rfa.random_features.projections import sample_phases
-from rfa.random_features.theory import Theory, log_one_minus_exp, pair_stats
 
 
 def _gaussian_trig(x, W):

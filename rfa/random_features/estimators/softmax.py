@@ -19,7 +19,7 @@ Closed-form MSE with m iid vectors, ``z = x + y``, ``Δ = x - y`` (docs/referenc
   positive is A = 0, oprf is A = A*(|z|², d).
 
 For positive, gerf and oprf the orthogonal and simplex couplings of the rows have closed forms too
-(:func:`rfa.random_features.theory.coupled_log_mse`).
+(:func:`rfa.random_features.closed_forms.coupled_log_mse`).
 
 References: Rahimi & Recht, NeurIPS 2007 (trig); Choromanski et al., "Rethinking Attention with
 Performers", ICLR 2021, Lemma 2 and Thm. 2 (positive, hyperbolic); Likhosherstov et al., "Chefs'
@@ -36,17 +36,17 @@ import numpy as np
 from scipy.special import comb, logsumexp
 
 from rfa._validation import is_concrete
-from rfa.random_features.feature_maps import FITTED, Estimator, Param, half_sq_norm, project, register_feature_map
-from rfa.random_features.theory import (
+from rfa.random_features.closed_forms import (
     COUPLED_PROJECTIONS,
     Theory,
     check_phi_sq,
     coupled_log_mse,
     log_one_minus_exp,
     optimal_gerf_parameter,
-    orthogonal_mse_bound,
     pair_stats,
 )
+from rfa.random_features.feature_maps import FITTED, Estimator, Param, half_sq_norm, project, register_feature_map
+from rfa.random_features.theory import orthogonal_mse_bound
 
 Array = jax.Array
 

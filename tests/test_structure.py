@@ -1,0 +1,183 @@
+"""The shape of the code: small modules, no private name shared across modules, no import cycle, kinds in registries.
+
+Read from the source (AST), so a violation fails here before a reviewer has to find it.
+"""
+
+import ast
+import pathlib
+import re
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGES = ("rfa", "experiments", "configs")
+SOURCES = sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py"))
+MAX_LINES = 450
+
+
+def module_name(path: pathlib.Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in SOURCES}
+
+
+def imports(path: pathlib.Path) -> list[tuple[str, list[str], int]]:
+    """``(module, names, line)`` of every import of a project module in ``path`` (module level and inside
+    functions alike): ``names`` are the names taken from it (empty for ``import x``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in PACKAGES:
+            found.append((node.module, [a.name for a in node.names], node.lineno))
+        elif isinstance(node, ast.Import):
+            found += [(a.name, [], node.lineno) for a in node.names if a.name.split(".")[0] in PACKAGES]
+    return found
+
+
+def test_every_module_is_at_most_450_lines():
+    long = {str(p.relative_to(ROOT)): n for p in SOURCES if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"split these modules (over {MAX_LINES} lines): {long}"
+
+
+def test_no_private_name_is_imported_across_modules():
+    private = []
+    for path in SOURCES:
+        for module, names, line in imports(path):
+            taken = [n for n in names if n.startswith("_") and not n.startswith("__")]
+            if taken:
+                private.append(f"{path.relative_to(ROOT)}:{line} takes {taken} from {module}")
+    assert not private, "\n".join(private)
+
+
+def test_no_private_attribute_of_another_project_module_is_read():
+    """``module._name`` where ``module`` is a project module imported by this file."""
+    found = []
+    for path in SOURCES:
+        tree = ast.parse(path.read_text())
+        aliases = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in PACKAGES:
+                aliases |= {a.asname or a.name for a in node.names if f"{node.module}.{a.name}" in MODULES}
+            elif isinstance(node, ast.Import):
+                aliases |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name in MODULES}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                    and node.attr.startswith("_") and not node.attr.startswith("__")):  # fmt: skip
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} reads {node.value.id}.{node.attr}")
+    assert not found, "\n".join(found)
+
+
+def _graph() -> dict[str, set[str]]:
+    graph = {}
+    for name, path in MODULES.items():
+        targets = set()
+        for module, names, _ in imports(path):
+            submodules = {f"{module}.{n}" for n in names if f"{module}.{n}" in MODULES}
+            targets |= submodules or ({module} if module in MODULES else set())
+        graph[name] = targets - {name}
+    return graph
+
+
+def test_there_is_no_import_cycle():
+    graph, state, cycles = _graph(), {}, []
+
+    def visit(node, stack):
+        state[node] = "open"
+        for target in sorted(graph[node]):
+            if state.get(target) == "open":
+                cycles.append(" -> ".join([*stack[stack.index(target) :], target]))
+            elif target not in state:
+                visit(target, [*stack, target])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert not cycles, "\n".join(cycles)
+
+
+def test_the_layers_point_one_way():
+    """random_features <- attention <- models <- tasks <- train <- experiments; rfa never imports experiments or
+    configs, and configs import only configs.common (and rfa, for the commons)."""
+    order = ["rfa.random_features", "rfa.attention", "rfa.models", "rfa.tasks", "rfa.train"]
+    upward = []
+    for name, targets in _graph().items():
+        for target in targets:
+            if name.startswith("rfa") and target.split(".")[0] in ("experiments", "configs"):
+                upward.append(f"{name} -> {target}")
+            if name.startswith("configs.") and name != "configs.common" and target != "configs.common":
+                upward.append(f"{name} -> {target} (configs import only configs.common)")
+            rank = {layer: i for i, layer in enumerate(order)}
+            mine = next((rank[layer] for layer in order if name.startswith(layer)), None)
+            theirs = next((rank[layer] for layer in order if target.startswith(layer)), None)
+            if mine is not None and theirs is not None and theirs > mine:
+                upward.append(f"{name} -> {target}")
+    assert not upward, "\n".join(upward)
+
+
+# A branch on a task kind or an experiment kind by name: ``kind == "lm"``, ``task.kind in ("seq2seq", ...)``,
+# ``config.experiment == "kernel_mse"``. Kinds are asked of their registry entries instead.
+TASK_KINDS = ("seq2seq", "lm", "classification", "image_classification", "forecast")
+EXPERIMENT_KINDS = ("kernel_mse", "attention_error", "estimator_fit")
+BRANCH = re.compile(r"(\.kind|\bkind|\.experiment)\s*(==|!=|\bin\b|\bnot in\b)\s*[\(\[\{]?\s*[\"']([a-z_]+)[\"']")
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=[str(p.relative_to(ROOT)) for p in SOURCES])
+def test_no_string_branch_on_a_task_or_experiment_kind(path):
+    branches = [
+        f"line {i}: {line.strip()}"
+        for i, line in enumerate(path.read_text().splitlines(), 1)
+        for match in BRANCH.finditer(line)
+        if match.group(3) in TASK_KINDS + EXPERIMENT_KINDS
+    ]
+    assert not branches, "\n".join(branches)
+
+
+EXTRAS = ("tensorflow_datasets", "grain", "array_record", "ml_collections", "matplotlib", "sklearn",
+          "statsmodels", "tensorboardX", "tqdm")  # fmt: skip
+CORE = """
+import sys
+for name in {extras}:
+    sys.modules[name] = None  # an import of it fails: as if only the core (jax, flax, numpy) were installed
+import jax, jax.numpy as jnp
+from flax import nnx
+import rfa, rfa.models
+W = rfa.sample_projection(jax.random.key(0), 16, 8)
+q = jnp.ones((1, 6, 2, 8)) * 0.1
+out = rfa.kernelized_attention(q, q, q, feature_map="oprf", projection=W, is_causal=True,
+                               feature_params=rfa.feature_map("oprf").standard_params(8))
+mse = rfa.theory.mse("positive", jnp.ones(8) * 0.1, jnp.ones(8) * 0.2, 16)
+fn = rfa.make_attention_fn("positive", 16, head_dim=4, key=jax.random.key(1))
+y = nnx.MultiHeadAttention(2, 8, attention_fn=fn, decode=False, rngs=nnx.Rngs(0))(jnp.ones((1, 5, 8)))
+model = rfa.models.Decoder(rfa.models.preset("tiny", vocab_size=20), rngs=nnx.Rngs(0))
+print(out.shape, y.shape, model(jnp.ones((1, 4), jnp.int32)).shape, float(mse) > 0)
+"""
+
+
+def test_the_core_runs_with_jax_flax_and_numpy_only():
+    """Primitives, estimators, theory, the Flax adapter and the models import none of the extras."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", CORE.format(extras=EXTRAS)], capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["(1,", "6,", "2,", "8)", "(1,", "5,", "8)", "(1,", "4,", "20)", "True"]
+
+
+def test_every_shipped_task_has_a_config():
+    """Each registered task is trained by some shipped config (one of its variants: ``quick`` for the samples)."""
+    import importlib
+
+    from rfa.tasks import SHIPPED
+
+    named = set()
+    for path in sorted((ROOT / "configs").glob("*.py")):
+        module = importlib.import_module(f"configs.{path.stem}")
+        for arg in ("exact", "exact,quick"):
+            try:
+                named.add(module.get_config(arg).task)
+            except (AttributeError, ValueError, TypeError):  # a sweep or a study config: no task, or no such arg
+                continue
+    assert set(SHIPPED) <= named, f"no config trains {sorted(set(SHIPPED) - named)}"
