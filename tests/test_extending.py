@@ -163,11 +163,12 @@ def test_a_toy_reproduction_runs_through_experiments_mse_and_reproduce(outside):
     assert "- toy_agreement — reproduced" in index
 
 
-def test_shipped_configs_run_from_outside_the_checkout(outside, data_dir):
+def test_shipped_configs_run_from_outside_the_checkout(outside):
     """The README's commands name configs/<name>.py; outside the checkout the installed configs answer."""
-    _run(["experiments.train", "--config", "configs/sort.py:positive,quick", "--workdir", "sort",
-          f"--config.data_dir={data_dir}", "--config.num_train_steps=2"], outside)  # fmt: skip
-    assert json.loads((outside / "sort" / "results.json").read_text())["task"] == "sort"
-    done = subprocess.run([sys.executable, "-m", "experiments.train", "--config", "configs/nope.py", "--workdir", "x"],
+    one_cell = ["--config.repetitions=20", "--config.geometry.norms=(1.0,)", "--config.geometry.angles=(90.0,)"]
+    _run(["experiments.mse", "--config", "configs/performer_fig2.py:quick", "--workdir", "fig2", *one_cell], outside)
+    records = json.loads((outside / "fig2" / "results.json").read_text())
+    assert {r["estimator"] for r in records} == {"trig", "positive"} and len(records) == 2
+    done = subprocess.run([sys.executable, "-m", "experiments.mse", "--config", "configs/nope.py", "--workdir", "x"],
                           cwd=outside, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode != 0 and "configs/nope.py" in done.stderr
