@@ -26,17 +26,6 @@ PROJECTIONS = ("iid", "orthogonal", "simplex")
 DENSE_ANGLES = np.linspace(0.0, 180.0, 361)
 
 
-def relative_mse(estimator: str, norm: float, angles, m: int, dim: int, projection: str = "iid") -> np.ndarray:
-    """Closed-form ``MSE / K²`` at ``|x| = |y| = norm`` and the given angles (degrees)."""
-    x, y = pair_vectors(norm, angles, dim)
-    log_mse = np.asarray(rfa.theory.log_mse(estimator, x, y, m, projection=projection), np.float64)
-    return np.exp(log_mse - 2 * np.sum(x.astype(np.float64) * y, -1))
-
-
-def _relative_monte_carlo(record: dict) -> tuple[float, float]:
-    return record["mse_monte_carlo"] / record["kernel"] ** 2, record["standard_error"] / record["kernel"] ** 2
-
-
 def _sum_norm(record: dict) -> float:
     """``|x + y|`` of a cell: ``2 l cos(t/2)``."""
     return 2 * record["norm"] * abs(math.cos(math.radians(record["angle"]) / 2))
