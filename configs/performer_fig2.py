@@ -1,7 +1,7 @@
 """Performer Fig. 2: the ratio MSE_trig / MSE_positive over angle x length, closed form and Monte Carlo.
 
 |x| = |y| = l at angle t; the ratio is independent of m and d. The full sweep is 73 angles x 20
-lengths x {trig, positive} x 10^4 repetitions (the speed benchmark of the README).
+lengths x {trig, positive} x 10^4 repetitions (the speed benchmark of docs/results/benchmarks.md).
 
 Run:
   python -m experiments.mse --config configs/performer_fig2.py --workdir workdir/performer_fig2

@@ -1,7 +1,7 @@
 """rfa: random-feature (kernelized) attention in JAX.
 
 Functional primitives (projections, feature maps, kernel estimators, closed-form theory, exact and
-kernelized attention) that work under ``jit``, ``vmap`` and ``grad``. See README.md.
+kernelized attention) that work under ``jit``, ``vmap`` and ``grad``. See the documentation (``docs/``, ``make docs``).
 """
 
 from rfa import attention

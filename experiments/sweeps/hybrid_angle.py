@@ -66,7 +66,7 @@ def hybrid_verdict(records: list[dict], worst: dict[float, dict[str, float]]) ->
 
 
 def hybrid_angle(config, records: list[dict], workdir: str) -> Analysis:
-    """Relative MSE of trig, positive and hybrid against the angle at |x| = |y| ∈ norms, and the worst cases."""
+    """Relative MSE of trig, positive and hybrid against the angle at ``|x| = |y| ∈ norms``, and the worst cases."""
     m = config.num_features[0]
     norms = sorted(config.geometry.norms)
     fig = Figure(layout="constrained", figsize=(5 * len(norms), 4))

@@ -1,6 +1,6 @@
 """The kernel_mse experiment: closed-form and Monte Carlo MSE of kernel estimates at pairs (x, y).
 
-Each cell is one (estimator, projection kind, m, |x| = |y| = l, angle t) of a sweep; its record holds the
+Each cell is one (estimator, projection kind, m, ``|x| = |y| = l``, angle t) of a sweep; its record holds the
 exact kernel, the closed-form MSE (NaN where none is known), a published bound where one exists, and the
 Monte Carlo MSE over ``config.repetitions`` independent projections with its standard error. Monte Carlo is
 jitted and vmapped over repetitions and sweep points. Repetition ``r`` of a group draws its projection from

@@ -1,7 +1,7 @@
 """Chefs' Random Tables: the log-variance of trig, positive and OPRF features at d = 64.
 
 Likhosherstov et al., "Chefs' Random Tables: Non-Trigonometric Random Features", NeurIPS 2022: OPRF's
-variance is orders of magnitude below positive and trig features at large |x|, |y|.
+variance is orders of magnitude below positive and trig features at large ``|x|``, ``|y|``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ CRT_TOLERANCE = 0.1  # the values are given to one decimal
 
 
 def crt_cell(records: list[dict], estimator: str) -> dict | None:
-    """The one-vector iid cell of ``estimator`` at CRT's point (|x| = |y| = 2√2, 60°), if the sweep has it."""
+    """The one-vector iid cell of ``estimator`` at CRT's point (``|x| = |y| = 2√2``, 60°), if the sweep has it."""
     found = select(records, estimator=estimator, projection="iid", m=1, norm=CRT_POINT[0], angle=CRT_POINT[1])
     return found[0] if found else None
 

@@ -28,7 +28,7 @@ FIG2_TOLERANCE = 0.05  # relative: the ratios are read off the paper to 2-3 digi
 
 
 def closed_form_ratio(length, degrees, num_features: int = 64, dim: int = 16) -> np.ndarray:
-    """Performer Fig. 2's ``MSE_trig / MSE_positive`` at |x| = |y| = length and the given angles (degrees)."""
+    """Performer Fig. 2's ``MSE_trig / MSE_positive`` at ``|x| = |y| = length`` and the given angles (degrees)."""
     x, y = pair_vectors(length, degrees, dim)
     return np.exp(rfa.theory.log_mse("trig", x, y, num_features) - rfa.theory.log_mse("positive", x, y, num_features))
 

@@ -1,4 +1,4 @@
-"""Simplex random features: positive features with iid, orthogonal and simplex rows against |x + y| and d.
+"""Simplex random features: positive features with iid, orthogonal and simplex rows against ``|x + y|`` and d.
 
 Reid, Choromanski, Likhosherstov, Weller, "Simplex Random Features", ICML 2023: simplex < orthogonal < iid
 (docs/references.md, "Orthogonal features").
@@ -69,7 +69,7 @@ def simplex_verdict(records: list[dict], ratios: list[dict]) -> Verdict:
 
 
 def simplex_geometry(config, records: list[dict], workdir: str) -> Analysis:
-    """Positive features with iid, orthogonal and simplex rows against |x + y|, and the ratios against d."""
+    """Positive features with iid, orthogonal and simplex rows against ``|x + y|``, and the ratios against d."""
     estimator, m = config.estimators[0], config.num_features[0]
     ratios = simplex_ratios(records, estimator, m)
     fig = Figure(layout="constrained", figsize=(11, 4))

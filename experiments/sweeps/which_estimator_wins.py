@@ -1,4 +1,4 @@
-"""Which estimator wins: for |x| = |y| = r and each angle, the softmax-kernel estimator with the lowest MSE.
+"""Which estimator wins: for ``|x| = |y| = r`` and each angle, the softmax-kernel estimator with the lowest MSE.
 
 No paper has this map; its verdict is that Monte Carlo confirms the closed forms and their winners.
 """
@@ -69,7 +69,7 @@ def winner_verdict(records: list[dict], table: list[dict]) -> Verdict:
 
 
 def which_estimator_wins(config, records: list[dict], workdir: str) -> Analysis:
-    """A map over (angle, |x| = |y|) of the estimator with the lowest MSE, and its margin over the runner-up."""
+    """A map over (angle, ``|x| = |y|``) of the estimator with the lowest MSE, and its margin over the runner-up."""
     table = winners(records)
     norms, angles = sorted({w["norm"] for w in table}), sorted({w["angle"] for w in table})
     names = contenders(records)

@@ -70,8 +70,8 @@ def naive_kernelized_attention(
       q: ``[batch..., q_len, heads, d_k]``.
       k: ``[batch..., kv_len, heads, d_k]``.
       v: ``[batch..., kv_len, heads, d_v]``.
-      feature_map, projection, mask, is_causal, log_decay, renormalize, feature_params, precision,
-      initial_state, return_state: as in :func:`rfa.kernelized_attention`.
+      feature_map, projection, mask, is_causal, log_decay: as in :func:`rfa.kernelized_attention`.
+      renormalize, feature_params, precision, initial_state, return_state: as in :func:`rfa.kernelized_attention`.
 
     Returns:
       ``[batch..., q_len, heads, d_v]`` in ``q.dtype``; with ``return_state``, ``(output, state)``.

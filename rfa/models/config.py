@@ -169,7 +169,8 @@ class EncoderConfig:
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TransformerConfig(EncoderConfig):
     """Hyperparameters of :class:`~rfa.models.EncoderDecoder`, :class:`~rfa.models.Decoder` and
-    :class:`~rfa.models.Encoder`: an :class:`EncoderConfig` with a vocabulary, a decoder and a classifier.
+    :class:`~rfa.models.Encoder`: an :class:`EncoderConfig` with a vocabulary, a decoder and a classifier. The
+    fields not listed below are :class:`EncoderConfig`'s.
 
     Attributes:
       vocab_size: input (source) vocabulary; token 0 is padding (``pad_id``).
@@ -183,7 +184,6 @@ class TransformerConfig(EncoderConfig):
       pooling: encoder classifier pooling, ``"mean"`` over unpadded tokens or ``"cls"`` (first token).
       pad_id: the padding token.
       decoder_attention, cross_attention: the attention of the decoder's self-attention and cross-attention.
-      The other fields are :class:`EncoderConfig`'s.
     """
 
     vocab_size: int

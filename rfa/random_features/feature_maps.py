@@ -311,7 +311,7 @@ class Estimator:
         return phi.astype(x.dtype)
 
 
-FeatureMap = Estimator  # the name before 0.2; kept for one release (README changelog)
+FeatureMap = Estimator  # the name before 0.2; kept for one release (docs/changelog.md)
 
 _REGISTRY: dict[str, Estimator] = {}
 

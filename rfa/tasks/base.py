@@ -110,8 +110,9 @@ class TaskKind(abc.ABC):
     # Model.
 
     @abc.abstractmethod
-    def model_config(self, config: ml_collections.ConfigDict, task: Task, attention) -> Any:
-        """The model's config from a training config; ``attention(site)`` is the ``AttentionConfig`` of a site."""
+    def model_config(self, config: ml_collections.ConfigDict, task: Task, attention, *, sequence_axis) -> Any:
+        """The model's config from a training config; ``attention(site)`` is the ``AttentionConfig`` of a site, and
+        ``sequence_axis`` the mesh axis splitting the sequence (None: unsplit) for models that split it."""
 
     @abc.abstractmethod
     def build_model(self, model_config: Any, rngs: nnx.Rngs) -> nnx.Module:

@@ -308,6 +308,7 @@ def _finish(
         "task": config.task,
         "kind": task.kind,
         "attention": config.attention.variant,
+        "attention_kind": config.attention.kind,  # the variant's kind, or a --config.attention.kind override
         "num_features": config.attention.num_features if _uses_num_features(config.attention.kind) else None,
         "steps": config.num_train_steps,
         "parameters": int(num_params),

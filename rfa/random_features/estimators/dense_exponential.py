@@ -5,12 +5,12 @@ k = 2 keys), an unbiased estimator of ``exp(xᵀy)`` when ``I - 8A ≻ 0``, ``B�
 ``C_k = -½ B_kᵀ(I-4A)⁻¹B_k`` and ``D = det(I-4A)^{1/4}``. Every DERF takes the form used here:
 with ``A = V diag(a) Vᵀ``, ω and Vᵀω have one law (for orthogonal and simplex rows too, whose
 law is rotation invariant), and ``T_k = diag(1-4a)^{-1/2} VᵀB_k`` turns the constraint into
-``T₁ᵀT₂ = I``. With ``x̃ = T₁x`` (``query_transform``) and ``ỹ = T₂y`` (``key_transform``),
+``T₁ᵀT₂ = I``. With ``x̃ = T₁x`` (``query_transform``) and ``ỹ = T₂y`` (``key_transform``)::
 
     φ(x̃)_i = m^{-1/2} Π_l (1-4a_l)^{1/4} exp(Σ_l a_l w_il² + Σ_l √(1-4a_l) w_il x̃_l - |x̃|²/2),
 
 a GERF with one A per coordinate, and ``φ(x̃)ᵀφ(ỹ)`` estimates ``exp(x̃ᵀỹ) = exp(xᵀy)``. Its variance
-per random vector (``z̃ = x̃ + ỹ``) is
+per random vector (``z̃ = x̃ + ỹ``) is::
 
     V = SM² (e^L - 1),  L = Σ_l [log(1-4a_l) - ½ log(1-8a_l) + z̃_l²/(1-8a_l)].
 

@@ -10,7 +10,7 @@ the kernel is large. Both share W. Choromanski et al., "Hybrid Random Features",
 Linear-attention form. With ``s_l(x) = 1{r_lᵀx >= 0}``, ``λ̂`` is the fraction of the n rows of R
 that separate x and y, ``(1/n) Σ_l Σ_b 1{s_l(x) = b} 1{s_l(y) = ¬b}``, and ``1 - λ̂`` the fraction that
 do not. So with ``u(x) = [s_l(x), ¬s_l(x)]_l/√n`` and ``ū`` its halves swapped (6nm features from
-m rows of W; φ₊₊: m, φ_trig: 2m):
+m rows of W; φ₊₊: m, φ_trig: 2m)::
 
     Φ(x) = [u(x) ⊗ φ₊₊(x), u(x) ⊗ φ_trig(x)]    (queries)
     Ψ(y) = [ū(y) ⊗ φ₊₊(y), u(y) ⊗ φ_trig(y)]    (keys)
@@ -26,7 +26,7 @@ where it comes near 0 (few features, large inputs, the regime where trig feature
 output does too, as with trig features alone (the docs' implementation notes give the input scales where
 float32 keeps or loses the outputs).
 
-MSE with m iid rows (independent R), ``v = λ(1-λ)/n``:
+MSE with m iid rows (independent R), ``v = λ(1-λ)/n``::
 
     MSE = (λ² + v) MSE₊₊ + ((1-λ)² + v) MSE_trig + 2 (λ(1-λ) - v) Cov,
     Cov(SM̂_trig, SM̂₊₊) = SM² (cos(|x|² - |y|²) - 1) / m,

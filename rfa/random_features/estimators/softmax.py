@@ -1,14 +1,14 @@
 """Unbiased random-feature estimators of the softmax kernel ``SM(x, y) = exp(xᵀy)``, with their theory.
 
-==================  ==========================================================  ========
-name                φ(x)                                                        features
-==================  ==========================================================  ========
-trig                exp(|x|²/2) m^{-1/2} [cos(Wx), sin(Wx)]                     2m
-positive            exp(-|x|²/2) m^{-1/2} exp(Wx)                               m
-hyperbolic          exp(-|x|²/2) (2m)^{-1/2} [exp(Wx), exp(-Wx)]                2m
-gerf (A < 1/8)      (1-4A)^{d/4} m^{-1/2} exp(A|w_i|² + √(1-4A) w_iᵀx - |x|²/2)  m
-oprf                gerf at A* = optimal_gerf_parameter(phi_sq, d)              m
-==================  ==========================================================  ========
+==================  ===============================================================  ========
+name                φ(x)                                                             features
+==================  ===============================================================  ========
+trig                ``exp(|x|²/2) m^{-1/2} [cos(Wx), sin(Wx)]``                      2m
+positive            ``exp(-|x|²/2) m^{-1/2} exp(Wx)``                                m
+hyperbolic          ``exp(-|x|²/2) (2m)^{-1/2} [exp(Wx), exp(-Wx)]``                 2m
+gerf (A < 1/8)      ``(1-4A)^{d/4} m^{-1/2} exp(A|w_i|² + √(1-4A) w_iᵀx - |x|²/2)``  m
+oprf                gerf at ``A* = optimal_gerf_parameter(phi_sq, d)``               m
+==================  ===============================================================  ========
 
 Closed-form MSE with m iid vectors, ``z = x + y``, ``Δ = x - y`` (docs/references.md):
 
@@ -16,7 +16,7 @@ Closed-form MSE with m iid vectors, ``z = x + y``, ``Δ = x - y`` (docs/referenc
 - positive:    ``(1/m) exp(|z|²) SM² (1 - exp(-|z|²))``
 - hyperbolic:  ``½ (1 - exp(-|z|²)) · MSE_positive``
 - gerf(A):     ``V(A)/m``, ``V(A) = SM² (((1-4A)²/(1-8A))^{d/2} exp(|z|²/(1-8A)) - 1)``;
-  positive is A = 0, oprf is A = A*(|z|², d).
+  positive is A = 0, oprf is ``A = A*(|z|², d)``.
 
 For positive, gerf and oprf the orthogonal and simplex couplings of the rows have closed forms too
 (:func:`rfa.random_features.closed_forms.coupled_log_mse`).
@@ -143,7 +143,7 @@ def log_variance_from_exponent(xy: Array, L: Array) -> Array:
 
 
 def log_gerf_variance(xy: Array, z_sq: Array, A: Array, dim: int) -> Array:
-    """log V(A); V(A) = SM² expm1(L), L = (d/2) log((1-4A)²/(1-8A)) + |z|²/(1-8A) >= 0."""
+    """log V(A); ``V(A) = SM² expm1(L)``, ``L = (d/2) log((1-4A)²/(1-8A)) + |z|²/(1-8A) >= 0``."""
     L = 0.5 * dim * (2.0 * jnp.log1p(-4.0 * A) - jnp.log1p(-8.0 * A)) + z_sq / (1.0 - 8.0 * A)
     return log_variance_from_exponent(xy, L)
 
