@@ -359,6 +359,28 @@ MUTANTS = [
            "            importlib.import_module(name)", "            pass",
            ("tests/experiments/test_runner.py::test_a_users_estimators_run_from_a_module_named_in_the_config",),
            "the runner ignores config.modules: a user's estimator is unknown"),
+    # The restructuring of release 0.2 (issue 26).
+    Mutant("naive-causal-mask-dropped", "rfa/attention/naive.py",
+           "        allowed = allowed & jnp.tril(jnp.ones((q_len, kv_len), bool))\n", "        allowed = allowed\n",
+           REFERENCE_TESTS, "the quadratic reference lets causal queries see the future"),
+    Mutant("class-position-not-zero", "rfa/models/positional.py",
+           "np.concatenate([np.zeros((leading, dim), np.float32), table])", "np.concatenate([table[:leading], table])",
+           ("tests/models/test_positional.py",), "a fixed table gives the class token a patch's position"),
+    Mutant("queries-keys-not-sown", "rfa/models/attention.py",
+           '            self.sow(QueriesKeys, "queries_keys", (q, k, key_mask))',
+           '            self.sow(QueriesKeys, "queries_keys", (k, q, key_mask))',
+           ("tests/models/test_positional.py",), "captured queries and keys swapped"),
+    Mutant("output-flag-ignored", "experiments/report.py",
+           "    return output or os.path.join(workdir, name)", "    return os.path.join(workdir, name)",
+           ("tests/train/test_train.py::test_compare_kernels_trains_every_pair_and_writes_the_table",),
+           "--output is ignored: results go to the workdir only"),
+    Mutant("shipped-configs-not-found", "experiments/cli.py",
+           "        return shipped_config(name) + colon + arg\n", "        return value\n",
+           ("tests/test_extending.py::test_shipped_configs_run_from_outside_the_checkout",),
+           "configs/<name>.py works only inside the checkout"),
+    Mutant("reproduction-requirements-ignored", "experiments/sweeps/registry.py",
+           "    if missing:\n", "    if False:\n",
+           ("tests/experiments/test_runner.py",), "a sweep lacking what its comparison needs gets its verdict"),
 ]  # fmt: skip
 
 
