@@ -376,7 +376,7 @@ MUTANTS = [
            "--output is ignored: results go to the workdir only"),
     Mutant("shipped-configs-not-found", "experiments/cli.py",
            "        return shipped_config(name) + colon + arg\n", "        return value\n",
-           ("tests/test_extending.py::test_shipped_configs_run_from_outside_the_checkout",),
+           ("tests/experiments/test_sweep.py::test_shipped_configs_are_found_by_name_where_no_such_file_exists",),
            "configs/<name>.py works only inside the checkout"),
     Mutant("reproduction-requirements-ignored", "experiments/sweeps/registry.py",
            "    if missing:\n", "    if False:\n",

@@ -181,3 +181,20 @@ def test_command_line_rejects_a_misspelt_override(tmp_path):
     assert result.returncode != 0
     assert "repetiton" in result.stderr
     assert not os.listdir(tmp_path)
+
+
+def test_shipped_configs_are_found_by_name_where_no_such_file_exists(tmp_path, monkeypatch):
+    """``--config configs/<name>.py[:arg]`` names the installed config outside the checkout; a file that exists
+    where the command runs, or a name nothing ships, is passed on as it is."""
+    from experiments.cli import resolve_config, resolve_config_arguments, shipped_config
+
+    monkeypatch.chdir(tmp_path)
+    assert resolve_config("configs/sort.py:positive,quick") == shipped_config("sort.py") + ":positive,quick"
+    assert resolve_config("sort.py") == shipped_config("sort.py") and os.path.isfile(shipped_config("sort.py"))
+    assert resolve_config("configs/nope.py:quick") == "configs/nope.py:quick"
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "sort.py").write_text("")
+    assert resolve_config("configs/sort.py:x") == "configs/sort.py:x"  # the user's own file wins
+    assert resolve_config_arguments(["prog", "--config", "fig.py", "--config=performer_fig2.py:quick"]) == [
+        "prog", "--config", "fig.py", "--config=" + shipped_config("performer_fig2.py") + ":quick"
+    ]  # fmt: skip
