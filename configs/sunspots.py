@@ -6,7 +6,7 @@ Run:
 Variants: ``:<attention>`` with <attention> in rfa.train.ATTENTION_VARIANTS, ``:<attention>,quick`` for a
 seconds-long test run. The model reads ``max_length`` years (lookback 64, patches of 4 years: 16 tokens) and
 forecasts the next 11 (``model.horizon``, one solar cycle); losses are on the series normalised by the training
-years' mean and deviation; the chronological splits are 1700-1915 (train), 1916-1961 (validation), 1962-2008
+years' mean and deviation; the chronological splits are 1700-1915 (train), 1916-1962 (validation), 1963-2008
 (test). With 309 points the series is short: 142 training windows.
 """
 
