@@ -37,6 +37,8 @@ benchmark: $(VENV)/.installed-experiments
 	$(PY) -m experiments.benchmarks.attention
 	$(PY) -m experiments.benchmarks.mse
 	$(PY) -m experiments.benchmarks.decoding
+	$(PY) -m experiments.benchmarks.flax_decoding
+	$(PY) -m experiments.benchmarks.checks
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check --fix .

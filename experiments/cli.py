@@ -86,7 +86,10 @@ def run_main(main: Callable[[list[str]], object]) -> None:
       ...     run_main(main)
     """
 
+    started = []
+
     def quiet_main(argv):
+        started.append(True)
         if not flags.FLAGS["verbosity"].present:
             logging.set_verbosity(logging.WARNING)
         try:
@@ -97,7 +100,26 @@ def run_main(main: Callable[[list[str]], object]) -> None:
         except (ConfigError, DatasetMissingError, CheckpointError) as error:
             sys.exit(f"error: {error}")
 
-    app.run(quiet_main, argv=resolve_config_arguments(sys.argv))
+    argv = resolve_config_arguments(sys.argv)
+    try:
+        app.run(quiet_main, argv=argv)
+    except (KeyError, AttributeError, TypeError, ValueError) as error:
+        if started:  # raised by the command itself: a bug, with its traceback
+            raise
+        sys.exit(f"error: {override_error(argv, error)}")
+
+
+def override_error(argv: list[str], error: Exception) -> str:
+    """One line for a ``--config.FIELD=VALUE`` override that failed while the flags were parsed (a typo in a field
+    name, a value of the wrong type), naming the override."""
+    overrides = [arg for arg in argv[1:] if arg.startswith("--config.")]
+    while error.args and isinstance(error.args[0], Exception):  # ml_collections wraps a KeyError in an AttributeError
+        error = error.args[0]
+    message = " ".join(str(error.args[0] if isinstance(error, KeyError) and error.args else error).split())
+    if isinstance(error, KeyError):
+        message = f"the config has no field {message}"
+    named = next((arg for arg in overrides if any(part in message for part in arg.split("=")[0].split(".")[1:])), None)
+    return f"{named or ' '.join(overrides) or 'the command line'}: {message}"
 
 
 def run_training(work: Callable[..., T], *args, **kwargs) -> T:

@@ -4,7 +4,7 @@ Functional primitives (projections, feature maps, kernel estimators, closed-form
 kernelized attention) that work under ``jit``, ``vmap`` and ``grad``. See the documentation (``docs/``, ``make docs``).
 """
 
-from rfa import attention
+from rfa import attention, checks, linen, nnx
 from rfa.attention import (
     kernelized_attention,
     make_attention_fn,
@@ -36,12 +36,15 @@ __all__ = [
     "FeatureMap",
     "Param",
     "attention",
+    "checks",
     "estimate_gaussian_kernel",
     "estimate_softmax_kernel",
     "feature_map",
     "gaussian_kernel",
     "kernelized_attention",
+    "linen",
     "make_attention_fn",
+    "nnx",
     "optimal_gerf_parameter",
     "register_feature_map",
     "registered_feature_maps",

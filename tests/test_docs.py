@@ -22,6 +22,7 @@ DOCUMENTED = {
     "data": ["rfa.data.pipeline.batches"],
     "train": ["rfa.train.loop.train_and_evaluate"],
     "experiments": ["experiments.sweeps.registry.Reproduction", "experiments.sweeps.registry.register_reproduction"],
+    "rfa": ["rfa.nnx.MultiHeadAttention", "rfa.linen.MultiHeadDotProductAttention", "rfa.checks.raise_if"],
 }
 
 
@@ -35,7 +36,7 @@ def test_the_site_builds_without_warnings_and_documents_the_api(tmp_path):
         timeout=600,
     )
     assert build.returncode == 0, f"sphinx failed (warnings are errors):\n{build.stderr[-6000:]}"
-    api = {page: (tmp_path / "api" / f"{page}.html").read_text() for page in [*DOCUMENTED, "rfa"]}
+    api = {page: (tmp_path / "api" / f"{page}.html").read_text() for page in DOCUMENTED}
     missing = [
         f"{page}: {name}" for page, names in DOCUMENTED.items() for name in names if f'id="{name}"' not in api[page]
     ]
@@ -45,3 +46,14 @@ def test_the_site_builds_without_warnings_and_documents_the_api(tmp_path):
     assert "python -m experiments.benchmarks.attention" in api["experiments"]  # commands, read without importing
     for page in ("index", "tour", "changelog", "references", "howto/estimator", "results/benchmarks"):
         assert (tmp_path / f"{page}.html").exists(), page
+
+
+@pytest.mark.slow
+def test_the_flax_howto_runs_top_to_bottom():
+    """Every python block of docs/howto/flax.md, in order, in one namespace (its asserts included)."""
+    text = (ROOT / "docs" / "howto" / "flax.md").read_text()
+    blocks = [block.split("```", 1)[0] for block in text.split("```python\n")[1:]]
+    assert len(blocks) >= 5
+    namespace = {}
+    for block in blocks:
+        exec(compile(block, "docs/howto/flax.md", "exec"), namespace)

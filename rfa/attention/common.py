@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from rfa._validation import check_broadcastable_to, check_floating, check_rank
+from rfa.checks import raise_if
 
 Array = jax.Array
 
@@ -46,17 +47,27 @@ def check_causal_lengths(q, k):
         )
 
 
+ADDITIVE_MASK = (
+    "mask has negative entries: it looks like an additive mask (0 = attend, -inf = masked, as PyTorch's "
+    "attn_mask or a bias). rfa follows Flax's convention: a mask is multiplicative, nonzero (True) = attend. "
+    "Convert it with `mask = additive_mask == 0`."
+)
+
+
 def as_bool_mask(mask, meaning: str = "attend") -> Array:
     """``mask`` as a bool array: any bool or numeric dtype is accepted, nonzero meaning ``meaning``.
 
     Flax's ``make_attention_mask``, ``make_causal_mask`` and ``combine_masks`` return float masks of
-    0 and 1.
+    0 and 1. A float mask with a negative entry is an additive mask (0 / -inf) and is refused, under
+    ``jit`` when the compiled call runs (:func:`rfa.checks.raise_if`).
     """
     if not hasattr(mask, "dtype") or not hasattr(mask, "shape"):
         raise TypeError(f"mask must be an array (nonzero or True = {meaning}), got {type(mask).__name__}.")
     if not (mask.dtype == jnp.bool_ or jnp.issubdtype(mask.dtype, jnp.number)):
         raise TypeError(f"mask must have a bool or numeric dtype (nonzero = {meaning}), got {mask.dtype}.")
     mask = jnp.asarray(mask)
+    if jnp.issubdtype(mask.dtype, jnp.floating):
+        raise_if(mask < 0, ADDITIVE_MASK)
     return mask if mask.dtype == jnp.bool_ else mask != 0
 
 

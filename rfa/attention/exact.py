@@ -19,6 +19,7 @@ from rfa.attention.common import (
     renormalize,
     with_ones_column,
 )
+from rfa.checks import check_finite
 
 Array = jax.Array
 
@@ -44,6 +45,7 @@ def _attention_matrix(q, k, mask, is_causal, stabilize: bool) -> Array:
 
 def _numerator_and_normalizer(q, k, v, mask, is_causal, stabilize):
     q, k, v = check_qkv(q, k, v)
+    check_finite(q=q, k=k, v=v)
     if mask is not None:
         mask = check_mask(mask, q, k)
     if is_causal:

@@ -10,13 +10,16 @@ with Performers", ICLR 2021 (feature redrawing, Sec. 4).
 from __future__ import annotations
 
 import contextlib
+import functools
+from collections.abc import Callable
 
 import jax
+import jax.numpy as jnp
 from flax import nnx
 
 from rfa._validation import check_choice, check_key, check_positive_int
 from rfa.attention.calibration import fit_feature_params
-from rfa.attention.kernelized import kernelized_attention
+from rfa.attention.kernelized import attention_over
 from rfa.random_features.feature_maps import Estimator
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 from rfa.random_features.projections import PROJECTION_KINDS, ROW_SCALINGS
@@ -120,6 +123,7 @@ class KernelizedAttention(Calibratable):
         chunk_size: int,
         feature_params: dict | None,
         num_heads: int | None = None,
+        sequence_axis: str | None = None,
     ):
         self.feature_map = lookup_feature_map(feature_map)
         self.num_features = check_positive_int(num_features, "num_features")
@@ -128,6 +132,7 @@ class KernelizedAttention(Calibratable):
         self.scaling = check_choice(scaling, "scaling", ROW_SCALINGS)
         self.renormalize = renormalize
         self.chunk_size = check_positive_int(chunk_size, "chunk_size")
+        self.sequence_axis = sequence_axis
         self.feature_params = nnx.static(_scalar_params(feature_params))
         random = self.feature_map.needs_projection or self.feature_map.sampled
         if random and key is None:
@@ -167,23 +172,15 @@ class KernelizedAttention(Calibratable):
     ) -> Array:
         """Kernelized attention on ``[batch..., length, heads, head_dim]`` inputs; see ``rfa.kernelized_attention``."""
         del broadcast_dropout, dropout_rng, kwargs  # no attention weights to drop
-        if bias is not None:
-            raise ValueError(
-                "kernelized attention cannot add a bias to its implicit attention matrix; bias must be None."
-            )
-        if dropout_rate > 0.0 and not deterministic:
-            raise ValueError(
-                f"attention-weight dropout (dropout_rate={dropout_rate}) needs the explicit attention matrix; "
-                "use dropout_rate=0 with kernelized attention."
-            )
-        if module is not None:
-            raise ValueError("kernelized attention has no attention weights to sow; call with sow_weights=False.")
+        refuse_attention_weights(
+            bias=bias, dropout_rate=dropout_rate, deterministic=deterministic, sow=module is not None
+        )
         if query.shape[-1] != self.head_dim:
             raise ValueError(f"query head dim must be head_dim={self.head_dim}, got query.shape={tuple(query.shape)}.")
+        key, value = repeat_kv_heads(query, key, value)
         if self.calibrating:
             self.calibrate(query, key, mask)
-        feature_params = self.map_params(self.feature_params)
-        fitted = self.feature_map.to_fit(feature_params)
+        fitted = self.feature_map.to_fit(self.map_params(self.feature_params))
         if fitted and query.shape[-3] != key.shape[-3]:
             raise ValueError(
                 f"feature map {self.feature_map.name!r} fits {list(fitted)} from the queries and keys of each call, "
@@ -199,19 +196,44 @@ class KernelizedAttention(Calibratable):
             )
         if dtype is not None:
             query, key, value = (x.astype(dtype) for x in (query, key, value))
-        return kernelized_attention(
-            query,
-            key,
-            value,
+        return self.attention()(query, key, value, mask=mask, is_causal=is_causal, precision=precision)
+
+    def attention(self, *, sequence_parallel: bool = True) -> Callable[..., Array]:
+        """``rfa.kernelized_attention`` with this module's map, projection, parameters and options bound (with
+        ``sequence_parallel``, split over ``sequence_axis`` where the mesh set by ``jax.set_mesh`` has it): call
+        it with q, k, v and the per-call keywords (mask, is_causal, initial_state, return_state, precision)."""
+        return functools.partial(
+            attention_over(self.sequence_axis if sequence_parallel else None),
             feature_map=self.feature_map,
             projection=None if self.projection is None else self.projection[...],
-            mask=mask,
-            is_causal=is_causal,
+            feature_params=self.map_params(self.feature_params),
             renormalize=self.renormalize,
             chunk_size=self.chunk_size,
-            feature_params=feature_params,
-            precision=precision,
         )
+
+
+def refuse_attention_weights(*, bias, dropout_rate: float, deterministic: bool, sow: bool) -> None:
+    """Raises for what needs the explicit L×L attention matrix, which kernelized attention never forms: an
+    additive bias, attention-weight dropout, sowing the weights."""
+    if bias is not None:
+        raise ValueError("kernelized attention cannot add a bias to its implicit attention matrix; bias must be None.")
+    if dropout_rate > 0.0 and not deterministic:
+        raise ValueError(
+            f"attention-weight dropout (dropout_rate={dropout_rate}) needs the explicit attention matrix; "
+            "use dropout_rate=0 with kernelized attention."
+        )
+    if sow:
+        raise ValueError("kernelized attention has no attention weights to sow; call with sow_weights=False.")
+
+
+def repeat_kv_heads(query: Array, key: Array, value: Array) -> tuple[Array, Array]:
+    """Grouped-query attention: keys and values of ``num_kv_heads`` heads repeated to the queries' ``num_heads``."""
+    heads, kv_heads = query.shape[-2], key.shape[-2]
+    if kv_heads == heads:
+        return key, value
+    if kv_heads < 1 or heads % kv_heads:
+        raise ValueError(f"query heads ({heads}) must be a multiple of key/value heads ({kv_heads}).")
+    return tuple(jnp.repeat(x, heads // kv_heads, axis=-2) for x in (key, value))
 
 
 @contextlib.contextmanager
@@ -255,6 +277,7 @@ def make_attention_fn(
     chunk_size: int = 64,
     feature_params: dict | None = None,
     num_heads: int | None = None,
+    sequence_axis: str | None = None,
 ) -> KernelizedAttention:
     """A kernelized ``attention_fn`` for ``nnx.MultiHeadAttention`` (or linen's attention).
 
@@ -267,6 +290,8 @@ def make_attention_fn(
       renormalize, chunk_size, feature_params: as in ``rfa.kernelized_attention``.
       num_heads: for maps with learned parameters (hedgehog, rfa): one set per head; None shares one
         set among all heads. They are ``nnx.Param`` s of the module, trained with the model.
+      sequence_axis: a mesh axis; where the mesh set by ``jax.set_mesh`` has it (size > 1), every call runs
+        sequence-parallel along it (``rfa.attention.sequence_parallel_attention``).
 
     Returns:
       A :class:`KernelizedAttention` module. ``nnx.MultiHeadAttention(..., attention_fn=fn)``
@@ -295,4 +320,5 @@ def make_attention_fn(
         chunk_size=chunk_size,
         feature_params=feature_params,
         num_heads=num_heads,
+        sequence_axis=sequence_axis,
     )

@@ -27,9 +27,9 @@ Any other mask (a sliding window, a prefix-LM or block mask, a random dense one)
 and must never give a silently wrong answer. With concrete values :func:`plan_mask` raises a
 ``ValueError`` naming the pattern it found. Under ``jit`` the values are traced, so the pattern is
 told apart at run time: the attention selects its compiled form with ``lax.switch``, and an
-unsupported mask selects a branch whose output is all NaN and fails a ``checkify.debug_check``
-(run the function under ``jax.experimental.checkify.checkify`` to get the message as an error).
-A mask whose q_len axis has size 1 is key padding by its shape and needs no check at all.
+unsupported mask raises the error when the compiled call runs (:func:`rfa.checks.raise_if`; the
+branch it would have run returns NaN and is never read). A mask whose q_len axis has size 1 is key
+padding by its shape and needs no check at all.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ ADVICE = (
 )
 TRACED_MESSAGE = (
     "rfa.kernelized_attention got a mask that is neither padding nor causal ∧ padding, or a causal mask for a "
-    "feature map whose parameters are fitted from the data; the output is NaN. " + ADVICE
+    "feature map whose parameters are fitted from the data. " + ADVICE
 )
 
 

@@ -31,7 +31,6 @@ and ``check_site``, which refuses a configuration the kind cannot run at a site.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import jax
@@ -39,8 +38,9 @@ import jax.numpy as jnp
 from flax import nnx
 
 from rfa.attention.flax_adapter import Calibratable, learned_variables, random_variables, redraw_variables
-from rfa.attention.kernelized import kernelized_attention, sequence_parallel_attention
+from rfa.attention.kernelized import attention_over, kernelized_attention
 from rfa.attention.state import init_state
+from rfa.checks import check_finite
 from rfa.models.positional import RelativeBias
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 from rfa.random_features.feature_maps import registered_feature_maps
@@ -56,6 +56,7 @@ def _softmax_attention(q, k, v, *, bias=None, mask=None) -> Array:
         # jax.nn.dot_product_attention asks float16 dots for float32 results, a precision
         # XLA:CPU rejects under jit; float32 copies give the same products.
         q, k, v = (x.astype(jnp.float32) for x in (q, k, v))
+    check_finite(q=q, k=k, v=v)
     out = jax.nn.dot_product_attention(q, k, v, bias=bias, mask=mask)
     if mask is None:
         return out
@@ -244,12 +245,7 @@ class KernelizedCore(Calibratable):
     def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions, return_state: bool = False):
         if self.calibrating:
             self.calibrate(q, k, mask=key_mask[:, None, None, :])
-        mesh = jax.sharding.get_abstract_mesh()
-        split = self.sequence_axis in mesh.axis_names and mesh.shape[self.sequence_axis] > 1
-        attend = (
-            functools.partial(sequence_parallel_attention, axis=self.sequence_axis) if split else kernelized_attention
-        )
-        return attend(
+        return attention_over(self.sequence_axis)(
             q, k, v, mask=key_mask[:, None, None, :], is_causal=self.causal, chunk_size=self.attention.chunk_size,
             return_state=return_state, **self._options(x if self.causal else None),
         )  # fmt: skip

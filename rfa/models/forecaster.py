@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rfa.checks import raise_if
 from rfa.models.config import AttentionConfig, EncoderConfig
 from rfa.models.positional import PositionalEmbedding
 from rfa.models.transformer import EncoderStack
@@ -84,6 +85,8 @@ class ForecastConfig:
 class Forecaster(nnx.Module):
     """``x [batch, lookback, channels]`` → forecast ``[batch, horizon, channels]`` (float32).
 
+    Input holding NaN or inf is refused (a ValueError; under ``jit`` when the compiled call runs).
+
     Example:
       >>> config = ForecastConfig(lookback=32, horizon=4, patch_length=4, attention=AttentionConfig("positive", 16))
       >>> Forecaster(config, rngs=nnx.Rngs(0))(jnp.zeros((2, 32, 1))).shape
@@ -106,6 +109,11 @@ class Forecaster(nnx.Module):
                 f"x must have shape [batch, lookback={c.lookback}, channels={c.channels}], got "
                 f"{tuple(getattr(x, 'shape', ()))}."
             )
+        raise_if(
+            ~jnp.all(jnp.isfinite(x)),
+            "x holds NaN or inf: the forecaster refuses series with missing values (a NaN in one window makes its "
+            "whole forecast NaN); fill or drop them first (rfa.data.series.Windows names the first one's time step).",
+        )
         level = jnp.mean(x, axis=1, keepdims=True)  # each window's own level, added back to its forecast
         tokens = (x - level).reshape(x.shape[0], c.num_tokens, c.patch_length * c.channels)
         h = self.dropout(self.embed(tokens) + self.positions())

@@ -14,6 +14,7 @@ from rfa.data.pipeline import load_source
 from rfa.data.series import Windows
 from rfa.models import ForecastConfig, Forecaster
 from rfa.tasks.base import TaskKind, register_task_kind
+from rfa.workdir import ConfigError
 
 
 class Forecast(TaskKind):
@@ -34,7 +35,14 @@ class Forecast(TaskKind):
             raise ValueError("a forecasting task needs the horizon: pass horizon= (config.model.horizon).")
         example = load_source(task, split, data_dir)[0]
         train_values = load_source(task, task.train_split, data_dir)[0][task.inputs]
-        return Windows(example[task.inputs], int(example["start"]), train_values, max_length, horizon)
+        values = example[task.inputs]
+        if max_length + horizon > len(values):
+            raise ConfigError(
+                f"the lookback config.max_length = {max_length} plus config.model.horizon = {horizon} is longer than "
+                f"{task.dataset}'s {split} series ({len(values)} points up to its end): lower "
+                "--config.max_length or --config.model.horizon."
+            )
+        return Windows(values, int(example["start"]), train_values, max_length, horizon)
 
     def examples(self, task, dataset, *, max_length):
         return dataset.to_iter_dataset()

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from flax import nnx
 from helpers import normal
-from jax.experimental import checkify
 
 import rfa
 from rfa.attention.masks import CAUSAL, PADDING, UNSUPPORTED, plan_mask
@@ -135,15 +134,28 @@ def test_vmapped_masks_of_different_patterns():
 SLIDING_WINDOW = CAUSAL_MASK & ~np.tril(np.ones((L, L), bool), -3)
 
 
-def test_unsupported_traced_mask_gives_nan_and_a_checkify_error():
-    out = jax.jit(attend)(Q, K, V, SLIDING_WINDOW)
-    assert bool(jnp.all(jnp.isnan(out)))
-    error, _ = jax.jit(checkify.checkify(attend))(Q, K, V, SLIDING_WINDOW)
-    with pytest.raises(checkify.JaxRuntimeError, match="neither padding nor causal"):
-        error.throw()
-    error, out = jax.jit(checkify.checkify(attend))(Q, K, V, MASKS["causal"])
-    error.throw()  # a supported mask passes the check
+def test_unsupported_traced_mask_raises_when_the_compiled_call_runs():
+    with pytest.raises(jax.errors.JaxRuntimeError, match="neither padding nor causal"):
+        jax.block_until_ready(jax.jit(attend)(Q, K, V, SLIDING_WINDOW))
+    with pytest.raises(jax.errors.JaxRuntimeError, match="neither padding nor causal"):  # under grad and vmap too
+        jax.block_until_ready(jax.jit(jax.grad(lambda q: jnp.sum(attend(q, K, V, SLIDING_WINDOW))))(Q))
+    masks = jnp.stack([MASKS["causal"][0], SLIDING_WINDOW[None]])
+    with pytest.raises(jax.errors.JaxRuntimeError, match="neither padding nor causal"):
+        jax.block_until_ready(jax.jit(jax.vmap(attend))(Q, K, V, masks))
+    out = jax.jit(attend)(Q, K, V, MASKS["causal"])  # a supported mask runs
     assert bool(jnp.all(jnp.isfinite(out)))
+
+
+def test_additive_masks_are_refused_with_the_conversion():
+    additive = jnp.where(CAUSAL_MASK, 0.0, -jnp.inf)
+    with pytest.raises(ValueError, match="Convert it with `mask = additive_mask == 0`"):
+        attend(Q, K, V, additive)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="looks like an additive mask"):
+        jax.block_until_ready(jax.jit(attend)(Q, K, V, additive))
+    with pytest.raises(ValueError, match="looks like an additive mask"):
+        rfa.softmax_attention(Q, K, V, mask=additive)
+    converted = jax.jit(attend)(Q, K, V, additive == 0)
+    np.testing.assert_allclose(converted, attend(Q, K, V, CAUSAL_MASK), rtol=1e-6)
 
 
 def test_unsupported_concrete_mask_raises():
@@ -153,17 +165,15 @@ def test_unsupported_concrete_mask_raises():
 
 @pytest.mark.slow
 def test_traced_causal_mask_with_a_data_fitted_map():
-    """OPRF fits phi_sq from the data: fine for a padding mask, refused for a causal one (NaN + check)."""
+    """OPRF fits phi_sq from the data: fine for a padding mask, refused for a causal one (at run time under jit)."""
 
     def oprf(mask):
         return rfa.kernelized_attention(Q, K, V, feature_map="oprf", projection=W, mask=mask)
 
     padded = jax.jit(oprf)(MASKS["outer-product"])
     np.testing.assert_allclose(padded, oprf(MASKS["outer-product"]), rtol=1e-5, atol=1e-6)
-    error, out = jax.jit(checkify.checkify(oprf))(MASKS["causal"])
-    assert bool(jnp.all(jnp.isnan(out)))
-    with pytest.raises(checkify.JaxRuntimeError, match="fitted from the data"):
-        error.throw()
+    with pytest.raises(jax.errors.JaxRuntimeError, match="fitted from the data"):
+        jax.block_until_ready(jax.jit(oprf)(MASKS["causal"]))
     with pytest.raises(ValueError, match=r"feature_params\['phi_sq'\]"):
         oprf(MASKS["causal"])
 

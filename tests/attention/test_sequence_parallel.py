@@ -62,6 +62,18 @@ def message(fn):
     return None
 
 mesh = jax.make_mesh((8,), ("seq",))
+with jax.set_mesh(mesh):  # mesh=None: the set mesh shards unsharded inputs itself
+    out = jax.jit(lambda q: sequence_parallel_attention(q, k, v, axis="seq", is_causal=True, **options))(q)
+report["set_mesh"] = errors(out, rfa.kernelized_attention(q, k, v, is_causal=True, **options))
+from flax import nnx
+layer = rfa.nnx.MultiHeadAttention(H, 16, num_features=M, sequence_axis="seq", decode=False, rngs=nnx.Rngs(0))
+x = 0.5 * jax.random.normal(keys[5], (B, L, 16))
+forward = nnx.jit(lambda layer, x: layer(x, is_causal=True))
+alone = forward(layer, x)  # no mesh set: one device
+with jax.set_mesh(mesh):
+    split = forward(layer, x)
+    lowered = jax.jit(lambda x: layer(x, is_causal=True)).lower(x).as_text()
+report["layer"] = {"error": errors(split, alone), "collectives": "all_gather" in lowered or "all-gather" in lowered}
 report["errors"] = {
     "indivisible": message(lambda: sequence_parallel_attention(q[:, :30], k[:, :30], v[:, :30], mesh=mesh,
                                                                axis="seq", **options)),
@@ -87,6 +99,17 @@ def test_sequence_parallel_equals_one_device(report, case, devices):
     errors = report[f"{case}/P{devices}"]
     assert errors["output"] < 1e-5 and errors["state"] < 1e-5, errors
     assert max(errors["grads"]) < 1e-5, errors
+
+
+@pytest.mark.slow
+def test_sequence_parallel_under_set_mesh_shards_unsharded_inputs(report):
+    assert report["set_mesh"] < 1e-5
+
+
+@pytest.mark.slow
+def test_the_nnx_layer_with_a_sequence_axis_splits_the_sequence_under_set_mesh(report):
+    assert report["layer"]["collectives"], "the layer did not run sequence-parallel under jax.set_mesh"
+    assert report["layer"]["error"] < 1e-5
 
 
 @pytest.mark.slow

@@ -365,6 +365,17 @@ def test_benchmarks_write_json(tmp_path):
     subprocess.run([sys.executable, "-m", "experiments.benchmarks.decoding", "--positions=8,32", "--steps=2",
                     "--repeats=1", f"--output={tmp_path / 'decoding.json'}"], cwd=REPO, check=True,
                    capture_output=True)  # fmt: skip
+    subprocess.run([sys.executable, "-m", "experiments.benchmarks.flax_decoding", "--positions=8,128", "--steps=2",
+                    "--repeats=1", "--features=16", "--heads=2", "--num_features=8",
+                    f"--output={tmp_path / 'flax_decoding.json'}"],
+                   cwd=REPO, check=True, capture_output=True)  # fmt: skip
+    flax_decoding = json.loads((tmp_path / "flax_decoding.json").read_text())
+    assert set(flax_decoding["seconds_per_token"]) == {"flax", "rfa"} and "rfa_ratio_128_vs_128" in flax_decoding
+    assert (tmp_path / "flax_decoding.png").exists()
+    subprocess.run([sys.executable, "-m", "experiments.benchmarks.checks", "--length=32", "--repeats=1",
+                    f"--output={tmp_path / 'checks.json'}"], cwd=REPO, check=True, capture_output=True)  # fmt: skip
+    checks = json.loads((tmp_path / "checks.json").read_text())
+    assert set(checks["ratio_with_vs_without"]) == {"traced mask", "traced log_decay", "forecaster"}
     subprocess.run([sys.executable, "-m", "experiments.benchmarks.scaling", "--lengths=32,64", "--repeats=1",
                     "--fit_from=32", f"--output={tmp_path / 'scaling.json'}"], cwd=REPO, check=True,
                    capture_output=True)  # fmt: skip

@@ -373,6 +373,19 @@ def test_entry_points_report_bad_input_without_a_traceback(data_dir, tmp_path):
                 "--config.task=imdb_reviews", f"--config.data_dir={tmp_path / 'empty'}")  # fmt: skip
     (line,) = _lines(done.stderr)  # the error alone: no TFDS warning about the missing dataset before it
     assert done.returncode != 0 and "error: dataset 'imdb_reviews' (split 'train') is not prepared" in line
+    for typo, expected in (
+        ("--config.num_trian_steps=3", "the config has no field 'num_trian_steps'"),
+        ("--config.model.d_modle=3", 'Did you mean "d_model"'),
+    ):
+        done = _run("experiments.train", "--config", "configs/sort.py:positive,quick", "--workdir",
+                    str(tmp_path / "w"), typo)  # fmt: skip
+        (line,) = _lines(done.stderr)
+        assert done.returncode != 0 and line.startswith(f"error: {typo}: ") and expected in line, done.stderr
+    done = _run("experiments.train", "--config", "configs/sunspots.py:positive,quick", "--workdir",
+                str(tmp_path / "s"), "--config.max_length=400", f"--config.data_dir={data_dir}")  # fmt: skip
+    line = _lines(done.stderr)[-1]  # after the line that says the series is being prepared
+    assert done.returncode != 0 and "config.max_length = 400 plus config.model.horizon = 4" in line, done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_compare_kernels_tabulates_accuracy_or_sequence_accuracy_and_units():

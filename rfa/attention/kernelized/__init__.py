@@ -33,7 +33,7 @@ an implicit attention matrix and is refused. A key left out by the mask is skipp
 and its decay is not applied.
 """
 
-from rfa.attention.kernelized.api import kernelized_attention, sequence_parallel_attention
+from rfa.attention.kernelized.api import attention_over, kernelized_attention, sequence_parallel_attention
 from rfa.attention.kernelized.prepare import Call, temperature
 
-__all__ = ["Call", "kernelized_attention", "sequence_parallel_attention", "temperature"]
+__all__ = ["Call", "attention_over", "kernelized_attention", "sequence_parallel_attention", "temperature"]

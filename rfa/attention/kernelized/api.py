@@ -3,9 +3,10 @@ mode, and :func:`sequence_parallel_attention`, which splits the sequence over a 
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
-from jax.experimental import checkify
 
 from rfa._validation import check_positive_int
 from rfa.attention.kernelized.bidirectional import bidirectional
@@ -14,6 +15,7 @@ from rfa.attention.kernelized.prepare import Call, check_call
 from rfa.attention.kernelized.sequence_parallel import check_key_padding, sequence_parallel
 from rfa.attention.masks import CAUSAL, PADDING, TRACED_MESSAGE, MaskPlan
 from rfa.attention.state import RecurrentState
+from rfa.checks import check_finite, raise_if
 from rfa.random_features.feature_maps import Estimator
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 
@@ -61,7 +63,8 @@ def kernelized_attention(
       mask: an attention mask of any bool or numeric dtype (nonzero = attend) broadcastable to
         ``[batch..., heads, q_len, kv_len]``, as Flax builds them: key padding (``[..., 1, kv_len]``),
         query ⊗ key padding, or causal ∧ padding (then the chunked causal form runs). Padded queries
-        output 0. Other patterns raise a ValueError; traced ones give NaN (see :mod:`rfa.attention.masks`).
+        output 0. Other patterns raise a ValueError, traced ones when the compiled call runs (see
+        :mod:`rfa.attention.masks`); a float mask with negative entries (additive, 0/-inf) is refused.
       is_causal: each query attends to keys at or before its position (q_len == kv_len) and to the
         initial state.
       log_decay: per-token log-decays ``g <= 0`` broadcastable to ``[batch..., q_len, heads]``
@@ -109,6 +112,7 @@ def kernelized_attention(
         feature_params=feature_params, initial_state=initial_state, return_state=return_state,
         renormalize=renormalize, chunk_size=chunk_size, precision=precision, sequence_axis=sequence_axis,
     )  # fmt: skip
+    check_finite(q=call.q, k=call.k, v=call.v)
     out, state = _dispatch(call, plan)
     return (out, state) if return_state else out
 
@@ -124,7 +128,7 @@ def _dispatch(call: Call, plan: MaskPlan) -> tuple[Array, RecurrentState]:
     can_fit = not call.fm.to_fit(call.feature_params)
     same_length = call.q.shape[-3] == call.k.shape[-3]
     runnable = (not call.is_causal and call.log_decay is None, same_length and can_fit, False)
-    checkify.debug_check(jnp.asarray(runnable)[plan.pattern], TRACED_MESSAGE)
+    raise_if(~jnp.asarray(runnable)[plan.pattern], TRACED_MESSAGE)
     if not any(runnable):  # causal with parameters to fit: the causal form raises the error that says so
         return causal(call)
     shapes = jax.eval_shape(MODES[runnable.index(True)], call)
@@ -137,6 +141,15 @@ def _dispatch(call: Call, plan: MaskPlan) -> tuple[Array, RecurrentState]:
 
 
 MODES = {PADDING: bidirectional, CAUSAL: causal}  # the mode of each pattern of rfa.attention.masks
+
+
+def attention_over(sequence_axis: str | None):
+    """:func:`sequence_parallel_attention` along ``sequence_axis`` if the mesh set by ``jax.set_mesh`` splits
+    it (size > 1), else :func:`kernelized_attention`: what a layer configured with a sequence axis calls."""
+    mesh = jax.sharding.get_abstract_mesh()
+    if sequence_axis is not None and sequence_axis in mesh.axis_names and mesh.shape[sequence_axis] > 1:
+        return functools.partial(sequence_parallel_attention, axis=sequence_axis)
+    return kernelized_attention
 
 
 def _token_spec(fm, name: str, value, axis: str):
@@ -213,11 +226,14 @@ def sequence_parallel_attention(
     }  # fmt: skip
     given = {name: value for name, value in args.items() if value is not None}
     in_specs = {name: specs[name] for name in given}
-    if given_mesh:  # arrays committed elsewhere (or nowhere) are laid out on this mesh first
-        given = jax.tree.map(
-            lambda s, value: jax.tree.map(lambda x: jax.reshard(x, jax.sharding.NamedSharding(mesh, s)), value),
-            in_specs, given, is_leaf=lambda x: isinstance(x, jax.sharding.PartitionSpec),
-        )  # fmt: skip
+    # Arrays committed elsewhere (or nowhere) are laid out on the mesh first: on the given one, or on the
+    # mesh set by jax.set_mesh (where a PartitionSpec names the sharding).
+    given = jax.tree.map(
+        lambda s, value: jax.tree.map(
+            lambda x: jax.reshard(x, jax.sharding.NamedSharding(mesh, s) if given_mesh else s), value
+        ),
+        in_specs, given, is_leaf=lambda x: isinstance(x, jax.sharding.PartitionSpec),
+    )  # fmt: skip
 
     def local(given):
         return kernelized_attention(

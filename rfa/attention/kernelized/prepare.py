@@ -22,6 +22,7 @@ from rfa.attention.common import check_causal_lengths, check_qkv
 from rfa.attention.common import renormalize as divide_by_normalizer
 from rfa.attention.masks import MaskPlan, plan_mask
 from rfa.attention.state import RecurrentState, check_state
+from rfa.checks import raise_if
 from rfa.random_features.feature_maps import Estimator
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 
@@ -85,11 +86,14 @@ def check_log_decay(log_decay, q: Array, is_causal: bool) -> Array:
         )
     log_decay = check_floating(log_decay, "log_decay")
     check_broadcastable_to(log_decay.shape, q.shape[:-1], "log_decay", "[batch..., q_len, heads] =")
-    if is_concrete(log_decay) and bool(np.any(np.asarray(log_decay) > 0)):  # NumPy: no tracer inside a jit
-        raise ValueError(
-            f"log_decay must be <= 0 (a decay factor exp(g) <= 1), got a maximum of {np.max(log_decay)}; "
-            "a gate in (0, 1) gives log_decay = log(gate), e.g. jax.nn.log_sigmoid(logits)."
-        )
+    advice = "a gate in (0, 1) gives log_decay = log(gate), e.g. jax.nn.log_sigmoid(logits)."
+    if is_concrete(log_decay):  # the largest value in the message; traced: raised when the compiled call runs
+        if bool(np.any(np.asarray(log_decay) > 0)):
+            raise ValueError(
+                f"log_decay must be <= 0 (a decay factor exp(g) <= 1), got a maximum of {np.max(log_decay)}; {advice}"
+            )
+    else:
+        raise_if(log_decay > 0, f"log_decay must be <= 0 (a decay factor exp(g) <= 1), got a positive entry; {advice}")
     return log_decay.astype(jnp.float32)
 
 

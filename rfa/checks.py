@@ -1,0 +1,111 @@
+"""Errors at run time under ``jit``: the checks that need values, and an opt-in check for NaN.
+
+Inside ``jit`` (and ``grad``, ``vmap``, ``scan``) arrays are tracers: a check of their values cannot
+raise while tracing. :func:`raise_if` raises at once when the condition is concrete, and otherwise
+compiles a host callback (``jax.debug.callback``) that receives one boolean per call and raises the
+error when it is true. The compiled function then fails with a ``jax.errors.JaxRuntimeError`` whose
+message holds the error's text, instead of returning NaN or a wrong answer. rfa uses it for what
+only values can tell: a traced mask that kernelized attention cannot apply, a traced additive mask,
+a positive ``log_decay``, NaN input to the forecaster.
+
+The callback's cost is one scalar copied to the host per call; the benchmark
+``python -m experiments.benchmarks.checks`` measures it against the same step without the check.
+
+NaN anywhere in the queries, keys or values of one head turns the whole head's output into NaN
+(every output sums over every key). Checking every call for that is not free, so it is opt-in:
+inside ``with rfa.checks.nan_checks():`` every attention entry point (``rfa.kernelized_attention``,
+``rfa.softmax_attention``, the Flax layers) and every rfa model checks its inputs and raises,
+naming the array, when one holds NaN or inf.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rfa._validation import is_concrete
+
+Array = jax.Array
+
+_nan_checks = [False]  # read while tracing: a function traced inside nan_checks() has the checks compiled in
+
+
+def raise_if(condition, message: str, error: type[Exception] = ValueError) -> None:
+    """Raises ``error(message)`` when ``condition`` (any boolean array) has a true entry, under ``jit`` too.
+
+    Concrete conditions raise now; traced ones raise when the compiled function runs, through a host
+    callback that the compiled function calls with ``jnp.any(condition)``.
+
+    Args:
+      condition: a boolean array (or Python bool).
+      message: the error's text.
+      error: the exception class raised (on the host; under ``jit`` it surfaces as the cause of a
+        ``jax.errors.JaxRuntimeError`` whose message contains ``message``).
+
+    Example:
+      >>> def f(g):
+      ...     rfa.checks.raise_if(g > 0, "log_decay must be <= 0")
+      ...     return jnp.exp(g)
+      >>> jax.jit(f)(jnp.array(1.0))  # doctest: +SKIP
+      Traceback (most recent call last):
+      jax.errors.JaxRuntimeError: ... ValueError: log_decay must be <= 0
+    """
+    if is_concrete(condition):
+        if bool(np.any(np.asarray(condition))):
+            raise error(message)
+        return
+
+    def fail(bad):
+        if bool(np.any(bad)):
+            raise error(message)
+
+    jax.debug.callback(fail, jnp.any(condition))
+
+
+@contextlib.contextmanager
+def nan_checks(enabled: bool = True):
+    """Within the block, attention entry points and rfa models raise on NaN or inf input, under ``jit`` too.
+
+    The flag is read while a function is traced, so entering and leaving the block clears JAX's compile
+    caches (``jax.clear_caches``): functions called inside retrace with the checks, and without them after.
+    Each check costs a reduction over the array and one host callback per call.
+
+    Example:
+      >>> q = jnp.ones((1, 4, 2, 8)).at[0, 1, 0, 0].set(jnp.nan)
+      >>> with rfa.checks.nan_checks():
+      ...     rfa.softmax_attention(q, q, q)
+      Traceback (most recent call last):
+      ...
+      ValueError: q holds NaN or inf ...
+    """
+    previous = _nan_checks[0]
+    _nan_checks[0] = bool(enabled)
+    jax.clear_caches()
+    try:
+        yield
+    finally:
+        _nan_checks[0] = previous
+        jax.clear_caches()
+
+
+def nan_checks_enabled() -> bool:
+    """True inside :func:`nan_checks`."""
+    return _nan_checks[0]
+
+
+def check_finite(**arrays) -> None:
+    """Inside :func:`nan_checks`, raises a ValueError naming the first array given by keyword that holds NaN
+    or inf (under ``jit`` at run time); outside, does nothing."""
+    if not _nan_checks[0]:
+        return
+    for name, x in arrays.items():
+        if x is not None:
+            raise_if(
+                ~jnp.all(jnp.isfinite(x)),
+                f"{name} holds NaN or inf (shape {tuple(jnp.shape(x))}); one such entry in a query, key or value "
+                "makes the whole head's attention output NaN. Find where it comes from (jax.debug_nans) or mask "
+                "the position out.",
+            )

@@ -1,0 +1,201 @@
+"""``rfa.nnx.MultiHeadAttention``: Flax NNX's ``nnx.MultiHeadAttention`` with kernelized attention.
+
+A drop-in replacement: the same constructor and call arguments (swapping the class is the whole change),
+plus the estimator's (``feature_map``, ``num_features``, ``projection_kind``, ...). The attention between
+the projections is a :class:`~rfa.attention.KernelizedAttention` (``layer.attention_fn``): its random
+projection is a :class:`~rfa.attention.RandomProjection` variable, not a ``nnx.Param``, so optimizers
+built with ``wrt=nnx.Param`` leave it alone, checkpoints of ``nnx.state(model)`` hold it, and
+:func:`redraw` replaces it under ``nnx.jit`` without retracing.
+
+With ``decode=True`` the cache is the recurrent state (:mod:`rfa.attention.flax_cache`), not keys and
+values: ``init_cache`` allocates ``[batch..., heads, F, head_dim + 1]`` whatever the maximum length, and a
+token costs the same at any position. Cross-attention (a call with ``inputs_k``) computes the encoder's
+state on its first decoding call and reads it afterwards.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from rfa._validation import check_key, check_positive_int
+from rfa.attention.flax_adapter import KernelizedAttention, repeat_kv_heads
+from rfa.attention.flax_cache import cross_attention_step, empty_state, self_attention_step
+from rfa.random_features.feature_maps import Estimator
+from rfa.random_features.feature_maps import feature_map as lookup_feature_map
+
+Array = jax.Array
+
+
+def projection_key(rngs: nnx.Rngs) -> Array:
+    """The key of the projection: the ``projection`` stream's next key, else one derived from the ``params``
+    stream's next key without advancing it, so every weight drawn after the layer is the one ``nnx`` layers
+    would draw from the same ``rngs``."""
+    if "projection" in rngs:
+        return rngs.projection()
+    stream = rngs.params
+    return jax.random.fold_in(jax.random.fold_in(stream.key[...], stream.count[...]), 0x5EED)
+
+
+class MultiHeadAttention(nnx.MultiHeadAttention):
+    """``flax.nnx.MultiHeadAttention`` whose attention is random-feature (kernelized) attention.
+
+    Args:
+      num_heads, in_features, qkv_features, out_features, num_kv_heads, in_kv_features: as in
+        ``nnx.MultiHeadAttention``.
+      feature_map: a registered estimator name (``rfa.registered_feature_maps()``) or an ``rfa.Estimator``.
+      num_features: m, the projection's rows.
+      projection_kind, scaling: of the projection, as in ``rfa.sample_projection``.
+      renormalize, chunk_size, feature_params: as in ``rfa.kernelized_attention`` (``feature_params``:
+        Python numbers shared by all heads).
+      sequence_axis: a mesh axis: where the mesh set by ``jax.set_mesh`` has it, full-sequence calls run
+        sequence-parallel along it.
+      rngs: ``params`` initializes the weights (the same ones as ``nnx.MultiHeadAttention`` from the same
+        ``rngs``, and every later layer's too); W is drawn from :func:`projection_key`.
+      **kwargs: the other keywords of ``nnx.MultiHeadAttention`` (``dtype``, ``decode``, ``dropout_rate``
+        (0 only: there are no attention weights to drop), ``normalize_qk``, ``kernel_init``, ...).
+
+    Masks are Flax's (nonzero = attend): padding and causal ∧ padding are applied exactly, and anything
+    else raises (under ``jit`` when the compiled call runs; see :mod:`rfa.attention.masks`).
+
+    Example:
+      >>> layer = rfa.nnx.MultiHeadAttention(4, 32, feature_map="positive", num_features=64, decode=False,
+      ...                                    rngs=nnx.Rngs(0))
+      >>> x = jnp.ones((2, 10, 32))
+      >>> layer(x, mask=nnx.make_causal_mask(jnp.ones((2, 10)))).shape
+      (2, 10, 32)
+      >>> layer.init_cache(x.shape)  # the recurrent state: its size does not depend on the length
+      >>> layer.cached_state.get_value().kv.shape
+      (2, 4, 64, 9)
+      >>> layer(x[:, :1], decode=True).shape  # one token, O(1) at any position
+      (2, 1, 32)
+    """
+
+    def __init__(
+        self,
+        num_heads: int,
+        in_features: int,
+        qkv_features: int | None = None,
+        out_features: int | None = None,
+        num_kv_heads: int | None = None,
+        in_kv_features: int | None = None,
+        *,
+        feature_map: str | Estimator = "positive",
+        num_features: int = 256,
+        projection_kind: str = "orthogonal",
+        scaling: str = "chi",
+        renormalize: bool = True,
+        chunk_size: int = 64,
+        feature_params: dict | None = None,
+        sequence_axis: str | None = None,
+        rngs: nnx.Rngs,
+        **kwargs,
+    ):
+        if "attention_fn" in kwargs:
+            raise TypeError(
+                "rfa.nnx.MultiHeadAttention builds its own attention_fn; choose the estimator with feature_map=, or "
+                "use nnx.MultiHeadAttention(attention_fn=rfa.make_attention_fn(...)) for another function."
+            )
+        num_heads = check_positive_int(num_heads, "num_heads")
+        qkv = check_positive_int(qkv_features or in_features, "qkv_features")
+        if qkv % num_heads:
+            raise ValueError(f"qkv_features ({qkv}) must be divisible by num_heads ({num_heads}).")
+        super().__init__(
+            num_heads, in_features, qkv_features, out_features, num_kv_heads, in_kv_features, rngs=rngs, **kwargs
+        )  # the same weights as nnx.MultiHeadAttention from the same rngs: W is drawn after them
+        fm = lookup_feature_map(feature_map)
+        random = fm.needs_projection or bool(fm.sampled)
+        key = projection_key(rngs) if random else None
+        self.attention_fn = nnx.data(
+            KernelizedAttention(
+                fm, num_features, qkv // num_heads, key=key, projection_kind=projection_kind, scaling=scaling,
+                renormalize=renormalize, chunk_size=chunk_size, feature_params=feature_params, num_heads=num_heads,
+                sequence_axis=sequence_axis,
+            )
+        )  # fmt: skip
+        self.cached_state = nnx.data(None)
+        self.memory_ready = nnx.data(None)
+
+    def init_cache(self, input_shape: tuple[int, ...], dtype=jnp.float32) -> None:
+        """The empty recurrent state for inputs ``[batch..., length, features]``: ``[batch..., heads, F,
+        head_dim + 1]`` float32 (the state's precision, whatever ``dtype``), independent of ``length``."""
+        del dtype
+        fn = self.attention_fn
+        state = empty_state(fn.feature_map, fn.num_features, self.head_dim, tuple(input_shape[:-2]), self.num_heads)
+        self.cached_state = nnx.Cache(state)
+        self.cache_index = nnx.Cache(jnp.array(0, jnp.int32))
+        self.memory_ready = nnx.Cache(jnp.array(False))
+
+    def set_view(self, deterministic=None, decode=None, batch_size=None, max_length=None):
+        """For ``nnx.view``: as Flax's, with the recurrent state as the cache (``max_length`` is not needed)."""
+        if deterministic is not None:
+            self.deterministic = deterministic
+        if decode is not None:
+            self.decode = decode
+            if decode and self.cached_state is None:
+                if batch_size is None:
+                    raise TypeError("'batch_size' must be provided when initializing the cache.")
+                batch = (batch_size,) if isinstance(batch_size, int) else tuple(batch_size)
+                self.init_cache(batch + (1, self.in_features))
+
+    def redraw(self, key: Array) -> None:
+        """Replaces the random projection (and the map's other random parameters) by a draw from ``key``."""
+        self.attention_fn.redraw(key)
+
+    def __call__(self, inputs_q: Array, inputs_k: Array | None = None, inputs_v: Array | None = None, *,
+                 mask: Array | None = None, decode: bool | None = None, **kwargs) -> Array:  # fmt: skip
+        """As ``nnx.MultiHeadAttention.__call__``; with ``decode`` the new tokens continue the recurrent state.
+
+        A decoding call takes any number of new tokens (one per step, or a whole prompt at once); its mask,
+        if any, covers these tokens only (:func:`rfa.attention.flax_cache.check_decode_mask`). A call with
+        ``inputs_k`` other than ``inputs_q`` is cross-attention: its state is the encoder's, computed once.
+        """
+        decode = self.decode if decode is None else decode
+        if not decode:
+            return super().__call__(inputs_q, inputs_k, inputs_v, mask=mask, decode=False, **kwargs)
+        if self.cached_state is None:
+            raise ValueError("Autoregressive cache not initialized, call ``init_cache`` first.")
+        cross = inputs_k is not None and inputs_k is not inputs_q
+        inputs_k = inputs_q if inputs_k is None else inputs_k
+        inputs_v = inputs_k if inputs_v is None else inputs_v
+        query, key, value = self.query(inputs_q), self.key(inputs_k), self.value(inputs_v)
+        if self.normalize_qk:
+            query, key = self.query_ln(query), self.key_ln(key)
+        key, value = repeat_kv_heads(query, key, value)
+        fn = self.attention_fn
+        attend = functools.partial(fn.attention(sequence_parallel=False), precision=self.precision)
+        state = self.cached_state.get_value()
+        if cross:
+            out, state = cross_attention_step(attend, query, key, value, mask=mask, state=state,
+                                              ready=self.memory_ready[...])  # fmt: skip
+            self.memory_ready[...] = jnp.array(True)
+        else:
+            out, state = self_attention_step(attend, query, key, value, mask=mask, state=state)
+            self.cache_index[...] += query.shape[-3]
+        self.cached_state.set_value(state)
+        return self.out(out.astype(self.dtype or out.dtype))
+
+
+def redraw(model: nnx.Module, key: Array) -> int:
+    """Redraws the random projection of every kernelized attention in ``model``; returns how many.
+
+    Each :class:`~rfa.attention.KernelizedAttention` (the ``attention_fn`` of :class:`MultiHeadAttention`
+    and of ``rfa.make_attention_fn``) gets its own subkey ``fold_in(key, i)`` (i in module order). Under
+    ``nnx.jit`` the projections are state, so a redraw changes the next call's output without retracing.
+
+    Example:
+      >>> model = rfa.nnx.MultiHeadAttention(2, 16, num_features=8, decode=False, rngs=nnx.Rngs(0))
+      >>> rfa.nnx.redraw(model, jax.random.key(1))
+      1
+    """
+    key = check_key(key)
+    attentions = [m for _, m in nnx.iter_modules(model) if isinstance(m, KernelizedAttention)]
+    redrawn = 0
+    for i, attention in enumerate(attentions):
+        if attention.projection is not None or attention.random_params:
+            attention.redraw(jax.random.fold_in(key, i))
+            redrawn += 1
+    return redrawn

@@ -1,0 +1,91 @@
+"""Errors under jit instead of NaN: rfa.checks.raise_if, a positive log_decay, NaN input and the opt-in NaN checks."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+from helpers import normal
+
+import rfa
+from rfa.models import AttentionConfig, Encoder, preset
+from rfa.models.forecaster import ForecastConfig, Forecaster
+
+B, L, H, D = 2, 8, 2, 8
+Q, K, V = (jnp.asarray(normal(i, (B, L, H, D), 0.5)) for i in range(3))
+W = rfa.sample_projection(jax.random.key(0), 16, D)
+
+
+def test_raise_if_raises_now_when_concrete_and_when_the_compiled_function_runs_when_traced():
+    with pytest.raises(ValueError, match="too big"):
+        rfa.checks.raise_if(jnp.array([False, True]), "too big")
+    rfa.checks.raise_if(jnp.array([False, False]), "too big")
+
+    def f(x):
+        rfa.checks.raise_if(x > 1, "too big", TypeError)
+        return 2 * x
+
+    np.testing.assert_array_equal(jax.jit(f)(jnp.array([0.5, 1.0])), [1.0, 2.0])
+    for traced in (jax.jit(f), jax.jit(jax.vmap(f)), jax.jit(jax.grad(lambda x: jnp.sum(f(x))))):
+        with pytest.raises(jax.errors.JaxRuntimeError, match="TypeError: too big"):
+            jax.block_until_ready(traced(jnp.array([0.5, 1.5])))
+
+
+def decayed(log_decay):
+    return rfa.kernelized_attention(Q, K, V, feature_map="positive", projection=W, is_causal=True, log_decay=log_decay)
+
+
+def test_a_positive_log_decay_raises_eagerly_and_under_jit_and_grad():
+    with pytest.raises(ValueError, match=r"got a maximum of 0\.5"):
+        decayed(jnp.full((B, L, H), 0.5))
+    positive = jnp.zeros((B, L, H)).at[1, 3, 0].set(0.1)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="log_decay must be <= 0"):
+        jax.block_until_ready(jax.jit(decayed)(positive))
+    with pytest.raises(jax.errors.JaxRuntimeError, match="log_decay must be <= 0"):
+        jax.block_until_ready(jax.jit(jax.grad(lambda g: jnp.sum(decayed(g))))(positive))
+    decay = -jnp.ones((B, L, H))
+    np.testing.assert_allclose(jax.jit(decayed)(decay), decayed(decay), rtol=1e-5, atol=1e-6)
+
+
+def test_nan_checks_name_the_array_under_jit_and_are_off_outside():
+    bad_k = K.at[0, 2, 1, 3].set(jnp.nan)
+
+    def attend(k):
+        return rfa.kernelized_attention(Q, k, V, feature_map="positive", projection=W)
+
+    out = jax.jit(attend)(bad_k)  # off by default: the head's output is NaN, silently
+    assert bool(jnp.all(jnp.isnan(out[0, :, 1]))) and bool(jnp.all(jnp.isfinite(out[1])))
+    with rfa.checks.nan_checks():
+        assert rfa.checks.nan_checks_enabled()
+        with pytest.raises(ValueError, match="k holds NaN or inf"):
+            attend(bad_k)
+        with pytest.raises(jax.errors.JaxRuntimeError, match="k holds NaN or inf"):
+            jax.block_until_ready(jax.jit(attend)(bad_k))
+        with pytest.raises(jax.errors.JaxRuntimeError, match="v holds NaN or inf"):
+            jax.block_until_ready(jax.jit(lambda v: rfa.softmax_attention(Q, K, v))(V.at[1, 0, 0, 0].set(jnp.inf)))
+        np.testing.assert_allclose(jax.jit(attend)(K), attend(K), rtol=1e-5, atol=1e-6)
+    assert not rfa.checks.nan_checks_enabled()
+    assert bool(jnp.any(jnp.isnan(jax.jit(attend)(bad_k))))  # retraced without the check
+
+
+@pytest.mark.parametrize("kind", ["softmax", "positive"])
+def test_nan_checks_cover_the_attention_of_rfa_models_and_flax_layers(kind):
+    model = Encoder(preset("tiny", vocab_size=20, encoder_attention=AttentionConfig(kind, 16)), rngs=nnx.Rngs(0))
+    model.embed.tokens.embedding[...] = model.embed.tokens.embedding[...].at[3].set(jnp.nan)
+    tokens = jnp.full((2, 6), 3, jnp.int32)
+    with rfa.checks.nan_checks(), pytest.raises(jax.errors.JaxRuntimeError, match="holds NaN or inf"):
+        jax.block_until_ready(nnx.jit(lambda model, tokens: model(tokens))(model, tokens))
+    layer = rfa.nnx.MultiHeadAttention(2, 16, num_features=8, decode=False, rngs=nnx.Rngs(0))
+    with rfa.checks.nan_checks(), pytest.raises(ValueError, match="holds NaN or inf"):
+        layer(jnp.ones((1, 4, 16)).at[0, 1, 2].set(jnp.nan))
+
+
+def test_the_forecaster_refuses_nan_input_eagerly_and_under_jit():
+    config = ForecastConfig(lookback=8, horizon=2, patch_length=4, attention=AttentionConfig("positive", 8))
+    model = Forecaster(config, rngs=nnx.Rngs(0))
+    x = jnp.zeros((2, 8, 1)).at[1, 5, 0].set(jnp.nan)
+    with pytest.raises(ValueError, match="x holds NaN or inf: the forecaster refuses series with missing values"):
+        model(x)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="the forecaster refuses series with missing values"):
+        jax.block_until_ready(nnx.jit(lambda model, x: model(x))(model, x))
+    assert nnx.jit(lambda model, x: model(x))(model, jnp.zeros((2, 8, 1))).shape == (2, 2, 1)
