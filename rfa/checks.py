@@ -11,6 +11,11 @@ a positive ``log_decay``, NaN input to the forecaster.
 The callback's cost is one scalar copied to the host per call; the benchmark
 ``python -m experiments.benchmarks.checks`` measures it against the same step without the check.
 
+In a program over several devices (data- or sequence-parallel) the callback runs beside the device
+threads: a failing check logs its message (``jax.debug.callback failed ... ValueError: ...``), and JAX
+then ends the process when the other devices time out waiting at the next collective, instead of raising
+a Python exception. Loud, but not catchable; single-device programs raise as described.
+
 NaN anywhere in the queries, keys or values of one head turns the whole head's output into NaN
 (every output sums over every key). Checking every call for that is not free, so it is opt-in:
 inside ``with rfa.checks.nan_checks():`` every attention entry point (``rfa.kernelized_attention``,
@@ -37,7 +42,9 @@ def raise_if(condition, message: str, error: type[Exception] = ValueError) -> No
     """Raises ``error(message)`` when ``condition`` (any boolean array) has a true entry, under ``jit`` too.
 
     Concrete conditions raise now; traced ones raise when the compiled function runs, through a host
-    callback that the compiled function calls with ``jnp.any(condition)``.
+    callback that the compiled function calls with ``jnp.any(condition)``. Inside ``jax.shard_map`` (manual
+    mesh axes) a traced condition is not checked: JAX cannot compile the callback there, so check the global
+    arrays before entering, as ``rfa.attention.sequence_parallel_attention`` does.
 
     Args:
       condition: a boolean array (or Python bool).
@@ -56,6 +63,10 @@ def raise_if(condition, message: str, error: type[Exception] = ValueError) -> No
     if is_concrete(condition):
         if bool(np.any(np.asarray(condition))):
             raise error(message)
+        return
+    if jax.sharding.get_abstract_mesh().manual_axes:
+        # Inside jax.shard_map JAX cannot compile a debug callback over partially manual axes; the entry that
+        # enters shard_map (rfa.attention.sequence_parallel_attention) checks the global arrays before it.
         return
 
     def fail(bad):

@@ -77,6 +77,8 @@ report["layer"] = {"error": errors(split, alone), "collectives": "all_gather" in
 report["errors"] = {
     "indivisible": message(lambda: sequence_parallel_attention(q[:, :30], k[:, :30], v[:, :30], mesh=mesh,
                                                                axis="seq", **options)),
+    "positive_decay": message(lambda: sequence_parallel_attention(q, k, v, mesh=mesh, axis="seq", is_causal=True,
+                                                                  log_decay=-g, **options)),  # checked before shard_map
     "no_axis": message(lambda: sequence_parallel_attention(q, k, v, mesh=mesh, axis="sequence", **options)),
     "no_mesh": message(lambda: sequence_parallel_attention(q, k, v, axis="seq", **options)),
     "outside_shard_map": message(lambda: rfa.kernelized_attention(q, k, v, sequence_axis="seq", **options)),
@@ -118,6 +120,7 @@ def test_sequence_parallel_bad_input_says_what_to_do(report):
     assert "must be divisible by the size of mesh axis 'seq' (8)" in messages["indivisible"]
     assert "pad the sequences to a multiple of 8" in messages["indivisible"]
     assert "mesh has no axis 'sequence'; its axes are ('seq',)" in messages["no_axis"]
+    assert "log_decay must be <= 0" in messages["positive_decay"]
     assert "its axes are () (no mesh (pass mesh= or call inside jax.set_mesh))" in messages["no_mesh"]
     assert "sequence_axis='seq' names no mesh axis of an enclosing jax.shard_map" in messages["outside_shard_map"]
     assert "mask must be key padding of this block" in messages["dense_mask"]

@@ -20,7 +20,7 @@ CHECKS = r"""
 import json, sys, tempfile
 import jax, jax.numpy as jnp, numpy as np
 from configs import listops, python_source, sort
-import rfa.models.cores as cores
+import rfa.attention.kernelized.api as api
 from rfa.tasks import train_batches
 from rfa.train import sharding, train_and_evaluate
 from rfa.train.config import check_config
@@ -30,11 +30,11 @@ from rfa.workdir import ConfigError
 
 data_dir = sys.argv[1]
 calls = {"count": 0}
-parallel = cores.sequence_parallel_attention
+parallel = api.sequence_parallel_attention  # what attention_over hands the model's kernelized sites
 def counted(*args, **kwargs):
     calls["count"] += 1
     return parallel(*args, **kwargs)
-cores.sequence_parallel_attention = counted
+api.sequence_parallel_attention = counted
 
 def quick(module, attention, **mesh):
     config = module.get_config(f"{attention},quick")

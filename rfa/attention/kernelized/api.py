@@ -8,10 +8,11 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from rfa._validation import check_positive_int
+from rfa._validation import check_floating, check_positive_int
+from rfa.attention.common import as_bool_mask
 from rfa.attention.kernelized.bidirectional import bidirectional
 from rfa.attention.kernelized.causal import causal
-from rfa.attention.kernelized.prepare import Call, check_call
+from rfa.attention.kernelized.prepare import Call, check_call, check_decay_sign
 from rfa.attention.kernelized.sequence_parallel import check_key_padding, sequence_parallel
 from rfa.attention.masks import CAUSAL, PADDING, TRACED_MESSAGE, MaskPlan
 from rfa.attention.state import RecurrentState
@@ -204,6 +205,10 @@ def sequence_parallel_attention(
         )
         raise ValueError(f"mesh has no axis {axis!r}; its axes are {tuple(mesh.axis_names)} ({where}).")
     check_key_padding(mask)
+    if mask is not None:  # the values' checks, on the global arrays: none can run inside shard_map (rfa.checks)
+        mask = as_bool_mask(mask)
+    if log_decay is not None:
+        check_decay_sign(check_floating(log_decay, "log_decay"))
     size, length = mesh.shape[axis], q.shape[-3]
     if length % size or k.shape[-3] % size:
         raise ValueError(
@@ -226,14 +231,17 @@ def sequence_parallel_attention(
     }  # fmt: skip
     given = {name: value for name, value in args.items() if value is not None}
     in_specs = {name: specs[name] for name in given}
-    # Arrays committed elsewhere (or nowhere) are laid out on the mesh first: on the given one, or on the
-    # mesh set by jax.set_mesh (where a PartitionSpec names the sharding).
-    given = jax.tree.map(
-        lambda s, value: jax.tree.map(
-            lambda x: jax.reshard(x, jax.sharding.NamedSharding(mesh, s) if given_mesh else s), value
-        ),
-        in_specs, given, is_leaf=lambda x: isinstance(x, jax.sharding.PartitionSpec),
-    )  # fmt: skip
+    # Arrays committed elsewhere (or nowhere) are laid out on the mesh first: on the given one, or on the mesh
+    # set by jax.set_mesh when its axis is Explicit (shard_map then checks the inputs' shardings; with Auto axes,
+    # as in rfa's training mesh, XLA lays them out itself).
+    explicit = mesh.axis_types[mesh.axis_names.index(axis)] == jax.sharding.AxisType.Explicit
+    if given_mesh or explicit:
+        given = jax.tree.map(
+            lambda s, value: jax.tree.map(
+                lambda x: jax.reshard(x, jax.sharding.NamedSharding(mesh, s) if given_mesh else s), value
+            ),
+            in_specs, given, is_leaf=lambda x: isinstance(x, jax.sharding.PartitionSpec),
+        )  # fmt: skip
 
     def local(given):
         return kernelized_attention(

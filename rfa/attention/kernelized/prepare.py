@@ -86,6 +86,12 @@ def check_log_decay(log_decay, q: Array, is_causal: bool) -> Array:
         )
     log_decay = check_floating(log_decay, "log_decay")
     check_broadcastable_to(log_decay.shape, q.shape[:-1], "log_decay", "[batch..., q_len, heads] =")
+    check_decay_sign(log_decay)
+    return log_decay.astype(jnp.float32)
+
+
+def check_decay_sign(log_decay: Array) -> None:
+    """Raises a ValueError if ``log_decay`` has a positive entry (under ``jit`` when the compiled call runs)."""
     advice = "a gate in (0, 1) gives log_decay = log(gate), e.g. jax.nn.log_sigmoid(logits)."
     if is_concrete(log_decay):  # the largest value in the message; traced: raised when the compiled call runs
         if bool(np.any(np.asarray(log_decay) > 0)):
@@ -94,7 +100,6 @@ def check_log_decay(log_decay, q: Array, is_causal: bool) -> Array:
             )
     else:
         raise_if(log_decay > 0, f"log_decay must be <= 0 (a decay factor exp(g) <= 1), got a positive entry; {advice}")
-    return log_decay.astype(jnp.float32)
 
 
 def check_call(
