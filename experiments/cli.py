@@ -17,7 +17,7 @@ from typing import TypeVar
 from absl import app, flags, logging
 
 from rfa.data import DatasetMissingError
-from rfa.train import CheckpointError, TrainingInterrupted
+from rfa.train import CheckpointError, DistributedError, TrainingInterrupted
 from rfa.workdir import ConfigError
 
 T = TypeVar("T")
@@ -97,7 +97,7 @@ def run_main(main: Callable[[list[str]], object]) -> None:
         except KeyboardInterrupt:
             print("interrupted; run the same command to resume from what is saved", file=sys.stderr)
             sys.exit(INTERRUPTED_STATUS)
-        except (ConfigError, DatasetMissingError, CheckpointError) as error:
+        except (ConfigError, DatasetMissingError, CheckpointError, DistributedError) as error:
             sys.exit(f"error: {error}")
 
     argv = resolve_config_arguments(sys.argv)
@@ -141,7 +141,7 @@ def run_training(work: Callable[..., T], *args, **kwargs) -> T:
     """
     try:
         return work(*args, **kwargs)
-    except (ConfigError, DatasetMissingError, CheckpointError) as error:
+    except (ConfigError, DatasetMissingError, CheckpointError, DistributedError) as error:
         sys.exit(f"error: {error}")
     except TrainingInterrupted as stop:
         print(f"{stop}; run the same command to resume", file=sys.stderr)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+import jax
 from absl import flags
 from ml_collections import config_flags
 
@@ -28,7 +29,8 @@ def main(argv):
     del argv
     initialize_distributed()
     results = run_training(train_and_evaluate, _CONFIG.value, _WORKDIR.value)
-    print(json.dumps(results, indent=2))
+    if jax.process_index() == 0:  # one copy of the results, however many processes
+        print(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

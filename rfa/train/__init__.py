@@ -6,13 +6,14 @@ from rfa.train.config import ATTENTION_VARIANTS, base_config, build_model, check
 from rfa.train.loop import TrainingInterrupted, evaluate, load_model, train_and_evaluate
 from rfa.train.metrics import MetricWriter, plot_curves, read_metrics
 from rfa.train.optim import make_optimizer, make_schedule
-from rfa.train.sharding import global_batch, initialize_distributed, make_mesh, state_sharding
+from rfa.train.sharding import DistributedError, global_batch, initialize_distributed, make_mesh, state_sharding
 from rfa.train.steps import make_eval_step, make_train_step, metric_sums, summarize
 
 __all__ = [
     "ATTENTION_VARIANTS",
     "CheckpointError",
     "Checkpoints",
+    "DistributedError",
     "MetricWriter",
     "TrainingInterrupted",
     "base_config",

@@ -7,10 +7,11 @@ redrawing random projections on the config's schedule, logging averaged training
 ``checkpoint_every`` steps and at the end. A run killed at any moment and started again on the
 same workdir ends with exactly the metrics of an uninterrupted run (all but the wall-clock ones,
 step time and tokens/s): batches, dropout keys and redraw keys depend only on the seed and the
-step. SIGINT (Ctrl-C) and SIGTERM stop a single-process run after the step in progress: it saves
-that step's checkpoint and raises :class:`TrainingInterrupted`. With several processes, process 0
-writes the files; every process evaluates the same global batches (its own rows of each), so all
-of them run the same number of steps.
+step. SIGINT (Ctrl-C) and SIGTERM stop a run after the step in progress: it saves that step's checkpoint
+and raises :class:`TrainingInterrupted`. With several processes (``rfa.train.initialize_distributed``), a
+signal to any of them stops all of them after the same step, each process builds the same global batches
+and contributes its block of rows, so the run's metrics are those of one process with as many devices;
+process 0 writes the metrics, config and results, and the checkpoints are written by all (orbax).
 
 The workdir then holds ``config.json``, ``metrics.jsonl``, ``tensorboard/``, ``checkpoints/``,
 ``curves.png`` and ``results.json`` (final evaluation, step time, tokens/s, memory).
@@ -32,6 +33,7 @@ import ml_collections
 import numpy as np
 import tqdm
 from flax import nnx
+from jax.experimental import multihost_utils
 
 from rfa.models import redraw_projections
 from rfa.models.cores import attention_kinds, core_class
@@ -45,19 +47,24 @@ from rfa.train.steps import make_eval_step, make_train_step, summarize
 from rfa.workdir import ConfigError, record_config, write_atomic
 
 
-def _check_batch(config: ml_collections.ConfigDict, mesh: jax.sharding.Mesh) -> int:
-    """The rows each process loads; the global batch must split evenly over data devices and processes."""
+def _check_batch(config: ml_collections.ConfigDict, mesh: jax.sharding.Mesh) -> None:
+    """The global batch must split evenly over data devices and processes (each process keeps a block of rows)."""
     devices, processes = mesh.shape["data"], jax.process_count()
     if config.batch_size % devices or config.batch_size % processes:
         raise ConfigError(
             f"config.batch_size = {config.batch_size} must be divisible by the {devices} data-parallel devices "
             f"(mesh.data) and the {processes} processes."
         )
-    return config.batch_size // processes
 
 
-def _process_shard() -> tuple[int, int]:
-    return jax.process_index(), jax.process_count()
+def _agreed_signal(received: list[int]) -> int | None:
+    """The signal that stops the run, agreed by every process: this one's, or (several processes) the first
+    any process received, so that all stop after the same step."""
+    if jax.process_count() == 1:
+        return received[0] if received else None
+    signals = multihost_utils.process_allgather(np.int32(received[0] if received else 0))
+    stopping = [int(s) for s in np.ravel(signals) if s]
+    return stopping[0] if stopping else None
 
 
 def _memory_bytes(compiled) -> int:
@@ -103,14 +110,14 @@ class TrainingInterrupted(Exception):  # noqa: N818  (a requested stop, like Key
 def _deferred_signals() -> Iterator[list[int]]:
     """Records SIGINT and SIGTERM in the yielded list instead of acting on them; restores the handlers after.
 
-    The loop checks the list between steps, so a signal cuts off neither a step, nor a checkpoint
-    write, nor the input pipeline in the middle of a batch. A second signal while one is pending raises
-    ``KeyboardInterrupt``: an insistent user can still stop a step that hangs. Signals that are
-    ignored (a background job of a script) stay ignored; off the main thread and in multi-process
-    runs, where the processes would have to agree on the step to stop at, nothing is installed.
+    The loop checks the list between steps (with several processes, all of them agree on it after each step:
+    :func:`_agreed_signal`), so a signal cuts off neither a step, nor a checkpoint write, nor the input
+    pipeline in the middle of a batch. A second signal while one is pending raises ``KeyboardInterrupt``: an
+    insistent user can still stop a step that hangs. Signals that are ignored (a background job of a script)
+    stay ignored; off the main thread nothing is installed.
     """
     received: list[int] = []
-    if threading.current_thread() is not threading.main_thread() or jax.process_count() > 1:
+    if threading.current_thread() is not threading.main_thread():
         yield received
         return
 
@@ -144,11 +151,9 @@ def evaluate(eval_step, state, task: Task, config: ml_collections.ConfigDict, me
         max_batches=config.eval_batches or None,
         **task_kind(task.kind).data_options(config),
     )
-    index, count = _process_shard()
     total = None
     for batch in batches:
-        rows = {key: np.array_split(value, count)[index] for key, value in batch.items()}
-        total = _add(total, eval_step(state, sharding.global_batch(rows, mesh)))
+        total = _add(total, eval_step(state, sharding.global_batch(sharding.process_rows(batch), mesh)))
     return summarize(jax.device_get(total), kind=task.kind)
 
 
@@ -204,19 +209,20 @@ def train_and_evaluate(
         state_sharding = sharding.state_sharding(state, mesh)
     except ValueError as error:
         raise ConfigError(f"config.mesh: {error}") from error
-    rows = _check_batch(config, mesh)
+    _check_batch(config, mesh)
     num_params = sum(x.size for x in jax.tree.leaves(nnx.split_state(state, nnx.Param, ...)[0]))
     schedule = make_schedule(config.optimizer, num_steps=config.num_train_steps, d_model=config.model.d_model)
-    state = jax.device_put(state, state_sharding)
+    state = sharding.put(state, state_sharding)
 
+    # Every process reads the same global batches (same seed) and keeps its block of rows: a run gives the same
+    # batches, and so the same metrics, whatever the number of processes.
     iterator = iter(
         train_batches(
             task,
             data_dir=config.data_dir,
-            batch_size=rows,
+            batch_size=config.batch_size,
             max_length=config.max_length,
             seed=config.seed,
-            shard=_process_shard(),
             **task_kind(task.kind).data_options(config),
         )
     )
@@ -229,7 +235,7 @@ def train_and_evaluate(
     if start == 0 and initialize is not None:
         model, optimizer = nnx.merge(graphdef, state)
         initialize(model)
-        state = jax.device_put(nnx.state((model, optimizer)), state_sharding)
+        state = sharding.put(nnx.state((model, optimizer)), state_sharding)
     writer = MetricWriter(workdir, resume_step=start, active=primary)
 
     train_step = make_train_step(
@@ -254,8 +260,8 @@ def train_and_evaluate(
             if every and step % every == 0:
                 model, optimizer = nnx.merge(graphdef, state)
                 if redraw_projections(model, jax.random.fold_in(redraw_key, step), step=step):
-                    state = jax.device_put(nnx.state((model, optimizer)), state_sharding)
-            batch = sharding.global_batch(next(iterator), mesh)
+                    state = sharding.put(nnx.state((model, optimizer)), state_sharding)
+            batch = sharding.global_batch(sharding.process_rows(next(iterator)), mesh)
             if compiled is None:
                 compiled = train_step.lower(state, batch, jnp.int32(step)).compile()
                 bar.unpause()  # else the first interval holds the compilation: ETA = steps left x compile time
@@ -286,10 +292,11 @@ def train_and_evaluate(
                 timer = (time.perf_counter(), done)
             if on_step is not None:
                 on_step(done)
-            if received and done < config.num_train_steps:
+            stop = _agreed_signal(received) if done < config.num_train_steps else None
+            if stop is not None:
                 if done % config.checkpoint_every:
                     checkpoints.save(done, state, iterator, metrics=window)
-                raise TrainingInterrupted(done, received[0], checkpoints.step_directory(done))
+                raise TrainingInterrupted(done, stop, checkpoints.step_directory(done))
     return _finish(workdir, config, task, num_params, compiled, write=primary)
 
 

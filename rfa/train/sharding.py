@@ -8,13 +8,17 @@ token array is split along its length too: the model's kernelized sites exchange
 axis (LASP-2, :func:`rfa.attention.sequence_parallel_attention`; the model is built with
 ``sequence_axis="sequence"``), and XLA splits the other layers along the length (exact attention
 gathers the keys it needs). Optimizer moments follow their parameters' sharding because their
-paths end the same way. Multi-host runs call :func:`initialize_distributed` first, then each
-process loads its own rows of the batch.
+paths end the same way. Multi-process runs call :func:`initialize_distributed` first; every process then
+builds the same global batch and contributes its block of rows (:func:`process_rows`, :func:`global_batch`),
+and :func:`put` lays out state that every process holds. The mesh puts ``data`` outermost, so the
+``sequence`` and ``model`` axes lie within a process and only data parallelism crosses processes.
 """
 
 from __future__ import annotations
 
 import os
+import socket
+import time
 
 import jax
 import numpy as np
@@ -38,24 +42,63 @@ _MODEL_AXIS_RULES = {
 }
 
 
+COORDINATOR_TIMEOUT = "RFA_COORDINATOR_TIMEOUT"  # seconds to reach the coordinator (default 300, JAX's)
+
+
+class DistributedError(RuntimeError):
+    """A multi-process launch that could not start: the coordinator was not reached in time."""
+
+
 def initialize_distributed() -> bool:
     """Calls ``jax.distributed.initialize()`` when a multi-process launch is detected; returns whether it did.
 
     Detected: ``JAX_COORDINATOR_ADDRESS`` with ``JAX_NUM_PROCESSES`` and ``JAX_PROCESS_ID`` (passed
-    on to ``initialize``), or a SLURM or Open MPI job with more than one task, for which JAX finds
-    the coordinator, process count and id itself.
+    on to ``initialize``), or a SLURM or Open MPI job with more than one task, or ``RFA_DISTRIBUTED=1`` (a
+    Cloud TPU slice of several hosts), for which JAX finds the coordinator, process count and id itself.
+    ``RFA_COORDINATOR_TIMEOUT`` (seconds, default 300) bounds the wait for the coordinator and the other
+    processes. Tested with 2 processes on one host (tests/train/test_multiprocess.py); clusters are not.
+
+    Raises:
+      DistributedError: a process other than 0 found no coordinator at the address within the timeout (one
+        line naming the address, the process and what to check). Process 0 serves the coordinator; if the
+        others do not join it in time, JAX itself ends the process with its own message.
     """
+    timeout = int(os.environ.get(COORDINATOR_TIMEOUT, "300"))
     if "JAX_COORDINATOR_ADDRESS" in os.environ:
-        jax.distributed.initialize(
-            coordinator_address=os.environ["JAX_COORDINATOR_ADDRESS"],
+        address = os.environ["JAX_COORDINATOR_ADDRESS"]
+        options = dict(
+            coordinator_address=address,
             num_processes=int(os.environ["JAX_NUM_PROCESSES"]) if "JAX_NUM_PROCESSES" in os.environ else None,
             process_id=int(os.environ["JAX_PROCESS_ID"]) if "JAX_PROCESS_ID" in os.environ else None,
         )
+        if options["process_id"] != 0:  # JAX aborts the process when it cannot connect: look first, and say so
+            _wait_for_coordinator(address, timeout, options["process_id"], options["num_processes"])
+        jax.distributed.initialize(initialization_timeout=timeout, **options)
         return True
-    if any(int(os.environ.get(name, "1")) > 1 for name in ("SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE")):
-        jax.distributed.initialize()
+    if os.environ.get("RFA_DISTRIBUTED") == "1" or any(
+        int(os.environ.get(name, "1")) > 1 for name in ("SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE")
+    ):  # JAX finds the coordinator itself (SLURM, Open MPI, Cloud TPU's metadata)
+        jax.distributed.initialize(initialization_timeout=timeout)
         return True
     return False
+
+
+def _wait_for_coordinator(address: str, timeout: float, process_id, num_processes) -> None:
+    """Returns once the coordinator at ``host:port`` accepts connections; raises DistributedError after ``timeout``."""
+    host, _, port = address.rpartition(":")
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=1.0).close()
+            return
+        except OSError as error:
+            if time.monotonic() > deadline:
+                raise DistributedError(
+                    f"process {process_id} of {num_processes} could not join the run at {address} within {timeout} s "
+                    f"({error.strerror or error}): start every process with the same JAX_COORDINATOR_ADDRESS "
+                    f"(process 0 serves it) and check that the port is reachable; {COORDINATOR_TIMEOUT} sets the wait."
+                ) from None
+            time.sleep(0.5)
 
 
 def make_mesh(data: int, model: int = 1, sequence: int = 1) -> jax.sharding.Mesh:
@@ -123,6 +166,13 @@ def batch_sharding(mesh: jax.sharding.Mesh, ndim: int = 1) -> NamedSharding:
     return NamedSharding(mesh, P("data", SEQUENCE_AXIS) if ndim >= 2 else P("data"))
 
 
+def process_rows(batch: dict) -> dict:
+    """This process's rows of a global batch ``{name: [B, ...]}``: the ``process_index``-th of ``process_count``
+    contiguous blocks (every process builds the same global batch and keeps its block)."""
+    index, count = jax.process_index(), jax.process_count()
+    return {key: np.array_split(value, count)[index] for key, value in batch.items()}
+
+
 def global_batch(batch: dict, mesh: jax.sharding.Mesh) -> dict:
     """This process's rows ``[B / processes, ...]`` assembled into global arrays sharded over ``data`` (and
     ``sequence`` along the length)."""
@@ -130,3 +180,26 @@ def global_batch(batch: dict, mesh: jax.sharding.Mesh) -> dict:
         key: jax.make_array_from_process_local_data(batch_sharding(mesh, np.ndim(value)), value)
         for key, value in batch.items()
     }
+
+
+def put(tree, shardings):
+    """``jax.device_put(tree, shardings)`` that also works when the shardings span several processes.
+
+    Every process holds the same ``tree`` (built from the same seed, or restored from the same files); with
+    several processes each global array is assembled from the shards this process addresses
+    (``jax.make_array_from_callback``), PRNG keys through their key data; leaves that already span the processes
+    (the unchanged leaves of a state merged, changed and split again) are kept.
+    """
+    if jax.process_count() == 1:
+        return jax.device_put(tree, shardings)
+
+    def global_array(x, sharding):
+        if isinstance(x, jax.Array) and not x.is_fully_addressable:  # already global (a leaf of an earlier put)
+            return x
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            data = global_array(jax.random.key_data(x), sharding)
+            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
+        host = np.asarray(x)
+        return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+
+    return jax.tree.map(global_array, tree, shardings)
