@@ -22,7 +22,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from rfa._validation import check_key, check_positive_int
-from rfa.attention.flax_adapter import KernelizedAttention, repeat_kv_heads
+from rfa.attention.flax_adapter import KernelizedAttention, refuse_attention_weights, repeat_kv_heads
 from rfa.attention.flax_cache import cross_attention_step, empty_state, self_attention_step
 from rfa.random_features.feature_maps import Estimator
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
@@ -158,6 +158,11 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
             return super().__call__(inputs_q, inputs_k, inputs_v, mask=mask, decode=False, **kwargs)
         if self.cached_state is None:
             raise ValueError("Autoregressive cache not initialized, call ``init_cache`` first.")
+        deterministic = kwargs.get("deterministic")
+        refuse_attention_weights(
+            bias=None, dropout_rate=self.dropout_rate, sow=bool(kwargs.get("sow_weights", False)),
+            deterministic=self.deterministic if deterministic is None else deterministic,
+        )  # fmt: skip
         cross = inputs_k is not None and inputs_k is not inputs_q
         inputs_k = inputs_q if inputs_k is None else inputs_k
         inputs_v = inputs_k if inputs_v is None else inputs_v

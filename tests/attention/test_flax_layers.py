@@ -267,6 +267,11 @@ def test_attention_weight_dropout_and_a_custom_attention_fn_are_refused():
     layer = rfa.nnx.MultiHeadAttention(HEADS, F, num_features=16, dropout_rate=0.1, decode=False, rngs=nnx.Rngs(0))
     with pytest.raises(ValueError, match="attention-weight dropout"):
         layer(X, deterministic=False)
+    layer.init_cache(X.shape)  # decoding refuses them too
+    with pytest.raises(ValueError, match="attention-weight dropout"):
+        layer(X[:, :1], decode=True, deterministic=False)
+    with pytest.raises(ValueError, match="no attention weights to sow"):
+        layer(X[:, :1], decode=True, deterministic=True, sow_weights=True)
     linen = rfa.linen.MultiHeadDotProductAttention(num_heads=HEADS, dropout_rate=0.1, deterministic=False)
     with pytest.raises(ValueError, match="attention-weight dropout"):
         linen.init(jax.random.key(0), X)
