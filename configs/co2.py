@@ -27,7 +27,7 @@ def get_config(arg: str | None = None):
         log_every=50,
         eval_every=500,
         checkpoint_every=500,
-        eval_batches=0,  # every test window
+        eval_batches=0,  # every validation (and, at the end, test) window
         **{
             "model.horizon": 52,
             "model.patch_length": 4,

@@ -23,7 +23,7 @@ def get_config(arg: str | None = None):
         log_every=50,
         eval_every=500,
         checkpoint_every=500,
-        eval_batches=0,  # the whole test split
+        eval_batches=0,  # the whole validation split (and, at the end, the whole test split)
         **{
             "model.architecture": "swin",
             "model.d_model": 32,

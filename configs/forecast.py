@@ -3,8 +3,10 @@ and time one training step against the lookback length.
 
 Run:
   python -m experiments.studies.forecast --config configs/forecast.py --workdir workdir/forecast
-Variants: ``:quick`` (seconds; the tests run it); ``:long`` trains exact, positive and elu with a lookback of
-1024 weeks (``configs/co2.py:<attention>,long``), without the timing.
+Variants: ``:quick`` (seconds; the tests run it); ``:sunspots`` the same kinds on the yearly sunspot numbers
+(``configs/sunspots.py``: a small regularized model for its 216 training years), without the timing; ``:long``
+trains exact, positive and elu with a lookback of 1024 weeks (``configs/co2.py:<attention>,long``), without the
+timing.
 """
 
 import ml_collections
@@ -16,6 +18,7 @@ def get_config(arg: str | None = None):
     config = ml_collections.ConfigDict()
     config.task = "co2"  # a configs/<task>.py of a forecasting task
     config.attention = ("exact", "positive", "simplex_positive", "elu", "taylor", "hedgehog")  # exact first
+    config.seeds = (0, 1, 2)  # every kind trains once per seed; the table reports mean ± standard deviation
     config.scale = ""  # each run's "<attention>,<scale>" ("": the task config's own)
     config.data_dir = "data"
     config.lookbacks = (128, 256, 512, 1024, 2048)  # lookbacks of the step-time figure (patch_length 1: tokens); ()
@@ -26,7 +29,14 @@ def get_config(arg: str | None = None):
         arg,
         {
             "full": {},
-            "quick": {"attention": ("exact", "positive"), "scale": "quick", "lookbacks": (32, 64), "repeats": 2},
+            "quick": {
+                "attention": ("exact", "positive"),
+                "scale": "quick",
+                "lookbacks": (32, 64),
+                "repeats": 2,
+                "seeds": (0, 1),
+            },
+            "sunspots": {"task": "sunspots", "lookbacks": ()},
             "long": {"attention": ("exact", "positive", "elu"), "scale": "long", "lookbacks": ()},
         },
     )

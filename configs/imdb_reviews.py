@@ -21,6 +21,6 @@ def get_config(arg: str | None = None):
         num_train_steps=5000,
         eval_every=1000,
         checkpoint_every=1000,
-        eval_batches=0,  # the whole test split
+        eval_batches=0,  # the whole validation split (and, at the end, the whole test split)
         **{"model.num_encoder_layers": 2, "model.pooling": "mean"},
     )

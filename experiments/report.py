@@ -12,6 +12,8 @@ import json
 import math
 import os
 
+from experiments.spread import metric, versus
+
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
@@ -139,25 +141,35 @@ def log_m_axis(ax, num_features) -> None:
     ax.set_xlabel("m (random vectors)")
 
 
-def training_table(results: list[dict]) -> str:
-    """Markdown of training runs' ``results.json``: one row per run (``experiments.studies.compare_kernels``).
+def training_table(rows: list[dict]) -> str:
+    """Markdown of training runs over seeds (:func:`experiments.spread.over_seeds` rows), one row per setting
+    (``experiments.studies.compare_kernels``): test metrics as mean ± standard deviation over the seeds.
 
-    Accuracy is per token (seq2seq, lm) or per example (classification); sequence accuracy is
-    the teacher-forced exact match of whole targets (seq2seq). An image model's architecture follows its task.
+    Accuracy is per token (seq2seq, lm) or per example (classification); sequence accuracy is the teacher-forced
+    exact match of whole targets (seq2seq). An image model's architecture follows its task. The column "vs first"
+    compares accuracy with the first row of the same task (exact attention by default): better or worse when the
+    means differ by more than twice the standard error of the difference, else tie (:func:`experiments.spread.versus`).
     """
-    rows = []
-    for r in results:
-        rows.append([
-            r["task"] + (f" ({r['architecture']})" if "architecture" in r else ""),
-            r["attention"],
-            "-" if r["num_features"] is None else str(r["num_features"]),
-            f"{r['eval']['accuracy']:.3f}",
-            number(r["eval"].get("sequence_accuracy"), 1, "{:.3f}"),
-            number(r["eval"].get("perplexity"), 1, "{:.2f}"),
-            number(r["step_time_s"], 1e3, "{:.1f}"),
-            number(r["tokens_per_s"], 1e-3, "{:.0f}k"),
-            number(r["step_memory_bytes"], 2**-20, "{:.1f}"),
+    references = {}
+    lines = []
+    for row in rows:
+        task = row["task"] + (f" ({row['architecture']})" if "architecture" in row else "")
+        accuracy = metric(row, "accuracy")
+        reference = references.setdefault(task, (row["attention"], accuracy))
+        lines.append([
+            task,
+            row["attention"],
+            "-" if row["num_features"] is None else str(row["num_features"]),
+            str(len(row["seeds"])),
+            accuracy.cell("{:.3f}"),
+            "-" if reference[0] == row["attention"] else f"{versus(accuracy, reference[1], higher_is_better=True)} "
+            f"({reference[0]})",
+            *(("-" if metric(row, name) is None else metric(row, name).cell(form))
+              for name, form in (("sequence_accuracy", "{:.3f}"), ("perplexity", "{:.2f}"))),
+            number(row["step_time_s"], 1e3, "{:.1f}"),
+            number(row["tokens_per_s"], 1e-3, "{:.0f}k"),
+            number(row["step_memory_bytes"], 2**-20, "{:.1f}"),
         ])  # fmt: skip
-    header = ["task", "attention", "m", "accuracy", "sequence accuracy", "perplexity", "step (ms)", "tokens/s",
-              "step memory (MiB)"]  # fmt: skip
-    return markdown_table(header, rows)
+    header = ["task", "attention", "m", "seeds", "test accuracy", "accuracy vs first", "sequence accuracy",
+              "perplexity", "step (ms)", "tokens/s", "step memory (MiB)"]  # fmt: skip
+    return markdown_table(header, lines)

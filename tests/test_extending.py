@@ -150,8 +150,8 @@ def test_a_toy_task_kind_and_estimator_train_through_experiments_train(outside, 
           "--config.num_train_steps=4"], outside)  # fmt: skip
     results = json.loads((outside / "train" / "results.json").read_text())
     assert results["kind"] == "first_letter" and results["steps"] == 4
-    assert results["eval"]["error_rate"] == pytest.approx(1 - results["eval"]["accuracy"])
-    assert 0 <= results["eval"]["accuracy"] <= 1 and results["num_features"] == 16  # the quick scale's m
+    assert results["test"]["error_rate"] == pytest.approx(1 - results["test"]["accuracy"])
+    assert 0 <= results["test"]["accuracy"] <= 1 and results["num_features"] == 16  # the quick scale's m
 
 
 def test_a_toy_reproduction_runs_through_experiments_mse_and_reproduce(outside):

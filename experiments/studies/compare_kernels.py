@@ -3,12 +3,15 @@
   python -m experiments.studies.compare_kernels --config configs/compare_kernels.py --workdir workdir/train
   python -m experiments.studies.compare_kernels --config configs/compare_kernels.py --config.tasks=sort,listops ...
 
-Each pair trains from ``configs/<task>.py:<attention>[,<scale>]`` in ``<workdir>/<task>/<attention>`` (a
-finished pair is read back, an interrupted one resumes; the pairs of ``config.skip`` are left
-out, each with a line saying so), then the table — task, attention, m,
-final accuracy / perplexity, step time, tokens/s, XLA step memory, in the order of
+Each pair trains from ``configs/<task>.py:<attention>[,<scale>]`` once per seed of ``config.seeds``, in
+``<workdir>/<task>/<attention>/seed_<seed>`` (a finished run is read back, an interrupted one resumes; the pairs
+of ``config.skip`` are left out, each with a line saying so). Then the table — task, attention, m, test accuracy /
+sequence accuracy / perplexity as mean ± standard deviation over the seeds, whether accuracy differs from the
+task's first kind by more than the spread, step time, tokens/s, XLA step memory, in the order of
 ``config.attention`` (exact first by default) — is printed and written to ``<workdir>/comparison.json`` (or
-``--output``), beside it as markdown, and with a PNG of every run's training loss, one panel per task.
+``--output``), beside it as markdown, and with a PNG of the training loss (mean over seeds, and its range),
+one panel per task. Test metrics are those of each run's final checkpoint, evaluated once; nothing here selects
+by them.
 """
 
 from __future__ import annotations
@@ -17,13 +20,15 @@ import importlib
 import importlib.util
 import os
 
+import numpy as np
 from absl import flags
 from matplotlib.figure import Figure
 from ml_collections import config_flags
 
 from experiments.cli import run_main, run_training, shipped_config
 from experiments.report import output_path, training_table, write_json
-from rfa.train import read_metrics, train_and_evaluate
+from experiments.studies.seeded import train_seeds
+from rfa.train import read_metrics
 from rfa.workdir import ConfigError
 
 _CONFIG = config_flags.DEFINE_config_file("config", shipped_config("compare_kernels.py"), "Which tasks and kinds.")
@@ -41,7 +46,8 @@ def pairs(comparison) -> list[tuple[str, str]]:
 
 
 def run(comparison, workdir: str) -> list[dict]:
-    """Trains (or reads back) every pair of ``comparison`` (``configs/compare_kernels.py``); their results."""
+    """Trains (or reads back) every pair of ``comparison`` (``configs/compare_kernels.py``) with every seed; one
+    :func:`experiments.spread.over_seeds` row per pair."""
     for task, attention in sorted({tuple(pair) for pair in comparison.skip}):
         print(f"skipped: {attention} on {task} (config.skip)")
     results = []
@@ -52,21 +58,27 @@ def run(comparison, workdir: str) -> list[dict]:
             f"{attention},{comparison.scale}" if comparison.scale else attention
         )
         config.data_dir = comparison.data_dir
-        results.append(train_and_evaluate(config, os.path.join(workdir, task, attention)))
+        results.append(train_seeds(config, os.path.join(workdir, task, attention), comparison.seeds))
     return results
 
 
 def plot_losses(comparison, workdir: str, path: str) -> None:
-    """One panel per task: the training loss (cross-entropy) of every attention kind against the step."""
+    """One panel per task: the training loss (cross-entropy) of every attention kind against the step, the mean
+    over the seeds as a line and their range as a band."""
     tasks = list(comparison.tasks)
     figure = Figure(figsize=(4.6 * len(tasks), 3.6))
     axes = figure.subplots(1, len(tasks), squeeze=False)
     for axis, task in zip(axes[0], tasks, strict=True):
         for attention in (a for t, a in pairs(comparison) if t == task):
-            records = read_metrics(os.path.join(workdir, task, attention))
-            points = [(r["step"], r["loss"]) for r in records if r["split"] == "train"]
+            curves = []
+            for seed in comparison.seeds:
+                records = read_metrics(os.path.join(workdir, task, attention, f"seed_{seed}"))
+                curves.append([(r["step"], r["loss"]) for r in records if r["split"] == "train"])
+            steps = [step for step, _ in curves[0]]
+            losses = np.array([[loss for _, loss in curve] for curve in curves])
             color = f"C{list(comparison.attention).index(attention) % 10}"  # one color per kind in every panel
-            axis.plot(*zip(*points, strict=True), label=attention, color=color, linewidth=1.2)
+            axis.plot(steps, losses.mean(axis=0), label=attention, color=color, linewidth=1.2)
+            axis.fill_between(steps, losses.min(axis=0), losses.max(axis=0), color=color, alpha=0.2, linewidth=0)
         axis.set(title=task, xlabel="step", ylabel="training loss", yscale="log")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=8)  # each panel names its own kinds (a skipped pair leaves a kind out)

@@ -131,10 +131,10 @@ def distill_maps(teacher, student, config, distill, kind: str) -> list[float]:
 
 
 def evaluation(model, config) -> dict:
-    """The model's metrics on its task's evaluation split, as the training runner evaluates."""
+    """The model's metrics on its task's test split, as the training runner evaluates at the end."""
     task = get_task(config.task)
     graphdef, state = nnx.split((model, nnx.Optimizer(model, optax.identity(), wrt=nnx.Param)))
-    return evaluate(make_eval_step(graphdef, kind=task.kind), state, task, config, make_mesh(1, 1))
+    return evaluate(make_eval_step(graphdef, kind=task.kind), state, task, config, make_mesh(1, 1), task.test_split)
 
 
 def score(metrics: dict) -> float:
@@ -159,7 +159,7 @@ def run(distill: ml_collections.ConfigDict, workdir: str) -> dict:
         nnx.update(student, nnx.state(teacher, nnx.Param))
         stage1["losses"] = distill_maps(teacher, student, student_config, distill, task.kind)
         student.eval()
-        stage1["eval"] = evaluation(student, student_config)
+        stage1["test"] = evaluation(student, student_config)
         student.train()
 
     student_results = train_and_evaluate(student_config, os.path.join(workdir, "student"), initialize=initialize)
@@ -171,17 +171,17 @@ def run(distill: ml_collections.ConfigDict, workdir: str) -> dict:
     scratch_config = run_config(distill, "hedgehog")
     scratch_config.attention.num_features = distill.feature_dim
     scratch_results = train_and_evaluate(scratch_config, os.path.join(workdir, "scratch"))
-    teacher_score = score(teacher_results["eval"])
+    teacher_score = score(teacher_results["test"])
     rows = {
-        "teacher (exact)": (teacher_results["eval"], teacher_config.num_train_steps),
-        "student after stage 1 (maps distilled)": (stage1["eval"], distill.distill_steps),
-        "student after stage 2 (fine-tuned)": (student_results["eval"], distill.distill_steps + distill.finetune_steps),
-        "hedgehog from scratch": (scratch_results["eval"], scratch_config.num_train_steps),
+        "teacher (exact)": (teacher_results["test"], teacher_config.num_train_steps),
+        "student after stage 1 (maps distilled)": (stage1["test"], distill.distill_steps),
+        "student after stage 2 (fine-tuned)": (student_results["test"], distill.distill_steps + distill.finetune_steps),
+        "hedgehog from scratch": (scratch_results["test"], scratch_config.num_train_steps),
     }
     summary = {
         "task": distill.task,
         "feature_dim": distill.feature_dim,
-        "metric": "sequence_accuracy" if "sequence_accuracy" in teacher_results["eval"] else "accuracy",
+        "metric": "sequence_accuracy" if "sequence_accuracy" in teacher_results["test"] else "accuracy",
         "stage1_loss_first_last": [stage1["losses"][0], stage1["losses"][-1]],
         "runs": {name: run_summary(metrics, steps, teacher_score) for name, (metrics, steps) in rows.items()},
     }
@@ -193,12 +193,12 @@ def run(distill: ml_collections.ConfigDict, workdir: str) -> dict:
 def run_summary(metrics: dict, steps: int, teacher_score: float) -> dict:
     """One run's row: its evaluation, steps, score and the fraction of the teacher's score it recovers."""
     recovered = score(metrics) / teacher_score if teacher_score else None
-    return {"eval": metrics, "steps": steps, "score": score(metrics), "recovered": recovered}
+    return {"test": metrics, "steps": steps, "score": score(metrics), "recovered": recovered}
 
 
 def table(summary: dict) -> str:
     header = ["run", "steps", summary["metric"], "token accuracy", "recovered of the teacher"]
-    rows = [[name, str(run["steps"]), f"{run['score']:.3f}", f"{run['eval']['accuracy']:.3f}",
+    rows = [[name, str(run["steps"]), f"{run['score']:.3f}", f"{run['test']['accuracy']:.3f}",
              "-" if run["recovered"] is None else f"{100 * run['recovered']:.0f}%"]
             for name, run in summary["runs"].items()]  # fmt: skip
     return markdown_table(header, rows)

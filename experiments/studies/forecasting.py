@@ -1,10 +1,12 @@
 """The forecasting comparison's work (its command line is ``experiments.studies.forecast``): each attention kind
 against seasonal-naive, and step time against the lookback.
 
-1. Every attention kind of the config trains ``configs/<task>.py:<attention>`` in ``<workdir>/<attention>``
-   (a finished run is read back) and is scored on the task's evaluation split (the test years) by MSE and
-   MAE of the series normalised by the training years' statistics; the seasonal-naive forecast (the last
-   observed season repeated, :func:`rfa.data.series.seasonal_naive`) is scored on the same windows.
+1. Every attention kind of the config trains ``configs/<task>.py:<attention>`` once per seed of ``config.seeds``
+   in ``<workdir>/<attention>/seed_<seed>`` (a finished run is read back) and is scored once, at the end, on the
+   task's test years by MSE and MAE of the series normalised by the training years' statistics (mean ± standard
+   deviation over the seeds); the seasonal-naive forecast (the last observed season repeated,
+   :func:`rfa.data.series.seasonal_naive`) is scored on the same windows, and the table says where a kind's
+   MSE differs from it by more than the seeds' spread (:func:`experiments.spread.versus`).
 2. One training step of the forecaster (patches of one step: a token per step) is compiled and timed at
    each lookback for the config's timing kinds; the log-log slopes say how the step grows with the lookback.
 
@@ -27,9 +29,10 @@ from flax import nnx
 
 from experiments.benchmarks.common import loglog_figure, memory_bytes, slope, timing_summary
 from experiments.report import markdown_table, number
+from experiments.spread import metric, versus
+from experiments.studies.seeded import train_seeds
 from rfa.data.series import seasonal_naive
 from rfa.tasks import eval_batches, get_task
-from rfa.train import train_and_evaluate
 from rfa.train.config import build_model
 from rfa.workdir import ConfigError
 
@@ -46,11 +49,11 @@ def task_config(comparison, attention: str):
 
 
 def seasonal_naive_scores(config) -> dict:
-    """MSE and MAE of the seasonal-naive forecast on the windows the runs are evaluated on."""
+    """MSE and MAE of the seasonal-naive forecast on the test windows the runs are scored on."""
     task = get_task(config.task)
     squared = absolute = count = 0.0
     batches = eval_batches(task, data_dir=config.data_dir, batch_size=config.batch_size, max_length=config.max_length,
-                           horizon=config.model.horizon)  # fmt: skip
+                           split=task.test_split, horizon=config.model.horizon)  # fmt: skip
     for batch in batches:
         errors = seasonal_naive(batch["inputs"], config.model.horizon, task.season) - batch["targets"]
         weights = np.broadcast_to(batch["weight"][:, None, None], errors.shape)
@@ -91,7 +94,8 @@ def step_time(config, lookback: int, repeats: int) -> dict:
 
 def run(comparison, workdir: str) -> dict:
     """Trains (or reads back) every kind, scores seasonal-naive, times the steps; the results."""
-    runs = [train_and_evaluate(task_config(comparison, a), os.path.join(workdir, a)) for a in comparison.attention]
+    runs = [train_seeds(task_config(comparison, a), os.path.join(workdir, a), comparison.seeds)
+            for a in comparison.attention]  # fmt: skip
     naive = seasonal_naive_scores(task_config(comparison, comparison.attention[0]))
     timing = {kind: [step_time(task_config(comparison, kind), lookback, comparison.repeats)
                      for lookback in comparison.lookbacks]
@@ -101,12 +105,18 @@ def run(comparison, workdir: str) -> dict:
 
 
 def table(results: dict) -> str:
-    rows = [[r["attention"], "-" if r["num_features"] is None else str(r["num_features"]), f"{r['eval']['mse']:.4f}",
-             f"{r['eval']['mae']:.4f}", number(r["step_time_s"], 1e3, "{:.1f}"),
-             number(r["step_memory_bytes"], 2**-20, "{:.1f}")] for r in results["runs"]]  # fmt: skip
+    """Markdown: one row per kind (test MSE and MAE, mean ± standard deviation over the seeds, and whether the MSE
+    beats seasonal-naive's by more than the spread), then seasonal-naive's row."""
     naive = results["seasonal_naive"]
-    rows.append(["seasonal naive", "-", f"{naive['mse']:.4f}", f"{naive['mae']:.4f}", "-", "-"])
-    return markdown_table(["attention", "m", "test MSE", "test MAE", "step (ms)", "step memory (MiB)"], rows)
+    rows = [[r["attention"], "-" if r["num_features"] is None else str(r["num_features"]), str(len(r["seeds"])),
+             metric(r, "mse").cell("{:.4f}"), metric(r, "mae").cell("{:.4f}"),
+             versus(metric(r, "mse"), naive["mse"], higher_is_better=False),
+             number(r["step_time_s"], 1e3, "{:.1f}"), number(r["step_memory_bytes"], 2**-20, "{:.1f}")]
+            for r in results["runs"]]  # fmt: skip
+    rows.append(["seasonal naive", "-", "-", f"{naive['mse']:.4f}", f"{naive['mae']:.4f}", "-", "-", "-"])
+    header = ["attention", "m", "seeds", "test MSE", "test MAE", "MSE vs seasonal naive", "step (ms)",
+              "step memory (MiB)"]  # fmt: skip
+    return markdown_table(header, rows)
 
 
 def plot(results: dict, path: str) -> None:

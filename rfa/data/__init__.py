@@ -1,13 +1,14 @@
 """Datasets and input pipelines: the project's TFDS builders, tokenizers, grain batches (tasks: ``rfa.tasks``).
 
 Importing this package registers the builders ``algorithmic/{copy,reverse,sort}``,
-``listops/{short,lra,lra_sample}``, ``pathfinder/{32,32_sample}``, ``python_source``, ``digits`` and
+``listops/{short,lra,lra_sample}``, ``mqar``, ``pathfinder/{32,32_sample}``, ``python_source``, ``digits`` and
 ``series/{co2,sunspots}`` with TFDS.
 """
 
 from rfa.data.algorithmic import Algorithmic
 from rfa.data.digits import Digits
 from rfa.data.listops import Listops
+from rfa.data.mqar import Mqar
 from rfa.data.pathfinder import Pathfinder
 from rfa.data.pipeline import DatasetMissingError, batches, load_source, prepare
 from rfa.data.python_source import PythonSource
@@ -23,6 +24,7 @@ __all__ = [
     "DatasetMissingError",
     "Digits",
     "Listops",
+    "Mqar",
     "Pathfinder",
     "PixelTokenizer",
     "PythonSource",

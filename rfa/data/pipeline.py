@@ -13,6 +13,7 @@ import grain
 import jax
 import numpy as np
 import tensorflow_datasets as tfds
+from absl import logging as absl_logging
 from jax.experimental import multihost_utils
 
 from rfa.data.tokenizers import PAD_ID
@@ -27,28 +28,39 @@ def _is_prepared(builder: tfds.core.DatasetBuilder) -> bool:
     return (builder.data_path / "dataset_info.json").exists()
 
 
-def _builder(dataset: str, data_dir: str) -> tfds.core.DatasetBuilder:
-    return tfds.builder(dataset, data_dir=data_dir, file_format="array_record")
+def _builder(dataset: str, data_dir: str, config: tfds.core.BuilderConfig | None = None) -> tfds.core.DatasetBuilder:
+    if config is None:
+        return tfds.builder(dataset, data_dir=data_dir, file_format="array_record")
+    previous = absl_logging.get_verbosity()
+    absl_logging.set_verbosity(absl_logging.ERROR)  # TFDS warns of every config its class does not list
+    try:
+        return tfds.builder(dataset, data_dir=data_dir, file_format="array_record", config=config)
+    finally:
+        absl_logging.set_verbosity(previous)
 
 
-def prepare(dataset: str, data_dir: str) -> bool:
+def prepare(dataset: str, data_dir: str, config: tfds.core.BuilderConfig | None = None) -> bool:
     """Prepares one of the project's datasets (e.g. ``"pathfinder/32"``) in ``data_dir``; False if it already was.
+
+    ``config``: a builder config made by the caller (a dataset whose sizes a training config sets, e.g.
+    ``rfa.data.mqar.MqarConfig``), prepared in its own directory under its name.
 
     Example:
       >>> import tempfile
       >>> prepare("listops/lra_sample", tempfile.mkdtemp())
       True
     """
-    builder = _builder(dataset, data_dir)
+    builder = _builder(dataset, data_dir, config)
     if _is_prepared(builder):
         return False
     builder.download_and_prepare()
     return True
 
 
-def load_source(task, split: str, data_dir: str):
+def load_source(task, split: str, data_dir: str, config: tfds.core.BuilderConfig | None = None):
     """The random-access ``tfds.data_source`` of a task's ``split``; the project's own datasets are prepared on
-    first use. ``task`` is a ``rfa.tasks.Task`` (its ``dataset``, ``generated`` and ``prepare_on_first_use``).
+    first use. ``task`` is a ``rfa.tasks.Task`` (its ``dataset``, ``generated`` and ``prepare_on_first_use``);
+    ``config`` a builder config of one of the project's datasets made by the caller (see :func:`prepare`).
 
     Preparing one prints a single line on stderr (see ``rfa.data.generated.PreparedLocally``);
     with several processes, process 0 prepares it while the others wait.
@@ -67,12 +79,10 @@ def load_source(task, split: str, data_dir: str):
                 "no preparation)."
             )
         if jax.process_index() == 0:
-            prepare(task.dataset, data_dir)
+            prepare(task.dataset, data_dir, config)
         if jax.process_count() > 1:
             multihost_utils.sync_global_devices(f"prepared {task.dataset}")
-        return tfds.data_source(
-            task.dataset, split=split, data_dir=data_dir, download=False, builder_kwargs={"file_format": "array_record"}
-        )
+        return _builder(task.dataset, data_dir, config).as_data_source(split=split)
     try:  # not tfds.data_source, whose is_prepared() check would log a warning before the error below
         return _builder(task.dataset, data_dir).as_data_source(split=split)
     except (

@@ -2,8 +2,9 @@
 
 ``tfds.data_source("python_source", data_dir=...)`` has one example per ``.py`` file of the
 running interpreter's standard library (test packages and site-packages left out), as
-``{"path": "json/decoder.py", "text": "..."}``. A file belongs to the held-out ``validation``
-split when ``crc32(path) % 10 == 0`` (about a tenth), so the split is stable across machines;
+``{"path": "json/decoder.py", "text": "..."}``. A file belongs to the ``validation``
+split when ``crc32(path) % 10 == 0`` and to ``test`` when it is 1 (about a tenth each), so the splits are
+stable across machines;
 the text itself is that of the Python version that prepared the data (3.11: 734 files, 12 MB).
 Language modelling reads the split as one byte stream cut into windows, as for enwik8.
 """
@@ -32,15 +33,24 @@ def source_files(root: pathlib.Path) -> list[pathlib.Path]:
     )
 
 
-def is_held_out(relative_path: str) -> bool:
-    return zlib.crc32(relative_path.encode()) % 10 == 0
+def split_of(relative_path: str) -> str:
+    """The split of a file, from the CRC32 of its path relative to the library.
+
+    Example:
+      >>> split_of("json/decoder.py")
+      'train'
+    """
+    return {0: "validation", 1: "test"}.get(zlib.crc32(relative_path.encode()) % 10, "train")
 
 
 class PythonSource(PreparedLocally, tfds.core.GeneratorBasedBuilder):
-    """The standard library's Python source, split by file into train and validation."""
+    """The standard library's Python source, split by file into train, validation and test."""
 
-    VERSION = tfds.core.Version("1.0.0")
-    RELEASE_NOTES: ClassVar[dict[str, str]] = {"1.0.0": "Initial release."}
+    VERSION = tfds.core.Version("1.1.0")
+    RELEASE_NOTES: ClassVar[dict[str, str]] = {
+        "1.0.0": "Initial release.",
+        "1.1.0": "A test split (crc32(path) % 10 == 1) taken from train.",
+    }
 
     def _info(self) -> tfds.core.DatasetInfo:
         return tfds.core.DatasetInfo(
@@ -51,10 +61,10 @@ class PythonSource(PreparedLocally, tfds.core.GeneratorBasedBuilder):
 
     def _split_generators(self, dl_manager):
         root = pathlib.Path(sysconfig.get_paths()["stdlib"])
-        return {"train": self._generate_examples(root, False), "validation": self._generate_examples(root, True)}
+        return {split: self._generate_examples(root, split) for split in ("train", "validation", "test")}
 
-    def _generate_examples(self, root: pathlib.Path, held_out: bool):
+    def _generate_examples(self, root: pathlib.Path, split: str):
         for path in source_files(root):
             relative = path.relative_to(root).as_posix()
-            if is_held_out(relative) == held_out:
+            if split_of(relative) == split:
                 yield relative, {"path": relative, "text": path.read_text(encoding="utf-8", errors="replace")}

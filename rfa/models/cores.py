@@ -342,6 +342,19 @@ def attention_kinds() -> tuple[str, ...]:
     return tuple(CORES) + registered_feature_maps()
 
 
+def uses_num_features(kind: str) -> bool:
+    """Whether ``AttentionConfig.num_features`` changes what a kind computes: its core's ``uses_num_features``, and for
+    a feature map whether it sets the map's output length (``FeatureMap.uses_num_features``: not elu or taylor).
+
+    Example:
+      >>> uses_num_features("positive"), uses_num_features("elu"), uses_num_features("softmax")
+      (True, False, False)
+    """
+    if kind in registered_feature_maps():
+        return lookup_feature_map(kind).uses_num_features
+    return core_class(kind).uses_num_features
+
+
 def core_class(kind: str) -> type:
     """The core of an ``AttentionConfig.kind``."""
     if kind in CORES:

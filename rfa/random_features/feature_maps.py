@@ -213,6 +213,12 @@ class Estimator:
     def needs_projection(self) -> bool:
         return self.features_per_vector > 0
 
+    @property
+    def uses_num_features(self) -> bool:
+        """Whether ``num_features`` sets the map's output length F: random vectors, or learned features (Hedgehog's
+        d'); false for the fixed maps (elu, taylor), whose F depends on the input dimension only."""
+        return self.num_outputs(1, 2) != self.num_outputs(2, 2)
+
     def num_outputs(self, num_features: int, dim: int) -> int:
         """Length F of φ(x) for ``num_features`` random vectors (or learned features) and inputs of dimension d."""
         if self.outputs is not None:

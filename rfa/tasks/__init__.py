@@ -2,11 +2,11 @@
 forward pass, metrics, curves and decoding; a :class:`Task` is a named dataset of one kind.
 
 Importing this package registers the kinds ``seq2seq``, ``lm``, ``classification``,
-``image_classification`` and ``forecast`` and the shipped tasks (:mod:`rfa.tasks.catalog`). Add a kind
+``image_classification``, ``forecast`` and ``recall`` and the shipped tasks (:mod:`rfa.tasks.catalog`). Add a kind
 by registering a :class:`TaskKind` subclass (:func:`register_task_kind`), a task with :func:`register_task`.
 """
 
-from rfa.tasks import classification, forecast, image, lm, seq2seq
+from rfa.tasks import classification, forecast, image, lm, recall, seq2seq
 from rfa.tasks.base import (
     SITES,
     Task,
@@ -33,6 +33,7 @@ __all__ = [
     "get_task",
     "image",
     "lm",
+    "recall",
     "register_task",
     "register_task_kind",
     "registered_task_kinds",

@@ -39,7 +39,9 @@ class Task:
       generated: True for the project's own builders.
       prepare_on_first_use: a generated dataset is prepared by the first run that needs it; False for
         those that take minutes (``python -m experiments.prepare_data`` prepares them).
-      train_split, eval_split: TFDS split names.
+      train_split, validation_split, test_split: TFDS split names (slices such as ``"train[:90%]"`` work). Training
+        evaluates on the validation split as it runs, for model selection, and on the test split once, at the
+        end (``rfa.train.train_and_evaluate``).
       image_shape: ``(height, width, channels)`` of an image task's pixels.
       pixel_max: an image task's largest intensity: the pipeline divides by it, so pixels are in [0, 1].
       season: a forecasting task's season in steps (its seasonal-naive baseline repeats the last one).
@@ -55,7 +57,8 @@ class Task:
     generated: bool = False
     prepare_on_first_use: bool = True
     train_split: str = "train"
-    eval_split: str = "validation"
+    validation_split: str = "validation"
+    test_split: str = "test"
     image_shape: tuple[int, int, int] | None = None
     pixel_max: float = 255.0
     season: int = 1
@@ -91,6 +94,11 @@ class TaskKind(abc.ABC):
     def check_task(self, task: Task) -> None:
         """Raises a ValueError for a task this kind cannot read (say, images without an ``image_shape``)."""
         del task  # every task, unless the kind says otherwise
+
+    def check_config(self, config: ml_collections.ConfigDict) -> None:
+        """Raises ``rfa.workdir.ConfigError`` naming the fields of a training config this kind cannot train
+        (MQAR: more pairs than the length holds); called by ``rfa.train.check_config``."""
+        del config  # every config, unless the kind says otherwise
 
     # Data.
 

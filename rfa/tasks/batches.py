@@ -49,13 +49,15 @@ def train_batches(
 
 
 def eval_batches(
-    task: Task, *, data_dir: str, batch_size: int, max_length: int, max_batches: int | None = None,
-    shard: tuple[int, int] = (0, 1), **options,
+    task: Task, *, data_dir: str, batch_size: int, max_length: int, split: str | None = None,
+    max_batches: int | None = None, shard: tuple[int, int] = (0, 1), **options,
 ) -> grain.IterDataset:  # fmt: skip
-    """One pass over the evaluation split in file order, stopped after ``max_batches`` (None: all).
+    """One pass over an evaluation split in file order, stopped after ``max_batches`` (None: all).
 
-    Same arguments and batch layout as :func:`train_batches`; the last batch is padded with
+    Same arguments and batch layout as :func:`train_batches`; ``split`` is a TFDS split name (default: the task's
+    ``validation_split``; its ``test_split`` is read once, at the end of training). The last batch is padded with
     empty rows (weight 0) so every batch has ``batch_size`` rows.
     """
-    return _batches(task, task.eval_split, data_dir=data_dir, batch_size=batch_size, max_length=max_length,
+    split = task.validation_split if split is None else split
+    return _batches(task, split, data_dir=data_dir, batch_size=batch_size, max_length=max_length,
                     train=False, seed=0, shard=shard, max_batches=max_batches, options=options)  # fmt: skip

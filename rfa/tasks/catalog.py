@@ -16,6 +16,7 @@ from rfa.tasks.base import Task, register_task
 _BYTES = ByteTokenizer()
 _LISTOPS = WordTokenizer(listops.VOCABULARY)
 _PIXELS = PixelTokenizer()
+_HELD_OUT_TENTH = {"train_split": "train[:90%]", "validation_split": "train[90%:]"}
 
 SHIPPED: dict[str, Task] = {
     **{
@@ -51,8 +52,8 @@ SHIPPED: dict[str, Task] = {
         "pathfinder/32_sample", "classification", "image", "label", _PIXELS, num_classes=2, generated=True
     ),
     # Time series that ship in statsmodels: forecast the next steps from a lookback window.
-    "co2": Task("series/co2", "forecast", "values", None, None, generated=True, eval_split="test", season=52),
-    "sunspots": Task("series/sunspots", "forecast", "values", None, None, generated=True, eval_split="test", season=11),
+    "co2": Task("series/co2", "forecast", "values", None, None, generated=True, season=52),
+    "sunspots": Task("series/sunspots", "forecast", "values", None, None, generated=True, season=11),
     # Pathfinder's images as images (the vision models' input) rather than pixel tokens.
     "pathfinder32_image": Task(
         "pathfinder/32",
@@ -75,8 +76,10 @@ SHIPPED: dict[str, Task] = {
         generated=True,
         image_shape=(32, 32, 1),
     ),
+    # Multi-query associative recall at the sizes of config.recall and config.max_length (rfa.data.mqar).
+    "mqar": Task("mqar", "recall", "inputs", "targets", None, generated=True),
     "python_source": Task("python_source", "lm", "text", None, _BYTES, generated=True),
-    # Images that ship inside packages (scikit-learn's handwritten digits), evaluated on the test split.
+    # Images that ship inside packages (scikit-learn's handwritten digits).
     "digits": Task(
         "digits",
         "image_classification",
@@ -85,12 +88,12 @@ SHIPPED: dict[str, Task] = {
         None,
         num_classes=10,
         generated=True,
-        eval_split="test",
         image_shape=(8, 8, 1),
         pixel_max=float(digits.MAX_INTENSITY),
     ),
-    "imdb_reviews": Task("imdb_reviews", "classification", "text", "label", _BYTES, num_classes=2, eval_split="test"),
-    "lm1b": Task("lm1b", "lm", "text", None, _BYTES, eval_split="test"),
+    # TFDS datasets without a validation split: the last tenth of train validates.
+    "imdb_reviews": Task("imdb_reviews", "classification", "text", "label", _BYTES, num_classes=2, **_HELD_OUT_TENTH),
+    "lm1b": Task("lm1b", "lm", "text", None, _BYTES, **_HELD_OUT_TENTH),
     "wmt14_de_en": Task("wmt14_translate/de-en", "seq2seq", "de", "en", _BYTES),
     "ted_pt_en": Task("ted_hrlr_translate/pt_to_en", "seq2seq", "pt", "en", _BYTES),
 }

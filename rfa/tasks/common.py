@@ -46,12 +46,15 @@ def cross_entropy_summary(sums: dict, *, perplexity: bool = False) -> dict:
     return metrics
 
 
-def transformer_config(config: ml_collections.ConfigDict, task: Task, attention, *, sequence_axis) -> TransformerConfig:
-    """The text models' config: vocabulary and classes from the task, widths from ``config.model``, length
-    ``config.max_length``, each site's attention from ``attention(site)``."""
+def transformer_config(
+    config: ml_collections.ConfigDict, task: Task, attention, *, sequence_axis, vocab_size: int | None = None
+) -> TransformerConfig:
+    """The text models' config: vocabulary (the task's tokenizer's, unless ``vocab_size`` is given) and classes
+    from the task, widths from ``config.model``, length ``config.max_length``, each site's attention from
+    ``attention(site)``."""
     m = config.model
     return TransformerConfig(
-        vocab_size=task.vocab_size,
+        vocab_size=task.vocab_size if vocab_size is None else vocab_size,
         num_classes=max(task.num_classes, 2),
         d_model=m.d_model,
         num_heads=m.num_heads,

@@ -85,6 +85,12 @@ def base_config() -> ml_collections.ConfigDict:
     config.model.horizon = 12  # forecasting: steps forecast after each lookback of max_length steps
     config.model.patch_length = 1  # forecasting: steps per token (PatchTST)
 
+    config.recall = ml_collections.ConfigDict()  # associative recall (MQAR, rfa.data.mqar); its length: max_length
+    config.recall.vocab_size = 256  # V: keys from the lower half of ids 1..V-1, values from the upper half
+    config.recall.num_pairs = 8  # N: key-value pairs, then each key queried once
+    config.recall.num_train = 20_000  # training examples
+    config.recall.num_eval = 1_000  # validation and test examples each
+
     config.attention = ml_collections.ConfigDict()
     config.attention.variant = "exact"  # a name of ATTENTION_VARIANTS (what the config string chose)
     config.attention.kind = "softmax"  # "softmax", "linformer" or a feature map of rfa.feature_map
@@ -190,6 +196,7 @@ def check_config(config: ml_collections.ConfigDict) -> Task:
     _positive_int(config, "mesh.model")
     _positive_int(config, "mesh.sequence")
     kind = task_kind(task.kind)
+    kind.check_config(config)
     if config.mesh.sequence > 1 and not kind.splits_sequence:
         raise ConfigError(
             f"config.mesh.sequence = {config.mesh.sequence} splits the token sequences of the text models; "

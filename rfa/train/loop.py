@@ -1,20 +1,21 @@
 """``train_and_evaluate(config, workdir)``: the training loop, resumable from its workdir.
 
-The loop builds the task's data, model and optimizer, restores the newest checkpoint of the
-workdir (model, optimizer, data position, step), and then runs jitted steps on a device mesh,
-redrawing random projections on the config's schedule, logging averaged training metrics every
-``log_every`` steps, evaluating every ``eval_every`` steps, and checkpointing every
-``checkpoint_every`` steps and at the end. A run killed at any moment and started again on the
-same workdir ends with exactly the metrics of an uninterrupted run (all but the wall-clock ones,
-step time and tokens/s): batches, dropout keys and redraw keys depend only on the seed and the
-step. SIGINT (Ctrl-C) and SIGTERM stop a run after the step in progress: it saves that step's checkpoint
-and raises :class:`TrainingInterrupted`. With several processes (``rfa.train.initialize_distributed``), a
-signal to any of them stops all of them after the same step, each process builds the same global batches
-and contributes its block of rows, so the run's metrics are those of one process with as many devices;
-process 0 writes the metrics, config and results, and the checkpoints are written by all (orbax).
+The loop builds the task's data, model and optimizer, restores the newest checkpoint of the workdir (model,
+optimizer, data position, step), and then runs jitted steps on a device mesh, redrawing random projections on
+the config's schedule, logging averaged training metrics every ``log_every`` steps, evaluating on the
+validation split every ``eval_every`` steps, and checkpointing every ``checkpoint_every`` steps and at the
+end. The test split is evaluated once, on the final checkpoint, when training ends: select steps and settings
+by the validation metrics, and read test only for the chosen run. A run killed at any moment and started again
+on the same workdir ends with exactly the metrics of an uninterrupted run (all but the wall-clock ones, step
+time and tokens/s): batches, dropout keys and redraw keys depend only on the seed and the step. SIGINT
+(Ctrl-C) and SIGTERM stop a run after the step in progress: it saves that step's checkpoint and raises
+:class:`TrainingInterrupted`. With several processes (``rfa.train.initialize_distributed``), a signal to any
+of them stops all of them after the same step, each process builds the same global batches and contributes its
+block of rows, so the run's metrics are those of one process with as many devices; process 0 writes the
+metrics, config and results, and the checkpoints are written by all (orbax).
 
 The workdir then holds ``config.json``, ``metrics.jsonl``, ``tensorboard/``, ``checkpoints/``,
-``curves.png`` and ``results.json`` (final evaluation, step time, tokens/s, memory).
+``curves.png`` and ``results.json`` (final validation and test metrics, step time, tokens/s, memory).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from flax import nnx
 from jax.experimental import multihost_utils
 
 from rfa.models import redraw_projections
-from rfa.models.cores import attention_kinds, core_class
+from rfa.models.cores import attention_kinds, uses_num_features
 from rfa.tasks import Task, eval_batches, task_kind, train_batches
 from rfa.train import sharding
 from rfa.train.checkpoint import CheckpointError, Checkpoints
@@ -137,8 +138,8 @@ def _deferred_signals() -> Iterator[list[int]]:
             signal.signal(signum, handler)
 
 
-def evaluate(eval_step, state, task: Task, config: ml_collections.ConfigDict, mesh) -> dict:
-    """Metrics of ``state`` on the task's evaluation split (``config.eval_batches`` batches, 0: all).
+def evaluate(eval_step, state, task: Task, config: ml_collections.ConfigDict, mesh, split: str) -> dict:
+    """Metrics of ``state`` on the TFDS ``split`` (``config.eval_batches`` batches, 0: all).
 
     Every process reads the same global batches and contributes its rows of each, so the number
     of (collective) evaluation steps is the same on every process.
@@ -148,6 +149,7 @@ def evaluate(eval_step, state, task: Task, config: ml_collections.ConfigDict, me
         data_dir=config.data_dir,
         batch_size=config.batch_size,
         max_length=config.max_length,
+        split=split,
         max_batches=config.eval_batches or None,
         **task_kind(task.kind).data_options(config),
     )
@@ -187,7 +189,9 @@ def train_and_evaluate(
         resumed run restores its checkpoint instead.
 
     Returns:
-      the run's results (final evaluation, step time, tokens/s, memory), also in ``results.json``.
+      the run's results, also in ``results.json``: ``validation`` (the last validation record), ``test`` (the
+      final checkpoint's metrics on the test split, evaluated once, when training ends), step time, tokens/s,
+      memory.
 
     Raises:
       TrainingInterrupted: SIGINT or SIGTERM arrived before the last step; the checkpoint of the
@@ -199,8 +203,8 @@ def train_and_evaluate(
       >>> config = task_config("sort", "positive,quick", data_dir=tempfile.mkdtemp())
       >>> config.num_train_steps = 2
       >>> results = train_and_evaluate(config, tempfile.mkdtemp(), progress=False)
-      >>> results["steps"], 0.0 <= results["eval"]["accuracy"] <= 1.0
-      (2, True)
+      >>> results["steps"], 0.0 <= results["validation"]["accuracy"] <= 1.0, 0.0 <= results["test"]["accuracy"] <= 1.0
+      (2, True, True)
     """
     task = check_config(config)
     graphdef, state = initial_state(config, task)
@@ -284,8 +288,7 @@ def train_and_evaluate(
                 bar.set_postfix(loss=f"{metrics['loss']:.3f}")
                 window, timer = None, (time.perf_counter(), done)
             if done % config.eval_every == 0 or done == config.num_train_steps:
-                eval_metrics = evaluate(eval_step, state, task, config, mesh)
-                writer.write(done, "eval", eval_metrics)
+                writer.write(done, "validation", evaluate(eval_step, state, task, config, mesh, task.validation_split))
                 timer = (time.perf_counter(), done)  # evaluation time is not step time
             if done % config.checkpoint_every == 0 or done == config.num_train_steps:
                 checkpoints.save(done, state, iterator)
@@ -297,17 +300,27 @@ def train_and_evaluate(
                 if done % config.checkpoint_every:
                     checkpoints.save(done, state, iterator, metrics=window)
                 raise TrainingInterrupted(done, stop, checkpoints.step_directory(done))
-    return _finish(workdir, config, task, num_params, compiled, write=primary)
+        path = os.path.join(workdir, "results.json")
+        if _finished_before(path, compiled):
+            with open(path) as f:
+                return json.load(f)
+        test = evaluate(eval_step, state, task, config, mesh, task.test_split)  # once, on the final state
+    return _finish(workdir, config, task, num_params, compiled, test, write=primary)
+
+
+def _finished_before(path: str, compiled) -> bool:
+    """No step ran and ``results.json`` exists: a finished workdir keeps its results (as process 0 sees them, so
+    that every process skips the test evaluation, a collective, or runs it)."""
+    finished = compiled is None and os.path.exists(path)
+    if jax.process_count() > 1:
+        finished = bool(multihost_utils.broadcast_one_to_all(np.int32(finished)))
+    return finished
 
 
 def _finish(
-    workdir: str, config: ml_collections.ConfigDict, task: Task, num_params: int, compiled, *, write: bool
+    workdir: str, config: ml_collections.ConfigDict, task: Task, num_params: int, compiled, test: dict, *, write: bool
 ) -> dict:
-    """The run's results; ``write``: also ``curves.png`` and ``results.json`` (a finished workdir keeps its own)."""
-    path = os.path.join(workdir, "results.json")
-    if compiled is None and os.path.exists(path):
-        with open(path) as f:
-            return json.load(f)
+    """The run's results; ``write``: also ``curves.png`` and ``results.json``."""
     records = read_metrics(workdir)
     step_times = [r["step_time_s"] for r in records if r["split"] == "train" and "step_time_s" in r]
     tokens = [r["tokens_per_s"] for r in records if r["split"] == "train" and "tokens_per_s" in r]
@@ -316,10 +329,12 @@ def _finish(
         "kind": task.kind,
         "attention": config.attention.variant,
         "attention_kind": config.attention.kind,  # the variant's kind, or a --config.attention.kind override
-        "num_features": config.attention.num_features if _uses_num_features(config.attention.kind) else None,
+        "num_features": config.attention.num_features if _counts_features(config.attention.kind) else None,
         "steps": config.num_train_steps,
+        "seed": config.seed,
         "parameters": int(num_params),
-        "eval": [r for r in records if r["split"] == "eval"][-1],
+        "validation": [r for r in records if r["split"] == "validation"][-1],
+        "test": {"step": config.num_train_steps, **test},
         "step_time_s": float(np.median(step_times)) if step_times else None,
         "tokens_per_s": float(np.median(tokens)) if tokens else None,
         "step_memory_bytes": _memory_bytes(compiled) if compiled is not None else None,
@@ -329,12 +344,12 @@ def _finish(
     results |= task_kind(task.kind).results(config)
     if write:
         plot_curves(workdir, task_kind(task.kind).curves)
-        write_atomic(path, json.dumps(results, indent=2) + "\n")
+        write_atomic(os.path.join(workdir, "results.json"), json.dumps(results, indent=2) + "\n")
     return results
 
 
-def _uses_num_features(kind: str) -> bool:
-    return kind in attention_kinds() and core_class(kind).uses_num_features
+def _counts_features(kind: str) -> bool:
+    return kind in attention_kinds() and uses_num_features(kind)
 
 
 def load_model(workdir: str) -> tuple[nnx.Module, ml_collections.ConfigDict, Task, int]:

@@ -1,6 +1,6 @@
 """Training metrics: JSON lines and TensorBoard event files (tensorboardX, no TensorFlow), and a PNG of the curves.
 
-Every record is ``{"step": s, "split": "train" | "eval", <metric>: value, ...}``, one line per
+Every record is ``{"step": s, "split": "train" | "validation", <metric>: value, ...}``, one line per
 record in ``<workdir>/metrics.jsonl`` and a scalar ``<split>/<metric>`` in
 ``<workdir>/tensorboard``. A resumed run first drops the records written after the step it
 resumes from (a killed run may have logged past its last checkpoint), so the file reads as one
@@ -69,12 +69,13 @@ class MetricWriter:
 
 
 def plot_curves(workdir: str, metrics: tuple[str, ...]) -> str:
-    """Writes ``<workdir>/curves.png``: one panel per metric, train and eval against the step; returns its path."""
+    """Writes ``<workdir>/curves.png``: one panel per metric, train and validation against the step; returns its
+    path."""
     records = read_metrics(workdir)
     figure = Figure(figsize=(4.5 * len(metrics), 3.4))
     axes = figure.subplots(1, len(metrics), squeeze=False)
     for axis, metric in zip(axes[0], metrics, strict=True):
-        for split, style in (("train", "-"), ("eval", "o-")):
+        for split, style in (("train", "-"), ("validation", "o-")):
             points = [(r["step"], r[metric]) for r in records if r["split"] == split and metric in r]
             if points:
                 axis.plot(*zip(*points, strict=True), style, label=split, markersize=3)

@@ -10,7 +10,7 @@ import rfa.data as data
 import rfa.tasks as tasks
 from rfa.data import listops
 from rfa.data.algorithmic import TRANSFORMS
-from rfa.data.python_source import is_held_out
+from rfa.data.python_source import split_of
 
 
 def _examples(name, split, data_dir, count=200):
@@ -56,13 +56,15 @@ def test_listops_generator_reaches_lra_lengths_and_depth():
 
 @pytest.mark.slow
 def test_python_source_splits_by_file(data_dir):
-    train, train_size = _examples("python_source", "train", data_dir, count=10_000)
-    validation, validation_size = _examples("python_source", "validation", data_dir, count=10_000)
-    assert train_size > 300 and 20 < validation_size < train_size / 4
-    train_paths = {e["path"].decode() for e in train}
-    assert train_paths.isdisjoint({e["path"].decode() for e in validation})
-    assert all(is_held_out(e["path"].decode()) for e in validation) and not any(map(is_held_out, train_paths))
-    assert "json/decoder.py" in train_paths | {e["path"].decode() for e in validation}
+    splits = {
+        split: _examples("python_source", split, data_dir, count=10_000) for split in ("train", "validation", "test")
+    }
+    (_, train_size), (_, validation_size), (_, test_size) = splits.values()
+    assert train_size > 300 and 20 < validation_size < train_size / 4 and 20 < test_size < train_size / 4
+    paths = {split: {e["path"].decode() for e in examples} for split, (examples, _) in splits.items()}
+    assert sum(map(len, paths.values())) == len(set().union(*paths.values()))  # each file in one split
+    assert all(split_of(path) == split for split, names in paths.items() for path in names)
+    assert "json/decoder.py" in paths["train"]
 
 
 @pytest.mark.slow

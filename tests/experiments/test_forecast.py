@@ -25,7 +25,7 @@ def test_the_quick_forecasting_comparison_writes_its_table_and_figure(data_dir, 
         cwd=ROOT, capture_output=True, text=True, check=True,
     )  # fmt: skip
     results = json.loads(output.read_text())
-    assert [r["attention"] for r in results["runs"]] == ["exact", "positive"]
+    assert [(r["attention"], r["seeds"]) for r in results["runs"]] == [("exact", [0, 1]), ("positive", [0, 1])]
     assert set(results["timing"]) == {"exact", "positive"} and all(len(v) == 2 for v in results["timing"].values())
     rows = (tmp_path / "forecast.md").read_text().splitlines()
     assert rows[-1].startswith("| seasonal naive | - | ") and len(rows) == 5
@@ -39,7 +39,7 @@ def test_seasonal_naive_scores_average_over_every_evaluation_window(data_dir):
     scores = seasonal_naive_scores(config)
     task = get_task("co2")
     errors = []  # the same windows, one by one, without the padding rows
-    for batch in eval_batches(task, data_dir=data_dir, batch_size=5, max_length=config.max_length,
+    for batch in eval_batches(task, data_dir=data_dir, batch_size=5, max_length=config.max_length, split="test",
                               horizon=config.model.horizon):  # fmt: skip
         kept = batch["weight"] > 0
         errors.append((seasonal_naive(batch["inputs"], config.model.horizon, 52) - batch["targets"])[kept])

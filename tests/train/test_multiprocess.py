@@ -113,8 +113,8 @@ def test_two_processes_end_with_the_metrics_of_one_process_written_once(single, 
         results = json.load(f)
     assert results["devices"] == 4 and results["steps"] == 24
     printed = done[0][1]  # the results JSON, after the lines Gloo prints when it connects
-    assert json.loads(printed[printed.index("{\n") :])["eval"] == results["eval"]
-    assert '"eval"' not in done[1][1]  # printed by process 0 only
+    assert json.loads(printed[printed.index("{\n") :])["test"] == results["test"]
+    assert '"test"' not in done[1][1]  # printed by process 0 only
 
 
 def test_sigterm_to_one_process_then_sigkill_to_both_and_the_run_resumes_to_the_same_metrics(

@@ -80,7 +80,7 @@ for module, attention in ((sort, "positive"), (sort, "gated_rfa"), (python_sourc
 def trained(**mesh):
     config = quick(sort, "positive", **mesh)
     config.num_train_steps = 4
-    return train_and_evaluate(config, tempfile.mkdtemp(), progress=False)["eval"]
+    return train_and_evaluate(config, tempfile.mkdtemp(), progress=False)["validation"]
 
 split, whole = trained(data=2, sequence=4), trained(data=1, sequence=1)
 report["train_and_evaluate"] = {name: error(split[name], whole[name]) for name in ("loss", "accuracy", "perplexity")}

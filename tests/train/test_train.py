@@ -15,13 +15,13 @@ import pytest
 from helpers import non_progress_lines
 
 from configs import co2, digits, digits_swin, listops, pathfinder_vit, python_source, sort
-from experiments.report import training_table
-from rfa.tasks import get_task
+from rfa.tasks import eval_batches, get_task
 from rfa.train import (
     CheckpointError,
     TrainingInterrupted,
     build_model,
     check_config,
+    load_model,
     make_schedule,
     metric_sums,
     read_metrics,
@@ -98,7 +98,8 @@ def sort_run(data_dir, tmp_path_factory):
 def _check_run(results: dict, workdir: str) -> None:
     records = read_metrics(workdir)
     assert [r["step"] for r in records if r["split"] == "train"] == [4, 8, 12]
-    assert results["eval"] == [r for r in records if r["split"] == "eval"][-1] and results["eval"]["step"] == 12
+    assert [r["step"] for r in records if r["split"] == "validation"] == [12]  # test is not in the metrics
+    assert results["validation"] == records[-1] and results["test"]["step"] == 12 and results["seed"] == 0
     assert results["step_time_s"] > 0 and results["step_memory_bytes"] > 0 and results["parameters"] > 1000
     assert sorted(os.listdir(os.path.join(workdir, "checkpoints"))) == ["12", "8"]  # the two newest are kept
     assert os.path.getsize(os.path.join(workdir, "curves.png")) > 10_000
@@ -108,10 +109,33 @@ def _check_run(results: dict, workdir: str) -> None:
 
 
 @pytest.mark.slow
+def test_validation_is_evaluated_while_training_and_test_once_on_the_final_checkpoint(sort_run):
+    config, workdir, results = sort_run
+    model, _, task, step = load_model(workdir)
+    assert step == config.num_train_steps
+
+    def token_accuracy(split):  # teacher-forced: argmax of the logits against the targets, padding left out
+        correct = total = 0.0
+        sizes = {"batch_size": config.batch_size, "max_length": config.max_length, "max_batches": config.eval_batches}
+        for batch in eval_batches(task, data_dir=config.data_dir, split=split, **sizes):
+            logits = model(jnp.asarray(batch["inputs"]), shift_right(jnp.asarray(batch["targets"])))
+            kept = batch["targets"] != 0
+            correct += float(((np.asarray(logits).argmax(-1) == batch["targets"]) & kept).sum())
+            total += float(kept.sum())
+        return correct / total
+
+    assert results["test"]["accuracy"] == pytest.approx(token_accuracy("test"), rel=1e-5)
+    assert results["validation"]["accuracy"] == pytest.approx(token_accuracy("validation"), rel=1e-5)
+    first = {split: next(iter(eval_batches(task, data_dir=config.data_dir, batch_size=4, max_length=8, split=split)))
+             for split in ("validation", "test")}  # fmt: skip
+    assert not np.array_equal(first["validation"]["inputs"], first["test"]["inputs"])  # two different splits
+
+
+@pytest.mark.slow
 def test_a_seq2seq_run_trains_logs_checkpoints_and_plots(sort_run):
     _, workdir, results = sort_run
     _check_run(results, workdir)
-    assert results["kind"] == "seq2seq" and 0 <= results["eval"]["sequence_accuracy"] <= 1
+    assert results["kind"] == "seq2seq" and 0 <= results["test"]["sequence_accuracy"] <= 1
 
 
 @pytest.mark.slow
@@ -125,12 +149,12 @@ def test_classifier_language_model_and_vision_runs(module, attention, data_dir, 
     results = train_and_evaluate(_quick(module, attention, data_dir), str(tmp_path), progress=False)
     _check_run(results, str(tmp_path))
     if module is python_source:
-        assert results["eval"]["perplexity"] == pytest.approx(np.exp(results["eval"]["loss"]))
+        assert results["test"]["perplexity"] == pytest.approx(np.exp(results["test"]["loss"]))
     if module in (digits, pathfinder_vit, digits_swin):  # image models: no perplexity; throughput counts pixels
-        assert results["kind"] == "image_classification" and "perplexity" not in results["eval"]
+        assert results["kind"] == "image_classification" and "perplexity" not in results["test"]
         assert results["tokens_per_s"] > 0
     if module is co2:  # a forecaster: mean squared and absolute errors of the normalised series
-        assert results["kind"] == "forecast" and 0 < results["eval"]["mae"] ** 2 <= results["eval"]["mse"]
+        assert results["kind"] == "forecast" and 0 < results["test"]["mae"] ** 2 <= results["test"]["mse"]
 
 
 @pytest.mark.parametrize(
@@ -218,7 +242,7 @@ def test_ctrl_c_then_kill_9_then_resume_ends_with_the_metrics_of_an_uninterrupte
     config = _quick(sort, "positive", str(data_dir))
     resumed = train_and_evaluate(config, str(workdir), progress=False)
     assert _deterministic(read_metrics(str(workdir))) == _deterministic(read_metrics(whole))
-    assert _deterministic([resumed["eval"]]) == _deterministic([results["eval"]])
+    assert _deterministic([resumed["test"]]) == _deterministic([results["test"]])
 
 
 @pytest.mark.slow
@@ -372,7 +396,7 @@ def test_entry_points_report_bad_input_without_a_traceback(data_dir, tmp_path):
     done = _run("experiments.train", "--config", "configs/sort.py:positive,quick", "--workdir", str(tmp_path / "w"),
                 "--config.task=imdb_reviews", f"--config.data_dir={tmp_path / 'empty'}")  # fmt: skip
     (line,) = _lines(done.stderr)  # the error alone: no TFDS warning about the missing dataset before it
-    assert done.returncode != 0 and "error: dataset 'imdb_reviews' (split 'train') is not prepared" in line
+    assert done.returncode != 0 and "error: dataset 'imdb_reviews' (split 'train[:90%]') is not prepared" in line
     for typo, expected in (
         ("--config.num_trian_steps=3", "the config has no field 'num_trian_steps'"),
         ("--config.model.d_modle=3", 'Did you mean "d_model"'),
@@ -388,28 +412,22 @@ def test_entry_points_report_bad_input_without_a_traceback(data_dir, tmp_path):
     assert "Traceback" not in done.stderr
 
 
-def test_compare_kernels_tabulates_accuracy_or_sequence_accuracy_and_units():
-    common = {"step_time_s": 0.0125, "tokens_per_s": 25_000.0, "step_memory_bytes": 3 * 2**20}
-    rows = training_table([
-        {"task": "sort", "attention": "exact", "num_features": None,
-         "eval": {"accuracy": 0.9, "sequence_accuracy": 0.5, "perplexity": 1.25}, **common},
-        {"task": "listops", "attention": "trig", "num_features": 64, "eval": {"accuracy": 0.375}, **common},
-        {"task": "digits", "attention": "exact", "num_features": None, "eval": {"accuracy": 0.5}, **common,
-         "architecture": "swin"},
-    ]).splitlines()  # fmt: skip
-    assert rows[2] == "| sort | exact | - | 0.900 | 0.500 | 1.25 | 12.5 | 25k | 3.0 |"
-    assert rows[3] == "| listops | trig | 64 | 0.375 | - | - | 12.5 | 25k | 3.0 |"
-    assert rows[4] == "| digits (swin) | exact | - | 0.500 | - | - | 12.5 | 25k | 3.0 |"
-
-
 @pytest.mark.slow
 def test_compare_kernels_trains_every_pair_and_writes_the_table(data_dir, tmp_path):
     output = tmp_path / "table.json"
     _run("experiments.studies.compare_kernels", "--config", "configs/compare_kernels.py:quick", "--workdir",
          str(tmp_path), f"--config.data_dir={data_dir}", f"--output={output}", check=True)  # fmt: skip
     rows = (tmp_path / "table.md").read_text().splitlines()
-    assert [row.split(" | ")[:3] for row in rows[2:]] == [["| sort", "exact", "-"], ["| sort", "positive", "16"]]
-    assert [r["attention"] for r in json.loads(output.read_text())] == ["exact", "positive"]
+    assert [row.split(" | ")[:4] for row in rows[2:]] == [
+        ["| sort", "exact", "-", "2"],
+        ["| sort", "positive", "16", "2"],
+    ]
+    results = json.loads(output.read_text())
+    assert [(r["attention"], r["seeds"]) for r in results] == [("exact", [0, 1]), ("positive", [0, 1])]
+    accuracies = [run["test"]["accuracy"] for run in results[1]["runs"]]
+    assert accuracies[0] != accuracies[1]  # the seeds are different runs
+    assert results[1]["test"]["accuracy"]["mean"] == pytest.approx(np.mean(accuracies))
+    assert (tmp_path / "sort" / "positive" / "seed_1" / "results.json").exists()
     assert (tmp_path / "table.png").stat().st_size > 10_000
     done = _run("experiments.studies.compare_kernels", "--config", "configs/compare_kernels.py:quick", "--workdir",
                 str(tmp_path), "--config.tasks=nope", "--output=")  # fmt: skip

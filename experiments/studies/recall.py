@@ -1,0 +1,42 @@
+"""Associative recall against recurrent state size: every attention kind on MQAR, over seeds and feature counts.
+
+  python -m experiments.studies.recall --config configs/recall.py --workdir workdir/recall
+
+The work is in :mod:`experiments.studies.associative_recall`; this module is its command line. Writes ``--output``
+(JSON; default ``<workdir>/recall.json``), the table beside it (``.md``) and the figure (``.png``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from absl import flags
+from ml_collections import config_flags
+
+from experiments.cli import run_main, run_training, shipped_config
+from experiments.report import output_path, write_json
+from experiments.studies.associative_recall import plot, run, table
+
+_CONFIG = config_flags.DEFINE_config_file("config", shipped_config("recall.py"), "Which kinds, feature counts, seeds.")
+_WORKDIR = flags.DEFINE_string("workdir", "workdir/recall", "Parent of the per-setting training workdirs.")
+_OUTPUT = flags.DEFINE_string(
+    "output", None, "JSON of the results (.md and .png beside); default <workdir>/recall.json."
+)
+
+
+def main(argv):
+    del argv
+    rows = run_training(run, _CONFIG.value, _WORKDIR.value)
+    text = table(rows)
+    print(text)
+    output = output_path(_OUTPUT.value, _WORKDIR.value, "recall.json")
+    write_json(output, rows)
+    stem = os.path.splitext(output)[0]
+    with open(stem + ".md", "w") as f:
+        f.write(text + "\n")
+    plot(rows, stem + ".png")
+    print(f"wrote {output}")
+
+
+if __name__ == "__main__":
+    run_main(main)

@@ -1,0 +1,33 @@
+"""One training setting over several seeds: every comparison of attention kinds trains each cell this way."""
+
+from __future__ import annotations
+
+import os
+
+import ml_collections
+
+from experiments.spread import over_seeds
+from rfa.train import train_and_evaluate
+from rfa.workdir import ConfigError
+
+
+def train_seeds(config: ml_collections.ConfigDict, workdir: str, seeds) -> dict:
+    """Trains ``config`` once per seed in ``<workdir>/seed_<seed>`` (a finished run is read back, an interrupted one
+    resumes) and returns :func:`experiments.spread.over_seeds` of the runs.
+
+    The seed sets initialization, data order, dropout and projection redraws (``config.seed``).
+
+    Example:
+      >>> row = train_seeds(config, "workdir/train/sort/positive", (0, 1, 2))  # doctest: +SKIP
+      >>> row["test"]["accuracy"]  # doctest: +SKIP
+      {'mean': 0.95, 'std': 0.004, 'n': 3}
+    """
+    seeds = tuple(seeds)
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ConfigError(f"config.seeds must be distinct seeds, at least one; got {seeds}.")
+    runs = []
+    for seed in seeds:
+        seeded = config.copy_and_resolve_references()
+        seeded.seed = seed
+        runs.append(train_and_evaluate(seeded, os.path.join(workdir, f"seed_{seed}")))
+    return over_seeds(runs)

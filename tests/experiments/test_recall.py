@@ -1,0 +1,58 @@
+"""The recall study end to end (quick), and its state sizes against the caches' own formulas."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from configs import recall as recall_configs
+from experiments.studies.associative_recall import settings, state_bytes, training_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_state_bytes_are_the_kv_cache_for_exact_attention_and_the_recurrent_state_otherwise():
+    study = recall_configs.get_config()
+    config = training_config(study, "exact", None)
+    length, heads = config.max_length, config.model.num_heads
+    head_dim = config.model.d_model // heads
+    assert state_bytes(config) == 2 * length * heads * head_dim * 4 + length  # float32 keys and values, bool mask
+    for attention, features in (
+        ("positive", 16),
+        ("hedgehog", 16),
+        ("elu", head_dim),
+        ("taylor", 1 + head_dim + head_dim * (head_dim + 1) // 2),
+    ):
+        config = training_config(study, attention, 16)
+        outputs = 2 * features if attention == "hedgehog" else features  # Hedgehog: [softmax(Wx), softmax(-Wx)]
+        assert state_bytes(config) == heads * outputs * (head_dim + 1) * 4 + heads * 4, attention  # kv and reference
+
+
+def test_kinds_without_a_feature_count_train_once():
+    study = recall_configs.get_config()
+    assert ("exact", None) in settings(study) and ("taylor", None) in settings(study)
+    assert [m for a, m in settings(study) if a == "positive"] == list(study.num_features)
+
+
+@pytest.mark.slow
+def test_the_quick_recall_study_writes_its_table_and_figure(data_dir, tmp_path):
+    output = tmp_path / "recall.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments.studies.recall", "--config", "configs/recall.py:quick", "--workdir",
+         str(tmp_path), f"--config.data_dir={data_dir}", f"--output={output}"],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(output.read_text())
+    assert [(r["attention"], r["num_features"], r["seeds"]) for r in rows] == [
+        ("exact", None, [0, 1]),
+        ("positive", 8, [0, 1]),
+    ]
+    assert rows[0]["state_bytes"] > rows[1]["state_bytes"] > 0
+    assert all(0 <= r["test"]["accuracy"]["mean"] <= 1 and r["validation"]["accuracy"]["n"] == 2 for r in rows)
+    lines = (tmp_path / "recall.md").read_text().splitlines()
+    assert lines[2].startswith("| exact | - |") and lines[3].startswith("| positive | 8 |") and len(lines) == 4
+    assert (tmp_path / "recall.png").stat().st_size > 10_000
+    assert (tmp_path / "positive_m8" / "seed_1" / "results.json").exists()
