@@ -8,7 +8,7 @@ seconds-long test run. The model reads ``max_length`` years (lookback 32, patche
 forecasts the next 11 (``model.horizon``, one solar cycle); losses are on the series normalised by the training
 years' mean and deviation; the chronological splits are 1700-1915 (train), 1916-1962 (validation), 1963-2008
 (test). With 216 training years (174 training windows) the model is small and regularized: one layer of width
-16, dropout 0.2, weight decay 0.1, 400 steps (about 5k parameters; CO₂'s model has about 70k).
+16, dropout 0.2, weight decay 0.1, 400 steps (3.8k parameters).
 """
 
 from configs.common import task_config

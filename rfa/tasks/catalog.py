@@ -24,6 +24,7 @@ SHIPPED: dict[str, Task] = {
         for name in ("copy", "reverse", "sort")
     },
     "listops": Task("listops/short", "classification", "source", "label", _LISTOPS, num_classes=10, generated=True),
+    "listops_cpu": Task("listops/cpu", "classification", "source", "label", _LISTOPS, num_classes=10, generated=True),
     # Long Range Arena at its real lengths: ListOps up to 2000 tokens, Pathfinder-32 as 1024 pixels.
     "listops_lra": Task(
         "listops/lra",

@@ -8,20 +8,20 @@ Metrics: cross-entropy and accuracy at query positions.
 
 from __future__ import annotations
 
-import jax.numpy as jnp
-
 from rfa.data.mqar import check_sizes, mqar_config
 from rfa.data.pipeline import load_source
-from rfa.data.tokenizers import PAD_ID
-from rfa.models import Decoder
 from rfa.tasks.base import TaskKind, register_task_kind
-from rfa.tasks.common import cross_entropy_summary, cross_entropy_sums, transformer_config
+from rfa.tasks.common import cross_entropy_summary, transformer_config
+from rfa.tasks.lm import LanguageModel
 
 
-class Recall(TaskKind):
+class Recall(LanguageModel):
+    """The language model's decoder, forward pass and metric sums (targets of 0 do not count), on MQAR's examples."""
+
     name = "recall"
     description = "an associative-recall language model"
-    sites = ("decoder",)
+    curves = ("loss", "accuracy")
+    answer = TaskKind.answer  # token ids, no text to answer
 
     def check_task(self, task):
         if task.tokenizer is not None or task.targets is None:
@@ -44,16 +44,6 @@ class Recall(TaskKind):
     def model_config(self, config, task, attention, *, sequence_axis):
         return transformer_config(config, task, attention, sequence_axis=sequence_axis,
                                   vocab_size=config.recall.vocab_size)  # fmt: skip
-
-    def build_model(self, model_config, rngs):
-        return Decoder(model_config, rngs=rngs)
-
-    def forward(self, model, batch):
-        return model(batch["inputs"]), batch["targets"], (batch["targets"] != PAD_ID).astype(jnp.float32)
-
-    def metric_sums(self, model, batch, *, label_smoothing=0.0):
-        sums, _ = cross_entropy_sums(*self.forward(model, batch), label_smoothing=label_smoothing)
-        return sums | {"tokens": (batch["inputs"] != PAD_ID).sum().astype(jnp.float32)}
 
     def summarize(self, sums):
         return cross_entropy_summary(sums)

@@ -44,6 +44,20 @@ def test_listops_labels_are_the_values_of_their_expressions(data_dir):
     assert len(set(labels)) == 10  # every answer occurs
 
 
+def test_the_cpu_scale_of_listops_keeps_max_and_min_at_small_depth():
+    (config,) = [c for c in listops.Listops.BUILDER_CONFIGS if c.name == "cpu"]
+    rng = random.Random(0)
+    for _ in range(200):
+        tokens, value = listops.expression(rng, rng.randint(config.min_length, config.max_length), 1, config)
+        assert len(tokens) <= config.max_length and listops.evaluate(" ".join(tokens)) == value
+        assert {t for t in tokens if t.startswith("[")} <= {"[MAX", "[MIN"}
+        depth = deepest = 0
+        for token in tokens:
+            depth += token.startswith("[") - (token == "]")
+            deepest = max(deepest, depth)
+        assert deepest <= config.max_depth
+
+
 def test_listops_generator_reaches_lra_lengths_and_depth():
     config = listops.ListOpsConfig(name="test")
     rng = random.Random(0)

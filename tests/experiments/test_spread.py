@@ -6,8 +6,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from configs import sort
 from experiments.report import training_table
 from experiments.spread import Spread, over_seeds, separated, versus
+from experiments.studies.seeded import train_seeds
+from rfa.workdir import ConfigError
 
 
 def test_a_spread_is_the_mean_and_sample_standard_deviation():
@@ -59,3 +62,10 @@ def test_the_training_table_reports_mean_and_spread_and_compares_with_the_first_
     assert rows[3].startswith("| sort | elu | 64 | 3 | 0.910 ± 0.020 | tie (exact) | 0.455 ± 0.010 | - |")
     assert rows[4].startswith("| sort | trig | 64 | 3 | 0.310 ± 0.010 | worse (exact) |")
     assert rows[5].startswith("| digits (swin) | exact | - | 1 | 0.500 | - |")
+
+
+def test_seeds_must_be_distinct_and_at_least_one(tmp_path):
+    for seeds in ((), (1, 1)):
+        with pytest.raises(ConfigError, match=r"config\.seeds must be distinct seeds"):
+            train_seeds(sort.get_config("exact,quick"), str(tmp_path), seeds)
+    assert not any(tmp_path.iterdir())  # refused before anything trains
