@@ -17,7 +17,8 @@ An example of length L with N pairs over a vocabulary of V ids (id 0 is padding,
 
 So ``4N ≤ L`` (N slots after the context) and ``N ≤ K`` (distinct keys, and as many distinct values). The
 sizes are a :class:`MqarConfig`, which a training config sets (``config.recall``, ``config.max_length``); each
-sizes' data is prepared under its own name (``mqar/v256_p8_l64_n20000``). Everything derives from fixed seeds.
+sizes' data is prepared under its own name (``mqar/v256_p8_l64_n20000_e1000_a0.01``). Everything derives
+from fixed seeds.
 """
 
 from __future__ import annotations
