@@ -85,11 +85,16 @@ def task_config(task: str, arg: str | None, *, scales: dict[str, dict] | None = 
     return build(task, arg, scales=scales, **fields)
 
 
+SHORT = {"num_train_steps": 300, "eval_every": 100, "checkpoint_every": 100}
+"""The ``short`` scale of the compared tasks (300 steps, not 500-600): the seeded tables of compare_kernels."""
+
+
 def seq2seq_config(task: str, arg: str | None):
     """The config of an algorithmic seq2seq task (copy, reverse, sort): same model and sizes for all three."""
     return task_config(
         task,
         arg,
+        scales={"short": SHORT},
         max_length=40,  # strings of 2-32 letters plus EOS
         batch_size=32,
         num_train_steps=600,

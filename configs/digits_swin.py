@@ -7,7 +7,8 @@ The model: 1×1 patches (an 8×8 map of 32-wide tokens), a first stage of 2 bloc
 patch merging, a second stage of 2 blocks of width 64 over the 4×4 map. The attention variant sets the second
 stage: ``exact`` keeps both stages windowed (the map is one window there), any other kind makes the second
 stage attend globally with that kind (``model.swin_windowed = (True, False)``), so windows against random
-features is the config string. ``:<attention>,quick`` is a seconds-long test run.
+features is the config string. ``:<attention>,short`` (750 steps) is the seeded table's scale, ``:<attention>,quick``
+a seconds-long test run.
 """
 
 from configs.common import task_config
@@ -17,7 +18,10 @@ def get_config(arg: str | None = None):
     config = task_config(
         "digits",
         arg,
-        scales={"quick": {"model.d_model": 16, "model.mlp_dim": 32, "model.swin_depths": (2, 1)}},
+        scales={
+            "quick": {"model.d_model": 16, "model.mlp_dim": 32, "model.swin_depths": (2, 1)},
+            "short": {"num_train_steps": 750, "eval_every": 250, "checkpoint_every": 250},  # the seeded table
+        },
         batch_size=64,
         num_train_steps=1500,
         log_every=50,

@@ -11,6 +11,7 @@ import dataclasses
 import json
 import math
 import os
+from collections.abc import Callable
 
 from experiments.spread import metric, versus
 
@@ -120,6 +121,24 @@ def output_path(output: str | None, workdir: str, name: str) -> str:
       ('workdir/train/comparison.json', 'results/x.json')
     """
     return output or os.path.join(workdir, name)
+
+
+def write_report(output: str, data, text: str, plot: Callable[[str], None] | None = None) -> None:
+    """Writes a study's results and says where: ``data`` as JSON at ``output``, its markdown ``text`` beside it
+    (``.md``) and, given ``plot``, the figure ``plot(path)`` draws at the ``.png`` beside it.
+
+    Example:
+      >>> import tempfile
+      >>> write_report(os.path.join(tempfile.mkdtemp(), "study.json"), {"rows": []}, "| a |")  # doctest: +ELLIPSIS
+      wrote .../study.json
+    """
+    write_json(output, data)
+    stem = os.path.splitext(output)[0]
+    with open(stem + ".md", "w") as f:
+        f.write(text + "\n")
+    if plot is not None:
+        plot(stem + ".png")
+    print(f"wrote {output}")
 
 
 def save_figure(fig, workdir: str, name: str) -> str:

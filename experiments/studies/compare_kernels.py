@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from ml_collections import config_flags
 
 from experiments.cli import run_main, run_training, shipped_config
-from experiments.report import output_path, training_table, write_json
+from experiments.report import output_path, training_table, write_report
 from experiments.studies.seeded import train_seeds
 from rfa.train import read_metrics
 from rfa.workdir import ConfigError
@@ -91,13 +91,12 @@ def main(argv):
     results = run_training(run, _CONFIG.value, _WORKDIR.value)
     text = training_table(results)
     print(text)
-    output = output_path(_OUTPUT.value, _WORKDIR.value, "comparison.json")
-    write_json(output, results)
-    stem = os.path.splitext(output)[0]
-    with open(stem + ".md", "w") as f:
-        f.write(text + "\n")
-    plot_losses(_CONFIG.value, _WORKDIR.value, stem + ".png")
-    print(f"wrote {output}")
+    write_report(
+        output_path(_OUTPUT.value, _WORKDIR.value, "comparison.json"),
+        results,
+        text,
+        lambda path: plot_losses(_CONFIG.value, _WORKDIR.value, path),
+    )
 
 
 if __name__ == "__main__":

@@ -8,14 +8,12 @@ the table beside it (``.md``) and the step-time figure (``.png``).
 
 from __future__ import annotations
 
-import os
-
 from absl import flags
 from ml_collections import config_flags
 
 from experiments.benchmarks.common import environment
 from experiments.cli import run_main, run_training, shipped_config
-from experiments.report import output_path, write_json
+from experiments.report import output_path, write_report
 from experiments.studies.forecasting import plot, run, table
 
 _CONFIG = config_flags.DEFINE_config_file("config", shipped_config("forecast.py"), "Which task, kinds and lookbacks.")
@@ -33,14 +31,12 @@ def main(argv):
     print(text)
     for kind, value in results["slopes"].items():
         print(f"step time against lookback, {kind}: slope {value}")
-    output = output_path(_OUTPUT.value, _WORKDIR.value, "forecast.json")
-    write_json(output, results)
-    stem = os.path.splitext(output)[0]
-    with open(stem + ".md", "w") as f:
-        f.write(text + "\n")
-    if results["timing"]:
-        plot(results, stem + ".png")
-    print(f"wrote {output}")
+    write_report(
+        output_path(_OUTPUT.value, _WORKDIR.value, "forecast.json"),
+        results,
+        text,
+        (lambda path: plot(results, path)) if results["timing"] else None,
+    )
 
 
 if __name__ == "__main__":

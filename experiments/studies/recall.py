@@ -8,13 +8,11 @@ The work is in :mod:`experiments.studies.associative_recall`; this module is its
 
 from __future__ import annotations
 
-import os
-
 from absl import flags
 from ml_collections import config_flags
 
 from experiments.cli import run_main, run_training, shipped_config
-from experiments.report import output_path, write_json
+from experiments.report import output_path, write_report
 from experiments.studies.associative_recall import plot, run, table
 
 _CONFIG = config_flags.DEFINE_config_file("config", shipped_config("recall.py"), "Which kinds, feature counts, seeds.")
@@ -29,13 +27,7 @@ def main(argv):
     rows = run_training(run, _CONFIG.value, _WORKDIR.value)
     text = table(rows)
     print(text)
-    output = output_path(_OUTPUT.value, _WORKDIR.value, "recall.json")
-    write_json(output, rows)
-    stem = os.path.splitext(output)[0]
-    with open(stem + ".md", "w") as f:
-        f.write(text + "\n")
-    plot(rows, stem + ".png")
-    print(f"wrote {output}")
+    write_report(output_path(_OUTPUT.value, _WORKDIR.value, "recall.json"), rows, text, lambda path: plot(rows, path))
 
 
 if __name__ == "__main__":
