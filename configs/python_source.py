@@ -4,17 +4,18 @@ Run:
   python -m experiments.train --config configs/python_source.py:positive --workdir workdir/train/python_source/positive
 Variants: ``:<attention>`` with <attention> in rfa.train.ATTENTION_VARIANTS (exact, trig, positive,
 positive_iid, simplex_positive, hyperbolic, oprf, hybrid, saderf, elu, relu, taylor, rfa, gated_rfa, hedgehog,
-linformer), and ``:<attention>,quick`` for a
-seconds-long test run.
+linformer, fourier, gla), ``:<attention>,short`` with 300 steps (the seeded tables of compare_kernels) and
+``:<attention>,quick`` for a seconds-long test run.
 """
 
-from configs.common import task_config
+from configs.common import SHORT, task_config
 
 
 def get_config(arg: str | None = None):
     return task_config(
         "python_source",
         arg,
+        scales={"short": SHORT},
         max_length=256,  # bytes of context
         batch_size=8,
         num_train_steps=500,

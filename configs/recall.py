@@ -15,7 +15,7 @@ def get_config(arg: str | None = None):
     config = ml_collections.ConfigDict()
     config.task = "mqar"  # a configs/<task>.py of a recall task
     config.attention = (  # exact first: the reference of the verdicts
-        "exact", "positive", "oprf", "saderf", "gated_rfa", "hedgehog", "elu", "relu", "taylor",
+        "exact", "positive", "oprf", "saderf", "gated_rfa", "hedgehog", "elu", "relu", "taylor", "fourier", "gla",
     )  # fmt: skip
     config.num_features = (4, 32)  # m of the kinds that take one (random features, Hedgehog's d')
     config.seeds = (0, 1, 2)

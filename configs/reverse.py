@@ -4,8 +4,8 @@ Run:
   python -m experiments.train --config configs/reverse.py:positive --workdir workdir/train/reverse/positive
 Variants: ``:<attention>`` with <attention> in rfa.train.ATTENTION_VARIANTS (exact, trig, positive,
 positive_iid, simplex_positive, hyperbolic, oprf, hybrid, saderf, elu, relu, taylor, rfa, gated_rfa, hedgehog,
-linformer), and ``:<attention>,quick`` for a
-seconds-long test run.
+linformer, fourier, gla), ``:<attention>,short`` with 300 steps (the seeded tables of compare_kernels) and
+``:<attention>,quick`` for a seconds-long test run.
 """
 
 from configs.common import seq2seq_config

@@ -227,12 +227,16 @@ def oprf_statistic(q, k, keep_q=None, keep_k=None):
 
 
 def kernelized_attention(q, k, v, name, W=None, *, keep_k=None, keep_q=None, causal=False, renormalize=True,
-                         log_decay=None, **params):  # fmt: skip
+                         log_decay=None, relative_bias=None, **params):  # fmt: skip
     """``D⁻¹ (φ(Q) φ(K)ᵀ ⊙ Γ ⊙ mask) V`` with the Lq × Lk matrix formed, in float64.
 
     With ``log_decay`` g ``[B, L, H]`` (causal), ``Γ_ij = Π_{j<t<=i} exp(g_t)``, the product over the
     kept tokens after key j up to query i (Peng et al., "Random Feature Attention", ICLR 2021, Eq. 7:
-    ``S_t = exp(g_t) S_{t-1} + φ(k_t)v_tᵀ``; a padded token is skipped, its decay too).
+    ``S_t = exp(g_t) S_{t-1} + φ(k_t)v_tᵀ``; a padded token is skipped, its decay too). With g ``[B, L, H, F]``,
+    one decay per feature (Yang et al., "Gated Linear Attention Transformers", ICML 2024:
+    ``S_t = diag(exp(g_t)) S_{t-1} + φ(k_t)v_tᵀ``), entry (i, j) is ``Σ_f φ(q_i)_f φ(k_j)_f Π_{j<t<=i} exp(g_tf)``.
+    With ``relative_bias``
+    b ``[H, 2L − 1]``, entry ``(i, j)`` is also multiplied by ``exp(b[h, L − 1 + i − j])`` (Luo et al., NeurIPS 2021).
 
     Args:
       q, k, v: ``[B, Lq, H, d]``, ``[B, Lk, H, d]``, ``[B, Lk, H, dv]``.
@@ -281,11 +285,22 @@ def kernelized_attention(q, k, v, name, W=None, *, keep_k=None, keep_q=None, cau
         allowed = allowed & np.tril(np.ones((Lq, Lk), bool))
     if keep_q is not None:
         allowed = allowed & np.asarray(keep_q, bool)[:, None, :, None]
+    between = np.tril(np.ones((Lq, Lk)))[:, :, None] * np.tril(np.ones((Lk, Lk)), -1)[None]  # [i, t, j]: j<t<=i
+    if log_decay is not None and np.ndim(log_decay) == 4:  # one decay per feature: Σ_f φ_if φ_jf Π exp(g_tf)
+        g = np.where(keep_k[:, :, None, None], _f64(log_decay), 0.0)  # [B, L, H, F]
+        gamma = np.exp(np.einsum("itj,bthf->bhijf", between, g))
+        a = np.stack([np.stack([np.einsum("if,jf,ijf->ij", features(name, q[b, :, h], W, **head_params(b, h)),
+                                          features(name, k[b, :, h], W, **head_params(b, h)), gamma[b, h])
+                                for h in range(H)]) for b in range(B)])  # fmt: skip
     a = np.where(allowed, a, 0.0)
-    if log_decay is not None:
+    if log_decay is not None and np.ndim(log_decay) == 3:
         g = np.where(keep_k[:, :, None], _f64(log_decay), 0.0)  # [B, L, H]
-        between = np.tril(np.ones((Lq, Lk)))[:, :, None] * np.tril(np.ones((Lk, Lk)), -1)[None]  # [i, t, j]: j<t<=i
         a = a * np.exp(np.einsum("itj,bth->bhij", between, g))
+    if relative_bias is not None:
+        b = np.broadcast_to(_f64(relative_bias), (H, 2 * Lq - 1))
+        for i in range(Lq):
+            for j in range(Lk):
+                a[:, :, i, j] *= np.exp(b[:, Lq - 1 + i - j])
     num = np.einsum("bhqk,bkhd->bqhd", a, v)
     if not renormalize:
         return num
@@ -310,6 +325,30 @@ def softmax_attention(q, k, v, *, keep_k=None, keep_q=None, causal=False):
     den = weights.sum(-1, keepdims=True)
     weights = np.where(den > 0, weights / np.where(den > 0, den, 1), 0.0)
     return np.einsum("bhqk,bkhd->bqhd", weights, v)
+
+
+def fourier_integral_attention(q, k, v, radius, *, keep_k=None, causal=False):
+    """``Σ_j w_ij v_j / Σ_j w_ij`` with ``w_ij = Π_l sin(R(q_il − k_jl)) / (q_il − k_jl)`` (R at 0), float64.
+
+    Nguyen et al., "FourierFormer", NeurIPS 2022. ``radius`` is a scalar or one value per head ``[H]``. The
+    weights are the plain product (R^d kept); a query whose weights sum to exactly 0 outputs 0.
+    """
+    q, k, v = _f64(q), _f64(k), _f64(v)
+    H = q.shape[2]
+    R = np.broadcast_to(_f64(radius), (H,))
+    diff = q[:, :, None, :, :] - k[:, None, :, :, :]  # [B, Lq, Lk, H, d]
+    Rd = R[:, None] * diff
+    factors = np.where(diff == 0, R[:, None], np.sin(Rd) / np.where(diff == 0, 1.0, diff))
+    w = np.prod(factors, axis=-1).transpose(0, 3, 1, 2)  # [B, H, Lq, Lk]
+    allowed = np.ones(w.shape, bool)
+    if keep_k is not None:
+        allowed = allowed & np.asarray(keep_k, bool)[:, None, None, :]
+    if causal:
+        allowed = allowed & np.tril(np.ones(w.shape[-2:], bool))
+    w = np.where(allowed, w, 0.0)
+    num = np.einsum("bhqk,bkhd->bqhd", w, v)
+    den = np.sum(w, -1).transpose(0, 2, 1)[..., None]
+    return np.where(den != 0, num / np.where(den != 0, den, 1.0), 0.0)
 
 
 def directional_derivative(f, args, index, direction, eps=1e-5):

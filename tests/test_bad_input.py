@@ -508,11 +508,12 @@ def test_oprf_with_a_state_needs_phi_sq(fn):
     [
         (np.full((2, 5, 4), 0.1), {}, ValueError, ("log_decay", "<= 0", "0.1", "log_sigmoid")),
         (np.zeros((2, 5, 3)), {}, ValueError, ("log_decay", "[batch..., q_len, heads] = (2, 5, 4)", "(2, 5, 3)")),
-        (np.zeros((2, 5, 4, 1)), {}, ValueError, ("log_decay", "broadcastable", "(2, 5, 4, 1)")),
+        (np.zeros((3, 2, 5, 4, 1)), {}, ValueError, ("log_decay", "broadcastable", "(3, 2, 5, 4, 1)")),
+        (np.zeros((2, 5, 4, 7)), {}, ValueError, ("log_decay has 7 decays per token and head", "F = ")),
         (np.zeros((2, 5, 4), np.int32), {}, TypeError, ("log_decay", "floating", "int32")),
         (np.zeros((2, 5, 4)), {"is_causal": False}, ValueError, ("log_decay", "is_causal=True", "j <= i")),
     ],
-    ids=["positive", "wrong-heads", "too-many-dims", "integer", "bidirectional"],
+    ids=["positive", "wrong-heads", "too-many-dims", "wrong-features", "integer", "bidirectional"],
 )
 def test_log_decay_bad_input(fn, log_decay, kwargs, error, pattern):
     kwargs = {"is_causal": True, **kwargs}

@@ -15,6 +15,8 @@ DOCUMENTED = {
         "rfa.attention.kernelized.api.kernelized_attention",
         "rfa.attention.kernelized.api.sequence_parallel_attention",
         "rfa.attention.flax_adapter.make_attention_fn",
+        "rfa.attention.fourier_integral.fourier_integral_attention",
+        "rfa.attention.kernelized.relative.toeplitz_sums",
     ],
     "random_features": ["rfa.random_features.feature_maps.Estimator", "rfa.random_features.feature_maps.Param"],
     "tasks": ["rfa.tasks.base.TaskKind", "rfa.tasks.base.register_task_kind", "rfa.tasks.base.Task"],

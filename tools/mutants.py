@@ -45,6 +45,14 @@ API = "rfa/attention/kernelized/api.py"
 SEQUENCE_PARALLEL = "rfa/attention/kernelized/sequence_parallel.py"
 SOFTMAX = "rfa/random_features/estimators/softmax.py"
 REFERENCE_TESTS = ("tests/attention/test_against_references.py",)
+FOURIER = "rfa/attention/fourier_integral.py"
+RELATIVE = "rfa/attention/kernelized/relative.py"
+MULTIPROCESS = (
+    "tests/train/test_multiprocess.py::"
+    "test_sigterm_to_one_process_then_sigkill_to_both_and_the_run_resumes_to_the_metrics_of_one_process"
+)
+RELATIVE_TESTS = ("tests/attention/test_relative_bias.py",)
+FOURIER_TESTS = ("tests/attention/test_fourier_integral.py",)
 
 MUTANTS = [
     # The bugs an audit found passing every test (issue 14).
@@ -68,8 +76,8 @@ MUTANTS = [
            "    return no_log(jax.nn.relu(-project(x, W)) + 0.5)",
            ("tests/random_features/test_feature_maps.py",), "relu features of -Wx, offset 0.5"),
     Mutant("output-underflows", BIDIRECTIONAL,
-           "    ref = _at_least_lowest(ref)\n",
-           "    ref = _at_least_lowest(ref) + 90.0\n",
+           "    return jnp.maximum(ref, LOWEST)\n",
+           "    return jnp.maximum(ref, LOWEST) + 90.0\n",
            ("tests/attention/test_kernelized.py::test_inputs_with_norm_10_in_low_precision_equal_the_reference",),
            "keys divided by e^90 too many: large-norm outputs underflow"),
     Mutant("low-precision-arithmetic", PREPARE,
@@ -97,7 +105,7 @@ MUTANTS = [
            "            return MaskPlan(keep_keys, keep_queries, PADDING)",
            ("tests/attention/test_masks.py",), "a concrete causal mask runs bidirectional attention"),
     Mutant("traced-mask-branches-swapped", API,
-           "    branches = [MODES[p] if ok else unsupported", "    branches = [MODES[1 - p] if ok else unsupported",
+           "    branches = [modes[p] if ok else unsupported", "    branches = [modes[1 - p] if ok else unsupported",
            ("tests/attention/test_masks.py",), "under jit a causal mask selects the bidirectional form"),
     Mutant("padded-queries-not-zeroed", PREPARE,
            "        q32 = jnp.where(keep_q, q32, 0.0)\n", "        q32 = q32 + 0.0\n",
@@ -112,8 +120,8 @@ MUTANTS = [
            ("tests/attention/test_flax_adapter.py",), "oprf fits phi_sq per decoding step of Flax's cache"),
     # Attention forms.
     Mutant("causal-future-visible", CAUSAL,
-           "    causal = jnp.tril(jnp.ones((size, size), jnp.bool_))\n",
-           "    causal = jnp.ones((size, size), jnp.bool_)\n",
+           "    causal = jnp.tril(jnp.ones((size, size), jnp.bool_))[..., None]",
+           "    causal = jnp.ones((size, size), jnp.bool_)[..., None]",
            REFERENCE_TESTS, "inside a chunk queries see later keys"),
     Mutant("causal-state-not-rescaled", CAUSAL,
            "        state = state * jnp.exp(state_log[..., -1:, :] - chunk_ref) + kv\n",
@@ -126,11 +134,12 @@ MUTANTS = [
            ("tests/attention/test_decay_and_state.py",),
            "a bidirectional call adds its initial state without moving it to the keys' reference"),
     Mutant("decay-includes-the-key-itself", CAUSAL,
-           "jnp.cumsum(jnp.where(after, g_c, 0.0), axis=-2)", "jnp.cumsum(jnp.where(causal, g_c, 0.0), axis=-2)",
+           "jnp.cumsum(jnp.where(after, g_c[..., :, None, :], 0.0), axis=-3)",
+           "jnp.cumsum(jnp.where(causal, g_c[..., :, None, :], 0.0), axis=-3)",
            REFERENCE_TESTS, "a key is decayed by its own token's decay"),
     Mutant("state-not-decayed-inside-a-chunk", CAUSAL,
-           "            state_log = log_scale + jnp.cumsum(g_c, axis=-2)  # P + c_i\n",
-           "            state_log = log_scale + jnp.sum(g_c, axis=-2, keepdims=True)  # P + c_i\n",
+           "            state_log = log_scale + jnp.cumsum(g_c, axis=-2)  # P + c_if",
+           "            state_log = log_scale + jnp.sum(g_c, axis=-2, keepdims=True)  # P + c_if",
            REFERENCE_TESTS, "queries read the carried state decayed by the whole chunk"),
     Mutant("padded-tokens-decay", PREPARE,
            "            log_decay = jnp.where(keep_k, log_decay, 0.0)\n", "            log_decay = log_decay + 0.0\n",
@@ -178,10 +187,10 @@ MUTANTS = [
            "        mean, std = normalization(split_values)\n",
            ("tests/data/test_series.py",), "evaluation windows normalised with statistics of the future"),
     Mutant("naive-decay-sign-flipped", "rfa/attention/naive.py",
-           "G_q[..., :, None] - G_k[..., None, :]", "G_k[..., None, :] - G_q[..., :, None]",
+           "G_q[..., :, None, :] - G_k[..., None, :, :]", "G_k[..., None, :, :] - G_q[..., :, None, :]",
            REFERENCE_TESTS, "the quadratic reference weighs key j for query i by exp(G_j - G_i)"),
     Mutant("gate-dropped-in-training", "rfa/models/cores.py",
-           "**self._options(x if self.causal else None),", "**self._options(None),",
+           "options = self._options(x if self.causal else None)", "options = self._options(None)",
            ("tests/models/test_attention_kinds.py",), "a gated site trains and teacher-forces without its gate"),
     Mutant("exact-no-temperature", "rfa/attention/exact.py",
            "k.astype(jnp.float32)) / math.sqrt(q.shape[-1])", "k.astype(jnp.float32))",
@@ -435,22 +444,22 @@ MUTANTS = [
     Mutant("results-printed-by-every-process", "experiments/train.py",
            "    if jax.process_index() == 0:  # one copy of the results, however many processes\n",
            "    if True:  # one copy of the results, however many processes\n",
-           ("tests/train/test_multiprocess.py::test_two_processes_end_with_the_metrics_of_one_process_written_once",),
+           (MULTIPROCESS,),
            "every process prints the results"),
     Mutant("data-rows-duplicated-across-processes", "rfa/train/sharding.py",
            "    return {key: np.array_split(value, count)[index] for key, value in batch.items()}\n",
            "    return {key: np.array_split(value, count)[0] for key, value in batch.items()}\n",
-           ("tests/train/test_multiprocess.py::test_two_processes_end_with_the_metrics_of_one_process_written_once",),
+           (MULTIPROCESS,),
            "every process contributes the same rows: half the batch, twice"),
     Mutant("state-put-on-unaddressable-devices", "rfa/train/sharding.py",
            "    if jax.process_count() == 1:\n        return jax.device_put(tree, shardings)\n",
            "    if True:\n        return jax.device_put(tree, shardings)\n",
-           ("tests/train/test_multiprocess.py::test_two_processes_end_with_the_metrics_of_one_process_written_once",),
+           (MULTIPROCESS,),
            "device_put to a mesh spanning processes: the launch fails at once (the original bug)"),
     Mutant("processes-stop-apart", "rfa/train/loop.py",
            "    if jax.process_count() == 1:\n        return received[0] if received else None\n",
            "    if True:\n        return received[0] if received else None\n",
-           ("tests/train/test_multiprocess.py::test_sigterm_to_one_process_then_sigkill_to_both_and_the_run_resumes_to_the_same_metrics",),
+           (MULTIPROCESS,),
            "SIGTERM stops only the process that got it; the other waits at the next collective"),
     Mutant("coordinator-not-probed", "rfa/train/sharding.py",
            '        if options["process_id"] != 0:  # JAX aborts',
@@ -493,6 +502,48 @@ MUTANTS = [
     Mutant("state-bytes-of-every-layer", "experiments/studies/associative_recall.py",
            "jax.tree.leaves(caches[0])", "jax.tree.leaves(caches)",
            ("tests/experiments/test_recall.py",), "the recall study's state size counts all layers, not one"),
+    # Fourier integral attention (issue 30).
+    Mutant("fourier-weights-unsigned", FOURIER,
+           "    sign = jnp.prod(jnp.sign(safe), axis=-1)\n", "    sign = jnp.ones(safe.shape[:-1])\n",
+           FOURIER_TESTS, "the weights' signs are dropped: |w| instead of w"),
+    Mutant("fourier-radius-outside-the-sine", FOURIER,
+           "    factors = jnp.sinc(radius * diff / jnp.pi)\n", "    factors = radius * jnp.sinc(diff / jnp.pi)\n",
+           FOURIER_TESTS, "sin(δ)/δ scaled by R instead of sin(Rδ)/δ"),
+    Mutant("fourier-causal-mask-dropped", FOURIER,
+           "    if is_causal:\n        allowed = allowed & jnp.tril(",
+           "    if False:\n        allowed = allowed & jnp.tril(",
+           FOURIER_TESTS, "causal Fourier integral attention sees later keys"),
+    Mutant("fourier-decode-without-mask", "rfa/models/cores.py",
+           "radius=self.radius, mask=mask[:, None, None, :])[:, 0]", "radius=self.radius)[:, 0]",
+           ("tests/models/test_attention_kinds.py",), "a decoded Fourier token attends to empty cache slots"),
+    # Relative positional bias by FFT (issue 30).
+    Mutant("relative-causal-sees-the-future", RELATIVE,
+           "    if causal:  # c_n = 0 for n < 0", "    if False:  # c_n = 0 for n < 0",
+           RELATIVE_TESTS, "causal relative-bias attention weighs later keys too"),
+    Mutant("relative-fft-wraps-around", RELATIVE,
+           "    size = 1 << (2 * length - 2).bit_length()", "    size = 1 << (length - 1).bit_length()",
+           RELATIVE_TESTS, "an FFT shorter than 2L - 1: the circular convolution wraps onto the sums"),
+    Mutant("relative-bias-without-gradient", RELATIVE,
+           "    kernel = jnp.exp(bias - bias_max)\n", "    kernel = jax.lax.stop_gradient(jnp.exp(bias - bias_max))\n",
+           RELATIVE_TESTS, "the relative bias learns nothing"),
+    # One decay per feature (issue 30).
+    Mutant("feature-decay-averaged", PREPARE,
+           "            log_decay = jnp.moveaxis(jnp.broadcast_to(",
+           "            log_decay = jnp.mean(log_decay, -1, keepdims=True)\n"
+           "            log_decay = jnp.moveaxis(jnp.broadcast_to(",
+           ("tests/attention/test_per_feature_decay.py",), "a per-feature decay is applied as its mean"),
+    Mutant("feature-decay-state-by-the-first-feature", CAUSAL,
+           "        state = state * jnp.exp(state_log[..., -1:, :] - chunk_ref) + kv\n",
+           "        state = state * jnp.exp(state_log[..., -1:, :1] - chunk_ref) + kv\n",
+           ("tests/attention/test_per_feature_decay.py",), "the state between chunks decays at one feature's rate"),
+    Mutant("sequence-parallel-feature-decay-summed", SEQUENCE_PARALLEL,
+           "    block_decay = jnp.sum(decay, axis=-3)",
+           "    block_decay = jnp.sum(decay, axis=(-3, -1), keepdims=True)[..., 0, :]",
+           ("tests/attention/test_sequence_parallel.py",), "a block's per-feature decays summed over the features"),
+    Mutant("gla-gate-per-head", "rfa/models/cores.py",
+           "                logits = logits.reshape(logits.shape[:-1] + (self.num_heads, -1))",
+           "                logits = logits.reshape(logits.shape[:-1] + (self.num_heads, -1))[..., :1]",
+           ("tests/models/test_attention_kinds.py",), "a per-feature gate decays every feature by the first one's"),
 ]  # fmt: skip
 
 

@@ -1,4 +1,5 @@
-"""Exact softmax attention, kernelized attention (every mode, one state), its quadratic reference, the Flax adapter."""
+"""Exact softmax attention, kernelized attention (every mode, one state), its quadratic reference, Fourier integral
+attention, the Flax adapter."""
 
 from rfa.attention.calibration import fit_feature_params
 from rfa.attention.common import renormalize
@@ -10,6 +11,7 @@ from rfa.attention.flax_adapter import (
     calibrating,
     make_attention_fn,
 )
+from rfa.attention.fourier_integral import fourier_integral_attention
 from rfa.attention.kernelized import kernelized_attention, sequence_parallel_attention
 from rfa.attention.naive import naive_kernelized_attention
 from rfa.attention.state import RecurrentState, init_state
@@ -21,6 +23,7 @@ __all__ = [
     "RecurrentState",
     "calibrating",
     "fit_feature_params",
+    "fourier_integral_attention",
     "init_state",
     "kernelized_attention",
     "make_attention_fn",

@@ -1,10 +1,13 @@
 """The quadratic reference of kernelized attention: the L×L weight matrix formed explicitly.
 
-``A_ij = φ(q_i)ᵀφ(k_j) · exp(G_i - G_j) · M_ij`` (``M`` the mask, causal or not; ``G`` the cumulative
-log-decay over the kept keys, 0 without one), ``out = D⁻¹ A V`` with ``D = diag(A 1)``, plus what an
-initial state ``S_0`` contributes, ``exp(G_i) φ(q_i)ᵀS_0``. No chunks, no stabilizer, no state carried:
-the formula as the papers write it (Katharopoulos et al., "Transformers are RNNs", ICML 2020, Eq. 4–6;
-Yang et al., "Gated Linear Attention Transformers", ICML 2024, Sec. 2), O(L²) in time and memory.
+``A_ij = Σ_f φ(q_i)_f φ(k_j)_f · exp(G_if - G_jf) · exp(b_{i-j}) · M_ij`` (``M`` the mask, causal or not;
+``G`` the cumulative log-decay over the kept keys, one per token or per feature, 0 without one; ``b`` a relative
+bias, 0 without one),
+``out = D⁻¹ A V`` with ``D = diag(A 1)``, plus what an initial state ``S_0`` contributes, ``exp(G_i) φ(q_i)ᵀS_0``.
+No chunks, no stabilizer, no state carried: the formula as the papers write it (Katharopoulos et al.,
+"Transformers are RNNs", ICML 2020, Eq. 4–6; Yang et al., "Gated Linear Attention Transformers", ICML 2024,
+Sec. 2; Luo et al., "Stable, Fast and Accurate: Kernelized Attention with Relative Positional Encoding",
+NeurIPS 2021), O(L²) in time and memory.
 
 It shares nothing with the fast modes but the checks of its inputs: it scales q and k for the
 temperature itself, applies the mask as the dense matrix it is (so it gives the masked formula for masks
@@ -21,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from rfa.attention.common import check_mask, check_qkv
-from rfa.attention.kernelized.prepare import check_log_decay
+from rfa.attention.kernelized.prepare import check_decay_features, check_log_decay, check_relative_bias, per_feature
 from rfa.attention.state import RecurrentState, check_state
 from rfa.random_features.feature_maps import Estimator
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
@@ -58,6 +61,7 @@ def naive_kernelized_attention(
     precision=None,
     initial_state: RecurrentState | None = None,
     return_state: bool = False,
+    relative_bias: Array | None = None,
 ) -> Array | tuple[Array, RecurrentState]:
     """Kernelized attention with the ``q_len × kv_len`` matrix formed: the reference for every mode.
 
@@ -71,7 +75,8 @@ def naive_kernelized_attention(
       k: ``[batch..., kv_len, heads, d_k]``.
       v: ``[batch..., kv_len, heads, d_v]``.
       feature_map, projection, mask, is_causal, log_decay: as in :func:`rfa.kernelized_attention`.
-      renormalize, feature_params, precision, initial_state, return_state: as in :func:`rfa.kernelized_attention`.
+      renormalize, feature_params, precision, initial_state, return_state, relative_bias: as in
+        :func:`rfa.kernelized_attention` (the bias as the dense ``exp(b[L - 1 + i - j])`` matrix).
 
     Returns:
       ``[batch..., q_len, heads, d_v]`` in ``q.dtype``; with ``return_state``, ``(output, state)``.
@@ -97,6 +102,11 @@ def naive_kernelized_attention(
         log_decay = check_log_decay(log_decay, q, is_causal)
     if initial_state is not None:
         initial_state = check_state(initial_state, batch + (heads,), v.shape[-1])
+    if relative_bias is not None:
+        relative_bias = check_relative_bias(
+            relative_bias, q, k, log_decay=log_decay, stateful=initial_state is not None or bool(return_state),
+            sequence_axis=None,
+        )  # fmt: skip
 
     # M_ij as a dense [batch..., heads, q_len, kv_len] matrix, and the keys and queries it keeps.
     dense = (heads, q_len, kv_len)
@@ -126,29 +136,42 @@ def naive_kernelized_attention(
             f"{phi_q.shape[-1]}."
         )
 
-    # G_i = Σ_{t<=i} g_t at the queries and at the keys (one sequence when decaying: causal, q_len == kv_len)
+    # G_if = Σ_{t<=i} g_tf at the queries and at the keys, [batch..., heads, length, 1 or F] (one sequence when
+    # decaying: causal, q_len == kv_len); one decay per token is the case of one column.
     if log_decay is None:
-        G_q, G_k, G_total = (jnp.zeros(batch + (heads, n)) for n in (q_len, kv_len, 1))
+        G_q, G_k, G_total = (jnp.zeros(batch + (heads, n, 1)) for n in (q_len, kv_len, 1))
     else:
-        g = jnp.where(keep_k, jnp.swapaxes(jnp.broadcast_to(log_decay, q.shape[:-1]), -1, -2), 0.0)
-        G_q = G_k = jnp.cumsum(g, axis=-1)
-        G_total = G_k[..., -1:]
-    log_weights = jnp.where(allowed, G_q[..., :, None] - G_k[..., None, :], -jnp.inf)  # G_i - G_j where allowed
-    a = jnp.einsum("...qf,...kf->...qk", phi_q, phi_k, precision=precision) * jnp.exp(log_weights)
+        if per_feature(log_decay, q):
+            g = jnp.moveaxis(jnp.broadcast_to(log_decay, q.shape[:-1] + log_decay.shape[-1:]), -2, -3)
+            check_decay_features(g, phi_q.shape[-1], fm)
+        else:
+            g = jnp.swapaxes(jnp.broadcast_to(log_decay, q.shape[:-1]), -1, -2)[..., None]
+        G_q = G_k = jnp.cumsum(jnp.where(keep_k[..., None], g, 0.0), axis=-2)
+        G_total = G_k[..., -1:, :]
+    log_weights = G_q[..., :, None, :] - G_k[..., None, :, :]  # G_if - G_jf, [batch..., heads, q, k, 1 or F]
+    if relative_bias is not None:  # + b[L - 1 + i - j], one row per head
+        lags = q_len - 1 + jnp.arange(q_len)[:, None] - jnp.arange(kv_len)[None, :]
+        log_weights = log_weights + jnp.broadcast_to(relative_bias, (heads, 2 * q_len - 1))[:, lags][..., None]
+    log_weights = jnp.where(allowed[..., None], log_weights, -jnp.inf)
+    a = jnp.einsum("...qf,...kf,...qkf->...qk", phi_q, phi_k,
+                   jnp.broadcast_to(jnp.exp(log_weights), log_weights.shape[:-1] + phi_q.shape[-1:]),
+                   precision=precision)  # fmt: skip
     v_aug = jnp.concatenate([v32, jnp.ones(v32.shape[:-1] + (1,), jnp.float32)], axis=-1)  # [V, 1]
     num_aug = jnp.einsum("...qk,...kd->...qd", a, v_aug, precision=precision)
     if initial_state is not None:
-        state_scale = initial_state.log_reference[..., None] + G_q  # S_0 decayed up to i
-        from_state = jnp.einsum("...qf,...fd->...qd", phi_q, initial_state.kv, precision=precision)
-        num_aug = num_aug + jnp.where(keep_q[..., None], from_state * jnp.exp(state_scale)[..., None], 0.0)
+        state_scale = initial_state.log_reference[..., None, None] + G_q  # S_0 decayed up to i (per feature)
+        from_state = jnp.einsum(
+            "...qf,...fd->...qd", phi_q * jnp.exp(state_scale), initial_state.kv, precision=precision
+        )
+        num_aug = num_aug + jnp.where(keep_q[..., None], from_state, 0.0)
     num, den = num_aug[..., :-1], num_aug[..., -1:]
     out = num / jnp.where(den == 0, 1.0, den) if renormalize else num  # no key at all: 0, not 0/0
     out = jnp.where(keep_q[..., None], out, 0.0)
     out = jnp.swapaxes(out, -3, -2).astype(q.dtype)
     if not return_state:
         return out
-    key_weights = jnp.exp(jnp.where(keep_k, G_total - G_k, -jnp.inf))  # exp(G_L - G_j) for kept keys
-    kv = jnp.einsum("...kf,...kd->...fd", phi_k * key_weights[..., None], v_aug, precision=precision)
-    if initial_state is not None:
-        kv = kv + initial_state.kv * jnp.exp(initial_state.log_reference[..., None] + G_total)[..., None]
+    key_weights = jnp.exp(jnp.where(keep_k[..., None], G_total - G_k, -jnp.inf))  # exp(G_L - G_j) for kept keys
+    kv = jnp.einsum("...kf,...kd->...fd", phi_k * key_weights, v_aug, precision=precision)
+    if initial_state is not None:  # S_0 decayed over the whole call, each feature's row by its own decay
+        kv = kv + initial_state.kv * jnp.exp(initial_state.log_reference[..., None, None] + G_total)[..., 0, :, None]
     return out, RecurrentState(kv, jnp.zeros(kv.shape[:-2]))

@@ -19,6 +19,9 @@ POOLINGS = ("mean", "cls")
 DTYPES = ("float32", "bfloat16", "float16")
 
 
+GATES = ("head", "feature")  # what a gate decays: the state of a head, or each feature's row of it
+
+
 @dataclasses.dataclass(frozen=True)
 class AttentionConfig:
     """The attention of one site.
@@ -38,6 +41,8 @@ class AttentionConfig:
         (:func:`rfa.models.redraw_projections` with ``step=``); 0 keeps the first draw.
       gated: (kernelized, causal sites) decay the state by a learned gate per token and head,
         ``g_t = sigmoid(wᵀx_t + b)``; with ``kind="rfa"`` this is gated RFA (Peng et al., ICLR 2021).
+      gate: what a gate decays: ``"head"`` (one gate per token and head) or ``"feature"`` (one per token, head
+        and feature of the map, data-dependent: gated linear attention, Yang et al., ICML 2024).
     """
 
     kind: str = "softmax"
@@ -48,6 +53,7 @@ class AttentionConfig:
     feature_params: tuple[tuple[str, float], ...] = ()
     redraw_every: int = 0
     gated: bool = False
+    gate: str = "head"
 
     def __post_init__(self):
         if self.kind not in attention_kinds():
@@ -57,6 +63,8 @@ class AttentionConfig:
             )
         if not isinstance(self.gated, bool):
             raise TypeError(f"AttentionConfig.gated must be a bool, got {self.gated!r}.")
+        if self.gate not in GATES:
+            raise ValueError(f"AttentionConfig.gate must be one of {list(GATES)}, got {self.gate!r}.")
         if self.projection not in PROJECTION_KINDS or self.scaling not in ROW_SCALINGS:
             raise ValueError(
                 f"projection must be one of {list(PROJECTION_KINDS)} and scaling one of {list(ROW_SCALINGS)}, "

@@ -10,6 +10,7 @@ kind                core
 a feature map       :class:`KernelizedCore`: ``rfa.kernelized_attention`` with the map (random, learned or
                     deterministic: positive, oprf, the DERFs, taylor, rfa, hedgehog, ...), optionally
                     gated, with the recurrent state as its cache
+``"fourier"``       :class:`FourierCore`: Fourier integral attention (Nguyen et al. 2022), quadratic, a KV cache
 ``"linformer"``     :class:`LinformerCore`: keys and values projected along the length (Wang et al. 2020)
 ==================  ======================================================================================
 
@@ -38,6 +39,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from rfa.attention.flax_adapter import Calibratable, learned_variables, random_variables, redraw_variables
+from rfa.attention.fourier_integral import fourier_integral_attention
 from rfa.attention.kernelized import attention_over, kernelized_attention
 from rfa.attention.state import init_state
 from rfa.checks import check_finite
@@ -127,7 +129,16 @@ class SoftmaxCore(nnx.Module):
         if self.causal:
             mask = mask & (k_positions[:, None, None, :] <= q_positions[:, None, :, None])
         bias = None if self.relative is None else self.relative(q_positions, k_positions)
+        return self.attend(q, k, v, mask, bias)
+
+    def attend(self, q, k, v, mask, bias) -> Array:
+        """The attention of ``q [batch, q_len, heads, d]`` over ``k, v [batch, kv_len, heads, d]`` with ``mask``
+        broadcastable to ``[batch, heads, q_len, kv_len]`` and an optional additive ``bias``."""
         return _softmax_attention(q, k, v, bias=bias, mask=mask)
+
+    def attend_one(self, q, k, v, mask, bias) -> Array:
+        """One query per batch row, ``q [batch, heads, d]``, over the cached ``k, v`` with ``mask [batch, L]``."""
+        return _attend_one(q, k, v, mask, bias)
 
     def init_cache(self, batch: int, max_length: int) -> dict:
         shape = (batch, max_length, self.num_heads, self.head_dim)
@@ -144,13 +155,45 @@ class SoftmaxCore(nnx.Module):
         mask = cache["mask"] & (key_positions <= position)
         positions = jnp.broadcast_to(position, q.shape[:1])[:, None]
         bias = None if self.relative is None else self.relative(positions, key_positions)[:, :, 0]
-        return _attend_one(q[:, 0], cache["k"], cache["v"], mask, bias).astype(q.dtype), cache
+        return self.attend_one(q[:, 0], cache["k"], cache["v"], mask, bias).astype(q.dtype), cache
 
     def prepare_memory(self, k, v, key_mask):
         return {"k": k.astype(self.dtype), "v": v.astype(self.dtype), "mask": key_mask}
 
     def attend_memory(self, q, prepared):
-        return _attend_one(q[:, 0], prepared["k"], prepared["v"], prepared["mask"], None).astype(q.dtype)
+        return self.attend_one(q[:, 0], prepared["k"], prepared["v"], prepared["mask"], None).astype(q.dtype)
+
+
+class FourierCore(SoftmaxCore):
+    """Fourier integral attention (:func:`rfa.attention.fourier_integral_attention`; Nguyen et al., "FourierFormer",
+    NeurIPS 2022): quadratic like exact attention, with the same KV cache for decoding.
+
+    The radius R is ``AttentionConfig.feature_params``' ``"radius"`` (default 1), fixed, one for every head.
+    """
+
+    def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+        super().__init__(config, attention, causal=causal, cross=cross, rngs=rngs)
+        self.radius = float(attention.params.get("radius", 1.0))
+
+    @staticmethod
+    def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
+        _refuse_gate(site, attention)
+        unknown = set(attention.params) - {"radius"}
+        if unknown or attention.params.get("radius", 1.0) <= 0:
+            raise ValueError(
+                f"{site}: Fourier integral attention takes one parameter, feature_params (('radius', R),) with R > 0; "
+                f"got {attention.feature_params!r}."
+            )
+        if config.positional == "relative":
+            raise ValueError(
+                f"{site}: Fourier integral attention takes no relative bias; use rotary or absolute positions."
+            )
+
+    def attend(self, q, k, v, mask, bias) -> Array:
+        return fourier_integral_attention(q, k, v, radius=self.radius, mask=mask)
+
+    def attend_one(self, q, k, v, mask, bias) -> Array:
+        return fourier_integral_attention(q[:, None], k, v, radius=self.radius, mask=mask[:, None, None, :])[:, 0]
 
 
 class KernelizedCore(Calibratable):
@@ -159,11 +202,17 @@ class KernelizedCore(Calibratable):
     The map's random parameters (W and any ``sampled`` ones) are :class:`~rfa.attention.RandomProjection`
     variables, its ``learned`` ones (RFA's σ, Hedgehog's W and b) ``nnx.Param`` s, one per head. With
     ``AttentionConfig.gated`` a causal site decays its state by a learned gate per token and head,
-    ``g_t = sigmoid(w_hᵀx_t + b_h)`` (``log_decay = log g_t``); a map that takes the gate's input weight
-    (rfa's ``key_log_weight``) also gets ``log(1 - g_t)``, which makes the site gated RFA,
+    ``g_t = sigmoid(w_hᵀx_t + b_h)`` (``log_decay = log g_t``), or with ``gate="feature"`` per token, head and
+    feature, ``S_t = diag(g_t) S_{t-1} + φ(k_t)v_tᵀ`` with ``g_t = sigmoid(W_h x_t + b_h)`` (gated linear
+    attention, Yang et al., ICML 2024, with a full-rank gate and no temperature); a map that takes the gate's input
+    weight (rfa's ``key_log_weight``) also gets ``log(1 - g_t)``, which makes the site gated RFA,
     ``S_t = g_t S_{t-1} + (1 - g_t) φ(k_t)v_tᵀ`` (Peng et al., "Random Feature Attention", ICLR 2021, Eq. 7).
     A map whose parameters are fitted from data can keep a fit from calibration batches
-    (``rfa.attention.calibrating``). With ``EncoderConfig.sequence_axis`` in the mesh that is set, a
+    (``rfa.attention.calibrating``). With ``positional="relative"`` a self-attention site learns a bias per
+    head and relative position (T5's buckets: ``relative_buckets`` up to ``relative_max_distance``) and weighs
+    key j for query i by ``exp(b_{i−j})`` (Luo et al., NeurIPS 2021; computed by FFT); the distance is the
+    index distance in the sequence, and such a site cannot decode (no recurrent form). With
+    ``EncoderConfig.sequence_axis`` in the mesh that is set, a
     call over a whole sequence runs sequence-parallel over that axis (LASP-2's state exchange).
     """
 
@@ -180,10 +229,18 @@ class KernelizedCore(Calibratable):
             fm, key, attention.num_features, config.head_dim, kind=attention.projection, scaling=attention.scaling
         )
         self.learned_params = learned_variables(fm, config.num_heads, attention.num_features, config.head_dim)
+        gates = config.num_heads * (fm.num_outputs(attention.num_features, config.head_dim)
+                                     if attention.gate == "feature" else 1)  # fmt: skip
         self.gate = (
-            nnx.Linear(config.d_model, config.num_heads, bias_init=nnx.initializers.constant(GATE_BIAS),
+            nnx.Linear(config.d_model, gates, bias_init=nnx.initializers.constant(GATE_BIAS),
                        dtype=jnp.dtype(config.dtype), rngs=rngs)
             if attention.gated
+            else None
+        )  # fmt: skip
+        self.relative = (
+            RelativeBias(config.num_heads, num_buckets=config.relative_buckets,
+                         max_distance=config.relative_max_distance, bidirectional=not causal, rngs=rngs)
+            if config.positional == "relative" and not cross
             else None
         )  # fmt: skip
         self.init_calibration()  # parameters fitted on calibration batches (rfa.attention.calibrating)
@@ -191,11 +248,11 @@ class KernelizedCore(Calibratable):
     @staticmethod
     def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
         fm = lookup_feature_map(attention.kind)
-        if config.positional == "relative":
+        if config.positional == "relative" and (attention.gated or config.sequence_axis is not None):
             raise ValueError(
-                f"{site} is kernelized ({attention.kind!r}) but positional='relative' adds a bias to the "
-                "attention logits, which a kernelized attention never forms; use 'rotary' (applied to q "
-                "and k before the feature map), 'sinusoidal' or 'learned'."
+                f"{site} is kernelized ({attention.kind!r}) with positional='relative': its bias per relative "
+                "position runs by FFT over the whole sequence on one device, without a decay; it cannot be "
+                "combined with gated=True or a sequence_axis. Use 'rotary' there."
             )
         if fm.kernel == "gaussian":
             raise ValueError(f"{site}: {attention.kind!r} estimates the Gaussian kernel, not softmax attention.")
@@ -212,6 +269,11 @@ class KernelizedCore(Calibratable):
                 f"{site} with {attention.kind!r} fits feature_params {sorted(missing)} to the whole sequence, which a "
                 f"device holding one block of it (sequence_axis={config.sequence_axis!r}) cannot: fix them in the "
                 "config (e.g. the map's standard_params), or do not split the sequence."
+            )
+        if attention.gated and attention.gate == "feature" and "key_log_weight" in fm.names():
+            raise ValueError(
+                f"{site}: {attention.kind!r} weighs each key by 1 - its head's gate (gated RFA); a gate per feature "
+                "has no such weight. Use gate='head' with it, or another map."
             )
         if attention.gated and not causal:
             raise ValueError(
@@ -233,7 +295,9 @@ class KernelizedCore(Calibratable):
             feature_params=params,
         )  # fmt: skip
         if self.gate is not None and x is not None:
-            logits = self.gate(x).astype(jnp.float32)  # [batch, L, heads]
+            logits = self.gate(x).astype(jnp.float32)  # [batch, L, heads] or, per feature, [batch, L, heads * F]
+            if self.attention.gate == "feature":
+                logits = logits.reshape(logits.shape[:-1] + (self.num_heads, -1))  # [batch, L, heads, F]
             options["log_decay"] = jax.nn.log_sigmoid(logits)
             if "key_log_weight" in self.feature_map.names():  # log(1 - g) per [batch, heads, L]
                 options["feature_params"] = {
@@ -245,10 +309,21 @@ class KernelizedCore(Calibratable):
     def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions, return_state: bool = False):
         if self.calibrating:
             self.calibrate(q, k, mask=key_mask[:, None, None, :])
+        options = self._options(x if self.causal else None)
+        if self.relative is not None:
+            options["relative_bias"] = self.relative.by_lag(q.shape[1])
         return attention_over(self.sequence_axis)(
             q, k, v, mask=key_mask[:, None, None, :], is_causal=self.causal, chunk_size=self.attention.chunk_size,
-            return_state=return_state, **self._options(x if self.causal else None),
+            return_state=return_state, **options,
         )  # fmt: skip
+
+    def _refuse_relative(self) -> None:
+        if self.relative is not None:
+            raise ValueError(
+                f"a kernelized site ({self.attention.kind!r}) with positional='relative' cannot decode token by "
+                "token: its bias of the distance i - j has no recurrent state. Train it with teacher forcing, "
+                "or use positional='rotary' for a model that decodes."
+            )
 
     def init_cache(self, batch: int, max_length: int):
         features = self.feature_map.num_outputs(self.attention.num_features, self.head_dim)
@@ -256,10 +331,12 @@ class KernelizedCore(Calibratable):
 
     def prefill(self, q, k, v, x, *, key_mask, positions, max_length):
         """The prompt's outputs and the state after it, from one causal pass."""
+        self._refuse_relative()
         return self(q, k, v, x, key_mask=key_mask, q_positions=positions, k_positions=positions, return_state=True)
 
     def decode(self, q, k, v, x, cache, *, position, keep):
         """The causal form on one token from the state: O(F·d) at any position."""
+        self._refuse_relative()
         out, cache = kernelized_attention(
             q, k, v, mask=keep[:, None, None, None], is_causal=True, initial_state=cache, return_state=True,
             **self._options(x),
@@ -334,7 +411,11 @@ class LinformerCore(nnx.Module):
         return _attend_one(q[:, 0], prepared["k"], prepared["v"], prepared["mask"], None).astype(q.dtype)
 
 
-CORES = {"softmax": SoftmaxCore, "linformer": LinformerCore}  # every registered feature map: KernelizedCore
+CORES = {
+    "softmax": SoftmaxCore,
+    "fourier": FourierCore,
+    "linformer": LinformerCore,
+}  # every registered feature map: KernelizedCore
 
 
 def attention_kinds() -> tuple[str, ...]:

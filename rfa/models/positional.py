@@ -139,3 +139,12 @@ class RelativeBias(nnx.Module):
             offset, num_buckets=self.num_buckets, max_distance=self.max_distance, bidirectional=self.bidirectional
         )
         return jnp.moveaxis(self.embedding(bucket), -1, 1)  # [batch, heads, q, k]
+
+    def by_lag(self, length: int) -> Array:
+        """The bias of every relative position of a sequence of ``length``: ``[heads, 2 length − 1]``, entry
+        ``length − 1 + (i − j)`` for query i and key j (``rfa.kernelized_attention``'s ``relative_bias``)."""
+        offset = length - 1 - jnp.arange(2 * length - 1)  # key minus query position, j − i
+        bucket = relative_bucket(
+            offset, num_buckets=self.num_buckets, max_distance=self.max_distance, bidirectional=self.bidirectional
+        )
+        return self.embedding(bucket).T

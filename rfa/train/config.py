@@ -43,6 +43,8 @@ ATTENTION_VARIANTS = {
     "gated_rfa": {"kind": "rfa", "gated": True},
     "hedgehog": {"kind": "hedgehog"},
     "linformer": {"kind": "linformer"},
+    "fourier": {"kind": "fourier"},  # Fourier integral attention, radius 1
+    "gla": {"kind": "elu", "gated": True, "gate": "feature"},  # gated linear attention: elu+1 features, GLA's gates
 }
 # Settings that never change what a run computes (beyond float rounding), so a resumed run may change them.
 EXECUTION_FIELDS = ("data_dir", "mesh")
@@ -101,6 +103,7 @@ def base_config() -> ml_collections.ConfigDict:
     config.attention.redraw_every = 0  # draw new projections every this many steps (0: never)
     config.attention.phi_sq = 0.0  # OPRF at decoder sites: |x+y|² for A* (0: 2 sqrt(head_dim))
     config.attention.gated = False  # a learned decay gate at the decoder's self-attention (needs a decoder)
+    config.attention.gate = "head"  # what the gate decays: "head" (the state) or "feature" (each row of it: GLA)
 
     config.optimizer = ml_collections.ConfigDict()
     config.optimizer.learning_rate = 1e-3  # peak rate (inverse_sqrt: a multiplier, 1.0 = paper)
@@ -259,6 +262,7 @@ def _attention(config: ml_collections.ConfigDict, head_dim: int, site: str) -> A
         feature_params=params,
         redraw_every=a.redraw_every,
         gated=bool(a.gated) and site == "decoder",
+        gate=a.gate,
     )
 
 

@@ -4,8 +4,8 @@ JAX fixes its device count at start-up, so the checks run in one subprocess with
 ``--xla_force_host_platform_device_count=8`` and report their largest errors as JSON; the single-device
 ``rfa.kernelized_attention`` they are held to is itself held to the float64 reference
 (test_against_references.py). Outputs, gradients (q, k, v, log_decay) and the returned state, for
-P = 2, 4, 8 devices, bidirectional, causal and causal with decay, with key padding that spans device
-boundaries and an initial state.
+P = 2, 4, 8 devices, bidirectional, causal and causal with decay (one per token, or one per feature), with key
+padding that spans device boundaries and an initial state.
 """
 
 import pytest
@@ -21,6 +21,7 @@ B, L, H, D, M = 2, 32, 2, 8, 16
 keys = jax.random.split(jax.random.key(0), 6)
 q, k, v = (0.5 * jax.random.normal(key, (B, L, H, D)) for key in keys[:3])
 g = -jax.nn.softplus(jax.random.normal(keys[3], (B, L, H)))
+per_feature = -jax.nn.softplus(jax.random.normal(keys[3], (B, L, H, M)))  # GLA: one decay per feature
 W = rfa.sample_projection(keys[4], M, D)
 keep = np.ones((B, L), bool)
 keep[0, :5] = False  # left padding, across the first device boundaries at P = 8
@@ -36,7 +37,9 @@ report = {}
 for P in (2, 4, 8):
     mesh = jax.make_mesh((P,), ("seq",), devices=jax.devices()[:P])
     for case, causal, decay, state in (("bidirectional", False, False, None), ("causal", True, False, None),
-                                       ("decay", True, True, None), ("decay_initial_state", True, True, initial)):
+                                       ("decay", True, True, None), ("decay_initial_state", True, True, initial),
+                                       ("feature_decay_initial_state", True, True, initial)):
+        decays = per_feature if case.startswith("feature") else g
         def single(q, k, v, g):
             return rfa.kernelized_attention(q, k, v, mask=mask, is_causal=causal, log_decay=g if decay else None,
                                             initial_state=state, return_state=True, **options)
@@ -46,9 +49,9 @@ for P in (2, 4, 8):
                                                return_state=True, **options)
         def loss(fn):
             return lambda *args: jnp.sum(jnp.sin(fn(*args)[0]))
-        (out, s), (ref, ref_state) = jax.jit(parallel)(q, k, v, g), single(q, k, v, g)
-        grads = jax.jit(jax.grad(loss(parallel), argnums=(0, 1, 2, 3)))(q, k, v, g)
-        ref_grads = jax.grad(loss(single), argnums=(0, 1, 2, 3))(q, k, v, g)
+        (out, s), (ref, ref_state) = jax.jit(parallel)(q, k, v, decays), single(q, k, v, decays)
+        grads = jax.jit(jax.grad(loss(parallel), argnums=(0, 1, 2, 3)))(q, k, v, decays)
+        ref_grads = jax.grad(loss(single), argnums=(0, 1, 2, 3))(q, k, v, decays)
         report[f"{case}/P{P}"] = {
             "output": errors(out, ref), "state": errors(s.value(), ref_state.value()),
             "grads": [errors(a, b) if decay or i < 3 else 0.0 for i, (a, b) in enumerate(zip(grads, ref_grads))],
@@ -96,7 +99,9 @@ def report():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("devices", [2, 4, 8])
-@pytest.mark.parametrize("case", ["bidirectional", "causal", "decay", "decay_initial_state"])
+@pytest.mark.parametrize(
+    "case", ["bidirectional", "causal", "decay", "decay_initial_state", "feature_decay_initial_state"]
+)
 def test_sequence_parallel_equals_one_device(report, case, devices):
     errors = report[f"{case}/P{devices}"]
     assert errors["output"] < 1e-5 and errors["state"] < 1e-5, errors

@@ -1,6 +1,6 @@
 """The attention kinds beyond softmax and fixed random features, inside the models: Taylor (Based),
-gated RFA, Hedgehog, Linformer. Decoding equals teacher forcing for every causal kind, learned maps
-are trained parameters, Linformer excludes padding and refuses what it cannot do."""
+gated RFA, Hedgehog, Fourier integral attention, Linformer. Decoding equals teacher forcing for every causal
+kind, learned maps are trained parameters, Linformer excludes padding and refuses what it cannot do."""
 
 import dataclasses
 
@@ -21,6 +21,8 @@ SITES = {
     "gated_rfa": AttentionConfig("rfa", 32, gated=True),
     "gated_positive": AttentionConfig("positive", 32, gated=True),
     "hedgehog": AttentionConfig("hedgehog", 8),
+    "fourier": AttentionConfig("fourier", feature_params=(("radius", 1.5),)),
+    "gla": AttentionConfig("positive", 16, gated=True, gate="feature"),
 }
 LINFORMER = AttentionConfig("linformer", 6)
 
@@ -82,6 +84,29 @@ def test_gated_rfa_is_the_papers_recurrence():
         key_log_weight=np.swapaxes(-np.log1p(np.exp(logits)), 1, 2),
     )  # fmt: skip
     np.testing.assert_allclose(out, attention.out(jnp.asarray(expected, jnp.float32)), rtol=1e-4, atol=1e-5)
+
+
+def test_a_gate_per_feature_is_gated_linear_attentions_recurrence():
+    """S_t = diag(g_t) S_{t-1} + φ(k_t)v_tᵀ with g_t = sigmoid(W x_t + b), one gate per head and feature of the map
+    (Yang et al., ICML 2024): the site equals the float64 reference with the model's own gate; the gate trains."""
+    attention = Decoder(config("gla"), rngs=nnx.Rngs(0)).stack.layers[0].self_attention
+    core = attention.core
+    core.gate.bias[...] = jnp.zeros_like(core.gate.bias[...])  # gates spread around 1/2
+    x = jax.random.normal(jax.random.key(2), (2, 9, 32))
+    mask = jnp.arange(9)[None] >= jnp.array([[0], [3]])
+    positions = jnp.broadcast_to(jnp.arange(9), (2, 9))
+    out = attention(x, key_mask=mask, q_positions=positions, k_positions=positions)
+    q, k, v = (np.asarray(layer(x)) for layer in (attention.query, attention.key, attention.value))
+    logits = np.asarray(core.gate(x), np.float64).reshape(2, 9, 4, 16)  # [batch, L, heads, F]
+    expected = references.kernelized_attention(q, k, v, "positive", np.asarray(core.projection[...]),
+                                               keep_k=np.asarray(mask), causal=True,
+                                               log_decay=-np.log1p(np.exp(-logits)))  # fmt: skip
+    np.testing.assert_allclose(out, attention.out(jnp.asarray(expected, jnp.float32)), rtol=1e-4, atol=1e-5)
+
+    def loss(site):
+        return jnp.sum(site(x, key_mask=mask, q_positions=positions, k_positions=positions) ** 2)
+
+    assert float(jnp.abs(nnx.grad(loss)(attention)["core"]["gate"]["kernel"][...]).max()) > 0
 
 
 @pytest.mark.parametrize("kind", ["gated_rfa", "hedgehog"])
@@ -151,6 +176,26 @@ def test_linformer_equals_softmax_over_projected_keys():
     weights /= weights.sum(-1, keepdims=True)
     expected = np.asarray(attention.out(jnp.asarray(np.einsum("bhqn,bnhd->bqhd", weights, v), jnp.float32)))
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_a_fourier_site_is_the_formula_on_its_projections_and_its_cross_attention_decodes():
+    """Inside the encoder: the float64 product formula on the site's own q, k, v with key padding; in an
+    encoder-decoder, decoding token by token (KV cache, cross-attention over a padded source) equals the full pass."""
+    attention = Encoder(config("fourier"), rngs=nnx.Rngs(0)).encoder.layers[0].attention
+    x = jax.random.normal(jax.random.key(1), (2, 10, 32))
+    mask = jnp.arange(10)[None] < jnp.array([[10], [7]])
+    positions = jnp.broadcast_to(jnp.arange(10), (2, 10))
+    out = attention(x, key_mask=mask, q_positions=positions, k_positions=positions)
+    q, k, v = (np.asarray(layer(x), np.float64) for layer in (attention.query, attention.key, attention.value))
+    weighted = references.fourier_integral_attention(q, k, v, 1.5, keep_k=np.asarray(mask))
+    expected = np.asarray(attention.out(jnp.asarray(weighted, jnp.float32)))
+    # Signed weights: where Σ|w| is ~70 times |Σw| (measured at R = 1.5 in these models), float32 rounding is
+    # amplified as much, so the tolerances are 10x the other kinds'.
+    np.testing.assert_allclose(out, expected, rtol=1e-3, atol=1e-4)
+    model = EncoderDecoder(config("fourier"), rngs=nnx.Rngs(0))
+    source, target = tokens(3, (2, 11)).at[1, 8:].set(0), tokens(4, (2, 6))
+    stepped = step_by_step(model, target, encode(model, source)[2])
+    np.testing.assert_allclose(stepped, forward(model, source, target), rtol=1e-3, atol=1e-3)
 
 
 def test_linformer_refuses_longer_inputs_and_causal_use():

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import references
 from flax import nnx
 from model_helpers import VOCAB, encode, forward, step_by_step, tokens
 
@@ -140,6 +141,35 @@ def test_rotary_positions_at_cross_attention_are_a_per_site_flag(kind):
         # Rotated, q·k depends on the offset between target and source positions; unrotated, on neither.
         # Decoding equals teacher forcing either way: test_encoder_decoder_decoding_with_prepared_memory_...
         assert np.allclose(shifted, out, rtol=1e-5, atol=1e-5) != rotary
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["encoder", "decoder"])
+def test_a_kernelized_site_with_relative_positions_is_the_biased_formula_and_trains_its_bias(causal):
+    """The site's output is the float64 formula exp(b_{i-j}) φ(q_i)ᵀφ(k_j) on its own q, k, v and its learned
+    bias per lag (T5 buckets), with key padding; the bias gets a gradient; a decoder refuses to decode."""
+    model = (Decoder if causal else Encoder)(config("positive", "relative"), rngs=nnx.Rngs(0))
+    layer = (model.stack if causal else model.encoder).layers[0]
+    attention = layer.self_attention if causal else layer.attention
+    x = jax.random.normal(jax.random.key(1), (2, 10, 32))
+    mask = jnp.arange(10)[None] < jnp.array([[10], [7]])
+    positions = jnp.broadcast_to(jnp.arange(10), (2, 10))
+    out = attention(x, key_mask=mask, q_positions=positions, k_positions=positions)
+    q, k, v = (np.asarray(f(x), np.float64) for f in (attention.query, attention.key, attention.value))
+    bias = np.asarray(attention.core.relative.by_lag(10), np.float64)
+    offsets = np.arange(10)[None, :] - np.arange(10)[:, None]  # key - query position: the buckets' argument
+    np.testing.assert_allclose(bias[:, 9 - offsets], np.asarray(attention.core.relative(positions, positions))[0])
+    weighted = references.kernelized_attention(q, k, v, "positive", np.asarray(attention.core.projection[...]),
+                                               keep_k=np.asarray(mask), causal=causal, relative_bias=bias)  # fmt: skip
+    np.testing.assert_allclose(out, attention.out(jnp.asarray(weighted, jnp.float32)), rtol=1e-4, atol=1e-5)
+
+    def loss(site):
+        return jnp.sum(site(x, key_mask=mask, q_positions=positions, k_positions=positions) ** 2)
+
+    grads = nnx.grad(loss)(attention)
+    assert float(jnp.abs(grads["core"]["relative"]["embedding"]["embedding"][...]).max()) > 0
+    if causal:
+        with pytest.raises(ValueError, match="with positional='relative' cannot decode token by token"):
+            step_by_step(model, tokens(2, (2, 5)))
 
 
 @pytest.mark.parametrize("kind", ["softmax", "positive"])
@@ -427,7 +457,11 @@ def test_beam_search_finds_at_least_the_greedy_score(kind):
     ("overrides", "error", "message"),
     [
         ({"d_model": 30}, ValueError, "d_model = 30 is not divisible by num_heads = 4"),
-        ({"positional": "relative", "decoder_attention": KINDS["positive"]}, ValueError, "'relative' adds a bias"),
+        (
+            {"positional": "relative", "decoder_attention": AttentionConfig("positive", 16, gated=True)},
+            ValueError,
+            "cannot be combined with gated=True",
+        ),
         ({"decoder_attention": AttentionConfig("oprf", 16)}, ValueError, r"needs feature_params \['phi_sq'\]"),
         ({"positional": "alibi"}, ValueError, "positional must be one of"),
         ({"norm": "sandwich"}, ValueError, "norm must be one of"),
@@ -455,7 +489,7 @@ def test_inconsistent_configs_are_rejected(overrides, error, message):
 
 def test_unknown_attention_kinds_and_presets_are_rejected():
     with pytest.raises(
-        ValueError, match=r"attention kind must be one of \['softmax', 'linformer', .*'positive'.*got 'cosine'"
+        ValueError, match=r"attention kind must be one of \['softmax', 'fourier', 'linformer', .*'positive'.*'cosine'"
     ):
         AttentionConfig("cosine")
     with pytest.raises(ValueError, match="unknown preset 'huge'"):

@@ -13,6 +13,7 @@ from rfa.attention.common import as_bool_mask
 from rfa.attention.kernelized.bidirectional import bidirectional
 from rfa.attention.kernelized.causal import causal
 from rfa.attention.kernelized.prepare import Call, check_call, check_decay_sign
+from rfa.attention.kernelized.relative import relative
 from rfa.attention.kernelized.sequence_parallel import check_key_padding, sequence_parallel
 from rfa.attention.masks import CAUSAL, PADDING, TRACED_MESSAGE, MaskPlan
 from rfa.attention.state import RecurrentState
@@ -40,6 +41,7 @@ def kernelized_attention(
     initial_state: RecurrentState | None = None,
     return_state: bool = False,
     sequence_axis: str | None = None,
+    relative_bias: Array | None = None,
 ) -> Array | tuple[Array, RecurrentState]:
     """Random-feature attention ``D̂⁻¹ φ(Q)(φ(K)ᵀV)`` in O(L·m·d) time and memory, in every mode.
 
@@ -89,6 +91,10 @@ def kernelized_attention(
         are this device's contiguous block (device order is sequence order), the output is this
         block's, and the state is the whole sequence's (:mod:`rfa.attention.sequence_parallel`). Masks
         must be key padding (``[..., 1, kv_len]``) of this block; map parameters must be fixed.
+      relative_bias: ``b [heads or 1, 2L − 1]``, self-attention only (q_len == kv_len = L): query i weighs key j by
+        ``exp(b[L − 1 + i − j]) φ(q_i)ᵀφ(k_j)`` (Luo et al., NeurIPS 2021), bidirectional or causal, computed by FFT
+        in O(L log L) per feature and value column (:mod:`rfa.attention.kernelized.relative`, with its round-off).
+        Gradients flow to it. Not with a state, ``log_decay`` or ``sequence_axis``.
 
     Returns:
       ``[batch..., q_len, heads, d_v]`` in ``q.dtype`` (a query with no attended key outputs 0);
@@ -112,6 +118,7 @@ def kernelized_attention(
         q, k, v, feature_map=feature_map, projection=projection, mask=mask, is_causal=is_causal, log_decay=log_decay,
         feature_params=feature_params, initial_state=initial_state, return_state=return_state,
         renormalize=renormalize, chunk_size=chunk_size, precision=precision, sequence_axis=sequence_axis,
+        relative_bias=relative_bias,
     )  # fmt: skip
     check_finite(q=call.q, k=call.k, v=call.v)
     out, state = _dispatch(call, plan)
@@ -122,8 +129,9 @@ def _dispatch(call: Call, plan: MaskPlan) -> tuple[Array, RecurrentState]:
     """Runs the mode of the call: sequence-parallel, or the one its mask's pattern selects (at run time if traced)."""
     if call.sequence_axis is not None:
         return sequence_parallel(call)
+    modes = MODES if call.relative_bias is None else RELATIVE_MODES
     if isinstance(plan.pattern, int):
-        return MODES[plan.pattern](call)
+        return modes[plan.pattern](call)
     # A traced mask: its pattern is known at run time only (see rfa.attention.masks). `runnable` says
     # which of the patterns PADDING, CAUSAL, UNSUPPORTED this call can run.
     can_fit = not call.fm.to_fit(call.feature_params)
@@ -131,17 +139,18 @@ def _dispatch(call: Call, plan: MaskPlan) -> tuple[Array, RecurrentState]:
     runnable = (not call.is_causal and call.log_decay is None, same_length and can_fit, False)
     raise_if(~jnp.asarray(runnable)[plan.pattern], TRACED_MESSAGE)
     if not any(runnable):  # causal with parameters to fit: the causal form raises the error that says so
-        return causal(call)
-    shapes = jax.eval_shape(MODES[runnable.index(True)], call)
+        return modes[CAUSAL](call)
+    shapes = jax.eval_shape(modes[runnable.index(True)], call)
 
     def unsupported(call):
         return jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes)
 
-    branches = [MODES[p] if ok else unsupported for p, ok in enumerate(runnable)]
+    branches = [modes[p] if ok else unsupported for p, ok in enumerate(runnable)]
     return jax.lax.switch(plan.pattern, branches, call)
 
 
 MODES = {PADDING: bidirectional, CAUSAL: causal}  # the mode of each pattern of rfa.attention.masks
+RELATIVE_MODES = {PADDING: functools.partial(relative, causal=False), CAUSAL: functools.partial(relative, causal=True)}
 
 
 def attention_over(sequence_axis: str | None):

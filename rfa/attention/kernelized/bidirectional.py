@@ -13,15 +13,21 @@ import jax
 import jax.numpy as jnp
 
 from rfa.attention.common import with_ones_column
-from rfa.attention.kernelized.prepare import Call, initial_rows, output, rows, state
+from rfa.attention.kernelized.prepare import Call, check_decay_features, initial_rows, output, rows, state
 from rfa.attention.state import LOWEST, RecurrentState
 from rfa.random_features.feature_maps import features_at, row_log_scale
 
 Array = jax.Array
 
 
-def _at_least_lowest(x: Array) -> Array:
-    return jnp.maximum(x, LOWEST)
+def key_reference(log_k: Array, key_log_mask: Array, initial_reference: Array | None = None) -> Array:
+    """``R = max s(k)`` over the kept keys of each row (and the initial state's reference), at least
+    :data:`~rfa.attention.state.LOWEST`, without gradient: ``[rows, 1, 1]``."""
+    offsets = row_log_scale(log_k) + jax.lax.stop_gradient(key_log_mask)  # [rows, kv_len, 1 or F]
+    ref = jnp.max(offsets, axis=(-2, -1), keepdims=True, initial=-jnp.inf)
+    if initial_reference is not None:
+        ref = jnp.maximum(ref, jax.lax.stop_gradient(initial_reference))
+    return jnp.maximum(ref, LOWEST)
 
 
 def combine(phi_q, keys, key_log_mask, v_aug, initial, precision):
@@ -31,10 +37,7 @@ def combine(phi_q, keys, key_log_mask, v_aug, initial, precision):
     ``key_log_mask [rows, kv_len, 1]`` (0 keep, -inf drop), ``initial = (kv [rows, F, dv+1], R0 [rows, 1, 1])``.
     """
     base_k, log_k = keys
-    ref = jnp.max(row_log_scale(log_k) + jax.lax.stop_gradient(key_log_mask), axis=-2, keepdims=True, initial=-jnp.inf)
-    if initial is not None:
-        ref = jnp.maximum(ref, jax.lax.stop_gradient(initial[1]))
-    ref = _at_least_lowest(ref)
+    ref = key_reference(log_k, key_log_mask, None if initial is None else initial[1])
     phi_k = features_at(base_k, log_k, ref - key_log_mask)
     kv = jnp.einsum("...kf,...kd->...fd", phi_k, v_aug, precision=precision)
     if initial is not None:
@@ -49,6 +52,7 @@ def bidirectional(call: Call) -> tuple[Array, RecurrentState]:
     """The bidirectional mode: ``(output [batch..., q_len, heads, d_v], state after the keys and initial state)``."""
     fm, r = call.fm, rows(call, causal=False)
     phi_q, s_q = fm.split(r.q, call.projection, **r.params)
+    check_decay_features(r.key_log_mask, phi_q.shape[-1], fm)  # a per-feature decay's sums to the end, if any
     keys = fm.terms(r.k, call.projection, side="key", **r.params)
     initial = None
     if call.initial_state is not None:

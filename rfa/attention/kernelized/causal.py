@@ -10,9 +10,11 @@ grows linearly in L. A call on one token with a state is the O(1) decoding step.
 Decay (gated linear attention; Peng et al., "Random Feature Attention", ICLR 2021; Yang et al., "Gated
 Linear Attention Transformers with Hardware-Efficient Training", ICML 2024): with log-decays ``g_t <= 0``,
 ``S_t = exp(g_t) S_{t-1} + φ(k_t)[v_t, 1]ᵀ``, and key j enters query i's sums with weight
-``exp(G_i - G_j)``. Only chunk-local sums are formed (simple-GLA): inside a chunk key j carries
-``exp(b_ij)``, ``b_ij`` the sum of the decays between j and i, the state is decayed by the chunk's total,
-so no sum grows with L and a total log-decay of -1e4 leaves every exponent finite.
+``exp(G_i - G_j)``; with one decay per feature (GLA), ``S_t = diag(exp(g_t)) S_{t-1} + φ(k_t)[v_t, 1]ᵀ`` and
+the weight is per feature, ``exp(G_if - G_jf)``. Only chunk-local sums are formed: inside a chunk key j
+carries ``exp(b_ij)``, ``b_ij`` the sum of the decays between j and i (per feature: a C×C×F tensor per chunk,
+O(L·C·F) memory in all), the state is decayed by the chunk's total, so no sum grows with L and a total
+log-decay of -1e4 leaves every exponent finite.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from rfa.attention.common import with_ones_column
-from rfa.attention.kernelized.prepare import Call, initial_rows, output, rows, state
+from rfa.attention.kernelized.prepare import Call, check_decay_features, initial_rows, output, rows, state
 from rfa.attention.state import LOWEST, RecurrentState
 from rfa.random_features.feature_maps import Estimator, features_at, row_log_scale
 
@@ -62,42 +64,49 @@ def _chunk_token_params(fm: Estimator, params: dict, token_shape: tuple[int, ...
 def scan_chunks(phi_q, keys, key_log_mask, v_aug, log_decay, initial, precision):
     """Chunked causal form on chunk-major ``[chunks, rows, C, ·]`` inputs; returns ``(num_aug, log_ref, state)``.
 
-    Query i of a chunk reads ``exp(c_i) S_prev + Σ_{j<=i} exp(b_ij) φ(k_j)[v_j, 1]ᵀ`` with ``c_i`` the
+    Query i of a chunk reads ``exp(c_i) ⊙ S_prev + Σ_{j<=i} exp(b_ij) ⊙ φ(k_j)[v_j, 1]ᵀ`` with ``c_i`` the
     chunk's cumulative log-decay up to i and ``b_ij = Σ_{j<t<=i} g_t`` its segment sums, formed as
     sums of the decays in between (not as ``c_i - c_j``, which would lose the digits of a small
-    decay next to a huge one). Its reference is ``r_i = max(P + c_i, max_{j<=i} s_j + b_ij)``, ``P``
-    the log-scale of the state entering the chunk, so every exponent is <= 0; ``exp(r_i)`` is
-    returned as ``log_ref`` (it cancels when normalized). The state leaves a chunk at the reference of
-    its last token. A scan over chunks carries ``(S, P)`` and does all of a chunk's work, so the
-    states are never materialized as one array and a step's matmuls stay batched over rows. ``S`` is
-    held transposed, ``[dv+1, F]``: XLA:CPU contracts a chunk's tokens into that orientation faster
-    than into ``[F, dv+1]`` (implementation notes in the docs). ``initial = (S [rows, dv+1, F], P [rows, 1, 1])``.
+    decay next to a huge one). A decay is one number per token (``log_decay [.., C, 1]``) or one per
+    feature (``[.., C, F]``, gated linear attention: then ``⊙`` scales each feature's row of S, and the
+    scores ``Σ_f φ(q_i)_f φ(k_j)_f exp(b_ijf)`` are formed from the C×C×F weights, not one matmul).
+    Query i's reference is ``r_i = max(P + max_f c_if, max_{j<=i, f} s_j + b_ijf)``, ``P`` the log-scale of
+    the state entering the chunk, so every exponent is <= 0; ``exp(r_i)`` is returned as ``log_ref`` (it
+    cancels when normalized). The state leaves a chunk at the reference of its last token. A scan over
+    chunks carries ``(S, P)`` and does all of a chunk's work, so the states are never materialized as one
+    array and a step's matmuls stay batched over rows. ``S`` is held transposed, ``[dv+1, F]``: XLA:CPU
+    contracts a chunk's tokens into that orientation faster than into ``[F, dv+1]`` (implementation notes
+    in the docs). ``initial = (S [rows, dv+1, F], P [rows, 1, 1])``.
     """
     base_k, log_k = keys
     s_k = row_log_scale(log_k)
     phi_k = features_at(base_k, log_k, s_k)
     s_k = s_k + key_log_mask  # -inf: left out (padding, or the tail of the last chunk)
     size = phi_q.shape[-2]
-    causal = jnp.tril(jnp.ones((size, size), jnp.bool_))
-    after = jnp.tril(jnp.ones((size, size), jnp.bool_), -1)  # t > j: the decays between key j and query i
+    causal = jnp.tril(jnp.ones((size, size), jnp.bool_))[..., None]  # [i, j, 1]
+    after = jnp.tril(jnp.ones((size, size), jnp.bool_), -1)[..., None]  # [t, j, 1]: t > j, the decays between
 
     def chunk_step(carry, chunk):
         state, log_scale = carry
         phi_q_c, phi_k_c, v_c, s_c, g_c = chunk
-        key_log = jnp.swapaxes(s_c, -1, -2)  # [rows, 1, C]: s_j
-        state_log = log_scale
-        if g_c is not None:
-            key_log = key_log + jnp.cumsum(jnp.where(after, g_c, 0.0), axis=-2)  # s_j + b_ij, [rows, C, C]
-            state_log = log_scale + jnp.cumsum(g_c, axis=-2)  # P + c_i
-        key_log = jnp.where(causal, key_log, -jnp.inf)
-        ref = jax.lax.stop_gradient(jnp.maximum(jnp.max(key_log, axis=-1, keepdims=True), state_log))  # r_i
-        scores = jnp.einsum("...qf,...kf->...qk", phi_q_c, phi_k_c, precision=precision) * jnp.exp(key_log - ref)
+        key_log = s_c[..., None, :, :]  # [rows, 1, C, 1]: s_j
+        state_log = log_scale  # [rows, 1, 1]
+        if g_c is not None:  # [rows, C, 1 or F]
+            key_log = key_log + jnp.cumsum(jnp.where(after, g_c[..., :, None, :], 0.0), axis=-3)  # s_j + b_ijf
+            state_log = log_scale + jnp.cumsum(g_c, axis=-2)  # P + c_if, [rows, C, 1 or F]
+        key_log = jnp.where(causal, key_log, -jnp.inf)  # [rows, C, C, 1 or F]
+        ref = jnp.maximum(jnp.max(key_log, axis=(-2, -1)), jnp.max(state_log, axis=-1))[..., None]  # r_i
+        ref = jax.lax.stop_gradient(ref)  # [rows, C, 1]
+        weights = jnp.exp(key_log - ref[..., None])
+        if weights.shape[-1] == 1:  # one decay per token: one matmul, then the weights
+            scores = jnp.einsum("...qf,...kf->...qk", phi_q_c, phi_k_c, precision=precision) * weights[..., 0]
+        else:
+            scores = jnp.einsum("...qf,...kf,...qkf->...qk", phi_q_c, phi_k_c, weights, precision=precision)
         intra = jnp.einsum("...qk,...kd->...qd", scores, v_c, precision=precision)
-        inter = jnp.einsum("...qf,...df->...qd", phi_q_c, state, precision=precision)
-        inter = inter * jnp.exp(state_log - ref)
+        inter = jnp.einsum("...qf,...df->...qd", phi_q_c * jnp.exp(state_log - ref), state, precision=precision)
         chunk_ref = ref[..., -1:, :]
-        last = jnp.swapaxes(key_log[..., -1:, :], -1, -2)  # s_j + b_Cj, [rows, C, 1]
-        kv = jnp.einsum("...kd,...kf->...df", v_c * jnp.exp(last - chunk_ref), phi_k_c, precision=precision)
+        last = key_log[..., -1, :, :]  # s_j + b_Cjf, [rows, C, 1 or F]
+        kv = jnp.einsum("...kd,...kf->...df", v_c, phi_k_c * jnp.exp(last - chunk_ref), precision=precision)
         state = state * jnp.exp(state_log[..., -1:, :] - chunk_ref) + kv
         return (state, chunk_ref), (intra + inter, ref)
 
@@ -122,6 +131,7 @@ def causal(call: Call) -> tuple[Array, RecurrentState]:
     key_log_mask = to_chunks(r.key_log_mask, chunk, -jnp.inf)
     log_decay = None if r.log_decay is None else to_chunks(r.log_decay, chunk)
     phi_q, s_q = fm.split(q, call.projection, **params)
+    check_decay_features(log_decay, phi_q.shape[-1], fm)
     keys = fm.terms(k, call.projection, side="key", **params)
     initial = None
     if call.initial_state is not None:

@@ -39,9 +39,11 @@ class Call:
       q, k, v: ``[batch..., length, heads, d]`` as given.
       projection: ``W [m, d_k]`` or None.
       keep_keys, keep_queries: ``[batch..., heads or 1, length]`` bools of the mask's key and query padding, or None.
-      log_decay: float32 log-decays broadcastable to ``[batch..., q_len, heads]``, or None.
+      log_decay: float32 log-decays broadcastable to ``[batch..., q_len, heads]`` (one per token), or of as many
+        axes as q, ``[batch..., q_len, heads, F or 1]`` (one per feature), or None.
       initial_state: the state earlier keys left, or None.
       feature_params: the caller's map parameters, or None.
+      relative_bias: float32 ``[heads or 1, 2L − 1]`` biases per relative position (the relative-bias mode), or None.
       fm: the estimator.
       is_causal: the caller's causal flag (the sequence-parallel mode reads it; the others are the mode).
       stateful: a state is read or returned: the map's parameters must be fixed, not fitted to the call.
@@ -58,6 +60,7 @@ class Call:
     log_decay: Array | None
     initial_state: RecurrentState | None
     feature_params: dict | None
+    relative_bias: Array | None
     fm: Estimator = dataclasses.field(metadata={"static": True})
     is_causal: bool = dataclasses.field(metadata={"static": True})
     stateful: bool = dataclasses.field(metadata={"static": True})
@@ -77,17 +80,36 @@ jax.tree_util.register_dataclass(
 )
 
 
+def per_feature(log_decay: Array, q: Array) -> bool:
+    """Whether ``log_decay`` has one decay per feature: as many axes as q, ``[batch..., q_len, heads, F]``."""
+    return jnp.ndim(log_decay) == jnp.ndim(q)
+
+
 def check_log_decay(log_decay, q: Array, is_causal: bool) -> Array:
-    """Checks ``log_decay`` (floating, <= 0, broadcastable to ``[batch..., q_len, heads]``); returns it float32."""
+    """Checks ``log_decay`` (floating, <= 0, broadcastable to ``[batch..., q_len, heads]``, or to
+    ``[batch..., q_len, heads, F]`` with as many axes as q); returns it float32."""
     if not is_causal:
         raise ValueError(
             "log_decay needs is_causal=True: a decay weighs key j for query i by exp(G_i - G_j), which is "
             "defined for j <= i only. Use is_causal=True, or leave log_decay None."
         )
     log_decay = check_floating(log_decay, "log_decay")
-    check_broadcastable_to(log_decay.shape, q.shape[:-1], "log_decay", "[batch..., q_len, heads] =")
+    if per_feature(log_decay, q):
+        target = q.shape[:-1] + log_decay.shape[-1:]
+        check_broadcastable_to(log_decay.shape, target, "log_decay", "[batch..., q_len, heads, F] =")
+    else:
+        check_broadcastable_to(log_decay.shape, q.shape[:-1], "log_decay", "[batch..., q_len, heads] =")
     check_decay_sign(log_decay)
     return log_decay.astype(jnp.float32)
+
+
+def check_decay_features(log_decay: Array | None, num_outputs: int, fm: Estimator) -> None:
+    """A per-feature decay (last axis of the laid-out ``[rows, L, ·]``) has 1 or F = ``num_outputs`` entries."""
+    if log_decay is not None and log_decay.shape[-1] not in (1, num_outputs):
+        raise ValueError(
+            f"log_decay has {log_decay.shape[-1]} decays per token and head (its last axis), but feature map "
+            f"{fm.name!r} gives F = {num_outputs} features: a per-feature decay is [batch..., q_len, heads, F]."
+        )
 
 
 def check_decay_sign(log_decay: Array) -> None:
@@ -102,9 +124,39 @@ def check_decay_sign(log_decay: Array) -> None:
         raise_if(log_decay > 0, f"log_decay must be <= 0 (a decay factor exp(g) <= 1), got a positive entry; {advice}")
 
 
+def check_relative_bias(relative_bias, q: Array, k: Array, *, log_decay, stateful: bool, sequence_axis) -> Array:
+    """Checks ``relative_bias`` (floating, ``[heads or 1, 2L − 1]``, self-attention of one sequence, no state, decay
+    or split sequence); returns it float32."""
+    relative_bias = check_floating(relative_bias, "relative_bias")
+    length, heads = q.shape[-3], q.shape[-2]
+    if k.shape[-3] != length:
+        raise ValueError(
+            f"relative_bias needs q_len == kv_len (self-attention over one sequence), got q_len={length} and "
+            f"kv_len={k.shape[-3]}."
+        )
+    if relative_bias.ndim != 2 or relative_bias.shape[0] not in (1, heads) or relative_bias.shape[1] != 2 * length - 1:
+        raise ValueError(
+            f"relative_bias must have shape [heads or 1, 2L - 1] = [{heads}, {2 * length - 1}] (entry L - 1 + i - j is "
+            f"the bias of query i on key j), got {tuple(relative_bias.shape)}."
+        )
+    why = (
+        "a recurrent state (initial_state, return_state: decoding)" if stateful
+        else "log_decay" if log_decay is not None
+        else "a sequence split over devices (sequence_axis)" if sequence_axis is not None
+        else None
+    )  # fmt: skip
+    if why is not None:
+        raise ValueError(
+            f"relative_bias cannot be combined with {why}: a bias of the distance i - j has no recurrent form "
+            "(the sums over earlier keys change with every new query). Use rotary positions for decoding, or "
+            "exact attention with a bias."
+        )
+    return relative_bias.astype(jnp.float32)
+
+
 def check_call(
     q, k, v, *, feature_map, projection, mask, is_causal, log_decay, feature_params, initial_state, return_state,
-    renormalize, chunk_size, precision, sequence_axis,
+    renormalize, chunk_size, precision, sequence_axis, relative_bias=None,
 ) -> tuple[Call, MaskPlan]:  # fmt: skip
     """The checks every mode's call makes, before tracing: the :class:`Call` and the mask's plan."""
     q, k, v = check_qkv(q, k, v)
@@ -115,12 +167,17 @@ def check_call(
         log_decay = check_log_decay(log_decay, q, is_causal)
     if initial_state is not None:
         initial_state = check_state(initial_state, q.shape[:-3] + q.shape[-2:-1], v.shape[-1])
+    stateful = initial_state is not None or bool(return_state)
+    if relative_bias is not None:
+        relative_bias = check_relative_bias(
+            relative_bias, q, k, log_decay=log_decay, stateful=stateful, sequence_axis=sequence_axis
+        )
     plan = plan_mask(mask, q, k, is_causal=is_causal)
     fm.check_params(feature_params or {})  # here, where concrete values can still be checked
     call = Call(
-        q, k, v, projection, plan.keep_keys, plan.keep_queries, log_decay, initial_state, feature_params, fm=fm,
-        is_causal=is_causal, stateful=initial_state is not None or bool(return_state), renormalize=renormalize,
-        chunk_size=chunk_size, precision=precision, sequence_axis=sequence_axis,
+        q, k, v, projection, plan.keep_keys, plan.keep_queries, log_decay, initial_state, feature_params,
+        relative_bias, fm=fm, is_causal=is_causal, stateful=stateful, renormalize=renormalize, chunk_size=chunk_size,
+        precision=precision, sequence_axis=sequence_axis,
     )  # fmt: skip
     return call, plan
 
@@ -178,8 +235,8 @@ class Rows:
     Attributes:
       q, k, v: the temperature-scaled queries and keys and the values; padded ones are 0.
       key_log_mask: ``[rows, kv_len, 1]``, 0 for a kept key, -inf for a padded one (and, for a decayed call
-        run bidirectionally, each key's decay to the end of the sequence added).
-      log_decay: ``[rows, q_len, 1]`` (causal, decayed) or None.
+        run bidirectionally, each key's decay to the end of the sequence added: ``[rows, kv_len, 1 or F]``).
+      log_decay: ``[rows, q_len, 1 or F]`` (causal, decayed: one decay per token, or per feature) or None.
       params: the map's parameters, per-token ones laid out ``[rows, length, *event]``.
       shape: ``[batch..., heads]`` of the call.
     """
@@ -209,8 +266,11 @@ def rows(call: Call, *, causal: bool) -> Rows:
         key_log_mask = jnp.where(keep_k, 0.0, -jnp.inf)
         k32, v32 = jnp.where(keep_k, k32, 0.0), jnp.where(keep_k, v32, 0.0)  # padding may hold inf or NaN
     log_decay = call.log_decay
-    if log_decay is not None:
-        log_decay = jnp.swapaxes(jnp.broadcast_to(log_decay, call.k.shape[:-1]), -1, -2)[..., None]
+    if log_decay is not None:  # head-major [batch..., heads, L, 1 or F]
+        if per_feature(log_decay, call.q):
+            log_decay = jnp.moveaxis(jnp.broadcast_to(log_decay, call.k.shape[:-1] + log_decay.shape[-1:]), -2, -3)
+        else:
+            log_decay = jnp.swapaxes(jnp.broadcast_to(log_decay, call.k.shape[:-1]), -1, -2)[..., None]
         if keep_k is not None:  # a left-out key is skipped: no decay either
             log_decay = jnp.where(keep_k, log_decay, 0.0)
         if not causal:  # the keys' state at the end of the sequence: key j decayed by the decays after it

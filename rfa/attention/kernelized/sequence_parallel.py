@@ -9,9 +9,10 @@ Parallelism for Linear Attention and Its Hybrid", 2025), so communication is O(P
   their sum at the largest reference, ``R = max_p R_p`` (``pmax``) and ``kv = Σ_p kv_p exp(R_p - R)``
   (``psum``), which every query then reads;
 - causal: every device forms the state of its keys as it stands at the block's end (key j decayed
-  by the decays after it), ``(kv_p, R_p)``, and its block's total log-decay ``Γ_p``; these are
-  all-gathered, and device p starts its chunked causal pass from the state of the blocks before it,
-  ``Σ_{q<p} S_q exp(Σ_{q<r<p} Γ_r)``.
+  by the decays after it), ``(kv_p, R_p)``, and its block's total log-decay ``Γ_p`` (one per feature
+  with a per-feature decay); these are all-gathered, and device p starts its chunked causal pass from
+  the state of the blocks before it, ``Σ_{q<p} exp(Σ_{q<r<p} Γ_r) ⊙ S_q`` (each feature's row of S
+  scaled by its own decay).
 
 The stabilizer's references combine as maxima, taken without gradient (any reference gives the same
 result); gradients flow through the collectives by autodiff (``all_gather``'s transpose is a
@@ -26,7 +27,7 @@ import jax.numpy as jnp
 
 from rfa.attention.kernelized.bidirectional import bidirectional
 from rfa.attention.kernelized.causal import causal
-from rfa.attention.kernelized.prepare import Call
+from rfa.attention.kernelized.prepare import Call, per_feature
 from rfa.attention.state import LOWEST, RecurrentState
 
 Array = jax.Array
@@ -55,9 +56,10 @@ def check_key_padding(mask) -> None:
 
 
 def _sum_states(kv: Array, log_scale: Array) -> RecurrentState:
-    """``Σ_n kv_n exp(log_scale_n)`` as one state: ``kv [n, ..., F, D]``, ``log_scale [n, ...]`` (-inf: none)."""
-    ref = jnp.maximum(jax.lax.stop_gradient(jnp.max(log_scale, axis=0)), LOWEST)
-    weights = jnp.exp(log_scale - ref)[..., None, None]
+    """``Σ_n kv_n exp(log_scale_n)`` as one state: ``kv [n, ..., F, D]``, ``log_scale [n, ..., 1 or F]`` (one scale
+    per state, or per feature: a row of S each; -inf: none)."""
+    ref = jnp.maximum(jax.lax.stop_gradient(jnp.max(log_scale, axis=(0, -1))), LOWEST)
+    weights = jnp.exp(log_scale - ref[..., None])[..., None]
     return RecurrentState(jnp.sum(kv * weights, axis=0), ref)
 
 
@@ -75,7 +77,7 @@ def _bidirectional(call: Call, axis: str) -> tuple[Array, RecurrentState]:
     state = RecurrentState(kv, ref)
     if call.initial_state is not None:  # the same on every device: counted once
         state = _sum_states(jnp.stack([state.kv, call.initial_state.kv]),
-                            jnp.stack([state.log_reference, call.initial_state.log_reference]))  # fmt: skip
+                            jnp.stack([state.log_reference, call.initial_state.log_reference])[..., None])  # fmt: skip
     no_key = call.k[..., :0, :, :]
     out, _ = bidirectional(call.replace(k=no_key, v=call.v[..., :0, :, :], keep_keys=None, initial_state=state))
     return out, state
@@ -83,12 +85,17 @@ def _bidirectional(call: Call, axis: str) -> tuple[Array, RecurrentState]:
 
 def _causal(call: Call, axis: str) -> tuple[Array, RecurrentState]:
     """Causal attention across the devices' blocks: ``(this block's output, the state after the sequence)``."""
-    q = call.q
-    decay = jnp.zeros(q.shape[:-1]) if call.log_decay is None else jnp.broadcast_to(call.log_decay, q.shape[:-1])
-    if call.keep_keys is not None:  # [batch..., heads or 1, L] -> [batch..., L, heads or 1]
+    q, decay = call.q, call.log_decay  # decay: [batch..., L, heads, 1 or F]
+    if decay is None:
+        decay = jnp.zeros(q.shape[:-1] + (1,))
+    elif per_feature(decay, q):
+        decay = jnp.broadcast_to(decay, q.shape[:-1] + decay.shape[-1:])
+    else:
+        decay = jnp.broadcast_to(decay, q.shape[:-1])[..., None]
+    if call.keep_keys is not None:  # [batch..., heads or 1, L] -> [batch..., L, heads or 1, 1]
         decay = jnp.where(jnp.swapaxes(jnp.broadcast_to(call.keep_keys, q.shape[:-3] + call.keep_keys.shape[-2:]),
-                                       -1, -2), decay, 0.0)  # fmt: skip
-    block_decay = jnp.sum(decay, axis=-2)  # Γ_p over this block's kept keys, [batch..., heads]
+                                       -1, -2)[..., None], decay, 0.0)  # fmt: skip
+    block_decay = jnp.sum(decay, axis=-3)  # Γ_p over this block's kept keys, [batch..., heads, 1 or F]
     local = _local_state(call)
     kvs, refs, totals = (jax.lax.all_gather(x, axis) for x in (local.kv, local.log_reference, block_decay))
     size, index = kvs.shape[0], jax.lax.axis_index(axis)
@@ -100,10 +107,11 @@ def _causal(call: Call, axis: str) -> tuple[Array, RecurrentState]:
         blocks = jnp.concatenate([jnp.array([-1]), blocks])
 
     def decayed_to(end):
-        """Each gathered state's log-scale at the start of block ``end``: decayed by the blocks in between."""
+        """Each gathered state's log-scale at the start of block ``end``, ``[n, batch..., heads, 1 or F]``: decayed by
+        the blocks in between (per feature with a per-feature decay)."""
         between = (blocks[:, None] < jnp.arange(size)[None, :]) & (jnp.arange(size)[None, :] < end)  # [q, r]
         decay = jnp.tensordot(between.astype(totals.dtype), totals[-size:], axes=(1, 0))  # Σ_{q<r<end} Γ_r
-        return jnp.where((blocks < end).reshape((-1,) + (1,) * (refs.ndim - 1)), refs + decay, -jnp.inf)
+        return jnp.where((blocks < end).reshape((-1,) + (1,) * refs.ndim), refs[..., None] + decay, -jnp.inf)
 
     prefix = _sum_states(kvs, decayed_to(index))
     out, _ = causal(call.replace(initial_state=prefix))
