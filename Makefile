@@ -39,6 +39,7 @@ benchmark: $(VENV)/.installed-experiments
 	$(PY) -m experiments.benchmarks.decoding
 	$(PY) -m experiments.benchmarks.flax_decoding
 	$(PY) -m experiments.benchmarks.checks
+	$(PY) -m experiments.benchmarks.relative
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check --fix .

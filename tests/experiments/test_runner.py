@@ -387,6 +387,16 @@ def test_benchmarks_write_json(tmp_path):
     assert all(r["median_ms"] > 0 and r["memory"]["peak_bytes"] > 0 for r in scaling["results"])
     assert all(isinstance(fit["time_slope"], float) for fit in scaling["summary"].values())
     assert (tmp_path / "scaling.png").stat().st_size > 10_000
+    subprocess.run([sys.executable, "-m", "experiments.benchmarks.relative", "--lengths=16,32", "--repeats=1",
+                    "--dense_max=16", f"--output={tmp_path / 'relative.json'}"], cwd=REPO, check=True,
+                   capture_output=True)  # fmt: skip
+    relative = json.loads((tmp_path / "relative.json").read_text())
+    assert [sorted(set(r) - {"length"}) for r in relative["results"]] == [
+        ["dense", "fft", "no bias"],
+        ["fft", "no bias"],
+    ]
+    assert relative["slopes"]["dense"] is None and isinstance(relative["slopes"]["fft"], float)
+    assert (tmp_path / "relative.png").stat().st_size > 10_000
     decoding = json.loads((tmp_path / "decoding.json").read_text())["seconds_per_token"]
     assert set(decoding) == {"exact", "kernelized", "gated"} and all(
         t > 0 for d in decoding.values() for t in d.values()
