@@ -20,7 +20,7 @@ DOCUMENTED = {
     ],
     "random_features": ["rfa.random_features.feature_maps.Estimator", "rfa.random_features.feature_maps.Param"],
     "tasks": ["rfa.tasks.base.TaskKind", "rfa.tasks.base.register_task_kind", "rfa.tasks.base.Task"],
-    "models": ["rfa.models.config.EncoderConfig", "rfa.models.attention.QueriesKeys"],
+    "models": ["rfa.models.config.EncoderConfig", "rfa.models.attention.AttentionInputs"],
     "data": ["rfa.data.pipeline.batches"],
     "train": ["rfa.train.loop.train_and_evaluate"],
     "experiments": ["experiments.sweeps.registry.Reproduction", "experiments.sweeps.registry.register_reproduction"],

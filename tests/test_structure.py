@@ -167,7 +167,8 @@ def test_the_core_runs_with_jax_flax_and_numpy_only():
 
 
 def test_every_shipped_task_has_a_config():
-    """Each registered task is trained by some shipped config (one of its variants: ``quick`` for the samples)."""
+    """Each registered task is trained (one of a config's variants: ``quick`` for the samples) or evaluated by some
+    shipped config."""
     import importlib
 
     from rfa.tasks import SHIPPED
@@ -180,4 +181,6 @@ def test_every_shipped_task_has_a_config():
                 named.add(module.get_config(arg).task)
             except (AttributeError, ValueError, TypeError):  # a sweep or a study config: no task, or no such arg
                 continue
+        if hasattr(module, "get_config"):
+            named.add(module.get_config().get("longer_task"))  # a study's evaluation-only task
     assert set(SHIPPED) <= named, f"no config trains {sorted(set(SHIPPED) - named)}"

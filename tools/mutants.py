@@ -53,6 +53,9 @@ MULTIPROCESS = (
 )
 RELATIVE_TESTS = ("tests/attention/test_relative_bias.py",)
 FOURIER_TESTS = ("tests/attention/test_fourier_integral.py",)
+LONGER_TEST = "tests/train/test_train.py::test_a_trained_model_is_rebuilt_for_longer_sequences_and_evaluated_on_them"
+ESTIMATORS_IN_MODELS = "experiments/studies/estimators_in_models.py"
+ESTIMATORS_TESTS = "tests/experiments/test_estimators_in_models.py"
 
 MUTANTS = [
     # The bugs an audit found passing every test (issue 14).
@@ -377,8 +380,8 @@ MUTANTS = [
            "np.concatenate([np.zeros((leading, dim), np.float32), table])", "np.concatenate([table[:leading], table])",
            ("tests/models/test_positional.py",), "a fixed table gives the class token a patch's position"),
     Mutant("queries-keys-not-sown", "rfa/models/attention.py",
-           '            self.sow(QueriesKeys, "queries_keys", (q, k, key_mask))',
-           '            self.sow(QueriesKeys, "queries_keys", (k, q, key_mask))',
+           '            self.sow(AttentionInputs, "inputs", (q, k, v, key_mask))',
+           '            self.sow(AttentionInputs, "inputs", (k, q, v, key_mask))',
            ("tests/models/test_positional.py",), "captured queries and keys swapped"),
     Mutant("output-flag-ignored", "experiments/report.py",
            "    return output or os.path.join(workdir, name)", "    return os.path.join(workdir, name)",
@@ -544,6 +547,39 @@ MUTANTS = [
            "                logits = logits.reshape(logits.shape[:-1] + (self.num_heads, -1))",
            "                logits = logits.reshape(logits.shape[:-1] + (self.num_heads, -1))[..., :1]",
            ("tests/models/test_attention_kinds.py",), "a per-feature gate decays every feature by the first one's"),
+    # Length generalization and estimators inside models (issues 30 and 31).
+    Mutant("longer-model-keeps-its-initialization", "rfa/train/loop.py",
+           "    nnx.update(model, kept)\n    return model\n", "    return model\n", (LONGER_TEST,),
+           "a model rebuilt for longer sequences loses its trained weights"),
+    Mutant("longer-model-shapes-unchecked", "rfa/train/loop.py",
+           "        if old.shape != new.shape:\n", "        if False:\n", (LONGER_TEST,),
+           "learned positions are silently replaced by a table of another length"),
+    Mutant("longer-strings-not-longer", "rfa/data/algorithmic.py",
+           "            min_length=33,\n", "            min_length=2,\n",
+           ("tests/data/test_data.py::test_longer_strings_lie_beyond_every_training_length",),
+           "the longer strings overlap the training lengths"),
+    Mutant("length-study-evaluates-the-training-task", "experiments/studies/length_generalization.py",
+           "    config.task, config.eval_batches = study.longer_task, study.longer_batches",
+           "    config.eval_batches = study.longer_batches", ("tests/experiments/test_length_generalization.py",),
+           "the longer-length accuracy is the training length's"),
+    Mutant("model-error-not-centered", ESTIMATORS_IN_MODELS,
+           "    return jnp.sqrt(error / jnp.sum(jnp.where(rows, (exact - mean) ** 2, 0.0)))",
+           "    return jnp.sqrt(error / jnp.sum(jnp.where(rows, exact**2, 0.0)))", (ESTIMATORS_TESTS,),
+           "the relative error divides by the uncentered norm (a shared offset counts as signal)"),
+    Mutant("model-variance-not-relative", ESTIMATORS_IN_MODELS,
+           "num_features, **params) - 2 * log_sm)", "num_features, **params) - log_sm)", (ESTIMATORS_TESTS,),
+           "the closed-form variance is divided by κ, not κ²"),
+    Mutant("model-variance-unscaled", ESTIMATORS_IN_MODELS,
+           "    scale = q.shape[-1] ** -0.25\n", "    scale = 1.0\n", (ESTIMATORS_TESTS,),
+           "the variance is of exp(qᵀk), not of the softmax logit's exp(qᵀk/√d)"),
+    Mutant("calibrated-layer-fit-per-call", ESTIMATORS_IN_MODELS,
+           '    q, k, _, key_mask, _ = site if fit == "per_call" else calibration_site',
+           "    q, k, _, key_mask, _ = site", (ESTIMATORS_TESTS,),
+           "the calibrated layer error fits to the measured batch itself"),
+    Mutant("shared-attention-calibrated", "rfa/attention/flax_adapter.py",
+           "        if uses[id(fn)] > 1:\n", "        if uses[id(fn)] > 2:\n",
+           ("tests/random_features/test_dense_exponential.py",),
+           "one attention module shared by two sites is calibrated to whichever ran last"),
 ]  # fmt: skip
 
 

@@ -4,8 +4,9 @@ Run: ``python -m experiments.benchmarks.relative``. For each length, the forward
 to q, k, v and the bias ``b [heads, 2L − 1]``) of causal kernelized attention with positive features, timed
 as compiled programs (median of ``--repeats``), with XLA's memory estimate:
 
-- ``fft``: ``rfa.kernelized_attention(..., relative_bias=b)``, the Toeplitz sums by FFT (Luo et al., NeurIPS
-  2021): O(L log L · F · d) time, O(L · F · d) memory;
+- ``fft``: ``rfa.kernelized_attention(..., relative_bias=b)`` with the Toeplitz sums by FFT at every length
+  (Luo et al., NeurIPS 2021): O(L log L · F · d) time, O(L · F · d) memory. The library itself forms the L × L
+  weights below ``rfa.attention.kernelized.relative.FFT_FROM_LENGTH``, where they are cheaper;
 - ``dense``: ``rfa.attention.naive_kernelized_attention(..., relative_bias=b)``, the L × L weights formed with
   ``exp(b[L − 1 + i − j])`` and masked: O(L² · (F + d)) time, O(L²) memory (up to ``--dense_max``);
 - ``no bias``: the chunked causal form without a bias, the cost the bias adds to.
@@ -24,6 +25,7 @@ import rfa
 from experiments.benchmarks.common import environment, loglog_figure, memory_bytes, run_once, slope, timing_summary
 from experiments.cli import run_main
 from experiments.report import markdown_table, output_path, write_report
+from rfa.attention.kernelized import relative as relative_mode
 
 _LENGTHS = flags.DEFINE_list("lengths", ["256", "512", "1024", "2048", "4096", "8192"], "Sequence lengths L.")
 _DENSE_MAX = flags.DEFINE_integer("dense_max", 4096, "Longest L the dense form runs at (its memory is O(L²)).")
@@ -68,6 +70,7 @@ def measure(length: int, names: list[str], projection, repeats: int) -> dict:
 
 def main(argv):
     del argv
+    relative_mode.FFT_FROM_LENGTH = 0  # the fft case runs the FFT form at every length (the library: from 512)
     lengths = [int(x) for x in _LENGTHS.value]
     projection = rfa.sample_projection(jax.random.key(0), M, D)
     rows = []

@@ -17,8 +17,6 @@ the table beside it (``.md``) and the figure (``.png``: accuracy against state b
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 
 import jax
@@ -26,11 +24,10 @@ from matplotlib.figure import Figure
 
 from experiments.report import markdown_table
 from experiments.spread import metric, versus
-from experiments.studies.seeded import train_seeds
+from experiments.studies.seeded import task_run_config, train_seeds
 from rfa.models.cores import attention_kinds, uses_num_features
 from rfa.tasks import get_task
 from rfa.train.config import build_model
-from rfa.workdir import ConfigError
 
 
 def settings(study) -> list[tuple[str, int | None]]:
@@ -46,12 +43,7 @@ def _takes_features(study, attention: str) -> bool:
 
 def training_config(study, attention: str, num_features: int | None):
     """The training config of one setting: ``configs/<task>.py:<attention>[,<scale>]`` with m set."""
-    if importlib.util.find_spec(f"configs.{study.task}") is None:
-        raise ConfigError(f"config.task names {study.task!r}, which has no configs/{study.task}.py.")
-    config = importlib.import_module(f"configs.{study.task}").get_config(
-        f"{attention},{study.scale}" if study.scale else attention
-    )
-    config.data_dir = study.data_dir
+    config = task_run_config(study.task, attention, study.scale, study.data_dir)
     if num_features is not None:
         config.attention.num_features = num_features
     return config

@@ -16,8 +16,6 @@ by them.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 
 import numpy as np
@@ -27,9 +25,8 @@ from ml_collections import config_flags
 
 from experiments.cli import run_main, run_training, shipped_config
 from experiments.report import output_path, training_table, write_report
-from experiments.studies.seeded import train_seeds
+from experiments.studies.seeded import task_run_config, train_seeds
 from rfa.train import read_metrics
-from rfa.workdir import ConfigError
 
 _CONFIG = config_flags.DEFINE_config_file("config", shipped_config("compare_kernels.py"), "Which tasks and kinds.")
 _WORKDIR = flags.DEFINE_string("workdir", "workdir/train", "Parent of the per-(task, attention) workdirs.")
@@ -52,12 +49,7 @@ def run(comparison, workdir: str) -> list[dict]:
         print(f"skipped: {attention} on {task} (config.skip)")
     results = []
     for task, attention in pairs(comparison):
-        if importlib.util.find_spec(f"configs.{task}") is None:
-            raise ConfigError(f"config.tasks names {task!r}, which has no configs/{task}.py.")
-        config = importlib.import_module(f"configs.{task}").get_config(
-            f"{attention},{comparison.scale}" if comparison.scale else attention
-        )
-        config.data_dir = comparison.data_dir
+        config = task_run_config(task, attention, comparison.scale, comparison.data_dir)
         results.append(train_seeds(config, os.path.join(workdir, task, attention), comparison.seeds))
     return results
 

@@ -39,13 +39,11 @@ from flax import nnx
 
 import rfa
 from experiments.report import markdown_table
-from rfa.models import MultiHeadAttention, QueriesKeys
+from rfa.models import AttentionInputs, MultiHeadAttention
 from rfa.tasks import get_task, train_batches
 from rfa.train import (
-    evaluate,
+    evaluate_model,
     load_model,
-    make_eval_step,
-    make_mesh,
     metric_sums,
     train_and_evaluate,
 )
@@ -100,12 +98,12 @@ def distill_maps(teacher, student, config, distill, kind: str) -> list[float]:
     @nnx.jit
     def record(teacher, batch):
         """Each site's ``(q, k, key_mask)`` of the teacher's forward pass on ``batch``, in site order."""
-        _, sown = nnx.capture(functools.partial(metric_sums, kind=kind), QueriesKeys)(teacher, batch)
-        return [functools.reduce(lambda node, key: node[key], path, sown)["queries_keys"][0] for path in paths]
+        _, sown = nnx.capture(functools.partial(metric_sums, kind=kind), AttentionInputs)(teacher, batch)
+        return [functools.reduce(lambda node, key: node[key], path, sown)["inputs"][0] for path in paths]
 
     def loss(maps, inputs):
         losses = [attention_weights_loss(q, k, mask, c, m["weight"], m["bias"])
-                  for (q, k, mask), c, m in zip(inputs, causal, maps, strict=True)]  # fmt: skip
+                  for (q, k, _, mask), c, m in zip(inputs, causal, maps, strict=True)]  # fmt: skip
         return sum(losses) / len(losses)
 
     tx = optax.adam(distill.distill_learning_rate)
@@ -130,13 +128,6 @@ def distill_maps(teacher, student, config, distill, kind: str) -> list[float]:
     return losses
 
 
-def evaluation(model, config) -> dict:
-    """The model's metrics on its task's test split, as the training runner evaluates at the end."""
-    task = get_task(config.task)
-    graphdef, state = nnx.split((model, nnx.Optimizer(model, optax.identity(), wrt=nnx.Param)))
-    return evaluate(make_eval_step(graphdef, kind=task.kind), state, task, config, make_mesh(1, 1), task.test_split)
-
-
 def score(metrics: dict) -> float:
     """The accuracy a run is judged by: sequence accuracy (seq2seq), else token / label accuracy."""
     return metrics.get("sequence_accuracy", metrics["accuracy"])
@@ -159,7 +150,7 @@ def run(distill: ml_collections.ConfigDict, workdir: str) -> dict:
         nnx.update(student, nnx.state(teacher, nnx.Param))
         stage1["losses"] = distill_maps(teacher, student, student_config, distill, task.kind)
         student.eval()
-        stage1["test"] = evaluation(student, student_config)
+        stage1["test"] = evaluate_model(student, student_config)
         student.train()
 
     student_results = train_and_evaluate(student_config, os.path.join(workdir, "student"), initialize=initialize)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 
 import ml_collections
@@ -9,6 +11,21 @@ import ml_collections
 from experiments.spread import over_seeds
 from rfa.train import train_and_evaluate
 from rfa.workdir import ConfigError
+
+
+def task_run_config(task: str, attention: str, scale: str, data_dir: str) -> ml_collections.ConfigDict:
+    """The training config ``configs/<task>.py:<attention>[,<scale>]`` (``scale`` "": the config's own) reading
+    data from ``data_dir``: one cell of a study.
+
+    Example:
+      >>> task_run_config("sort", "positive", "quick", "data").num_train_steps
+      12
+    """
+    if importlib.util.find_spec(f"configs.{task}") is None:
+        raise ConfigError(f"the study names the task {task!r}, which has no configs/{task}.py.")
+    config = importlib.import_module(f"configs.{task}").get_config(f"{attention},{scale}" if scale else attention)
+    config.data_dir = data_dir
+    return config
 
 
 def train_seeds(config: ml_collections.ConfigDict, workdir: str, seeds) -> dict:

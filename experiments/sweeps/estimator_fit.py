@@ -33,7 +33,7 @@ from experiments.sweeps import checks
 from experiments.sweeps.cells import Cell, estimator_params, group_seed
 from experiments.sweeps.kernel_mse import predicted_relative_error
 from experiments.sweeps.registry import ExperimentKind, register_experiment_kind
-from rfa.models import QueriesKeys
+from rfa.models import AttentionInputs
 from rfa.workdir import ConfigError
 
 DATASETS = ("anisotropic", "trained_model")  # the query/key sets
@@ -117,8 +117,8 @@ def trained_model(config: ml_collections.ConfigDict, workdir: str) -> tuple[np.n
     source = jnp.asarray(batch["inputs"])
     keep = np.asarray(source != model.config.pad_id)
     encode = (lambda m, x: m.encode(x)) if hasattr(model, "encode") else (lambda m, x: m(x))
-    _, sown = nnx.capture(encode, QueriesKeys)(model, source)  # the encoder's pass over the batch
-    q, k, _ = sown["encoder"]["layers"][config.model.layer]["attention"]["queries_keys"][0]
+    _, sown = nnx.capture(encode, AttentionInputs)(model, source)  # the encoder's pass over the batch
+    q, k, _, _ = sown["encoder"]["layers"][config.model.layer]["attention"]["inputs"][0]
     q, k = (np.asarray(x, np.float32)[keep] for x in (q, k))  # [tokens, heads, d]
     q, k = (np.swapaxes(x[: config.num_vectors], 0, 1) * x.shape[-1] ** -0.25 for x in (q, k))
     return q.astype(np.float32), k.astype(np.float32)

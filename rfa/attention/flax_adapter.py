@@ -9,6 +9,7 @@ with Performers", ICLR 2021 (feature redrawing, Sec. 4).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 from collections.abc import Callable
@@ -240,7 +241,9 @@ def repeat_kv_heads(query: Array, key: Array, value: Array) -> tuple[Array, Arra
 def calibrating(model: nnx.Module):
     """Within the block, every :class:`KernelizedAttention` in ``model`` (and every kernelized attention of
     rfa's own models) fits its parameters to the queries and keys of each (eager) call and keeps them:
-    run calibration batches through an unmodified model.
+    run calibration batches through an unmodified model. Each site keeps its own parameters; one attention
+    module shared by several sites (the same ``make_attention_fn`` passed to every layer) is refused with a
+    ValueError, as its single set of parameters would be fitted to one site and used at all.
 
     Example:
       >>> fn = rfa.make_attention_fn("aderf", 32, head_dim=8, key=jax.random.key(0))
@@ -256,6 +259,19 @@ def calibrating(model: nnx.Module):
         for _, module in nnx.iter_graph(model)
         if isinstance(module, Calibratable) and module.feature_map is not None and module.feature_map.fit is not None
     ]  # the attentions whose map fits parameters: the others have nothing to calibrate
+    uses = collections.Counter(
+        id(child)
+        for _, node in nnx.iter_graph(model)
+        if isinstance(node, nnx.Pytree)  # modules, nnx.List and nnx.Dict: the containers of sites
+        for _, child in nnx.graph.iter_children(node)
+    )
+    for fn in attention_fns:
+        if uses[id(fn)] > 1:
+            raise ValueError(
+                f"one {fn.feature_map.name!r} attention module is used by {uses[id(fn)]} attention sites of the model: "
+                "calibrating would fit one set of parameters to whichever site ran last and use it at every site. "
+                "Give each site its own rfa.make_attention_fn(...) (one per nnx.MultiHeadAttention)."
+            )
     for fn in attention_fns:
         fn.calibrating = True
     try:

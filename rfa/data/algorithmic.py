@@ -6,7 +6,8 @@ from ``[min_length, max_length]`` over the first ``num_symbols`` lowercase lette
 generated from fixed seeds, so the same config gives the same files on every machine.
 These are the classic probes of whether attention can route information by position (copy,
 reverse) and by content (sort); see Tay et al., "Long Range Arena", ICLR 2021, for their use
-in efficient-attention comparisons.
+in efficient-attention comparisons. Each task also has a ``<task>_longer`` config, strings of 33-64 letters
+(longer than any the default config trains on, small splits): the probe of length generalization.
 """
 
 from __future__ import annotations
@@ -38,6 +39,15 @@ class Algorithmic(GeneratedBuilder):
 
     BUILDER_CONFIGS: ClassVar[list] = [
         AlgorithmicConfig(name=task, description=f"{task} a string of letters") for task in TRANSFORMS
+    ] + [
+        AlgorithmicConfig(
+            name=f"{task}_longer",
+            description=f"{task} a string longer than the training ones",
+            min_length=33,
+            max_length=64,
+            num_train=1_000,
+        )
+        for task in TRANSFORMS
     ]
 
     def _info(self) -> tfds.core.DatasetInfo:
@@ -55,4 +65,4 @@ class Algorithmic(GeneratedBuilder):
         letters = np.array(list(string.ascii_lowercase[: config.num_symbols]))
         for index in range(count):
             text = "".join(rng.choice(letters, size=rng.integers(config.min_length, config.max_length + 1)))
-            yield index, {"inputs": text, "targets": TRANSFORMS[config.name](text)}
+            yield index, {"inputs": text, "targets": TRANSFORMS[config.name.removesuffix("_longer")](text)}

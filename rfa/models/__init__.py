@@ -1,7 +1,7 @@
 """Flax NNX Transformers (text and vision) with the attention of each site chosen by config (exact or kernelized)."""
 
 from rfa.models import decoding
-from rfa.models.attention import MultiHeadAttention, QueriesKeys
+from rfa.models.attention import AttentionInputs, MultiHeadAttention
 from rfa.models.config import PRESETS, AttentionConfig, EncoderConfig, TransformerConfig, preset
 from rfa.models.forecaster import ForecastConfig, Forecaster
 from rfa.models.swin import SwinConfig, SwinStage, SwinTransformer
@@ -11,6 +11,7 @@ from rfa.models.vision import VisionConfig, VisionTransformer
 __all__ = [
     "PRESETS",
     "AttentionConfig",
+    "AttentionInputs",
     "Decoder",
     "Encoder",
     "EncoderConfig",
@@ -18,7 +19,6 @@ __all__ = [
     "ForecastConfig",
     "Forecaster",
     "MultiHeadAttention",
-    "QueriesKeys",
     "SwinConfig",
     "SwinStage",
     "SwinTransformer",

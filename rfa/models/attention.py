@@ -23,16 +23,17 @@ from rfa.models.positional import rotate
 Array = jax.Array
 
 
-class QueriesKeys(nnx.Intermediate):
-    """What :class:`MultiHeadAttention` sows while ``nnx.capture`` collects it: each call's ``(q, k, key_mask)``,
-    ``q [batch, q_len, heads, head_dim]`` and ``k`` after the projections (and rotary positions),
-    ``key_mask [batch, kv_len]``. Attention distillation and the estimator experiments read them.
+class AttentionInputs(nnx.Intermediate):
+    """What :class:`MultiHeadAttention` sows while ``nnx.capture`` collects it: each call's
+    ``(q, k, v, key_mask)``, ``q [batch, q_len, heads, head_dim]``, ``k`` and ``v [batch, kv_len, heads,
+    head_dim]`` after the projections (and rotary positions), ``key_mask [batch, kv_len]``: what the site's
+    attention core receives. Attention distillation and the estimator experiments read them.
 
     Example:
       >>> from rfa.models import Encoder, preset
       >>> model = Encoder(preset("tiny", vocab_size=50), rngs=nnx.Rngs(0))
-      >>> _, sown = nnx.capture(model, QueriesKeys)(jnp.ones((2, 7), jnp.int32))
-      >>> q, k, key_mask = sown["encoder"]["layers"][0]["attention"]["queries_keys"][0]
+      >>> _, sown = nnx.capture(model, AttentionInputs)(jnp.ones((2, 7), jnp.int32))
+      >>> q, k, v, key_mask = sown["encoder"]["layers"][0]["attention"]["inputs"][0]
       >>> q.shape, key_mask.shape
       ((2, 7, 4, 8), (2, 7))
     """
@@ -83,7 +84,7 @@ class MultiHeadAttention(nnx.Module):
         """
         q, k, v = self._queries_keys(x, x if memory is None else memory, q_positions, k_positions)
         if hasattr(self, "__captures__"):  # inside nnx.capture (sown outside, the values would stay on the module)
-            self.sow(QueriesKeys, "queries_keys", (q, k, key_mask))
+            self.sow(AttentionInputs, "inputs", (q, k, v, key_mask))
         return self.out(self.core(q, k, v, x, key_mask=key_mask, q_positions=q_positions, k_positions=k_positions))
 
     # Decoding.

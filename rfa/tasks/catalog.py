@@ -23,6 +23,9 @@ SHIPPED: dict[str, Task] = {
         name: Task(f"algorithmic/{name}", "seq2seq", "inputs", "targets", _BYTES, generated=True)
         for name in ("copy", "reverse", "sort")
     },
+    # Sort on strings of 33-64 letters, beyond the 2-32 of "sort": evaluated by configs/length_generalization.py
+    # (the builder also has copy_longer and reverse_longer, to register the same way).
+    "sort_longer": Task("algorithmic/sort_longer", "seq2seq", "inputs", "targets", _BYTES, generated=True),
     "listops": Task("listops/short", "classification", "source", "label", _LISTOPS, num_classes=10, generated=True),
     "listops_cpu": Task("listops/cpu", "classification", "source", "label", _LISTOPS, num_classes=10, generated=True),
     # Long Range Arena at its real lengths: ListOps up to 2000 tokens, Pathfinder-32 as 1024 pixels.

@@ -3,7 +3,7 @@
 from rfa.tasks import shift_right
 from rfa.train.checkpoint import CheckpointError, Checkpoints
 from rfa.train.config import ATTENTION_VARIANTS, base_config, build_model, check_config, model_config, task_config
-from rfa.train.loop import TrainingInterrupted, evaluate, load_model, train_and_evaluate
+from rfa.train.loop import TrainingInterrupted, evaluate, evaluate_model, load_model, train_and_evaluate
 from rfa.train.metrics import MetricWriter, plot_curves, read_metrics
 from rfa.train.optim import make_optimizer, make_schedule
 from rfa.train.sharding import DistributedError, global_batch, initialize_distributed, make_mesh, state_sharding
@@ -20,6 +20,7 @@ __all__ = [
     "build_model",
     "check_config",
     "evaluate",
+    "evaluate_model",
     "global_batch",
     "initialize_distributed",
     "load_model",

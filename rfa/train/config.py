@@ -75,7 +75,7 @@ def base_config() -> ml_collections.ConfigDict:
     config.model.num_decoder_layers = 2  # encoder-decoder and language model
     config.model.dropout_rate = 0.1
     config.model.norm = "pre"  # "post" (paper) or "pre"
-    config.model.positional = "sinusoidal"  # "sinusoidal", "learned", "rotary" ("relative": exact only)
+    config.model.positional = "sinusoidal"  # "sinusoidal", "learned", "rotary", "relative" (kernelized: no decoding)
     config.model.pooling = "mean"  # classifier pooling: "mean" or "cls"
     config.model.architecture = "vit"  # images: "vit" or "swin"
     config.model.patch_size = 2  # images: side of the square patches

@@ -31,6 +31,14 @@ def test_algorithmic_examples_follow_their_task(name, data_dir):
     assert validation_size == 1000 and [e["inputs"] for e in validation] != [e["inputs"] for e in examples]
 
 
+def test_longer_strings_lie_beyond_every_training_length(data_dir):
+    examples, size = _examples("sort_longer", "test", data_dir)
+    assert size == 1000
+    lengths = [len(example["inputs"]) for example in examples]
+    assert min(lengths) >= 33 and max(lengths) <= 64 and max(lengths) > 56
+    assert all(example["targets"].decode() == "".join(sorted(example["inputs"].decode())) for example in examples)
+
+
 @pytest.mark.slow
 def test_listops_labels_are_the_values_of_their_expressions(data_dir):
     examples, size = _examples("listops", "train", data_dir, count=500)

@@ -9,7 +9,7 @@ import pytest
 from flax import nnx
 from helpers import normal
 
-from rfa.models import Encoder, EncoderConfig, QueriesKeys, preset
+from rfa.models import AttentionInputs, Encoder, EncoderConfig, preset
 from rfa.models.attention import MultiHeadAttention
 from rfa.models.positional import PositionalEmbedding, relative_bucket, rotate, sinusoidal_table
 
@@ -121,8 +121,8 @@ def test_queries_and_keys_are_captured_only_inside_nnx_capture():
     before = nnx.state(model)
     model(tokens)
     assert jax.tree.structure(nnx.state(model)) == jax.tree.structure(before)
-    _, sown = nnx.capture(model, QueriesKeys)(tokens)
-    q, k, key_mask = sown["encoder"]["layers"][1]["attention"]["queries_keys"][0]
+    _, sown = nnx.capture(model, AttentionInputs)(tokens)
+    q, k, _, key_mask = sown["encoder"]["layers"][1]["attention"]["inputs"][0]
     np.testing.assert_array_equal(key_mask, tokens != 0)
     layer0 = model.encoder.layers[0]
     x = layer0(model.embed(tokens, jnp.broadcast_to(jnp.arange(4), (2, 4))), key_mask=tokens != 0,

@@ -255,6 +255,35 @@ def test_calibrated_parameters_equal_the_fit_of_the_pooled_batches_and_serve_cau
     np.testing.assert_allclose(causal, mha.out(expected.astype(np.float32)), rtol=2e-4, atol=2e-5)
 
 
+def test_calibrating_keeps_one_fit_per_site_and_refuses_a_module_shared_by_sites():
+    x = normal(4, (2, 6, 2 * D))
+
+    def encoder(fns):
+        layers = nnx.List([nnx.MultiHeadAttention(2, 2 * D, attention_fn=fn, decode=False, rngs=nnx.Rngs(i))
+                           for i, fn in enumerate(fns)])  # fmt: skip
+
+        def forward(x):
+            for layer in layers:
+                x = layer(x)
+            return x
+
+        return layers, forward
+
+    own = [rfa.make_attention_fn("aderf", 16, head_dim=D, key=jax.random.key(i)) for i in range(2)]
+    layers, forward = encoder(own)
+    with rfa.attention.calibrating(layers):
+        forward(x)
+    inputs = [x, layers[0](x)]  # each site's own input: its fit is to its own queries and keys
+    for fn, layer, y in zip(own, layers, inputs, strict=True):
+        expected = rfa.attention.fit_feature_params("aderf", layer.query(y), layer.key(y))
+        np.testing.assert_allclose(fn.fitted_params["A"][...], expected["A"], rtol=1e-5)
+    assert not np.allclose(own[0].fitted_params["A"][...], own[1].fitted_params["A"][...])
+    shared = rfa.make_attention_fn("aderf", 16, head_dim=D, key=jax.random.key(0))
+    layers, _ = encoder([shared, shared])
+    with pytest.raises(ValueError, match=r"used by 2 attention sites.*its own rfa\.make_attention_fn"):
+        rfa.attention.calibrating(layers).__enter__()
+
+
 def test_calibrating_a_model_leaves_maps_without_a_fit_alone():
     fn = rfa.make_attention_fn("positive", 16, head_dim=D, key=jax.random.key(3))
     mha = nnx.MultiHeadAttention(2, 2 * D, attention_fn=fn, decode=False, rngs=nnx.Rngs(0))

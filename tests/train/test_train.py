@@ -21,6 +21,7 @@ from rfa.train import (
     TrainingInterrupted,
     build_model,
     check_config,
+    evaluate_model,
     load_model,
     make_schedule,
     metric_sums,
@@ -129,6 +130,25 @@ def test_validation_is_evaluated_while_training_and_test_once_on_the_final_check
     first = {split: next(iter(eval_batches(task, data_dir=config.data_dir, batch_size=4, max_length=8, split=split)))
              for split in ("validation", "test")}  # fmt: skip
     assert not np.array_equal(first["validation"]["inputs"], first["test"]["inputs"])  # two different splits
+
+
+@pytest.mark.slow
+def test_a_trained_model_is_rebuilt_for_longer_sequences_and_evaluated_on_them(sort_run, tmp_path):
+    config, workdir, results = sort_run
+    model, _, _, _ = load_model(workdir)
+    longer, longer_config, _, _ = load_model(workdir, max_length=72)
+    assert longer_config.max_length == 72 and longer.config.max_length == 72
+    rng = np.random.default_rng(0)
+    source, target = (jnp.asarray(rng.integers(3, 20, (2, config.max_length))) for _ in range(2))
+    np.testing.assert_allclose(longer(source, target), model(source, target), atol=1e-5)  # same weights, positions
+    assert evaluate_model(model, config)["accuracy"] == pytest.approx(results["test"]["accuracy"], rel=1e-5)
+    longer_config.task = "sort_longer"
+    metrics = evaluate_model(longer, longer_config, "validation")
+    assert 0 <= metrics["sequence_accuracy"] <= metrics["accuracy"] <= 1 and metrics["loss"] > 0
+    learned = _quick(sort, "exact", config.data_dir, model__positional="learned", num_train_steps=4, eval_every=4)
+    train_and_evaluate(learned, str(tmp_path), progress=False)
+    with pytest.raises(ConfigError, match=r"shape \(24, 32\) for max_length = 24 .*cannot change its length"):
+        load_model(str(tmp_path), max_length=72)
 
 
 @pytest.mark.slow
@@ -431,4 +451,4 @@ def test_compare_kernels_trains_every_pair_and_writes_the_table(data_dir, tmp_pa
     assert (tmp_path / "table.png").stat().st_size > 10_000
     done = _run("experiments.studies.compare_kernels", "--config", "configs/compare_kernels.py:quick", "--workdir",
                 str(tmp_path), "--config.tasks=nope", "--output=")  # fmt: skip
-    assert done.returncode != 0 and "config.tasks names 'nope', which has no configs/nope.py" in done.stderr
+    assert done.returncode != 0 and "the study names the task 'nope', which has no configs/nope.py" in done.stderr

@@ -6,12 +6,14 @@ Encoding", NeurIPS 2021. Query i weighs key j by ``exp(b_{i−j}) φ(q_i)ᵀφ(k
 ``out_i = φ(q_i)ᵀ Σ_j c_{i−j} φ(k_j)[v_j, 1]ᵀ / (the same with 1)``:
 
 for every feature f and value column e, ``T_i = Σ_j c_{i−j} φ(k_j)_f [v_j, 1]_e`` is a Toeplitz matrix times a
-vector, a linear convolution of the keys' outer products with ``c``. It is computed by zero-padding to
-``N >= 2L − 1`` and FFTs along the length: O(L log L · F · (d_v + 1)) time and O(L · F · (d_v + 1)) memory per
-row (the convolved outer products are formed; no L × L matrix). Causal: ``c_n = 0`` for ``n < 0``.
+vector, a linear convolution of the keys' outer products with ``c``. From :data:`FFT_FROM_LENGTH` tokens it is
+computed by zero-padding to ``N >= 2L − 1`` and FFTs along the length: O(L log L · F · (d_v + 1)) time and
+O(L · F · (d_v + 1)) memory per row (the convolved outer products are formed; no L × L matrix). Shorter
+sequences form the L × L weights ``φ(q_i)ᵀφ(k_j) c_{i−j}`` instead: F·(d_v + 1) FFTs of a few hundred points
+cost more than that on XLA (at L = 40, 60x more on this project's CPU). Causal: ``c_n = 0`` for ``n < 0``.
 
 Stability: ``c = exp(b − max b)`` and the keys' features at one reference per row (as the bidirectional
-mode), so no term exceeds 1; both factors cancel in the normalized output. **Round-off:** an FFT
+mode), so no term exceeds 1; both factors cancel in the normalized output. **Round-off** (the FFT form): an FFT
 convolution in float32 has an absolute error of about 1e-7·log N times the largest sum ``T``, not
 relative to each entry: a query whose sums are small next to other queries' — keys it sees through a
 bias far below ``max b``, or few keys while others see many — loses that ratio in relative accuracy
@@ -32,6 +34,17 @@ from rfa.attention.state import RecurrentState
 from rfa.random_features.feature_maps import features_at
 
 Array = jax.Array
+
+
+FFT_FROM_LENGTH = 512
+"""The length from which the Toeplitz sums run by FFT; shorter sequences form the L × L weights
+``φ(q_i)ᵀφ(k_j) c_{i−j}``, which cost fewer operations there (``experiments.benchmarks.relative``)."""
+
+
+def toeplitz(kernel: Array, length: int) -> Array:
+    """The matrices ``C_ij = c_{i−j}`` ``[rows, L, L]`` of ``kernel [rows, 2L−1]`` (``c_n`` at ``L − 1 + n``)."""
+    lags = jnp.arange(length)[:, None] - jnp.arange(length)[None, :]
+    return kernel[:, length - 1 + lags]
 
 
 def toeplitz_sums(kernel: Array, x: Array) -> Array:
@@ -62,8 +75,12 @@ def relative(call: Call, *, causal: bool) -> tuple[Array, RecurrentState]:
     kernel = jnp.exp(bias - bias_max)
     if causal:  # c_n = 0 for n < 0: entries before L - 1
         kernel = jnp.where(jnp.arange(2 * length - 1) >= length - 1, kernel, 0.0)
-    outer = phi_k[..., :, None] * with_ones_column(r.v)[..., None, :]  # [rows, L, F, dv+1]
-    sums = toeplitz_sums(kernel, outer)
-    num_aug = jnp.einsum("...qf,...qfd->...qd", phi_q, sums, precision=call.precision)
+    v_aug = with_ones_column(r.v)
+    if length < FFT_FROM_LENGTH:  # the L × L weights: fewer operations than F·(dv+1) FFTs at these lengths
+        weights = jnp.einsum("...qf,...kf->...qk", phi_q, phi_k, precision=call.precision) * toeplitz(kernel, length)
+        num_aug = jnp.einsum("...qk,...kd->...qd", weights, v_aug, precision=call.precision)
+    else:
+        sums = toeplitz_sums(kernel, phi_k[..., :, None] * v_aug[..., None, :])  # of the [rows, L, F, dv+1] products
+        num_aug = jnp.einsum("...qf,...qfd->...qd", phi_q, sums, precision=call.precision)
     out = output(call, num_aug, key_ref[..., 0] + bias_max, s_q[..., 0], r.shape)
     return out, None

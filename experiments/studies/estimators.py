@@ -1,0 +1,38 @@
+"""Estimators inside real models: each estimator swapped into trained and untrained models, against softmax.
+
+  python -m experiments.studies.estimators --config configs/estimators_in_models.py --workdir DIR
+
+The work is in :mod:`experiments.studies.estimators_in_models`; this module is its command line. Writes
+``--output`` (JSON; default ``<workdir>/estimators_in_models.json``), the table beside it (``.md``) and the figure
+(``.png``).
+"""
+
+from __future__ import annotations
+
+from absl import flags
+from ml_collections import config_flags
+
+from experiments.cli import run_main, run_training, shipped_config
+from experiments.report import output_path, write_report
+from experiments.studies.estimators_in_models import plot, run, table
+
+_CONFIG = config_flags.DEFINE_config_file(
+    "config", shipped_config("estimators_in_models.py"), "Which models, estimators, m and seeds."
+)
+_WORKDIR = flags.DEFINE_string("workdir", "workdir/estimators_in_models", "Parent of the training workdirs.")
+_OUTPUT = flags.DEFINE_string(
+    "output", None, "JSON of the results (.md and .png beside); default <workdir>/estimators_in_models.json."
+)
+
+
+def main(argv):
+    del argv
+    rows = run_training(run, _CONFIG.value, _WORKDIR.value)
+    text = table(rows)
+    print(text)
+    output = output_path(_OUTPUT.value, _WORKDIR.value, "estimators_in_models.json")
+    write_report(output, rows, text, lambda path: plot(rows, path))
+
+
+if __name__ == "__main__":
+    run_main(main)

@@ -1,0 +1,389 @@
+"""Estimators inside real models: how far is each random-feature estimator from softmax in a model as it is?
+
+  python -m experiments.studies.estimators --config configs/estimators_in_models.py --workdir DIR
+
+(:mod:`experiments.studies.estimators` is its command line; the Flax model is
+:mod:`experiments.studies.flax_encoder`.)
+
+The estimator reproductions measure kernels on synthetic pairs; this study measures them where a user meets
+them. Each model of ``config.models`` — rfa's text encoder (ListOps), decoder LM (Python source) and ViT
+(digits), and a Flax-example encoder of ``nnx.MultiHeadAttention`` layers with one ``rfa.make_attention_fn``
+per site (:class:`FlaxEncoder`) — is taken at initialization and after training with exact attention
+(``config.states``). Each estimator of ``config.estimators`` at each m is then swapped in with the same weights
+and measured against the exact model, once per seed (the model's initialization or training run, and the
+random features):
+
+- **layer error**: at each attention site, on the exact model's own ``q, k, v`` (``rfa.models.AttentionInputs``;
+  the Flax layers' projections), ``|ô − o| / |o − ō|`` between the estimator's attention output and softmax's
+  over the valid tokens (ō: their mean, so a shared offset is not signal). Each site is isolated;
+- **output error**: the same measure on the swapped model's logits against the exact model's;
+- **metric change**: the task metric (accuracy, or the LM's perplexity) of the swapped model minus the exact
+  one's, on ``config.eval_batches`` test batches;
+- **variance**: on each site's own queries and keys (scaled by ``d^{-1/4}``), the closed-form relative variance
+  ``MSE / SM²`` of the m-feature estimate (``rfa.theory.log_mse``, iid features) against the measured one
+  (``config.variance_draws`` draws), the median over ``config.variance_pairs`` query-key pairs of a sequence,
+  averaged over the sites.
+
+Data-fitted maps (oprf, the DERF family) are fitted per call (``per_call``: to each call's queries and keys;
+bidirectional sites only) or ``calibrated`` on ``config.calibration_batches`` validation batches
+(``rfa.attention.calibrating``; a causal site has only this). The test batches are read only to measure.
+The table reports means ± standard deviations over the seeds, and the verdict names, per model and state,
+the estimator with the lowest output error at the largest m and whether it is separated from the next
+(:func:`experiments.spread.versus`). The command writes the JSON, the table beside it (``.md``) and a figure
+(``.png``: output error against m, a panel per model and state).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+from matplotlib.figure import Figure
+
+import rfa
+from experiments.report import markdown_table
+from experiments.spread import Spread, versus
+from experiments.studies.flax_encoder import FlaxEncoder, train_flax
+from experiments.studies.seeded import task_run_config
+from rfa.models import AttentionInputs, MultiHeadAttention
+from rfa.tasks import eval_batches, get_task, task_kind
+from rfa.train import build_model, evaluate_model, load_model, train_and_evaluate
+from rfa.workdir import ConfigError
+
+FITS = ("per_call", "calibrated")
+STATES = ("init", "trained")
+
+
+def relative_error(estimate, exact, weights):
+    """``|ê − e| / |e − ē|`` over the rows whose ``weights`` (the leading axes of ``exact``) are positive; ē is
+    the mean of those rows. Traceable: a scalar array.
+
+    Example:
+      >>> estimate, exact = jnp.array([[1.0], [3.0], [9.0]]), jnp.array([[0.0], [2.0], [5.0]])
+      >>> float(relative_error(estimate, exact, jnp.array([1, 1, 0])))
+      1.0
+    """
+    keep = jnp.asarray(weights) > 0
+    rows = keep.reshape(keep.shape + (1,) * (exact.ndim - keep.ndim))
+    mean = jnp.sum(jnp.where(rows, exact, 0.0), axis=tuple(range(keep.ndim))) / jnp.sum(keep)
+    error = jnp.sum(jnp.where(rows, (estimate - exact) ** 2, 0.0))
+    return jnp.sqrt(error / jnp.sum(jnp.where(rows, (exact - mean) ** 2, 0.0)))
+
+
+# The models: each gives its exact model, a copy with an estimator swapped in, its sites' inputs and its metric.
+
+
+class RfaModel:
+    """One of rfa's own models, built and trained by ``rfa.train`` from ``configs/<task>.py:exact[,<scale>]``."""
+
+    def __init__(self, study, name: str):
+        self.study, self.name, self.task = study, name, get_task(study.tasks[name])
+        self.forward = nnx.jit(self.outputs)  # compiled once per model graph
+        self.site_inputs = nnx.jit(self.sites)
+
+    def exact(self, state: str, seed: int, workdir: str):
+        """``(model, config)``: the exact model at initialization or after its training run (read back)."""
+        config = task_run_config(self.study.tasks[self.name], "exact", self.study.scale, self.study.data_dir)
+        config.seed = seed
+        if state == "init":
+            model = build_model(config, self.task)
+            model.eval()
+            return model, config
+        run = os.path.join(workdir, self.name, f"seed_{seed}")
+        train_and_evaluate(config, run)
+        model, config, _, _ = load_model(run)
+        return model, config
+
+    def swapped(self, exact, config, estimator: str, num_features: int, seed: int):
+        """The model with ``estimator`` at m = ``num_features`` at every site, the exact model's weights, and
+        random features drawn from ``seed``."""
+        swapped_config = config.copy_and_resolve_references()
+        swapped_config.attention.kind, swapped_config.attention.num_features = estimator, num_features
+        swapped_config.seed = seed
+        model = build_model(swapped_config, self.task)
+        nnx.update(model, nnx.state(exact, nnx.Param))
+        model.eval()
+        return model
+
+    def outputs(self, model, batch):
+        """``(logits, weights)`` of ``batch``: the weights mark the rows that count."""
+        logits, _, weights = task_kind(self.task.kind).forward(model, batch)
+        return logits, weights
+
+    def causal(self, model) -> list[bool]:
+        """Whether each attention site of ``model`` is causal, in site order."""
+        return [m.causal for _, m in nnx.iter_modules(model) if isinstance(m, MultiHeadAttention)]
+
+    def sites(self, model, batch) -> list[tuple]:
+        """Each attention site's ``(q, k, v, key_mask)`` in ``model``'s pass over ``batch``, in site order."""
+        paths = [path for path, m in nnx.iter_modules(model) if isinstance(m, MultiHeadAttention)]
+        _, sown = nnx.capture(self.outputs, AttentionInputs)(model, batch)
+        return [functools.reduce(lambda node, key: node[key], path, sown)["inputs"][0] for path in paths]
+
+    def metric(self, model, config) -> tuple[str, float]:
+        """``(name, value)`` of the task's score on ``config.eval_batches`` test batches: perplexity where the
+        task reports one (a language model), else accuracy."""
+        metrics = evaluate_model(model, config)
+        name = "perplexity" if "perplexity" in metrics else "accuracy"
+        return name, metrics[name]
+
+
+class FlaxModel(RfaModel):
+    """:class:`FlaxEncoder` on its task, trained by a plain optax loop (``config.flax_steps`` AdamW steps)."""
+
+    def _build(self, config, attention_fns, seed):
+        m = config.model
+        return FlaxEncoder(vocab_size=self.task.vocab_size, num_classes=self.task.num_classes, d_model=m.d_model,
+                           num_heads=m.num_heads, mlp_dim=m.mlp_dim, num_layers=m.num_encoder_layers,
+                           max_length=config.max_length, attention_fns=attention_fns, rngs=nnx.Rngs(seed))  # fmt: skip
+
+    def exact(self, state: str, seed: int, workdir: str):
+        config = task_run_config(self.study.tasks[self.name], "exact", self.study.scale, self.study.data_dir)
+        model = self._build(config, None, seed)
+        if state == "trained":
+            train_flax(model, config, self.study.flax_steps, seed)
+        return model, config
+
+    def swapped(self, exact, config, estimator: str, num_features: int, seed: int):
+        head_dim = config.model.d_model // config.model.num_heads
+        keys = jax.random.split(jax.random.key(seed), config.model.num_encoder_layers)
+        fns = [rfa.make_attention_fn(estimator, num_features, head_dim=head_dim, key=key) for key in keys]
+        model = self._build(config, fns, seed)
+        nnx.update(model, nnx.state(exact, nnx.Param))
+        return model
+
+    def outputs(self, model, batch):
+        return model(batch["inputs"]), batch["weight"]
+
+    def causal(self, model) -> list[bool]:
+        return [False] * len(model.layers)
+
+    def sites(self, model, batch) -> list[tuple]:
+        h, mask, keep = model.hidden(batch["inputs"])
+        sites = []
+        for layer in model.layers:
+            sites.append((*layer.qkv(h), keep))
+            h = layer(h, mask)
+        return sites
+
+    def metric(self, model, config) -> tuple[str, float]:
+        correct = total = 0.0
+        for batch in _test_batches(config):
+            logits = np.asarray(self.forward(model, batch)[0])
+            correct += float(((logits.argmax(-1) == batch["label"]) * batch["weight"]).sum())
+            total += float(batch["weight"].sum())
+        return "accuracy", correct / total
+
+
+MODEL_KINDS = {"encoder": RfaModel, "decoder": RfaModel, "vit": RfaModel, "flax": FlaxModel}
+
+
+def _test_batches(config):
+    return eval_batches(get_task(config.task), data_dir=config.data_dir, batch_size=config.batch_size,
+                        max_length=config.max_length, split="test", max_batches=config.eval_batches)  # fmt: skip
+
+
+# The measures.
+
+
+def valid_pairs(key_mask: np.ndarray, count: int, seed: int = 7) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``count`` (row, query, key) index triples of valid tokens of the same sequence, drawn uniformly."""
+    rng = np.random.default_rng(seed)
+    rows = np.flatnonzero(key_mask.any(-1))[rng.integers(0, key_mask.any(-1).sum(), count)]
+    valid = [np.flatnonzero(key_mask[r]) for r in rows]
+    return rows, np.array([rng.choice(v) for v in valid]), np.array([rng.choice(v) for v in valid])
+
+
+@functools.partial(jax.jit, static_argnames=("estimator", "num_features", "causal", "draws"))
+def site_measures(q, k, v, key_mask, params, pairs, key, *, estimator, num_features, causal, draws):
+    """One site's measures on its own ``q, k, v [batch, length, heads, d]``: the relative error of the
+    estimator's attention output against softmax's (valid query tokens), and the closed-form and measured
+    relative variance ``E(κ̂ − κ)² / κ²`` of the m-feature estimate of ``κ = exp(xᵀy)`` (x, y: a query and a
+    key scaled by ``d^{-1/4}``; iid features, ``draws`` draws), each the median over the ``pairs`` (row, query,
+    key) and the heads."""
+    mask = key_mask[:, None, None, :]
+    exact = rfa.softmax_attention(q, k, v, mask=mask, is_causal=causal)
+    W = rfa.sample_projection(key, num_features, q.shape[-1])
+    approx = rfa.kernelized_attention(q, k, v, feature_map=estimator, projection=W, mask=mask, is_causal=causal,
+                                      feature_params=params or None)  # fmt: skip
+    rows, i, j = pairs
+    scale = q.shape[-1] ** -0.25
+    x, y = jnp.swapaxes(q[rows, i], 0, 1) * scale, jnp.swapaxes(k[rows, j], 0, 1) * scale  # [heads, pairs, d]
+    log_sm = jnp.sum(x * y, -1)
+    closed = jnp.exp(rfa.theory.log_mse(estimator, x, y, num_features, **params) - 2 * log_sm)
+
+    def draw(key):
+        projection = rfa.sample_projection(key, num_features, x.shape[-1], kind="iid")
+        return rfa.estimate_softmax_kernel(x, y, projection, estimator, **params)
+
+    estimates = jax.lax.map(draw, jax.random.split(jax.random.fold_in(key, 1), draws))
+    measured = jnp.mean((estimates / jnp.exp(log_sm) - 1.0) ** 2, axis=0)
+    return relative_error(approx, exact, key_mask), jnp.median(closed), jnp.median(measured)
+
+
+def site_params(estimator: str, site, calibration_site, fit: str | None) -> dict:
+    """The map's parameters at one site: none (no fit), the fit to this call, or the calibrated fit."""
+    if fit is None:
+        return {}
+    q, k, _, key_mask, _ = site if fit == "per_call" else calibration_site
+    return rfa.attention.fit_feature_params(estimator, q, k, mask=jnp.asarray(key_mask)[:, None, None, :])
+
+
+def cells(study) -> list[tuple[str, int, str | None]]:
+    """``(estimator, m, fit)`` of every measurement: each fit of ``study.fits`` for maps fitted from data, one
+    measurement (fit None) for the others."""
+    for estimator in study.estimators:
+        rfa.feature_map(estimator)  # a clear error for an unknown name
+    return [(e, m, fit) for e in study.estimators for m in study.num_features
+            for fit in (study.fits if rfa.feature_map(e).fit is not None else (None,))]  # fmt: skip
+
+
+def measure(study, model_name: str, state: str, seed: int, workdir: str) -> list[dict]:
+    """Every cell of one model, state and seed: one record each."""
+    kind = MODEL_KINDS[model_name](study, model_name)
+    exact, config = kind.exact(state, seed, workdir)
+    config.eval_batches = study.eval_batches
+    batch = {name: jnp.asarray(value) for name, value in next(iter(_test_batches(config))).items()}
+    calibration = [{name: jnp.asarray(value) for name, value in b.items()} for b in eval_batches(
+        get_task(config.task), data_dir=config.data_dir, batch_size=config.batch_size, max_length=config.max_length,
+        split="validation", max_batches=study.calibration_batches)]  # fmt: skip
+    exact_logits, weights = kind.forward(exact, batch)
+    causal = kind.causal(exact)
+    sites = [(*inputs, c) for inputs, c in zip(kind.site_inputs(exact, batch), causal, strict=True)]
+    per_batch = [kind.site_inputs(exact, b) for b in calibration]
+    calibration_sites = [  # each site's inputs over the calibration batches, concatenated along the batch
+        (*(jnp.concatenate(parts) for parts in zip(*group, strict=True)), c)
+        for group, c in zip(zip(*per_batch, strict=True), causal, strict=True)
+    ]
+    metric_name, exact_metric = kind.metric(exact, config)
+    records = []
+    for estimator, num_features, fit in cells(study):
+        if fit == "per_call" and any(site[4] for site in sites):
+            continue  # a causal site cannot fit per call: its prefixes would see different estimators
+        key = jax.random.fold_in(jax.random.key(seed), num_features)
+        layer_errors, closed, measured = [], [], []
+        for index, (site, calibration_site) in enumerate(zip(sites, calibration_sites, strict=True)):
+            q, k, v, key_mask, causal = site
+            error, c, m = site_measures(
+                q, k, v, key_mask, site_params(estimator, site, calibration_site, fit),
+                valid_pairs(np.asarray(key_mask), study.variance_pairs), jax.random.fold_in(key, index),
+                estimator=estimator, num_features=num_features, causal=causal, draws=study.variance_draws,
+            )  # fmt: skip
+            layer_errors.append(float(error))
+            closed.append(float(c))
+            measured.append(float(m))
+        model = kind.swapped(exact, config, estimator, num_features, seed)
+        if fit == "calibrated":
+            with rfa.attention.calibrating(model):
+                for b in calibration:
+                    kind.outputs(model, b)  # eager calls: each site fits to its own queries and keys
+        logits, _ = kind.forward(model, batch)
+        records.append({
+            "model": model_name, "state": state, "seed": seed, "estimator": estimator, "num_features": num_features,
+            "fit": fit or "-", "output_error": float(relative_error(logits, exact_logits, weights)),
+            "layer_errors": layer_errors, "metric": kind.metric(model, config)[1], "exact_metric": exact_metric,
+            "metric_name": metric_name,
+            "closed_form_variance": float(np.mean(closed)), "measured_variance": float(np.mean(measured)),
+        })  # fmt: skip
+    return records
+
+
+def run(study, workdir: str) -> list[dict]:
+    """Measures every model, state and seed of ``study``; one row per (model, state, estimator, m, fit) with the
+    measures as :class:`experiments.spread.Spread` dicts over the seeds, and the per-seed ``records``."""
+    for name in study.models:
+        if name not in MODEL_KINDS:
+            raise ConfigError(f"config.models: {name!r} is not one of {sorted(MODEL_KINDS)}.")
+        if name not in study.tasks:
+            raise ConfigError(f"config.tasks has no task for the model {name!r}.")
+    for state in study.states:
+        if state not in STATES:
+            raise ConfigError(f"config.states: {state!r} is not one of {list(STATES)}.")
+    for fit in study.fits:
+        if fit not in FITS:
+            raise ConfigError(f"config.fits: {fit!r} is not one of {list(FITS)}.")
+    records = [record for name in study.models for state in study.states for seed in study.seeds
+               for record in measure(study, name, state, seed, workdir)]  # fmt: skip
+    rows = []
+    for identity, group in itertools.groupby(records, key=lambda r: tuple(r[f] for f in _IDENTITY)):
+        group = sorted(group, key=lambda r: r["seed"])
+        row = dict(zip(_IDENTITY, identity, strict=True))
+        for name in ("output_error", "closed_form_variance", "measured_variance"):
+            row[name] = Spread.of(r[name] for r in group).as_dict()
+        row["metric_change"] = Spread.of(r["metric"] - r["exact_metric"] for r in group).as_dict()
+        per_layer = zip(*(r["layer_errors"] for r in group), strict=True)
+        row["layer_errors"] = [Spread.of(errors).as_dict() for errors in per_layer]
+        row["metric_name"], row["records"] = group[0]["metric_name"], group
+        rows.append(row)
+    return rows
+
+
+_IDENTITY = ("model", "state", "estimator", "num_features", "fit")
+
+
+def table(rows: list[dict]) -> str:
+    """Markdown of :func:`run`'s rows, then one verdict line per model and state."""
+    lines = []
+    for row in rows:
+        lines.append([
+            row["model"], row["state"], row["estimator"], str(row["num_features"]), row["fit"],
+            str(row["output_error"]["n"]), Spread(**row["output_error"]).cell("{:.3g}"),
+            " / ".join(f"{Spread(**e).mean:.3g}" for e in row["layer_errors"]),
+            f"{Spread(**row['metric_change']).cell('{:+.3f}')} ({row['metric_name']})",
+            f"{row['closed_form_variance']['mean']:.3g} / {row['measured_variance']['mean']:.3g}",
+        ])  # fmt: skip
+    header = ["model", "state", "estimator", "m", "fit", "seeds", "output error", "layer errors",
+              "metric change", "variance: closed form / measured"]  # fmt: skip
+    return markdown_table(header, lines) + "\n\n" + "\n".join(verdicts(rows))
+
+
+def verdicts(rows: list[dict], *, close_enough: float = 0.1) -> list[str]:
+    """Per model and state, at its largest m: the estimator of the lowest output error, whether the next one ties
+    with it within seed spread, and whether it is within ``close_enough`` of softmax."""
+    lines = []
+    for (model, state), group in itertools.groupby(rows, key=lambda r: (r["model"], r["state"])):
+        group = list(group)
+        largest = max(r["num_features"] for r in group)
+        ranked = sorted((r for r in group if r["num_features"] == largest), key=lambda r: r["output_error"]["mean"])
+        best, label = ranked[0], (lambda r: r["estimator"] + ("" if r["fit"] == "-" else f" ({r['fit']})"))
+        error = Spread(**best["output_error"])
+        line = f"- {model}, {state}, m = {largest}: {label(best)} has the lowest output error, {error.cell('{:.3g}')}"
+        if len(ranked) > 1:
+            second = Spread(**ranked[1]["output_error"])
+            line += (f"; {label(ranked[1])} ties with it ({second.cell('{:.3g}')})"
+                     if versus(error, second, higher_is_better=False) == "tie"
+                     else f", separated from the next, {label(ranked[1])} ({second.cell('{:.3g}')})")  # fmt: skip
+        line += "." if error.mean <= close_enough else f"; no estimator is within {close_enough:g} of softmax."
+        lines.append(line)
+    return lines
+
+
+def plot(rows: list[dict], path: str) -> None:
+    """Output error against m, one panel per (model, state), one line per (estimator, fit) with its seed range."""
+    panels = sorted({(r["model"], r["state"]) for r in rows}, key=lambda p: [(r["model"], r["state"]) for r in
+                                                                               rows].index(p))  # fmt: skip
+    columns = min(len(panels), 4)
+    figure = Figure(figsize=(4.2 * columns, 3.4 * math.ceil(len(panels) / columns)))
+    axes = figure.subplots(math.ceil(len(panels) / columns), columns, squeeze=False).ravel()
+    for axis, (model, state) in zip(axes, panels, strict=False):
+        own = [r for r in rows if (r["model"], r["state"]) == (model, state)]
+        for label in dict.fromkeys((r["estimator"], r["fit"]) for r in own):
+            line = sorted((r for r in own if (r["estimator"], r["fit"]) == label), key=lambda r: r["num_features"])
+            m = [r["num_features"] for r in line]
+            errors = [[rec["output_error"] for rec in r["records"]] for r in line]
+            axis.plot(m, [np.mean(e) for e in errors], marker="o", label=label[0] + ("" if label[1] == "-" else
+                                                                                     f" ({label[1]})"))  # fmt: skip
+            axis.fill_between(m, [min(e) for e in errors], [max(e) for e in errors], alpha=0.15, linewidth=0)
+        axis.set(title=f"{model}, {state}", xlabel="m", ylabel="output error", xscale="log", yscale="log")
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=6)
+    for axis in axes[len(panels) :]:
+        axis.set_visible(False)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)

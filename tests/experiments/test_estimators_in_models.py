@@ -1,0 +1,102 @@
+"""Estimators inside real models: the per-site measures against float64 references and closed forms, and the
+quick study end to end over rfa's decoder and a Flax-example encoder."""
+
+import jax
+import numpy as np
+import pytest
+import references
+
+import rfa
+from configs import estimators_in_models
+from experiments.studies.estimators_in_models import plot, relative_error, run, site_measures, table, valid_pairs
+from rfa.workdir import ConfigError
+
+B, L, H, D = 2, 12, 2, 8
+
+
+def _inputs(scale=0.5):
+    q, k, v = (scale * np.asarray(jax.random.normal(jax.random.key(i), (B, L, H, D))) for i in range(3))
+    key_mask = np.ones((B, L), bool)
+    key_mask[1, 8:] = False
+    return q, k, v, key_mask
+
+
+def _relative_error(estimate, exact, keep):  # over the kept rows, centered on their mean
+    estimate, exact = np.asarray(estimate, np.float64)[keep], np.asarray(exact, np.float64)[keep]
+    return np.linalg.norm(estimate - exact) / np.linalg.norm(exact - exact.mean(axis=0))
+
+
+def test_relative_error_counts_only_kept_rows_and_centers_on_their_mean():
+    rng = np.random.default_rng(0)
+    exact, estimate, keep = rng.normal(size=(3, 5, 4)), rng.normal(size=(3, 5, 4)), rng.random((3, 5)) > 0.3
+    assert float(relative_error(estimate, exact, keep)) == pytest.approx(_relative_error(estimate, exact, keep))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_site_measures_equal_the_float64_attention_and_the_closed_form_variance_of_positive_features(causal):
+    q, k, v, key_mask = _inputs()
+    key, m = jax.random.key(3), 64
+    pairs = valid_pairs(key_mask, 24)
+    rows, i, j = pairs
+    assert key_mask[rows, i].all() and key_mask[rows, j].all()
+    error, closed, measured = site_measures(q, k, v, key_mask, {}, pairs, key, estimator="positive", num_features=m,
+                                            causal=causal, draws=4000)  # fmt: skip
+    W = np.asarray(rfa.sample_projection(key, m, D))
+    approx = references.kernelized_attention(q, k, v, "positive", W, keep_k=key_mask, keep_q=key_mask, causal=causal)
+    exact = references.softmax_attention(q, k, v, keep_k=key_mask, keep_q=key_mask, causal=causal)
+    assert float(error) == pytest.approx(_relative_error(approx, exact, key_mask), rel=1e-3)
+    x, y = (np.swapaxes(a[rows, idx], 0, 1).astype(np.float64) * D**-0.25 for a, idx in ((q, i), (k, j)))
+    expected = np.median((np.exp(np.sum((x + y) ** 2, -1)) - 1) / m)  # positive features: Var/SM² per draw of m
+    assert float(closed) == pytest.approx(expected, rel=1e-4)
+    assert float(measured) == pytest.approx(expected, rel=0.15)  # light tails at this scale: Monte Carlo agrees
+
+
+def test_site_measures_take_a_fitted_estimators_parameters():
+    q, k, v, key_mask = _inputs()
+    params = rfa.attention.fit_feature_params("saderf", q, k, mask=key_mask[:, None, None, :])
+    key, m = jax.random.key(5), 32
+    error, _, _ = site_measures(q, k, v, key_mask, params, valid_pairs(key_mask, 8), key, estimator="saderf",
+                                num_features=m, causal=True, draws=8)  # fmt: skip
+    W = np.asarray(rfa.sample_projection(key, m, D))
+    per_head = {name: np.asarray(value)[:, 0] for name, value in params.items()}  # [H, *event]
+    approx = references.kernelized_attention(q, k, v, "saderf", W, keep_k=key_mask, keep_q=key_mask, causal=True,
+                                             **per_head)  # fmt: skip
+    exact = references.softmax_attention(q, k, v, keep_k=key_mask, keep_q=key_mask, causal=True)
+    assert float(error) == pytest.approx(_relative_error(approx, exact, key_mask), rel=1e-3)
+
+
+@pytest.mark.slow
+def test_the_quick_study_measures_every_model_state_and_fit(data_dir, tmp_path):
+    study = estimators_in_models.get_config("quick")
+    study.data_dir = data_dir
+    rows = run(study, str(tmp_path))
+    cells = [(r["model"], r["state"], r["fit"]) for r in rows]
+    assert cells == [
+        ("decoder", "init", "calibrated"), ("decoder", "trained", "calibrated"),  # causal: calibrated only
+        ("flax", "init", "per_call"), ("flax", "init", "calibrated"),
+        ("flax", "trained", "per_call"), ("flax", "trained", "calibrated"),
+    ]  # fmt: skip
+    for row in rows:
+        assert len(row["layer_errors"]) == 1  # the quick models have one layer
+        assert all(0 < e["mean"] < 10 for e in row["layer_errors"]) and 0 < row["output_error"]["mean"] < 10
+        assert row["closed_form_variance"]["mean"] > 0 and row["measured_variance"]["mean"] > 0
+        assert row["metric_name"] == ("perplexity" if row["model"] == "decoder" else "accuracy")
+    per_call, calibrated = rows[2], rows[3]  # the Flax model at init: only the fit differs
+    assert per_call["output_error"]["mean"] != calibrated["output_error"]["mean"]
+    assert per_call["layer_errors"][0]["mean"] != calibrated["layer_errors"][0]["mean"]  # fitted to other batches
+    assert (tmp_path / "decoder" / "seed_0" / "results.json").exists()  # the exact training run, read back later
+    lines = table(rows).splitlines()
+    assert len(lines) == 2 + len(rows) + 1 + 4 and lines[-4].startswith("- decoder, init, m = 16: saderf (calibrated)")
+    plot(rows, str(tmp_path / "figure.png"))
+    assert (tmp_path / "figure.png").stat().st_size > 10_000
+
+
+def test_an_unknown_model_or_fit_is_refused(tmp_path):
+    study = estimators_in_models.get_config("quick")
+    study.models = ("encoder", "gpt")
+    with pytest.raises(ConfigError, match=r"config\.models: 'gpt' is not one of"):
+        run(study, str(tmp_path))
+    study = estimators_in_models.get_config("quick")
+    study.fits = ("per_call", "sometimes")
+    with pytest.raises(ConfigError, match=r"config\.fits: 'sometimes'"):
+        run(study, str(tmp_path))
