@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import math
 import os
 
@@ -54,7 +55,7 @@ from experiments.studies.seeded import task_run_config
 from rfa.models import AttentionInputs, MultiHeadAttention
 from rfa.tasks import eval_batches, get_task, task_kind
 from rfa.train import build_model, evaluate_model, load_model, train_and_evaluate
-from rfa.workdir import ConfigError
+from rfa.workdir import ConfigError, write_atomic
 
 FITS = ("per_call", "calibrated")
 STATES = ("init", "trained")
@@ -294,6 +295,28 @@ def measure(study, model_name: str, state: str, seed: int, workdir: str) -> list
     return records
 
 
+MEASURE_FIELDS = (  # what the records of one model, state and seed depend on
+    "tasks", "estimators", "num_features", "fits", "scale", "flax_steps", "calibration_batches", "eval_batches",
+    "variance_pairs", "variance_draws",
+)  # fmt: skip
+
+
+def measured(study, model_name: str, state: str, seed: int, workdir: str) -> list[dict]:
+    """:func:`measure`'s records, kept in ``<workdir>/measures/<model>_<state>_seed<seed>.json`` and read back by a
+    later run with the same :data:`MEASURE_FIELDS` (a stopped study resumes; a changed one measures again)."""
+    path = os.path.join(workdir, "measures", f"{model_name}_{state}_seed{seed}.json")
+    fields = json.loads(json.dumps({name: study[name] for name in MEASURE_FIELDS}, default=dict))
+    if os.path.exists(path):
+        with open(path) as f:
+            kept = json.load(f)
+        if kept["study"] == fields:
+            return kept["records"]
+    records = measure(study, model_name, state, seed, workdir)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_atomic(path, json.dumps({"study": fields, "records": records}))
+    return records
+
+
 def run(study, workdir: str) -> list[dict]:
     """Measures every model, state and seed of ``study``; one row per (model, state, estimator, m, fit) with the
     measures as :class:`experiments.spread.Spread` dicts over the seeds, and the per-seed ``records``."""
@@ -309,7 +332,7 @@ def run(study, workdir: str) -> list[dict]:
         if fit not in FITS:
             raise ConfigError(f"config.fits: {fit!r} is not one of {list(FITS)}.")
     records = [record for name in study.models for state in study.states for seed in study.seeds
-               for record in measure(study, name, state, seed, workdir)]  # fmt: skip
+               for record in measured(study, name, state, seed, workdir)]  # fmt: skip
     rows = []
     for identity, group in itertools.groupby(records, key=lambda r: tuple(r[f] for f in _IDENTITY)):
         group = sorted(group, key=lambda r: r["seed"])

@@ -1,6 +1,9 @@
 """Estimators inside real models: the per-site measures against float64 references and closed forms, and the
 quick study end to end over rfa's decoder and a Flax-example encoder."""
 
+import json
+import os
+
 import jax
 import numpy as np
 import pytest
@@ -85,6 +88,14 @@ def test_the_quick_study_measures_every_model_state_and_fit(data_dir, tmp_path):
     assert per_call["output_error"]["mean"] != calibrated["output_error"]["mean"]
     assert per_call["layer_errors"][0]["mean"] != calibrated["layer_errors"][0]["mean"]  # fitted to other batches
     assert (tmp_path / "decoder" / "seed_0" / "results.json").exists()  # the exact training run, read back later
+    kept = sorted(os.listdir(tmp_path / "measures"))
+    assert kept == ["decoder_init_seed0.json", "decoder_trained_seed0.json", "flax_init_seed0.json",
+                    "flax_trained_seed0.json"]  # fmt: skip
+    path = tmp_path / "measures" / "flax_init_seed0.json"
+    saved = json.loads(path.read_text())
+    saved["records"][0]["output_error"] = 123.0
+    path.write_text(json.dumps(saved))
+    assert run(study, str(tmp_path))[2]["output_error"]["mean"] == 123.0  # read back, not measured again
     lines = table(rows).splitlines()
     assert len(lines) == 2 + len(rows) + 1 + 4 and lines[-4].startswith("- decoder, init, m = 16: saderf (calibrated)")
     plot(rows, str(tmp_path / "figure.png"))
