@@ -333,8 +333,17 @@ def run(study, workdir: str) -> list[dict]:
             raise ConfigError(f"config.fits: {fit!r} is not one of {list(FITS)}.")
     records = [record for name in study.models for state in study.states for seed in study.seeds
                for record in measured(study, name, state, seed, workdir)]  # fmt: skip
+    return over_seeds(records)
+
+
+def over_seeds(records: list[dict]) -> list[dict]:
+    """One row per (model, state, estimator, m, fit), in the order of first appearance: the measures of its seeds
+    as :class:`experiments.spread.Spread` dicts, and the records themselves."""
+    groups: dict[tuple, list[dict]] = {}
+    for record in records:
+        groups.setdefault(tuple(record[f] for f in _IDENTITY), []).append(record)
     rows = []
-    for identity, group in itertools.groupby(records, key=lambda r: tuple(r[f] for f in _IDENTITY)):
+    for identity, group in groups.items():
         group = sorted(group, key=lambda r: r["seed"])
         row = dict(zip(_IDENTITY, identity, strict=True))
         for name in ("output_error", "closed_form_variance", "measured_variance"):
@@ -358,7 +367,7 @@ def table(rows: list[dict]) -> str:
             row["model"], row["state"], row["estimator"], str(row["num_features"]), row["fit"],
             str(row["output_error"]["n"]), Spread(**row["output_error"]).cell("{:.3g}"),
             " / ".join(f"{Spread(**e).mean:.3g}" for e in row["layer_errors"]),
-            f"{Spread(**row['metric_change']).cell('{:+.3f}')} ({row['metric_name']})",
+            f"{row['metric_change']['mean']:+.3f} ± {row['metric_change']['std']:.3f} ({row['metric_name']})",
             f"{row['closed_form_variance']['mean']:.3g} / {row['measured_variance']['mean']:.3g}",
         ])  # fmt: skip
     header = ["model", "state", "estimator", "m", "fit", "seeds", "output error", "layer errors",
@@ -377,11 +386,15 @@ def verdicts(rows: list[dict], *, close_enough: float = 0.1) -> list[str]:
         best, label = ranked[0], (lambda r: r["estimator"] + ("" if r["fit"] == "-" else f" ({r['fit']})"))
         error = Spread(**best["output_error"])
         line = f"- {model}, {state}, m = {largest}: {label(best)} has the lowest output error, {error.cell('{:.3g}')}"
-        if len(ranked) > 1:
-            second = Spread(**ranked[1]["output_error"])
-            line += (f"; {label(ranked[1])} ties with it ({second.cell('{:.3g}')})"
-                     if versus(error, second, higher_is_better=False) == "tie"
-                     else f", separated from the next, {label(ranked[1])} ({second.cell('{:.3g}')})")  # fmt: skip
+        others = [r for r in ranked if r["estimator"] != best["estimator"]]  # the next estimator, not its other fit
+        if others:
+            second = Spread(**others[0]["output_error"])
+            tie = versus(error, second, higher_is_better=False) == "tie"
+            line += (
+                f"; the next estimator, {label(others[0])}, ties with it"
+                if tie
+                else f", separated from the next estimator, {label(others[0])}"
+            ) + f" ({second.cell('{:.3g}')})"
         line += "." if error.mean <= close_enough else f"; no estimator is within {close_enough:g} of softmax."
         lines.append(line)
     return lines

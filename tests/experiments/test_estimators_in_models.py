@@ -11,7 +11,15 @@ import references
 
 import rfa
 from configs import estimators_in_models
-from experiments.studies.estimators_in_models import plot, relative_error, run, site_measures, table, valid_pairs
+from experiments.studies.estimators_in_models import (
+    over_seeds,
+    plot,
+    relative_error,
+    run,
+    site_measures,
+    table,
+    valid_pairs,
+)
 from rfa.workdir import ConfigError
 
 B, L, H, D = 2, 12, 2, 8
@@ -66,6 +74,22 @@ def test_site_measures_take_a_fitted_estimators_parameters():
                                              **per_head)  # fmt: skip
     exact = references.softmax_attention(q, k, v, keep_k=key_mask, keep_q=key_mask, causal=True)
     assert float(error) == pytest.approx(_relative_error(approx, exact, key_mask), rel=1e-3)
+
+
+def test_rows_gather_every_seed_of_a_cell_however_the_records_are_ordered():
+    def record(seed, estimator, error):
+        return {"model": "encoder", "state": "init", "seed": seed, "estimator": estimator, "num_features": 64,
+                "fit": "-", "output_error": error, "layer_errors": [error, 2 * error], "metric": 0.5,
+                "exact_metric": 0.6, "metric_name": "accuracy", "closed_form_variance": 1.0,
+                "measured_variance": 0.5}  # fmt: skip
+
+    records = [record(seed, e, error) for seed in (0, 1, 2)  # measured seed by seed, every estimator in each
+               for e, error in (("positive", 0.1 * (seed + 1)), ("trig", 10.0 + seed))]  # fmt: skip
+    rows = over_seeds(records)
+    assert [(r["estimator"], r["output_error"]["n"]) for r in rows] == [("positive", 3), ("trig", 3)]
+    assert rows[0]["output_error"]["mean"] == pytest.approx(0.2) and rows[1]["output_error"]["mean"] == 11.0
+    assert rows[0]["layer_errors"][1]["mean"] == pytest.approx(0.4)
+    assert rows[0]["metric_change"] == {"mean": pytest.approx(-0.1), "std": pytest.approx(0.0), "n": 3}
 
 
 @pytest.mark.slow
