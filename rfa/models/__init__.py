@@ -8,6 +8,8 @@ from rfa.models.swin import SwinConfig, SwinStage, SwinTransformer
 from rfa.models.transformer import Decoder, Encoder, EncoderDecoder, redraw_projections
 from rfa.models.vision import VisionConfig, VisionTransformer
 
+QueriesKeys = AttentionInputs  # the earlier name (it sowed (q, k, key_mask); now (q, k, v, key_mask))
+
 __all__ = [
     "PRESETS",
     "AttentionConfig",
