@@ -6,7 +6,8 @@ Variants: ``:quick`` trains the quick variants of two kinds on one task (seconds
 ``:lra`` the Long Range Arena tasks at their real lengths (ListOps 2000 tokens, Pathfinder-32 1024 pixels;
 prepare their data first: ``python -m experiments.prepare_data``) at the ``cpu`` scale of their configs, and
 ``:lra_quick`` those tasks' quick runs on their sample data; ``:vision`` the Vision Transformer and the Swin
-Transformer on the handwritten digits.
+Transformer on the handwritten digits; ``:listops_cpu`` ListOps at the scale a CPU learns (MAX and MIN, 8-32
+tokens, 1000 steps), eight kinds.
 """
 
 import ml_collections
@@ -47,6 +48,11 @@ def get_config(arg: str | None = None):
             },
             "lra": lra,
             "lra_quick": {**lra, "attention": ("exact", "positive"), "scale": "quick", "seeds": (0,)},
+            "listops_cpu": {
+                "tasks": ("listops_cpu",),
+                "attention": ("exact", "positive", "oprf", "elu", "hedgehog", "taylor", "saderf", "linformer"),
+                "skip": (),
+            },
             "vision": {
                 "tasks": ("digits", "digits_swin"),
                 "attention": ("exact", "positive", "simplex_positive", "oprf", "elu", "taylor", "hedgehog"),

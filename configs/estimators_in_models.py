@@ -7,8 +7,9 @@ weights), fitted per call or calibrated on held-out batches, once per seed.
 
 Run:
   python -m experiments.studies.estimators --config configs/estimators_in_models.py --workdir DIR
-Variants: ``:quick`` one data-fitted estimator (both fits) at one m in rfa's decoder and the Flax encoder, one
-seed, the quick training runs (a minute; the tests run it).
+The same command measures the layer errors with every site's queries and keys scaled (``config.qk_scales``,
+``experiments.studies.qk_scale``). Variants: ``:quick`` one data-fitted estimator (both fits) at one m in rfa's
+decoder and the Flax encoder, one seed, the quick training runs (a minute; the tests run it).
 """
 
 import ml_collections
@@ -36,6 +37,8 @@ def get_config(arg: str | None = None):
     config.eval_batches = 8  # test batches of the task metric (the errors and variances use the first)
     config.variance_pairs = 256  # query-key pairs per layer whose variance is compared with the closed form
     config.variance_draws = 64  # independent draws of the m random vectors per pair (the measured variance)
+    config.qk_scales = (0.5, 1.0, 1.5)  # factors s on every site's q and k (logits times s²), measured at the
+    # largest m by experiments.studies.qk_scale (1.0: the model's own)
     config.data_dir = "data"
     return apply_variant(
         config,
@@ -53,6 +56,7 @@ def get_config(arg: str | None = None):
                 "eval_batches": 1,
                 "variance_pairs": 32,
                 "variance_draws": 16,
+                "qk_scales": (0.5, 1.0),
             },
         },
     )

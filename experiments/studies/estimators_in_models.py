@@ -2,8 +2,9 @@
 
   python -m experiments.studies.estimators --config configs/estimators_in_models.py --workdir DIR
 
-(:mod:`experiments.studies.estimators` is its command line; the Flax model is
-:mod:`experiments.studies.flax_encoder`.)
+(:mod:`experiments.studies.estimators` is its command line; the models are in
+:mod:`experiments.studies.estimator_models`, and :mod:`experiments.studies.qk_scale` measures the same sites with
+their queries and keys scaled.)
 
 The estimator reproductions measure kernels on synthetic pairs; this study measures them where a user meets
 them. Each model of ``config.models`` — rfa's text encoder (ListOps), decoder LM (Python source) and ViT
@@ -40,6 +41,8 @@ import itertools
 import json
 import math
 import os
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -50,11 +53,8 @@ from matplotlib.figure import Figure
 import rfa
 from experiments.report import markdown_table
 from experiments.spread import Spread, versus
-from experiments.studies.flax_encoder import FlaxEncoder, train_flax
-from experiments.studies.seeded import task_run_config
-from rfa.models import AttentionInputs, MultiHeadAttention
-from rfa.tasks import eval_batches, get_task, task_kind
-from rfa.train import build_model, evaluate_model, load_model, train_and_evaluate
+from experiments.studies.estimator_models import MODEL_KINDS, RfaModel, metric_batches
+from rfa.tasks import eval_batches, get_task
 from rfa.workdir import ConfigError, write_atomic
 
 FITS = ("per_call", "calibrated")
@@ -75,119 +75,6 @@ def relative_error(estimate, exact, weights):
     mean = jnp.sum(jnp.where(rows, exact, 0.0), axis=tuple(range(keep.ndim))) / jnp.sum(keep)
     error = jnp.sum(jnp.where(rows, (estimate - exact) ** 2, 0.0))
     return jnp.sqrt(error / jnp.sum(jnp.where(rows, (exact - mean) ** 2, 0.0)))
-
-
-# The models: each gives its exact model, a copy with an estimator swapped in, its sites' inputs and its metric.
-
-
-class RfaModel:
-    """One of rfa's own models, built and trained by ``rfa.train`` from ``configs/<task>.py:exact[,<scale>]``."""
-
-    def __init__(self, study, name: str):
-        self.study, self.name, self.task = study, name, get_task(study.tasks[name])
-        self.forward = nnx.jit(self.outputs)  # compiled once per model graph
-        self.site_inputs = nnx.jit(self.sites)
-
-    def exact(self, state: str, seed: int, workdir: str):
-        """``(model, config)``: the exact model at initialization or after its training run (read back)."""
-        config = task_run_config(self.study.tasks[self.name], "exact", self.study.scale, self.study.data_dir)
-        config.seed = seed
-        if state == "init":
-            model = build_model(config, self.task)
-            model.eval()
-            return model, config
-        run = os.path.join(workdir, self.name, f"seed_{seed}")
-        train_and_evaluate(config, run)
-        model, config, _, _ = load_model(run)
-        return model, config
-
-    def swapped(self, exact, config, estimator: str, num_features: int, seed: int):
-        """The model with ``estimator`` at m = ``num_features`` at every site, the exact model's weights, and
-        random features drawn from ``seed``."""
-        swapped_config = config.copy_and_resolve_references()
-        swapped_config.attention.kind, swapped_config.attention.num_features = estimator, num_features
-        swapped_config.seed = seed
-        model = build_model(swapped_config, self.task)
-        nnx.update(model, nnx.state(exact, nnx.Param))
-        model.eval()
-        return model
-
-    def outputs(self, model, batch):
-        """``(logits, weights)`` of ``batch``: the weights mark the rows that count."""
-        logits, _, weights = task_kind(self.task.kind).forward(model, batch)
-        return logits, weights
-
-    def causal(self, model) -> list[bool]:
-        """Whether each attention site of ``model`` is causal, in site order."""
-        return [m.causal for _, m in nnx.iter_modules(model) if isinstance(m, MultiHeadAttention)]
-
-    def sites(self, model, batch) -> list[tuple]:
-        """Each attention site's ``(q, k, v, key_mask)`` in ``model``'s pass over ``batch``, in site order."""
-        paths = [path for path, m in nnx.iter_modules(model) if isinstance(m, MultiHeadAttention)]
-        _, sown = nnx.capture(self.outputs, AttentionInputs)(model, batch)
-        return [functools.reduce(lambda node, key: node[key], path, sown)["inputs"][0] for path in paths]
-
-    def metric(self, model, config) -> tuple[str, float]:
-        """``(name, value)`` of the task's score on ``config.eval_batches`` test batches: perplexity where the
-        task reports one (a language model), else accuracy."""
-        metrics = evaluate_model(model, config)
-        name = "perplexity" if "perplexity" in metrics else "accuracy"
-        return name, metrics[name]
-
-
-class FlaxModel(RfaModel):
-    """:class:`FlaxEncoder` on its task, trained by a plain optax loop (``config.flax_steps`` AdamW steps)."""
-
-    def _build(self, config, attention_fns, seed):
-        m = config.model
-        return FlaxEncoder(vocab_size=self.task.vocab_size, num_classes=self.task.num_classes, d_model=m.d_model,
-                           num_heads=m.num_heads, mlp_dim=m.mlp_dim, num_layers=m.num_encoder_layers,
-                           max_length=config.max_length, attention_fns=attention_fns, rngs=nnx.Rngs(seed))  # fmt: skip
-
-    def exact(self, state: str, seed: int, workdir: str):
-        config = task_run_config(self.study.tasks[self.name], "exact", self.study.scale, self.study.data_dir)
-        model = self._build(config, None, seed)
-        if state == "trained":
-            train_flax(model, config, self.study.flax_steps, seed)
-        return model, config
-
-    def swapped(self, exact, config, estimator: str, num_features: int, seed: int):
-        head_dim = config.model.d_model // config.model.num_heads
-        keys = jax.random.split(jax.random.key(seed), config.model.num_encoder_layers)
-        fns = [rfa.make_attention_fn(estimator, num_features, head_dim=head_dim, key=key) for key in keys]
-        model = self._build(config, fns, seed)
-        nnx.update(model, nnx.state(exact, nnx.Param))
-        return model
-
-    def outputs(self, model, batch):
-        return model(batch["inputs"]), batch["weight"]
-
-    def causal(self, model) -> list[bool]:
-        return [False] * len(model.layers)
-
-    def sites(self, model, batch) -> list[tuple]:
-        h, mask, keep = model.hidden(batch["inputs"])
-        sites = []
-        for layer in model.layers:
-            sites.append((*layer.qkv(h), keep))
-            h = layer(h, mask)
-        return sites
-
-    def metric(self, model, config) -> tuple[str, float]:
-        correct = total = 0.0
-        for batch in _test_batches(config):
-            logits = np.asarray(self.forward(model, batch)[0])
-            correct += float(((logits.argmax(-1) == batch["label"]) * batch["weight"]).sum())
-            total += float(batch["weight"].sum())
-        return "accuracy", correct / total
-
-
-MODEL_KINDS = {"encoder": RfaModel, "decoder": RfaModel, "vit": RfaModel, "flax": FlaxModel}
-
-
-def _test_batches(config):
-    return eval_batches(get_task(config.task), data_dir=config.data_dir, batch_size=config.batch_size,
-                        max_length=config.max_length, split="test", max_batches=config.eval_batches)  # fmt: skip
 
 
 # The measures.
@@ -245,40 +132,77 @@ def cells(study) -> list[tuple[str, int, str | None]]:
             for fit in (study.fits if rfa.feature_map(e).fit is not None else (None,))]  # fmt: skip
 
 
-def measure(study, model_name: str, state: str, seed: int, workdir: str) -> list[dict]:
-    """Every cell of one model, state and seed: one record each."""
+class Prepared(NamedTuple):
+    """One model, state and seed, ready to measure: its kind, exact model and config, a test batch, the
+    calibration batches, and each site's ``(q, k, v, key_mask, causal)`` on the test batch and on the
+    calibration batches (concatenated along the batch)."""
+
+    kind: RfaModel
+    exact: nnx.Module
+    config: object
+    batch: dict
+    calibration: list[dict]
+    sites: list[tuple]
+    calibration_sites: list[tuple]
+
+
+def prepare(study, model_name: str, state: str, seed: int, workdir: str) -> Prepared:
+    """The exact model of ``model_name`` in ``state`` (training it if needed) and its sites' inputs."""
     kind = MODEL_KINDS[model_name](study, model_name)
     exact, config = kind.exact(state, seed, workdir)
     config.eval_batches = study.eval_batches
-    batch = {name: jnp.asarray(value) for name, value in next(iter(_test_batches(config))).items()}
+    batch = {name: jnp.asarray(value) for name, value in next(iter(metric_batches(config))).items()}
     calibration = [{name: jnp.asarray(value) for name, value in b.items()} for b in eval_batches(
         get_task(config.task), data_dir=config.data_dir, batch_size=config.batch_size, max_length=config.max_length,
         split="validation", max_batches=study.calibration_batches)]  # fmt: skip
-    exact_logits, weights = kind.forward(exact, batch)
     causal = kind.causal(exact)
     sites = [(*inputs, c) for inputs, c in zip(kind.site_inputs(exact, batch), causal, strict=True)]
     per_batch = [kind.site_inputs(exact, b) for b in calibration]
-    calibration_sites = [  # each site's inputs over the calibration batches, concatenated along the batch
+    calibration_sites = [
         (*(jnp.concatenate(parts) for parts in zip(*group, strict=True)), c)
         for group, c in zip(zip(*per_batch, strict=True), causal, strict=True)
     ]
+    return Prepared(kind, exact, config, batch, calibration, sites, calibration_sites)
+
+
+def fits_sites(fit: str | None, sites: list[tuple]) -> bool:
+    """Whether ``fit`` applies to a model with these sites: a causal site cannot fit per call (its prefixes would
+    see different estimators)."""
+    return not (fit == "per_call" and any(site[4] for site in sites))
+
+
+def measure_sites(
+    study, estimator: str, num_features: int, fit: str | None, sites: list[tuple], calibration_sites: list[tuple], key
+) -> tuple[list[float], list[float], list[float]]:
+    """:func:`site_measures` at every site, each isolated: the layer errors and the closed-form and measured
+    variances, one per site."""
+    errors, closed, measured = [], [], []
+    for index, (site, calibration_site) in enumerate(zip(sites, calibration_sites, strict=True)):
+        q, k, v, key_mask, causal = site
+        error, c, m = site_measures(
+            q, k, v, key_mask, site_params(estimator, site, calibration_site, fit),
+            valid_pairs(np.asarray(key_mask), study.variance_pairs), jax.random.fold_in(key, index),
+            estimator=estimator, num_features=num_features, causal=causal, draws=study.variance_draws,
+        )  # fmt: skip
+        errors.append(float(error))
+        closed.append(float(c))
+        measured.append(float(m))
+    return errors, closed, measured
+
+
+def measure(study, model_name: str, state: str, seed: int, workdir: str) -> list[dict]:
+    """Every cell of one model, state and seed: one record each."""
+    kind, exact, config, batch, calibration, sites, calibration_sites = prepare(study, model_name, state, seed,
+                                                                                workdir)  # fmt: skip
+    exact_logits, weights = kind.forward(exact, batch)
     metric_name, exact_metric = kind.metric(exact, config)
     records = []
     for estimator, num_features, fit in cells(study):
-        if fit == "per_call" and any(site[4] for site in sites):
-            continue  # a causal site cannot fit per call: its prefixes would see different estimators
+        if not fits_sites(fit, sites):
+            continue
         key = jax.random.fold_in(jax.random.key(seed), num_features)
-        layer_errors, closed, measured = [], [], []
-        for index, (site, calibration_site) in enumerate(zip(sites, calibration_sites, strict=True)):
-            q, k, v, key_mask, causal = site
-            error, c, m = site_measures(
-                q, k, v, key_mask, site_params(estimator, site, calibration_site, fit),
-                valid_pairs(np.asarray(key_mask), study.variance_pairs), jax.random.fold_in(key, index),
-                estimator=estimator, num_features=num_features, causal=causal, draws=study.variance_draws,
-            )  # fmt: skip
-            layer_errors.append(float(error))
-            closed.append(float(c))
-            measured.append(float(m))
+        layer_errors, closed, measured = measure_sites(study, estimator, num_features, fit, sites, calibration_sites,
+                                                       key)  # fmt: skip
         model = kind.swapped(exact, config, estimator, num_features, seed)
         if fit == "calibrated":
             with rfa.attention.calibrating(model):
@@ -302,24 +226,38 @@ MEASURE_FIELDS = (  # what the records of one model, state and seed depend on
 
 
 def measured(study, model_name: str, state: str, seed: int, workdir: str) -> list[dict]:
-    """:func:`measure`'s records, kept in ``<workdir>/measures/<model>_<state>_seed<seed>.json`` and read back by a
-    later run with the same :data:`MEASURE_FIELDS` (a stopped study resumes; a changed one measures again)."""
-    path = os.path.join(workdir, "measures", f"{model_name}_{state}_seed{seed}.json")
-    fields = json.loads(json.dumps({name: study[name] for name in MEASURE_FIELDS}, default=dict))
+    """:func:`measure`'s records, kept in ``<workdir>/measures/<model>_<state>_seed<seed>.json`` (see
+    :func:`kept`)."""
+    return kept(study, MEASURE_FIELDS, os.path.join(workdir, "measures", f"{model_name}_{state}_seed{seed}.json"),
+                lambda: measure(study, model_name, state, seed, workdir))  # fmt: skip
+
+
+def kept(study, fields: tuple[str, ...], path: str, compute: Callable[[], list[dict]]) -> list[dict]:
+    """``compute()``'s records, written to ``path`` with the study's ``fields`` and read back by a later run whose
+    fields are the same (a stopped study resumes; a changed one measures again)."""
+    values = json.loads(json.dumps({name: study[name] for name in fields}, default=dict))
     if os.path.exists(path):
         with open(path) as f:
-            kept = json.load(f)
-        if kept["study"] == fields:
-            return kept["records"]
-    records = measure(study, model_name, state, seed, workdir)
+            saved = json.load(f)
+        if saved["study"] == values:
+            return saved["records"]
+    records = compute()
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    write_atomic(path, json.dumps({"study": fields, "records": records}))
+    write_atomic(path, json.dumps({"study": values, "records": records}))
     return records
 
 
 def run(study, workdir: str) -> list[dict]:
     """Measures every model, state and seed of ``study``; one row per (model, state, estimator, m, fit) with the
     measures as :class:`experiments.spread.Spread` dicts over the seeds, and the per-seed ``records``."""
+    check(study)
+    records = [record for name in study.models for state in study.states for seed in study.seeds
+               for record in measured(study, name, state, seed, workdir)]  # fmt: skip
+    return over_seeds(records)
+
+
+def check(study) -> None:
+    """A clear error for a model, state or fit the study does not know."""
     for name in study.models:
         if name not in MODEL_KINDS:
             raise ConfigError(f"config.models: {name!r} is not one of {sorted(MODEL_KINDS)}.")
@@ -331,21 +269,13 @@ def run(study, workdir: str) -> list[dict]:
     for fit in study.fits:
         if fit not in FITS:
             raise ConfigError(f"config.fits: {fit!r} is not one of {list(FITS)}.")
-    records = [record for name in study.models for state in study.states for seed in study.seeds
-               for record in measured(study, name, state, seed, workdir)]  # fmt: skip
-    return over_seeds(records)
 
 
 def over_seeds(records: list[dict]) -> list[dict]:
     """One row per (model, state, estimator, m, fit), in the order of first appearance: the measures of its seeds
     as :class:`experiments.spread.Spread` dicts, and the records themselves."""
-    groups: dict[tuple, list[dict]] = {}
-    for record in records:
-        groups.setdefault(tuple(record[f] for f in _IDENTITY), []).append(record)
     rows = []
-    for identity, group in groups.items():
-        group = sorted(group, key=lambda r: r["seed"])
-        row = dict(zip(_IDENTITY, identity, strict=True))
+    for row, group in by_cell(records, _IDENTITY):
         for name in ("output_error", "closed_form_variance", "measured_variance"):
             row[name] = Spread.of(r[name] for r in group).as_dict()
         row["metric_change"] = Spread.of(r["metric"] - r["exact_metric"] for r in group).as_dict()
@@ -354,6 +284,16 @@ def over_seeds(records: list[dict]) -> list[dict]:
         row["metric_name"], row["records"] = group[0]["metric_name"], group
         rows.append(row)
     return rows
+
+
+def by_cell(records: list[dict], identity: tuple[str, ...]) -> list[tuple[dict, list[dict]]]:
+    """The records grouped by their ``identity`` fields, in the order of first appearance: ``(identity values,
+    the group sorted by seed)`` each."""
+    groups: dict[tuple, list[dict]] = {}
+    for record in records:
+        groups.setdefault(tuple(record[f] for f in identity), []).append(record)
+    return [(dict(zip(identity, key, strict=True)), sorted(group, key=lambda r: r["seed"]))
+            for key, group in groups.items()]  # fmt: skip
 
 
 _IDENTITY = ("model", "state", "estimator", "num_features", "fit")
@@ -383,7 +323,7 @@ def verdicts(rows: list[dict], *, close_enough: float = 0.1) -> list[str]:
         group = list(group)
         largest = max(r["num_features"] for r in group)
         ranked = sorted((r for r in group if r["num_features"] == largest), key=lambda r: r["output_error"]["mean"])
-        best, label = ranked[0], (lambda r: r["estimator"] + ("" if r["fit"] == "-" else f" ({r['fit']})"))
+        best = ranked[0]
         error = Spread(**best["output_error"])
         line = f"- {model}, {state}, m = {largest}: {label(best)} has the lowest output error, {error.cell('{:.3g}')}"
         others = [r for r in ranked if r["estimator"] != best["estimator"]]  # the next estimator, not its other fit
@@ -400,23 +340,39 @@ def verdicts(rows: list[dict], *, close_enough: float = 0.1) -> list[str]:
     return lines
 
 
+def label(row: dict) -> str:
+    """A row's estimator and, for a data-fitted one, its fit: ``"oprf (per_call)"``."""
+    return row["estimator"] + ("" if row["fit"] == "-" else f" ({row['fit']})")
+
+
 def plot(rows: list[dict], path: str) -> None:
     """Output error against m, one panel per (model, state), one line per (estimator, fit) with its seed range."""
-    panels = sorted({(r["model"], r["state"]) for r in rows}, key=lambda p: [(r["model"], r["state"]) for r in
-                                                                               rows].index(p))  # fmt: skip
+    plot_lines(rows, path, x="num_features", measure="output_error", xlabel="m")
+
+
+def plot_lines(rows: list[dict], path: str, *, x: str, measure: str, xlabel: str) -> None:
+    """``measure`` of the records against the rows' ``x``: one panel per (model, state), one line per
+    :func:`label` (the same color in every panel) with the mean over the seeds and their range as a band,
+    log-log."""
+    panels = list(dict.fromkeys((r["model"], r["state"]) for r in rows))
+    colors = {name: f"C{i % 10}" for i, name in enumerate(dict.fromkeys(label(r) for r in rows))}  # one per panel
     columns = min(len(panels), 4)
     figure = Figure(figsize=(4.2 * columns, 3.4 * math.ceil(len(panels) / columns)))
     axes = figure.subplots(math.ceil(len(panels) / columns), columns, squeeze=False).ravel()
-    for axis, (model, state) in zip(axes, panels, strict=False):
-        own = [r for r in rows if (r["model"], r["state"]) == (model, state)]
-        for label in dict.fromkeys((r["estimator"], r["fit"]) for r in own):
-            line = sorted((r for r in own if (r["estimator"], r["fit"]) == label), key=lambda r: r["num_features"])
-            m = [r["num_features"] for r in line]
-            errors = [[rec["output_error"] for rec in r["records"]] for r in line]
-            axis.plot(m, [np.mean(e) for e in errors], marker="o", label=label[0] + ("" if label[1] == "-" else
-                                                                                     f" ({label[1]})"))  # fmt: skip
-            axis.fill_between(m, [min(e) for e in errors], [max(e) for e in errors], alpha=0.15, linewidth=0)
-        axis.set(title=f"{model}, {state}", xlabel="m", ylabel="output error", xscale="log", yscale="log")
+    for axis, panel in zip(axes, panels, strict=False):
+        own = [r for r in rows if (r["model"], r["state"]) == panel]
+        for name in dict.fromkeys(label(r) for r in own):
+            line = sorted((r for r in own if label(r) == name), key=lambda r: r[x])
+            values = [[record[measure] for record in r["records"]] for r in line]
+            xs = [r[x] for r in line]
+            axis.plot(xs, [np.mean(v) for v in values], marker="o", label=name, color=colors[name])
+            axis.fill_between(xs, [min(v) for v in values], [max(v) for v in values], alpha=0.15, linewidth=0,
+                              color=colors[name])  # fmt: skip
+        axis.set(title=f"{panel[0]}, {panel[1]}", xlabel=xlabel, ylabel=measure.replace("_", " "), xscale="log",
+                 yscale="log")  # fmt: skip
+        ticks = sorted({r[x] for r in own})
+        axis.set_xticks(ticks, [f"{t:g}" for t in ticks], minor=False)
+        axis.set_xticks([], minor=True)
         axis.grid(alpha=0.3)
         axis.legend(fontsize=6)
     for axis in axes[len(panels) :]:

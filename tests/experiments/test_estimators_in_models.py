@@ -3,6 +3,9 @@ quick study end to end over rfa's decoder and a Flax-example encoder."""
 
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -11,6 +14,7 @@ import references
 
 import rfa
 from configs import estimators_in_models
+from experiments.studies import qk_scale
 from experiments.studies.estimators_in_models import (
     over_seeds,
     plot,
@@ -23,6 +27,7 @@ from experiments.studies.estimators_in_models import (
 from rfa.workdir import ConfigError
 
 B, L, H, D = 2, 12, 2, 8
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _inputs(scale=0.5):
@@ -125,6 +130,35 @@ def test_the_quick_study_measures_every_model_state_and_fit(data_dir, tmp_path):
     plot(rows, str(tmp_path / "figure.png"))
     assert (tmp_path / "figure.png").stat().st_size > 10_000
 
+    scale_rows = qk_scale.run(study, str(tmp_path))  # the same sites, q and k scaled by 0.5 and 1
+    sweep = {(r["model"], r["state"], r["fit"], r["qk_scale"]): r for r in scale_rows}
+    assert len(sweep) == len(scale_rows) == 2 * len(rows)
+    for row in rows:  # s = 1 is the study's own measure
+        own = sweep[row["model"], row["state"], row["fit"], 1.0]
+        assert own["layer_error"]["mean"] == pytest.approx(row["layer_errors"][0]["mean"], rel=1e-5)
+        assert own["closed_form_variance"]["mean"] == pytest.approx(row["closed_form_variance"]["mean"], rel=1e-5)
+        half = sweep[row["model"], row["state"], row["fit"], 0.5]
+        assert half["logit_std"]["mean"] == pytest.approx(own["logit_std"]["mean"] / 4, rel=1e-5)  # logits × s²
+    assert sorted(name for name in os.listdir(tmp_path / "measures") if name.endswith("_qk_scale.json")) == [
+        f"{model}_{state}_seed0_qk_scale.json" for model in ("decoder", "flax") for state in ("init", "trained")
+    ]
+    scale_lines = qk_scale.table(scale_rows).splitlines()
+    assert scale_lines[0] == "| model | state | estimator | m | layer error, s = 0.5 | layer error, s = 1 |"
+    assert scale_lines[-1].startswith("- flax, trained, lowest layer error at s = 0.5: saderf")
+    qk_scale.plot(scale_rows, str(tmp_path / "scales.png"))
+    assert (tmp_path / "scales.png").stat().st_size > 10_000
+
+    output = tmp_path / "report" / "study.json"  # the command: everything read back from the measures above
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments.studies.estimators", "--config", "configs/estimators_in_models.py:quick",
+         "--workdir", str(tmp_path), f"--config.data_dir={data_dir}", f"--output={output}"],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(output.read_text())[2]["output_error"]["mean"] == 123.0
+    assert (tmp_path / "report" / "study_qk_scale.md").read_text().splitlines()[:2] == scale_lines[:2]
+    assert all((tmp_path / "report" / name).stat().st_size > 10_000 for name in ("study.png", "study_qk_scale.png"))
+
 
 def test_an_unknown_model_or_fit_is_refused(tmp_path):
     study = estimators_in_models.get_config("quick")
@@ -135,3 +169,7 @@ def test_an_unknown_model_or_fit_is_refused(tmp_path):
     study.fits = ("per_call", "sometimes")
     with pytest.raises(ConfigError, match=r"config\.fits: 'sometimes'"):
         run(study, str(tmp_path))
+    study = estimators_in_models.get_config("quick")
+    study.qk_scales = (1.0, 0.0)
+    with pytest.raises(ConfigError, match=r"config\.qk_scales must be positive"):
+        qk_scale.run(study, str(tmp_path))
