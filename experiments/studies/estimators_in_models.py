@@ -288,7 +288,13 @@ def over_seeds(records: list[dict]) -> list[dict]:
 
 def by_cell(records: list[dict], identity: tuple[str, ...]) -> list[tuple[dict, list[dict]]]:
     """The records grouped by their ``identity`` fields, in the order of first appearance: ``(identity values,
-    the group sorted by seed)`` each."""
+    the group sorted by seed)`` each.
+
+    Example:
+      >>> records = [{"estimator": e, "seed": s} for s in (1, 0) for e in ("trig", "positive")]
+      >>> [(cell["estimator"], [r["seed"] for r in group]) for cell, group in by_cell(records, ("estimator",))]
+      [('trig', [0, 1]), ('positive', [0, 1])]
+    """
     groups: dict[tuple, list[dict]] = {}
     for record in records:
         groups.setdefault(tuple(record[f] for f in identity), []).append(record)
@@ -341,7 +347,12 @@ def verdicts(rows: list[dict], *, close_enough: float = 0.1) -> list[str]:
 
 
 def label(row: dict) -> str:
-    """A row's estimator and, for a data-fitted one, its fit: ``"oprf (per_call)"``."""
+    """A row's estimator and, for a data-fitted one, its fit.
+
+    Example:
+      >>> label({"estimator": "oprf", "fit": "per_call"}), label({"estimator": "positive", "fit": "-"})
+      ('oprf (per_call)', 'positive')
+    """
     return row["estimator"] + ("" if row["fit"] == "-" else f" ({row['fit']})")
 
 

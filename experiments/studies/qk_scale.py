@@ -45,13 +45,26 @@ SCALE_FIELDS = (*MEASURE_FIELDS, "qk_scales")  # what the records of one model, 
 
 
 def scaled(site: tuple, s: float) -> tuple:
-    """A site's ``(q, k, v, key_mask, causal)`` with q and k multiplied by ``s``."""
+    """A site's ``(q, k, v, key_mask, causal)`` with q and k multiplied by ``s``.
+
+    Example:
+      >>> q, k, v = np.ones((1, 2, 1, 4)), np.ones((1, 2, 1, 4)), np.ones((1, 2, 1, 4))
+      >>> [float(a.max()) for a in scaled((q, k, v, np.ones((1, 2), bool), False), 0.5)[:3]]
+      [0.5, 0.5, 1.0]
+    """
     q, k, *rest = site
     return (q * s, k * s, *rest)
 
 
 def logit_std(site: tuple, pairs: int) -> float:
-    """The standard deviation of the logits ``qᵀk/√d`` over ``pairs`` valid (query, key) pairs and the heads."""
+    """The standard deviation of the logits ``qᵀk/√d`` over ``pairs`` valid (query, key) pairs and the heads.
+
+    Example:
+      >>> q = np.random.default_rng(0).normal(size=(2, 8, 2, 16))
+      >>> site = (q, q, q, np.ones((2, 8), bool), False)
+      >>> round(logit_std(scaled(site, 2.0), 64) / logit_std(site, 64), 6)  # the logits scale by s²
+      4.0
+    """
     q, k, _, key_mask, _ = site
     rows, i, j = valid_pairs(np.asarray(key_mask), pairs)
     q, k = np.asarray(q, np.float64), np.asarray(k, np.float64)
