@@ -7,7 +7,8 @@ Variants: ``:quick`` trains the quick variants of two kinds on one task (seconds
 prepare their data first: ``python -m experiments.prepare_data``) at the ``cpu`` scale of their configs, and
 ``:lra_quick`` those tasks' quick runs on their sample data; ``:vision`` the Vision Transformer and the Swin
 Transformer on the handwritten digits; ``:listops_cpu`` ListOps at the scale a CPU learns (MAX and MIN, 8-32
-tokens, 1000 steps), seven kinds.
+tokens, 1000 steps), eight kinds; ``:python_source`` the character LM at its ``short`` scale (300 steps), nine
+kinds.
 """
 
 import ml_collections
@@ -50,8 +51,14 @@ def get_config(arg: str | None = None):
             "lra_quick": {**lra, "attention": ("exact", "positive"), "scale": "quick", "seeds": (0,)},
             "listops_cpu": {
                 "tasks": ("listops_cpu",),
-                "attention": ("exact", "positive", "oprf", "elu", "hedgehog", "taylor", "saderf"),
+                "attention": ("exact", "positive", "oprf", "elu", "hedgehog", "taylor", "saderf", "linformer"),
                 "skip": (),
+            },
+            "python_source": {
+                "tasks": ("python_source",),
+                "attention": ("exact", "positive", "oprf", "saderf", "elu", "taylor", "hedgehog", "gated_rfa", "gla"),
+                "skip": (),
+                "scale": "short",
             },
             "vision": {
                 "tasks": ("digits", "digits_swin"),

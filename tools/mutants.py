@@ -591,6 +591,13 @@ MUTANTS = [
            "        if uses[id(fn)] > 1:\n", "        if uses[id(fn)] > 2:\n",
            ("tests/random_features/test_dense_exponential.py",),
            "one attention module shared by two sites is calibrated to whichever ran last"),
+    Mutant("pathfinder-distance-unmatched", "rfa/data/pathfinder.py",
+           "                pairs = np.abs(distances - span) <= config.distance_tolerance\n",
+           "                pairs = np.abs(distances - span) >= 0.0\n", ("tests/data/test_long_range_arena.py",),
+           "label-0 dots at any distance: a threshold on their distance reads the label"),
+    Mutant("distill-first-seed-only", "experiments/studies/distillation.py",
+           "Spread.of(result[field] for result in results)", "Spread.of(results[0][field] for result in results)",
+           ("tests/experiments/test_distill.py",), "the distillation table reports the first seed as every seed's"),
 ]  # fmt: skip
 
 

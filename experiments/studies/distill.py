@@ -4,7 +4,7 @@
   python -m experiments.studies.distill --config configs/distill.py:quick --workdir /tmp/distill
 
 Trains (or reads back) the teacher, the distilled and fine-tuned student and the Hedgehog-from-scratch
-baseline in the workdir, prints the table and writes ``distill.json`` / ``distill.md`` there (and the
+baseline in the workdir, once per seed, prints the table and writes ``distill.json`` / ``distill.md`` there (and the
 JSON to ``--output`` if given). A re-run resumes each run from what is saved.
 """
 
@@ -15,6 +15,7 @@ from ml_collections import config_flags
 
 from experiments.cli import run_main, run_training, shipped_config
 from experiments.report import write_json
+from experiments.spread import Spread
 from experiments.studies.distillation import run, table
 
 _CONFIG = config_flags.DEFINE_config_file("config", shipped_config("distill.py"), "Distillation config.")
@@ -26,8 +27,8 @@ def main(argv):
     del argv
     summary = run_training(run, _CONFIG.value, _WORKDIR.value)
     print(table(summary))
-    first, last = summary["stage1_loss_first_last"]
-    print(f"\nstage 1 attention cross-entropy: {first:.3f} -> {last:.3f}")
+    first, last = (Spread(**summary["stage1_loss"][end]).cell("{:.3f}") for end in ("first", "last"))
+    print(f"\nstage 1 attention cross-entropy: {first} -> {last}")
     if _OUTPUT.value:
         write_json(_OUTPUT.value, summary)
 

@@ -4,7 +4,7 @@ The work of ``python -m experiments.studies.distill --config configs/distill.py 
 (:mod:`experiments.studies.distill` is its command line).
 
 Zhang et al., "The Hedgehog & the Porcupine: Expressive Linear Attentions with Softmax Mimicry",
-ICLR 2024, Sec. 4. Three runs in the workdir, each resumable:
+ICLR 2024, Sec. 4. Per seed of ``config.seeds``, three runs in ``<workdir>/seed_<seed>/``, each resumable:
 
 - ``teacher/``: ``configs/<task>.py:exact`` trained by the training runner (read back when finished).
 - ``student/``: the teacher's weights with a Hedgehog map ``φ(x) = [softmax(Wx + b), softmax(-(Wx + b))]``
@@ -19,7 +19,8 @@ ICLR 2024, Sec. 4. Three runs in the workdir, each resumable:
 
 ``distill.json`` and ``distill.md`` in the workdir (and ``--output``) hold the evaluation of the
 teacher, the student after stage 1 and after stage 2, and the scratch run, with the accuracy each
-recovers of the teacher's.
+recovers of the teacher's: mean ± standard deviation over the seeds, whether each differs from the
+teacher by more than that spread, and every seed's own rows.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from flax import nnx
 
 import rfa
 from experiments.report import markdown_table
+from experiments.spread import Spread, versus
+from experiments.studies.seeded import checked_seeds
 from rfa.models import AttentionInputs, MultiHeadAttention
 from rfa.tasks import get_task, train_batches
 from rfa.train import (
@@ -50,6 +53,7 @@ from rfa.train import (
 from rfa.workdir import ConfigError, write_atomic
 
 HEDGEHOG = rfa.feature_map("hedgehog")
+TEACHER = "teacher (exact)"
 
 
 def run_config(distill: ml_collections.ConfigDict, attention: str, **fields) -> ml_collections.ConfigDict:
@@ -134,13 +138,25 @@ def score(metrics: dict) -> float:
 
 
 def run(distill: ml_collections.ConfigDict, workdir: str) -> dict:
-    """Trains (or reads back) teacher, student and scratch runs; returns the summary written to the workdir."""
+    """Every seed of ``distill.seeds`` in ``<workdir>/seed_<seed>`` (:func:`run_seed`), then each run's mean ±
+    standard deviation over the seeds (:func:`over_seeds`); the summary is also written to the workdir."""
     if importlib.util.find_spec(f"configs.{distill.task}") is None:
         raise ConfigError(f"config.task names {distill.task!r}, which has no configs/{distill.task}.py.")
-    teacher_config = run_config(distill, "exact")
+    seeds = checked_seeds(distill.seeds)
+    summary = {"task": distill.task, "feature_dim": distill.feature_dim}
+    summary.update(over_seeds([run_seed(distill, seed, os.path.join(workdir, f"seed_{seed}")) for seed in seeds]))
+    write_atomic(os.path.join(workdir, "distill.json"), json.dumps(summary, indent=1))
+    write_atomic(os.path.join(workdir, "distill.md"), table(summary) + "\n")
+    return summary
+
+
+def run_seed(distill: ml_collections.ConfigDict, seed: int, workdir: str) -> dict:
+    """Trains (or reads back) one seed's teacher, student and scratch runs in ``workdir``; returns their
+    :func:`run_summary` rows and stage 1's first and last loss."""
+    teacher_config = run_config(distill, "exact", seed=seed)
     teacher_results = train_and_evaluate(teacher_config, os.path.join(workdir, "teacher"))
     teacher, _, task, _ = load_model(os.path.join(workdir, "teacher"))
-    student_config = run_config(distill, "hedgehog", num_train_steps=distill.finetune_steps)
+    student_config = run_config(distill, "hedgehog", seed=seed, num_train_steps=distill.finetune_steps)
     student_config.attention.num_features = distill.feature_dim
     student_config.optimizer.warmup_steps = min(student_config.optimizer.warmup_steps, distill.finetune_steps // 10)
     stage1 = {}
@@ -159,37 +175,78 @@ def run(distill: ml_collections.ConfigDict, workdir: str) -> dict:
         write_atomic(stage1_path, json.dumps(stage1, indent=1))
     with open(stage1_path) as f:
         stage1 = json.load(f)
-    scratch_config = run_config(distill, "hedgehog")
+    scratch_config = run_config(distill, "hedgehog", seed=seed)
     scratch_config.attention.num_features = distill.feature_dim
     scratch_results = train_and_evaluate(scratch_config, os.path.join(workdir, "scratch"))
     teacher_score = score(teacher_results["test"])
     rows = {
-        "teacher (exact)": (teacher_results["test"], teacher_config.num_train_steps),
+        TEACHER: (teacher_results["test"], teacher_config.num_train_steps),
         "student after stage 1 (maps distilled)": (stage1["test"], distill.distill_steps),
         "student after stage 2 (fine-tuned)": (student_results["test"], distill.distill_steps + distill.finetune_steps),
         "hedgehog from scratch": (scratch_results["test"], scratch_config.num_train_steps),
     }
-    summary = {
-        "task": distill.task,
-        "feature_dim": distill.feature_dim,
+    return {
+        "seed": seed,
         "metric": "sequence_accuracy" if "sequence_accuracy" in teacher_results["test"] else "accuracy",
         "stage1_loss_first_last": [stage1["losses"][0], stage1["losses"][-1]],
         "runs": {name: run_summary(metrics, steps, teacher_score) for name, (metrics, steps) in rows.items()},
     }
-    write_atomic(os.path.join(workdir, "distill.json"), json.dumps(summary, indent=1))
-    write_atomic(os.path.join(workdir, "distill.md"), table(summary) + "\n")
-    return summary
 
 
 def run_summary(metrics: dict, steps: int, teacher_score: float) -> dict:
     """One run's row: its evaluation, steps, score and the fraction of the teacher's score it recovers."""
     recovered = score(metrics) / teacher_score if teacher_score else None
-    return {"test": metrics, "steps": steps, "score": score(metrics), "recovered": recovered}
+    return {
+        "test": metrics,
+        "steps": steps,
+        "score": score(metrics),
+        "accuracy": metrics["accuracy"],
+        "recovered": recovered,
+    }
+
+
+def over_seeds(per_seed: list[dict]) -> dict:
+    """The :func:`run_seed` summaries of several seeds as one: per run, its score, token accuracy and recovered
+    fraction as :class:`experiments.spread.Spread` dicts and whether its score differs from the teacher's by more
+    than the spread (:func:`experiments.spread.versus`); stage 1's first and last loss likewise.
+
+    Example:
+      >>> seed = lambda s, a: {"seed": s, "metric": "accuracy", "stage1_loss_first_last": [2.0, 1.0], "runs": {
+      ...     TEACHER: run_summary({"accuracy": 0.8}, 600, 0.8), "scratch": run_summary({"accuracy": a}, 600, 0.8)}}
+      >>> summary = over_seeds([seed(0, 0.6), seed(1, 0.62), seed(2, 0.61)])
+      >>> round(summary["runs"]["scratch"]["score"]["mean"], 3), summary["runs"]["scratch"]["versus_teacher"]
+      (0.61, 'worse')
+    """
+    teacher = Spread.of(seed["runs"][TEACHER]["score"] for seed in per_seed)
+    runs = {}
+    for name, first in per_seed[0]["runs"].items():
+        results = [seed["runs"][name] for seed in per_seed]
+        spreads = {field: Spread.of(result[field] for result in results) for field in ("score", "accuracy")}
+        recovered = [result["recovered"] for result in results]
+        runs[name] = {
+            "steps": first["steps"],
+            **{field: spread.as_dict() for field, spread in spreads.items()},
+            "recovered": None if None in recovered else Spread.of(recovered).as_dict(),
+            "versus_teacher": None if name == TEACHER else versus(spreads["score"], teacher, higher_is_better=True),
+        }
+    losses = [seed["stage1_loss_first_last"] for seed in per_seed]
+    return {
+        "metric": per_seed[0]["metric"],
+        "seeds": [seed["seed"] for seed in per_seed],
+        "stage1_loss": {
+            name: Spread.of(pair[i] for pair in losses).as_dict() for i, name in enumerate(("first", "last"))
+        },
+        "runs": runs,
+        "per_seed": per_seed,
+    }
 
 
 def table(summary: dict) -> str:
-    header = ["run", "steps", summary["metric"], "token accuracy", "recovered of the teacher"]
-    rows = [[name, str(run["steps"]), f"{run['score']:.3f}", f"{run['test']['accuracy']:.3f}",
-             "-" if run["recovered"] is None else f"{100 * run['recovered']:.0f}%"]
-            for name, run in summary["runs"].items()]  # fmt: skip
-    return markdown_table(header, rows)
+    """Markdown: one row per run, mean ± standard deviation over the seeds, and the verdict against the teacher."""
+    header = ["run", "steps", summary["metric"], "token accuracy", "recovered of the teacher", "vs teacher"]
+    lines = []
+    for name, run in summary["runs"].items():
+        recovered = "-" if run["recovered"] is None else Spread(**run["recovered"]).cell("{:.2f}")
+        lines.append([name, str(run["steps"]), Spread(**run["score"]).cell("{:.3f}"),
+                      Spread(**run["accuracy"]).cell("{:.3f}"), recovered, run["versus_teacher"] or "-"])  # fmt: skip
+    return markdown_table(header, lines)

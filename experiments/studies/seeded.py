@@ -28,6 +28,19 @@ def task_run_config(task: str, attention: str, scale: str, data_dir: str) -> ml_
     return config
 
 
+def checked_seeds(seeds) -> tuple[int, ...]:
+    """``config.seeds`` as a tuple, or a :class:`rfa.workdir.ConfigError` unless they are distinct and at least one.
+
+    Example:
+      >>> checked_seeds([0, 1, 2])
+      (0, 1, 2)
+    """
+    seeds = tuple(seeds)
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ConfigError(f"config.seeds must be distinct seeds, at least one; got {seeds}.")
+    return seeds
+
+
 def train_seeds(config: ml_collections.ConfigDict, workdir: str, seeds) -> dict:
     """Trains ``config`` once per seed in ``<workdir>/seed_<seed>`` (a finished run is read back, an interrupted one
     resumes) and returns :func:`experiments.spread.over_seeds` of the runs.
@@ -39,11 +52,8 @@ def train_seeds(config: ml_collections.ConfigDict, workdir: str, seeds) -> dict:
       >>> row["test"]["accuracy"]  # doctest: +SKIP
       {'mean': 0.95, 'std': 0.004, 'n': 3}
     """
-    seeds = tuple(seeds)
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise ConfigError(f"config.seeds must be distinct seeds, at least one; got {seeds}.")
     runs = []
-    for seed in seeds:
+    for seed in checked_seeds(seeds):
         seeded = config.copy_and_resolve_references()
         seeded.seed = seed
         runs.append(train_and_evaluate(seeded, os.path.join(workdir, f"seed_{seed}")))

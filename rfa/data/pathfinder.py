@@ -11,13 +11,17 @@ own code, after the paper's recipe:
 - curves stay inside the image and keep a free pixel between each other, so two curves never touch;
 - two dots (discs of radius ``dot_radius``) mark curve ends: both ends of one curve (label 1,
   connected) or one end of each of two curves (label 0). Every image has the same number of curves
-  and dots, and a label-0 pair of dots is never farther apart than one curve's length can reach, so
-  neither a count nor the dots' distance gives the label away: only following a curve does.
+  and dots, and a label-0 pair of dots is as far apart as the two ends of a curve drawn the same way
+  (within ``distance_tolerance``), so neither a count nor the dots' distance gives the label away:
+  only following a curve does. (Version 1.0.0 only kept label-0 dots within a curve's reach; the
+  two ends of these nearly straight curves are almost always about that far apart, so a threshold on
+  the dots' distance alone read the label of 83-85% of its images.)
 
-Pixels are 0 (background) or 255 (curves and dots), stored as ``image [32, 32] uint8`` with its
-``label``. The ``lra`` config has LRA's sizes (160k training images, 20k validation and test);
+Pixels are 0 (background) or 255 (curves and dots), stored as ``image [resolution, resolution] uint8``
+with its ``label``. The ``32`` config has LRA's sizes (160k training images, 20k validation and test);
 preparing it takes minutes (``python -m experiments.prepare_data --dataset pathfinder/32``), and the
-``32_sample`` config (the same images, 2k training) is what quick runs and tests use.
+``32_sample`` config (the same images, 2k training) is what quick runs and tests use. The ``cpu`` config
+(16x16, two curves of three dashes, 20k training images) is the smallest tried on a 2-core CPU.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ class PathfinderConfig(GeneratedConfig):
     gap: float = 1.5
     max_turn: float = math.pi / 5
     dot_radius: float = 1.5
+    distance_tolerance: float = 0.5  # pixels a label-0 pair's distance may differ from a curve's span
     num_train: int = 160_000
     num_eval: int = 20_000
 
@@ -84,19 +89,33 @@ def _draw_dot(image: np.ndarray, center: np.ndarray, radius: float) -> None:
     image[(rows + 0.5 - center[0]) ** 2 + (columns + 0.5 - center[1]) ** 2 <= radius**2] = INK
 
 
-def image(rng: np.random.Generator, config: PathfinderConfig, connected: bool) -> np.ndarray:
-    """One ``[resolution, resolution]`` uint8 image whose dots are ``connected`` by a curve, or not.
+def layout(rng: np.random.Generator, config: PathfinderConfig, connected: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The curves ``[resolution, resolution]`` (bool) and the two dots' centers ``[2, 2]`` of one image.
 
     From a batch of candidate curves the image takes, one after another, the first that fits and keeps
-    a pixel away from the curves taken so far; when the batch runs out, the image starts over.
+    a pixel away from the curves taken so far; when the batch runs out, the image starts over. Connected:
+    the dots are the first curve's ends. Not connected: one end of the first curve and one of the second,
+    a pair whose distance is within ``distance_tolerance`` of the first curve's span (the distance of a
+    connected pair drawn the same way); the second curve is the first candidate that has such a pair.
+    So the dots' distance says nothing of the label.
+
+    Example:
+      >>> config = PathfinderConfig(name="cpu", resolution=16, num_curves=2, dashes=3)
+      >>> ink, dots = layout(np.random.default_rng(0), config, connected=False)
+      >>> ink.shape, dots.shape
+      ((16, 16), (2, 2))
     """
     size = config.resolution
-    reach = config.dashes * (config.dash_length + config.gap)  # the farthest two ends of one curve can be
     while True:
         pixels, candidate_ends, fits = curves(rng, config, 16 * config.num_curves)
-        ink, blocked, ends = np.zeros((size, size), bool), np.zeros((size, size), bool), []
-        for _ in range(config.num_curves):
+        ink, blocked, ends, pairs = np.zeros((size, size), bool), np.zeros((size, size), bool), [], None
+        for index in range(config.num_curves):
             free = fits & ~blocked[pixels[..., 0], pixels[..., 1]].any(axis=1)
+            if index == 1 and not connected:
+                span = np.linalg.norm(ends[0][0] - ends[0][1])
+                distances = np.linalg.norm(ends[0][None, :, None] - candidate_ends[:, None, :], axis=-1)  # [n, 2, 2]
+                pairs = np.abs(distances - span) <= config.distance_tolerance
+                free &= pairs.any(axis=(1, 2))
             if not free.any():
                 break
             chosen = int(np.argmax(free))
@@ -105,18 +124,34 @@ def image(rng: np.random.Generator, config: PathfinderConfig, connected: bool) -
             ink |= mask
             blocked |= _dilate(mask)
             ends.append(candidate_ends[chosen])
+            if index == 1 and not connected:
+                pairs = np.argwhere(pairs[chosen])  # (end of the first curve, end of this one)
         if len(ends) < config.num_curves:
             continue
-        dots = ends[0] if connected else np.stack([ends[0][rng.integers(2)], ends[1][rng.integers(2)]])
-        if connected or np.linalg.norm(dots[0] - dots[1]) <= reach:
-            result = np.where(ink, INK, 0).astype(np.uint8)
-            for center in dots:
-                _draw_dot(result, center, config.dot_radius)
-            return result
+        if connected:
+            return ink, ends[0]
+        first, second = pairs[rng.integers(len(pairs))]
+        return ink, np.stack([ends[0][first], ends[1][second]])
+
+
+def image(rng: np.random.Generator, config: PathfinderConfig, connected: bool) -> np.ndarray:
+    """One ``[resolution, resolution]`` uint8 image whose dots are ``connected`` by a curve, or not
+    (:func:`layout`): 255 on the curves and the dots, 0 elsewhere."""
+    ink, dots = layout(rng, config, connected)
+    result = np.where(ink, INK, 0).astype(np.uint8)
+    for center in dots:
+        _draw_dot(result, center, config.dot_radius)
+    return result
 
 
 class Pathfinder(GeneratedBuilder):
-    """Pathfinder: ``tfds.data_source("pathfinder/32")`` (LRA sizes) or ``"pathfinder/32_sample"``."""
+    """Pathfinder: ``tfds.data_source("pathfinder/32")`` (LRA sizes), ``"pathfinder/32_sample"``, ``".../cpu"``."""
+
+    VERSION = tfds.core.Version("1.1.0")
+    RELEASE_NOTES: ClassVar[dict[str, str]] = {
+        "1.0.0": "Initial release.",
+        "1.1.0": "Label-0 dots as far apart as a curve's two ends (1.0.0's distance gave the label away).",
+    }
 
     BUILDER_CONFIGS: ClassVar[list] = [
         PathfinderConfig(name="32", description="32x32 images, LRA's sizes (160k training images)."),
@@ -125,6 +160,17 @@ class Pathfinder(GeneratedBuilder):
             description="The same images, 2048 training, 256 evaluation.",
             num_train=2048,
             num_eval=256,
+        ),
+        PathfinderConfig(
+            name="cpu",
+            description="16x16 images of two curves of three dashes, 20k training: the smallest tried on a CPU.",
+            resolution=16,
+            num_curves=2,
+            dashes=3,
+            gap=1.0,
+            distance_tolerance=0.15,  # these short curves' spans vary less (standard deviation 0.16 pixels)
+            num_train=20_000,
+            num_eval=2_000,
         ),
     ]
 

@@ -55,6 +55,9 @@ SHIPPED: dict[str, Task] = {
     "pathfinder32_sample": Task(
         "pathfinder/32_sample", "classification", "image", "label", _PIXELS, num_classes=2, generated=True
     ),
+    "pathfinder_cpu": Task(
+        "pathfinder/cpu", "classification", "image", "label", _PIXELS, num_classes=2, generated=True
+    ),
     # Time series that ship in statsmodels: forecast the next steps from a lookback window.
     "co2": Task("series/co2", "forecast", "values", None, None, generated=True, season=52),
     "sunspots": Task("series/sunspots", "forecast", "values", None, None, generated=True, season=11),

@@ -16,30 +16,40 @@ from rfa.data import pathfinder as pathfinder_data
 from rfa.workdir import ConfigError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CONFIG = pathfinder_data.PathfinderConfig(name="test")
+CONFIGS = {config.name: config for config in pathfinder_data.Pathfinder.BUILDER_CONFIGS}  # 32, 32_sample, cpu
+SIZES = pytest.mark.parametrize("name", ["32", "cpu"])
 
 
-def test_pathfinder_curves_are_dashes_with_gaps_inside_the_image():
-    pixels, ends, fits = pathfinder_data.curves(np.random.default_rng(0), CONFIG, 64)
+@SIZES
+def test_pathfinder_curves_are_dashes_with_gaps_inside_the_image(name):
+    config = CONFIGS[name]
+    pixels, ends, fits = pathfinder_data.curves(np.random.default_rng(0), config, 64)
     assert fits.mean() > 0.5
-    assert pixels[fits].min() >= 0 and pixels[fits].max() < CONFIG.resolution
-    points_per_dash = pixels.shape[1] // CONFIG.dashes
+    assert pixels[fits].min() >= 0 and pixels[fits].max() < config.resolution
+    points_per_dash = pixels.shape[1] // config.dashes
     for curve_pixels, curve_ends in zip(pixels[fits], ends[fits], strict=True):
-        dashes = curve_pixels.reshape(CONFIG.dashes, points_per_dash, 2)
+        dashes = curve_pixels.reshape(config.dashes, points_per_dash, 2)
         # consecutive dashes start dash + gap apart: their first pixels are at most that far (plus a pixel)
         steps = np.linalg.norm(np.diff(dashes[:, 0].astype(float), axis=0), axis=-1)
-        assert np.all(steps <= CONFIG.dash_length + CONFIG.gap + np.sqrt(2))
+        assert np.all(steps <= config.dash_length + config.gap + np.sqrt(2))
         for end, near in ((curve_ends[0], dashes[0, 0]), (curve_ends[1], dashes[-1, -1])):
             assert np.all(np.floor(end) == near)  # the ends are where the curve's first and last pixels are
 
 
-def test_pathfinder_images_hide_the_label_from_counts_and_distances():
-    rng = np.random.default_rng(1)
-    images = {label: [pathfinder_data.image(rng, CONFIG, label) for _ in range(150)] for label in (False, True)}
+@SIZES
+def test_pathfinder_images_hide_the_label_from_counts_and_distances(name):
+    config, rng = CONFIGS[name], np.random.default_rng(1)
+    images = {label: [pathfinder_data.image(rng, config, label) for _ in range(150)] for label in (False, True)}
+    size = (config.resolution, config.resolution)
     for batch in images.values():
-        assert all(im.shape == (32, 32) and im.dtype == np.uint8 and set(np.unique(im)) == {0, 255} for im in batch)
+        assert all(im.shape == size and im.dtype == np.uint8 and set(np.unique(im)) == {0, 255} for im in batch)
     ink = {label: np.mean([np.count_nonzero(im) for im in batch]) for label, batch in images.items()}
     assert abs(ink[True] - ink[False]) < 0.05 * ink[False], ink  # same curves and dots either way
+    distances = {label: [np.linalg.norm(np.subtract(*pathfinder_data.layout(rng, config, label)[1]))
+                         for _ in range(150)] for label in (False, True)}  # fmt: skip
+    values, labels = np.concatenate([distances[False], distances[True]]), np.repeat([False, True], 150)
+    best = max(max(np.mean((values >= t) == labels), np.mean((values < t) == labels)) for t in values)
+    assert best < 0.62, best  # no threshold on the dots' distance reads the label (version 1.0.0: 0.83-0.85)
 
 
 @pytest.mark.slow

@@ -50,8 +50,34 @@ def test_the_quick_distillation_trains_three_runs_and_reads_them_back(data_dir, 
     summary = distillation.run(config, str(tmp_path))
     assert list(summary["runs"]) == ["teacher (exact)", "student after stage 1 (maps distilled)",
                                      "student after stage 2 (fine-tuned)", "hedgehog from scratch"]  # fmt: skip
-    first, last = summary["stage1_loss_first_last"]
+    (seed,) = summary["per_seed"]
+    first, last = seed["stage1_loss_first_last"]
     assert last < first  # stage 1 lowers the attention cross-entropy
-    assert all(0 <= run["score"] <= 1 for run in summary["runs"].values())
+    assert summary["stage1_loss"]["first"] == {"mean": first, "std": 0.0, "n": 1}
+    for name, run in summary["runs"].items():
+        assert run["score"]["mean"] == seed["runs"][name]["score"] == seed["runs"][name]["test"]["sequence_accuracy"]
+        assert 0 <= run["score"]["mean"] <= 1
+    assert (tmp_path / "seed_0" / "student" / "stage1.json").exists()
     assert json.loads((tmp_path / "distill.json").read_text()) == summary
     assert distillation.run(config, str(tmp_path)) == summary  # finished runs are read back, not retrained
+
+
+def test_seeds_combine_into_means_spreads_and_verdicts_against_the_teacher():
+    teacher, student = [0.80, 0.70, 0.75], [0.60, 0.56, 0.62]
+    per_seed = [
+        {"seed": s, "metric": "accuracy", "stage1_loss_first_last": [2.0 + s, 1.0],
+         "runs": {"teacher (exact)": distillation.run_summary({"accuracy": t}, 600, t),
+                  "student": distillation.run_summary({"accuracy": a}, 300, t)}}
+        for s, t, a in zip(range(3), teacher, student, strict=True)
+    ]  # fmt: skip
+    summary = distillation.over_seeds(per_seed)
+    run = summary["runs"]["student"]
+    assert run["score"]["mean"] == pytest.approx(np.mean(student))
+    assert run["score"]["std"] == pytest.approx(np.std(student, ddof=1))
+    recovered = np.array(student) / np.array(teacher)  # each seed against its own teacher
+    assert run["recovered"]["mean"] == pytest.approx(recovered.mean())
+    assert run["versus_teacher"] == "worse"
+    assert summary["runs"]["teacher (exact)"]["versus_teacher"] is None
+    assert summary["stage1_loss"]["first"]["mean"] == pytest.approx(3.0)
+    assert summary["seeds"] == [0, 1, 2]
+    assert "0.593 ± 0.031" in distillation.table(summary)
