@@ -2,8 +2,12 @@
 
 Run:
   python -m experiments.studies.recall --config configs/recall.py --workdir workdir/recall
-Variants: ``:quick`` trains the quick variants of two kinds, two seeds (seconds; the tests run it). Linformer is
-not among the kinds: it cannot be causal, and MQAR is read by a causal decoder.
+Variants: ``:quick`` is a smoke test: the quick variants of two kinds, two seeds (seconds; the tests run it), at
+a size where nothing recalls; its output says so and compares nothing. ``:pairs8`` and ``:pairs16`` are the
+harder settings (8 pairs in 64 tokens, 16 in 128, over 256 ids; ``configs/mqar.py``'s scales of those names):
+one kind per family at m = 16, 64 and 256, each setting's learning rate chosen on validation among three (one
+seed per rate), then three seeds at that rate. Linformer is not among the kinds: it cannot be causal, and MQAR
+is read by a causal decoder.
 """
 
 import ml_collections
@@ -21,11 +25,29 @@ def get_config(arg: str | None = None):
     config.seeds = (0, 1, 2)
     config.scale = ""  # each run's "<attention>,<scale>" ("": the task config's own)
     config.data_dir = "data"
+    config.smoke_test = False  # True: the output says so and compares nothing (the quick variant)
+    config.learning_rates = ()  # (): the task config's rate; else each setting keeps the best on validation
+    config.sweep_seed = 0  # the seed of the learning-rate sweep's runs
     return apply_variant(
         config,
         arg,
         {
             "full": {},
-            "quick": {"attention": ("exact", "positive"), "num_features": (8,), "seeds": (0, 1), "scale": "quick"},
+            "quick": {
+                "attention": ("exact", "positive"),
+                "num_features": (8,),
+                "seeds": (0, 1),
+                "scale": "quick",
+                "smoke_test": True,
+            },
+            **{
+                name: {
+                    "attention": ("exact", "positive", "oprf", "elu", "taylor", "hedgehog", "gla"),
+                    "num_features": (16, 64, 256),
+                    "scale": name,
+                    "learning_rates": (3e-4, 1e-3, 3e-3),
+                }
+                for name in ("pairs8", "pairs16")
+            },
         },
     )

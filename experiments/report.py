@@ -13,7 +13,10 @@ import math
 import os
 from collections.abc import Callable
 
-from experiments.spread import metric, versus
+from matplotlib.figure import Figure
+
+from experiments.spread import metric, per_seed, table_verdicts
+from experiments.styles import styles
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,30 +168,74 @@ def training_table(rows: list[dict]) -> str:
     (``experiments.studies.compare_kernels``): test metrics as mean ± standard deviation over the seeds.
 
     Accuracy is per token (seq2seq, lm) or per example (classification); sequence accuracy is the teacher-forced
-    exact match of whole targets (seq2seq). An image model's architecture follows its task. The column "vs first"
-    compares accuracy with the first row of the same task (exact attention by default): better or worse when the
-    means differ by more than twice the standard error of the difference, else tie (:func:`experiments.spread.versus`).
+    exact match of whole targets (seq2seq). An image model's architecture follows its task. Each row's accuracy is
+    compared with the first row of the same task (exact attention by default): the difference with its 95%
+    interval, paired over the seeds, and the verdict of the table's Holm-corrected tests
+    (:func:`experiments.spread.table_verdicts`).
     """
-    references = {}
+    references, compared = _against_first(rows)
     lines = []
-    for row in rows:
-        task = row["task"] + (f" ({row['architecture']})" if "architecture" in row else "")
-        accuracy = metric(row, "accuracy")
-        reference = references.setdefault(task, (row["attention"], accuracy))
+    for row, verdict in zip(rows, compared, strict=True):
+        first = references[_task(row)]["attention"]
         lines.append([
-            task,
+            _task(row),
             row["attention"],
             "-" if row["num_features"] is None else str(row["num_features"]),
             str(len(row["seeds"])),
-            accuracy.cell("{:.3f}"),
-            "-" if reference[0] == row["attention"] else f"{versus(accuracy, reference[1], higher_is_better=True)} "
-            f"({reference[0]})",
+            metric(row, "accuracy").cell("{:.3f}"),
+            "-" if verdict is None else f"{verdict[0].cell('{:.3f}')} ({first})",
+            "-" if verdict is None else verdict[1],
             *(("-" if metric(row, name) is None else metric(row, name).cell(form))
               for name, form in (("sequence_accuracy", "{:.3f}"), ("perplexity", "{:.2f}"))),
             number(row["step_time_s"], 1e3, "{:.1f}"),
             number(row["tokens_per_s"], 1e-3, "{:.0f}k"),
             number(row["step_memory_bytes"], 2**-20, "{:.1f}"),
         ])  # fmt: skip
-    header = ["task", "attention", "m", "seeds", "test accuracy", "accuracy vs first", "sequence accuracy",
-              "perplexity", "step (ms)", "tokens/s", "step memory (MiB)"]  # fmt: skip
+    header = ["task", "attention", "m", "seeds", "test accuracy", "Δ accuracy vs first [95% CI]", "verdict",
+              "sequence accuracy", "perplexity", "step (ms)", "tokens/s", "step memory (MiB)"]  # fmt: skip
     return markdown_table(header, lines)
+
+
+def differences_figure(rows: list[dict], path: str) -> Figure:
+    """The training table's comparisons as a figure: per task a panel, per kind its accuracy difference from the
+    task's first kind with the 95% interval (paired over the seeds) and the table's verdict beside it; each kind in
+    its own style (:mod:`experiments.styles`), drawn from the rows alone (the JSON)."""
+    references, compared = _against_first(rows)
+    tasks = list(references)
+    shown = [[(row, v) for row, v in zip(rows, compared, strict=True) if v and _task(row) == task] for task in tasks]
+    figure = Figure(figsize=(7.0, 0.9 + 0.28 * sum(len(s) + 1 for s in shown)))
+    axes = figure.subplots(len(tasks), 1, squeeze=False, height_ratios=[len(s) + 1 for s in shown])[:, 0]
+    style = styles(row["attention"] for row in rows)
+    for axis, task, points in zip(axes, tasks, shown, strict=True):
+        for y, (row, (comparison, word)) in enumerate(points):
+            look = style[row["attention"]]
+            axis.errorbar(comparison.difference, y, xerr=[[comparison.difference - comparison.low],
+                          [comparison.high - comparison.difference]], color=look["color"], marker=look["marker"],
+                          capsize=3, linestyle="none")  # fmt: skip
+            axis.annotate(word, (1.01, y), xycoords=("axes fraction", "data"), va="center", fontsize=7)
+        axis.axvline(0.0, color="black", linewidth=0.8)
+        axis.set_yticks(range(len(points)), [r["attention"] for r, _ in points], fontsize=8)
+        axis.set_ylim(len(points) - 0.5, -0.5)
+        axis.set_title(f"{task}: test accuracy minus {references[task]['attention']}'s (95% interval)", fontsize=9)
+        axis.grid(alpha=0.3, axis="x")
+    figure.tight_layout(rect=(0, 0, 0.84, 1))
+    figure.savefig(path, dpi=110)
+    return figure
+
+
+def _against_first(rows: list[dict]) -> tuple[dict[str, dict], list]:
+    """Each task's first row, and every row's accuracy against its task's first (Holm across the table)."""
+    references: dict[str, dict] = {}
+    for row in rows:
+        references.setdefault(_task(row), row)
+    compared = table_verdicts(
+        rows,
+        lambda row: None if references[_task(row)] is row else references[_task(row)],
+        lambda row: per_seed(row, "accuracy"),
+        higher_is_better=True,
+    )
+    return references, compared
+
+
+def _task(row: dict) -> str:
+    return row["task"] + (f" ({row['architecture']})" if "architecture" in row else "")

@@ -10,9 +10,10 @@ seed of ``config.seeds``; kinds whose map takes a feature count (random features
 each m of ``config.num_features``, the others (exact, elu, relu, taylor) once. Each setting's state size is the
 bytes of one layer's decode cache for one sequence at the config's length (exact attention: its keys and values,
 which grow with the length; kernelized: the state ``Σ_j φ(k_j)[v_j, 1]ᵀ`` of every head, which does not), read
-from the model's own ``init_cache``. Test accuracy at query positions is reported as mean ± standard deviation
-over the seeds, compared with exact attention (:func:`experiments.spread.versus`). The command writes the JSON,
-the table beside it (``.md``) and the figure (``.png``: accuracy against state bytes, log x, one curve per kind).
+from the model's own ``init_cache``. Test accuracy at query positions is reported as mean ± standard deviation over
+the seeds, compared with exact attention (paired over the seeds, Holm-corrected: :mod:`experiments.spread`). The
+command writes the JSON, the table beside it (``.md``) and the figure (``.png``: accuracy against state bytes, log
+x, one curve per kind).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ import jax
 from matplotlib.figure import Figure
 
 from experiments.report import markdown_table
-from experiments.spread import metric, versus
+from experiments.spread import metric, per_seed, table_verdicts
 from experiments.studies.seeded import task_run_config, train_seeds
+from experiments.styles import legend_outside, styles
 from rfa.models.cores import attention_kinds, uses_num_features
 from rfa.tasks import get_task
 from rfa.train.config import build_model
@@ -58,49 +60,96 @@ def state_bytes(config) -> int:
 
 
 def run(study, workdir: str) -> list[dict]:
-    """Trains (or reads back) every setting with every seed; one row per setting, with its state size."""
+    """Trains (or reads back) every setting with every seed; one row per setting, with its state size.
+
+    With ``study.learning_rates``, each setting first trains once per rate with ``study.sweep_seed`` and keeps the
+    rate of the highest validation accuracy (:func:`select_rate`); its seeds then train at that rate, and the row
+    records ``learning_rate`` and ``sweep`` (``{rate: validation accuracy}``). The test split is read only for the
+    rate kept.
+    """
     rows = []
     for attention, m in settings(study):
         config = training_config(study, attention, m)
         name = attention if m is None else f"{attention}_m{m}"
+        sweep = {}
+        if study.learning_rates:
+            config, sweep = select_rate(study, config, os.path.join(workdir, name))
+            name = os.path.join(name, _rate_dir(config.optimizer.learning_rate))
         row = train_seeds(config, os.path.join(workdir, name), study.seeds)
         rows.append(row | {"state_bytes": state_bytes(config), "length": config.max_length,
-                           "num_pairs": config.recall.num_pairs, "vocab_size": config.recall.vocab_size})  # fmt: skip
+                           "num_pairs": config.recall.num_pairs, "vocab_size": config.recall.vocab_size,
+                           "learning_rate": config.optimizer.learning_rate, "sweep": sweep})  # fmt: skip
     return rows
 
 
-def table(rows: list[dict]) -> str:
-    """Markdown: one row per setting, by kind and state size; test accuracy against exact attention's."""
-    reference = next((metric(r, "accuracy") for r in rows if r["attention"] == "exact"), None)
+def _rate_dir(rate: float) -> str:
+    return f"lr_{rate:g}"
+
+
+def select_rate(study, config, workdir: str) -> tuple:
+    """The config at the learning rate of ``study.learning_rates`` whose run with ``study.sweep_seed`` reaches the
+    highest validation accuracy (in ``<workdir>/lr_<rate>/seed_<sweep_seed>``, where the seeds of that rate train
+    too), and ``{rate: validation accuracy}``."""
+    sweep = {}
+    for rate in study.learning_rates:
+        candidate = config.copy_and_resolve_references()
+        candidate.optimizer.learning_rate = rate
+        row = train_seeds(candidate, os.path.join(workdir, _rate_dir(rate)), (study.sweep_seed,))
+        sweep[f"{rate:g}"] = row["validation"]["accuracy"]["mean"]
+    best = max(study.learning_rates, key=lambda rate: sweep[f"{rate:g}"])
+    chosen = config.copy_and_resolve_references()
+    chosen.optimizer.learning_rate = best
+    return chosen, sweep
+
+
+def table(rows: list[dict], *, verdicts: bool = True) -> str:
+    """Markdown: one row per setting, by kind and state size; test accuracy against exact attention's, paired over
+    the seeds with the table's Holm-corrected verdicts (:func:`experiments.spread.table_verdicts`). ``verdicts``
+    False (a smoke test) leaves the comparison out."""
+    reference = next((r for r in rows if r["attention"] == "exact"), None)
+    compared = table_verdicts(
+        rows,
+        lambda r: None if reference is None or r is reference or not verdicts else reference,
+        lambda r: per_seed(r, "accuracy"),
+        higher_is_better=True,
+    )
+    swept = any(r.get("sweep") for r in rows)
     lines = []
-    for r in rows:
-        accuracy = metric(r, "accuracy")
-        verdict = (
-            "-"
-            if reference is None or r["attention"] == "exact"
-            else versus(accuracy, reference, higher_is_better=True)
-        )
+    for r, verdict in zip(rows, compared, strict=True):
         m = "-" if r["num_features"] is None else str(r["num_features"])
-        lines.append([r["attention"], m, f"{r['state_bytes'] / 1024:.1f}", str(len(r["seeds"])),
-                      accuracy.cell("{:.3f}"), verdict])  # fmt: skip
-    return markdown_table(["attention", "m", "state per layer (KiB)", "seeds", "test accuracy", "vs exact"], lines)
+        comparison = [] if not verdicts else ["-", "-"] if verdict is None else [verdict[0].cell("{:.3f}"), verdict[1]]
+        rate = [f"{r['learning_rate']:g}"] if swept else []
+        lines.append([r["attention"], m, f"{r['state_bytes'] / 1024:.1f}", *rate, str(len(r["seeds"])),
+                      metric(r, "accuracy").cell("{:.3f}"), *comparison])  # fmt: skip
+    header = ["attention", "m", "state per layer (KiB)", *(["learning rate"] if swept else []), "seeds",
+              "test accuracy"]  # fmt: skip
+    return markdown_table(header + (["Δ vs exact [95% CI]", "verdict"] if verdicts else []), lines)
 
 
-def plot(rows: list[dict], path: str) -> None:
+SMOKE_TEST = (
+    "Smoke test (config.smoke_test): a few steps at a tiny size, so these accuracies say only that the study runs; "
+    "nothing is compared."
+)
+
+
+def plot(rows: list[dict], path: str) -> Figure:
     """Test accuracy (mean, bars: standard deviation over seeds) against state bytes per layer, one curve per kind."""
-    figure = Figure(figsize=(6.4, 4.2))
+    figure = Figure(figsize=(7.6, 4.2))
     axis = figure.subplots()
-    for index, attention in enumerate(dict.fromkeys(r["attention"] for r in rows)):
+    kinds = list(dict.fromkeys(r["attention"] for r in rows))
+    style = styles(kinds)
+    for attention in kinds:
         points = sorted((r["state_bytes"], metric(r, "accuracy")) for r in rows if r["attention"] == attention)
         x = [size for size, _ in points]
-        style = {"marker": "o", "capsize": 3, "linestyle": "-" if len(points) > 1 else "none"}
-        axis.errorbar(x, [s.mean for _, s in points], yerr=[s.std for _, s in points], label=attention,
-                      color=f"C{index % 10}", **style)  # fmt: skip
+        look = {**style[attention], "linestyle": style[attention]["linestyle"] if len(points) > 1 else "none"}
+        axis.errorbar(x, [s.mean for _, s in points], yerr=[s.std for _, s in points], label=attention, capsize=3,
+                      **look)  # fmt: skip
     first = rows[0]
     axis.set(xscale="log", xlabel="decode state per layer (bytes, one sequence)", ylabel="test accuracy (queries)",
              title=f"MQAR: {first['num_pairs']} pairs, length {first['length']}, vocabulary {first['vocab_size']}",
              ylim=(-0.02, 1.02))  # fmt: skip
     axis.grid(alpha=0.3, which="both")
-    axis.legend(fontsize=8, ncol=2)
+    legend_outside(axis)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
+    return figure

@@ -6,12 +6,13 @@
 Each pair trains from ``configs/<task>.py:<attention>[,<scale>]`` once per seed of ``config.seeds``, in
 ``<workdir>/<task>/<attention>/seed_<seed>`` (a finished run is read back, an interrupted one resumes; the pairs
 of ``config.skip`` are left out, each with a line saying so). Then the table — task, attention, m, test accuracy /
-sequence accuracy / perplexity as mean ± standard deviation over the seeds, whether accuracy differs from the
-task's first kind by more than the spread, step time, tokens/s, XLA step memory, in the order of
+sequence accuracy / perplexity as mean ± standard deviation over the seeds, accuracy against the task's first
+kind (:func:`experiments.report.training_table`), step time, tokens/s, XLA step memory, in the order of
 ``config.attention`` (exact first by default) — is printed and written to ``<workdir>/comparison.json`` (or
-``--output``), beside it as markdown, and with a PNG of the training loss (mean over seeds, and its range),
-one panel per task. Test metrics are those of each run's final checkpoint, evaluated once; nothing here selects
-by them.
+``--output``), beside it as markdown, with a PNG of each kind's accuracy difference from the first, its 95%
+interval and verdict (:func:`experiments.report.differences_figure`), and ``<stem>_loss.png``: the training loss
+(mean over seeds, and its range), one panel per task. Test metrics are those of each run's final checkpoint,
+evaluated once; nothing here selects by them.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from matplotlib.figure import Figure
 from ml_collections import config_flags
 
 from experiments.cli import run_main, run_training, shipped_config
-from experiments.report import output_path, training_table, write_report
+from experiments.report import differences_figure, output_path, training_table, write_report
 from experiments.studies.seeded import task_run_config, train_seeds
+from experiments.styles import legend_outside, styles
 from rfa.train import read_metrics
 
 _CONFIG = config_flags.DEFINE_config_file("config", shipped_config("compare_kernels.py"), "Which tasks and kinds.")
@@ -54,11 +56,12 @@ def run(comparison, workdir: str) -> list[dict]:
     return results
 
 
-def plot_losses(comparison, workdir: str, path: str) -> None:
+def plot_losses(comparison, workdir: str, path: str) -> Figure:
     """One panel per task: the training loss (cross-entropy) of every attention kind against the step, the mean
     over the seeds as a line and their range as a band."""
     tasks = list(comparison.tasks)
-    figure = Figure(figsize=(4.6 * len(tasks), 3.6))
+    style = styles(comparison.attention)  # one style per kind in every panel and every figure
+    figure = Figure(figsize=(5.8 * len(tasks), 3.8))
     axes = figure.subplots(1, len(tasks), squeeze=False)
     for axis, task in zip(axes[0], tasks, strict=True):
         for attention in (a for t, a in pairs(comparison) if t == task):
@@ -68,14 +71,15 @@ def plot_losses(comparison, workdir: str, path: str) -> None:
                 curves.append([(r["step"], r["loss"]) for r in records if r["split"] == "train"])
             steps = [step for step, _ in curves[0]]
             losses = np.array([[loss for _, loss in curve] for curve in curves])
-            color = f"C{list(comparison.attention).index(attention) % 10}"  # one color per kind in every panel
-            axis.plot(steps, losses.mean(axis=0), label=attention, color=color, linewidth=1.2)
-            axis.fill_between(steps, losses.min(axis=0), losses.max(axis=0), color=color, alpha=0.2, linewidth=0)
+            axis.plot(steps, losses.mean(axis=0), label=attention, linewidth=1.2, markevery=0.2, **style[attention])
+            axis.fill_between(steps, losses.min(axis=0), losses.max(axis=0), color=style[attention]["color"],
+                              alpha=0.15, linewidth=0)  # fmt: skip
         axis.set(title=task, xlabel="step", ylabel="training loss", yscale="log")
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=8)  # each panel names its own kinds (a skipped pair leaves a kind out)
+        legend_outside(axis)  # each panel names its own kinds (a skipped pair leaves a kind out)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
+    return figure
 
 
 def main(argv):
@@ -83,12 +87,9 @@ def main(argv):
     results = run_training(run, _CONFIG.value, _WORKDIR.value)
     text = training_table(results)
     print(text)
-    write_report(
-        output_path(_OUTPUT.value, _WORKDIR.value, "comparison.json"),
-        results,
-        text,
-        lambda path: plot_losses(_CONFIG.value, _WORKDIR.value, path),
-    )
+    output = output_path(_OUTPUT.value, _WORKDIR.value, "comparison.json")
+    write_report(output, results, text, lambda path: differences_figure(results, path))
+    plot_losses(_CONFIG.value, _WORKDIR.value, os.path.splitext(output)[0] + "_loss.png")
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ from flax import nnx
 
 import rfa
 from experiments.report import markdown_table
-from experiments.spread import Spread, versus
+from experiments.spread import Comparison, Spread, table_verdicts
 from experiments.studies.seeded import checked_seeds
 from rfa.models import AttentionInputs, MultiHeadAttention
 from rfa.tasks import get_task, train_batches
@@ -207,27 +207,34 @@ def run_summary(metrics: dict, steps: int, teacher_score: float) -> dict:
 
 def over_seeds(per_seed: list[dict]) -> dict:
     """The :func:`run_seed` summaries of several seeds as one: per run, its score, token accuracy and recovered
-    fraction as :class:`experiments.spread.Spread` dicts and whether its score differs from the teacher's by more
-    than the spread (:func:`experiments.spread.versus`); stage 1's first and last loss likewise.
+    fraction as :class:`experiments.spread.Spread` dicts, and its score against the teacher's — the difference
+    paired over the seeds (each seed's own teacher), its 95% interval and the Holm-corrected verdict across the
+    runs (:func:`experiments.spread.table_verdicts`); stage 1's first and last loss likewise.
 
     Example:
       >>> seed = lambda s, a: {"seed": s, "metric": "accuracy", "stage1_loss_first_last": [2.0, 1.0], "runs": {
-      ...     TEACHER: run_summary({"accuracy": 0.8}, 600, 0.8), "scratch": run_summary({"accuracy": a}, 600, 0.8)}}
+      ...     TEACHER: run_summary({"accuracy": 0.8 + s / 100}, 600, 0.8),
+      ...     "scratch": run_summary({"accuracy": a}, 600, 0.8)}}
       >>> summary = over_seeds([seed(0, 0.6), seed(1, 0.62), seed(2, 0.61)])
       >>> round(summary["runs"]["scratch"]["score"]["mean"], 3), summary["runs"]["scratch"]["versus_teacher"]
       (0.61, 'worse')
     """
-    teacher = Spread.of(seed["runs"][TEACHER]["score"] for seed in per_seed)
+    names = list(per_seed[0]["runs"])
+    scores = {name: {seed["seed"]: seed["runs"][name]["score"] for seed in per_seed} for name in names}
+    compared = table_verdicts(
+        names, lambda name: None if name == TEACHER else TEACHER, scores.__getitem__, higher_is_better=True
+    )
     runs = {}
-    for name, first in per_seed[0]["runs"].items():
+    for name, verdict in zip(names, compared, strict=True):
         results = [seed["runs"][name] for seed in per_seed]
         spreads = {field: Spread.of(result[field] for result in results) for field in ("score", "accuracy")}
         recovered = [result["recovered"] for result in results]
         runs[name] = {
-            "steps": first["steps"],
+            "steps": results[0]["steps"],
             **{field: spread.as_dict() for field, spread in spreads.items()},
             "recovered": None if None in recovered else Spread.of(recovered).as_dict(),
-            "versus_teacher": None if name == TEACHER else versus(spreads["score"], teacher, higher_is_better=True),
+            "versus_teacher": None if verdict is None else verdict[1],
+            "difference_from_teacher": None if verdict is None else verdict[0].as_dict(),
         }
     losses = [seed["stage1_loss_first_last"] for seed in per_seed]
     return {
@@ -242,11 +249,16 @@ def over_seeds(per_seed: list[dict]) -> dict:
 
 
 def table(summary: dict) -> str:
-    """Markdown: one row per run, mean ± standard deviation over the seeds, and the verdict against the teacher."""
-    header = ["run", "steps", summary["metric"], "token accuracy", "recovered of the teacher", "vs teacher"]
+    """Markdown: one row per run, mean ± standard deviation over the seeds, and its score against the teacher's
+    (difference [95% interval], verdict)."""
+    header = ["run", "steps", summary["metric"], "token accuracy", "recovered of the teacher",
+              "Δ vs teacher [95% CI]", "verdict"]  # fmt: skip
     lines = []
     for name, run in summary["runs"].items():
         recovered = "-" if run["recovered"] is None else Spread(**run["recovered"]).cell("{:.2f}")
+        difference = run["difference_from_teacher"]
         lines.append([name, str(run["steps"]), Spread(**run["score"]).cell("{:.3f}"),
-                      Spread(**run["accuracy"]).cell("{:.3f}"), recovered, run["versus_teacher"] or "-"])  # fmt: skip
+                      Spread(**run["accuracy"]).cell("{:.3f}"), recovered,
+                      "-" if difference is None else Comparison(**difference).cell("{:.3f}"),
+                      run["versus_teacher"] or "-"])  # fmt: skip
     return markdown_table(header, lines)

@@ -1,12 +1,13 @@
 """The forecasting comparison's work (its command line is ``experiments.studies.forecast``): each attention kind
 against seasonal-naive, and step time against the lookback.
 
-1. Every attention kind of the config trains ``configs/<task>.py:<attention>`` once per seed of ``config.seeds``
-   in ``<workdir>/<attention>/seed_<seed>`` (a finished run is read back) and is scored once, at the end, on the
-   task's test years by MSE and MAE of the series normalised by the training years' statistics (mean ± standard
-   deviation over the seeds); the seasonal-naive forecast (the last observed season repeated,
-   :func:`rfa.data.series.seasonal_naive`) is scored on the same windows, and the table says where a kind's
-   MSE differs from it by more than the seeds' spread (:func:`experiments.spread.versus`).
+1. Every attention kind of the config trains ``configs/<task>.py:<attention>`` once per seed of ``config.seeds`` in
+   ``<workdir>/<attention>/seed_<seed>`` (a finished run is read back; with ``config.candidates``, at every
+   candidate scale, of which the one with the lowest validation MSE is kept: :func:`select`) and is scored once, at
+   the end, on the task's test years by MSE and MAE of the series normalised by the training years' statistics (mean
+   ± standard deviation over the seeds); the seasonal-naive forecast (the last observed season repeated,
+   :func:`rfa.data.series.seasonal_naive`) is scored on the same windows, and the table gives each kind's MSE
+   difference from it with its 95% interval and the Holm-corrected verdict (:mod:`experiments.spread`).
 2. One training step of the forecaster (patches of one step: a token per step) is compiled and timed at
    each lookback for the config's timing kinds; the log-log slopes say how the step grows with the lookback.
 
@@ -29,7 +30,7 @@ from flax import nnx
 
 from experiments.benchmarks.common import loglog_figure, memory_bytes, slope, timing_summary
 from experiments.report import markdown_table, number
-from experiments.spread import metric, versus
+from experiments.spread import metric, per_seed, table_verdicts
 from experiments.studies.seeded import train_seeds
 from rfa.data.series import seasonal_naive
 from rfa.tasks import eval_batches, get_task
@@ -37,15 +38,41 @@ from rfa.train.config import build_model
 from rfa.workdir import ConfigError
 
 
-def task_config(comparison, attention: str):
-    """The training config of ``configs/<task>.py:<attention>[,<scale>]`` (a clear error if there is none)."""
+def task_config(comparison, attention: str, scale: str | None = None):
+    """The training config of ``configs/<task>.py:<attention>[,<scale>]`` (default scale: ``comparison.scale``; a
+    clear error if there is none)."""
     if importlib.util.find_spec(f"configs.{comparison.task}") is None:
         raise ConfigError(f"config.task names {comparison.task!r}, which has no configs/{comparison.task}.py.")
+    scale = comparison.scale if scale is None else scale
     config = importlib.import_module(f"configs.{comparison.task}").get_config(
-        f"{attention},{comparison.scale}" if comparison.scale else attention
+        f"{attention},{scale}" if scale else attention
     )
     config.data_dir = comparison.data_dir
     return config
+
+
+def select(comparison, workdir: str) -> tuple[str, list[dict], dict]:
+    """Trains every kind and seed at each candidate scale of ``comparison.candidates`` (in
+    ``<workdir>/<candidate>/<attention>``) and keeps the candidate with the lowest validation MSE, averaged over
+    kinds and seeds. Every run scores its test years once, at its end, as every training run does; the study
+    reports them only for the candidate kept. Without candidates, ``comparison.scale`` trains in
+    ``<workdir>/<attention>`` and nothing is selected.
+
+    Returns:
+      the chosen scale, its :func:`experiments.spread.over_seeds` rows, and ``{"metric", "candidates": {scale:
+      mean validation MSE}, "chosen"}`` (empty without candidates).
+    """
+    if not comparison.candidates:
+        rows = [train_seeds(task_config(comparison, a), os.path.join(workdir, a), comparison.seeds)
+                for a in comparison.attention]  # fmt: skip
+        return comparison.scale, rows, {}
+    trained = {scale: [train_seeds(task_config(comparison, a, scale), os.path.join(workdir, scale or "default", a),
+                                   comparison.seeds) for a in comparison.attention]
+               for scale in comparison.candidates}  # fmt: skip
+    validation = {scale: float(np.mean([r["validation"]["mse"]["mean"] for r in rows]))
+                  for scale, rows in trained.items()}  # fmt: skip
+    chosen = min(validation, key=validation.get)
+    return chosen, trained[chosen], {"metric": "validation mse", "candidates": validation, "chosen": chosen}
 
 
 def seasonal_naive_scores(config) -> dict:
@@ -94,29 +121,38 @@ def step_time(config, lookback: int, repeats: int) -> dict:
 
 def run(comparison, workdir: str) -> dict:
     """Trains (or reads back) every kind, scores seasonal-naive, times the steps; the results."""
-    runs = [train_seeds(task_config(comparison, a), os.path.join(workdir, a), comparison.seeds)
-            for a in comparison.attention]  # fmt: skip
-    naive = seasonal_naive_scores(task_config(comparison, comparison.attention[0]))
+    scale, runs, selection = select(comparison, workdir)
+    naive = seasonal_naive_scores(task_config(comparison, comparison.attention[0], scale))
     timing = {kind: [step_time(task_config(comparison, kind), lookback, comparison.repeats)
                      for lookback in comparison.lookbacks]
               for kind in (comparison.timing_kinds if comparison.lookbacks else ())}  # fmt: skip
     slopes = {kind: slope([(r["lookback"], r["median_ms"]) for r in rows]) for kind, rows in timing.items()}
-    return {"runs": runs, "seasonal_naive": naive, "timing": timing, "slopes": slopes}
+    return {"runs": runs, "selection": selection, "seasonal_naive": naive, "timing": timing, "slopes": slopes}
 
 
 def table(results: dict) -> str:
-    """Markdown: one row per kind (test MSE and MAE, mean ± standard deviation over the seeds, and whether the MSE
-    beats seasonal-naive's by more than the spread), then seasonal-naive's row."""
+    """Markdown: one row per kind (test MSE and MAE, mean ± standard deviation over the seeds, the MSE's difference
+    from seasonal-naive's with its 95% interval and the table's Holm-corrected verdict; a one-sample test, as
+    seasonal-naive has no seeds), then seasonal-naive's row."""
     naive = results["seasonal_naive"]
+    compared = table_verdicts(
+        results["runs"],
+        lambda r: naive,
+        lambda r: naive["mse"] if r is naive else per_seed(r, "mse"),
+        higher_is_better=False,
+    )
     rows = [[r["attention"], "-" if r["num_features"] is None else str(r["num_features"]), str(len(r["seeds"])),
-             metric(r, "mse").cell("{:.4f}"), metric(r, "mae").cell("{:.4f}"),
-             versus(metric(r, "mse"), naive["mse"], higher_is_better=False),
+             metric(r, "mse").cell("{:.4f}"), metric(r, "mae").cell("{:.4f}"), comparison.cell("{:.4f}"), word,
              number(r["step_time_s"], 1e3, "{:.1f}"), number(r["step_memory_bytes"], 2**-20, "{:.1f}")]
-            for r in results["runs"]]  # fmt: skip
-    rows.append(["seasonal naive", "-", "-", f"{naive['mse']:.4f}", f"{naive['mae']:.4f}", "-", "-", "-"])
-    header = ["attention", "m", "seeds", "test MSE", "test MAE", "MSE vs seasonal naive", "step (ms)",
-              "step memory (MiB)"]  # fmt: skip
-    return markdown_table(header, rows)
+            for r, (comparison, word) in zip(results["runs"], compared, strict=True)]  # fmt: skip
+    rows.append(["seasonal naive", "-", "-", f"{naive['mse']:.4f}", f"{naive['mae']:.4f}", "-", "-", "-", "-"])
+    header = ["attention", "m", "seeds", "test MSE", "test MAE", "Δ MSE vs seasonal naive [95% CI]", "verdict",
+              "step (ms)", "step memory (MiB)"]  # fmt: skip
+    selection = results.get("selection") or {}
+    candidates = [f"{scale or 'default'} {mse:.4f}" + (" (chosen, tested)" if scale == selection["chosen"] else "")
+                  for scale, mse in selection.get("candidates", {}).items()]  # fmt: skip
+    chosen = f"\n\nSelected on validation (mean validation MSE over kinds and seeds): {'; '.join(candidates)}."
+    return markdown_table(header, rows) + (chosen if candidates else "")
 
 
 def plot(results: dict, path: str) -> None:

@@ -14,17 +14,23 @@ seed of ``config.seeds``, on strings of 2-32 letters; each trained model is then
 ``config.longer_max_length`` tokens (``rfa.train.load_model(max_length=)``) and evaluated once on the test split
 of ``config.longer_task`` (33-64 letters). The table gives test accuracy and teacher-forced sequence accuracy at
 the training lengths and at the longer ones, mean ± standard deviation over the seeds, and compares the longer
-accuracy with the first encoding's (:func:`experiments.spread.versus`). The command writes the JSON and the table
-beside it (``.md``).
+accuracy with the first encoding's (paired over the seeds, Holm-corrected: :mod:`experiments.spread`). Two rules
+that learn nothing give the floors the longer accuracies are read against: repeating the previous symbol (sorted
+strings repeat letters often) and the majority symbol. The command writes the JSON and the table beside it
+(``.md``).
 """
 
 from __future__ import annotations
 
 import os
 
+import numpy as np
+
 from experiments.report import markdown_table
-from experiments.spread import Spread, metric, versus
+from experiments.spread import Spread, metric, table_verdicts
 from experiments.studies.seeded import task_run_config, train_seeds
+from rfa.data.tokenizers import BOS_ID, PAD_ID
+from rfa.tasks import eval_batches, get_task
 from rfa.train import evaluate_model, load_model
 from rfa.workdir import ConfigError
 
@@ -39,10 +45,37 @@ def longer_metrics(study, workdir: str) -> dict:
     return evaluate_model(model, config)
 
 
-def run(study, workdir: str) -> list[dict]:
+def floors(study, batch_size: int) -> dict:
+    """What two rules that learn nothing about sorting score on the longer test split, teacher-forced as the models
+    are: ``"repeat the previous symbol"`` (predict the decoder's input token, so the first is always wrong) and
+    ``"the majority symbol"`` (the split's most frequent target token, an optimistic floor: it is chosen on the
+    split itself). ``{rule: {"accuracy", "sequence_accuracy"}}``, over the examples the models are evaluated on
+    (``study.longer_batches`` batches of ``batch_size``; 0: all), per target token, EOS included, as the models'.
+
+    Example:
+      >>> floors(study, 32)["repeat the previous symbol"]["accuracy"]  # doctest: +SKIP
+      0.672
+    """
+    task = get_task(study.longer_task)
+    batches = eval_batches(task, data_dir=study.data_dir, batch_size=batch_size, max_length=study.longer_max_length,
+                           split=task.test_split, max_batches=study.longer_batches or None)  # fmt: skip
+    targets = np.concatenate([np.asarray(batch["targets"]) for batch in batches])
+    targets = targets[(targets != PAD_ID).any(-1)]
+    weights = targets != PAD_ID
+    previous = np.concatenate([np.full_like(targets[:, :1], BOS_ID), targets[:, :-1]], axis=1)
+    symbols, counts = np.unique(targets[weights], return_counts=True)
+    predictions = {"repeat the previous symbol": previous,
+                   "the majority symbol": np.full_like(targets, symbols[counts.argmax()])}  # fmt: skip
+    return {rule: {"accuracy": float((predicted == targets)[weights].mean()),
+                   "sequence_accuracy": float(((predicted == targets) | ~weights).all(-1).mean())}
+            for rule, predicted in predictions.items()}  # fmt: skip
+
+
+def run(study, workdir: str) -> dict:
     """Trains (or reads back) every (attention, positional) setting with every seed and evaluates each run at the
-    longer lengths; one row per setting: the :func:`experiments.spread.over_seeds` fields and ``longer``
-    (``{metric: {"mean", "std", "n"}}``)."""
+    longer lengths. Returns ``{"rows", "floors"}``: one row per setting — the :func:`experiments.spread.over_seeds`
+    fields, ``longer`` (``{metric: {"mean", "std", "n"}}``) and ``longer_runs`` (each seed's ``{"seed", metric:
+    value}``) — and the :func:`floors` of the longer split."""
     if not study.positional:
         raise ConfigError("config.positional names no positional encoding to compare.")
     rows = []
@@ -60,36 +93,40 @@ def run(study, workdir: str) -> list[dict]:
             longer = [longer_metrics(study, os.path.join(cell, f"seed_{seed}")) for seed in study.seeds]
             row["positional"] = positional
             row["longer"] = {name: Spread.of(m[name] for m in longer).as_dict() for name in METRICS}
+            row["longer_runs"] = [{"seed": seed, **{name: m[name] for name in METRICS}}
+                                  for seed, m in zip(study.seeds, longer, strict=True)]  # fmt: skip
             rows.append(row)
-    return rows
+    return {"rows": rows, "floors": floors(study, config.batch_size)}
 
 
-def table(rows: list[dict]) -> str:
-    """Markdown of :func:`run`'s rows, then one verdict line per attention kind: which encoding holds up longer."""
-    reference = {}
-    lines, verdicts = [], []
+def table(results: dict) -> str:
+    """Markdown of :func:`run`'s rows and floors: each setting's accuracies at the training and the longer lengths,
+    and its longer accuracy against the first encoding of its kind (paired over the seeds, 95% interval, the
+    table's Holm-corrected verdict: :func:`experiments.spread.table_verdicts`); then the floors' rows."""
+    rows = results["rows"]
+    first = {}
     for row in rows:
-        longer = Spread(**row["longer"]["accuracy"])
-        first = reference.setdefault(row["attention"], (row["positional"], longer))
+        first.setdefault(row["attention"], row)
+    compared = table_verdicts(
+        rows,
+        lambda row: None if first[row["attention"]] is row else first[row["attention"]],
+        lambda row: {run["seed"]: run["accuracy"] for run in row["longer_runs"]},
+        higher_is_better=True,
+    )
+    lines = []
+    for row, verdict in zip(rows, compared, strict=True):
         lines.append([
             row["attention"],
             row["positional"],
             str(len(row["seeds"])),
             *(metric(row, name).cell("{:.3f}") for name in METRICS),
             *(Spread(**row["longer"][name]).cell("{:.3f}") for name in METRICS),
-            "-" if first[0] == row["positional"] else f"{versus(longer, first[1], higher_is_better=True)} ({first[0]})",
+            "-" if verdict is None else f"{verdict[0].cell('{:.3f}')} ({first[row['attention']]['positional']})",
+            "-" if verdict is None else verdict[1],
         ])  # fmt: skip
-    for attention in reference:
-        own = [row for row in rows if row["attention"] == attention]
-        best = max(own, key=lambda row: row["longer"]["accuracy"]["mean"])
-        ties = [row["positional"] for row in own if row is not best
-                and versus(Spread(**row["longer"]["accuracy"]), Spread(**best["longer"]["accuracy"]),
-                           higher_is_better=True) == "tie"]  # fmt: skip
-        verdicts.append(
-            f"- {attention}: {best['positional']} holds up best at the longer lengths "
-            f"(accuracy {Spread(**best['longer']['accuracy']).cell('{:.3f}')})"
-            + (f", tied within seed spread with {', '.join(ties)}." if ties else ", separated from the others.")
-        )
+    for rule, values in results["floors"].items():
+        lines.append([f"floor: {rule}", "-", "-", "-", "-", *(f"{values[name]:.3f}" for name in METRICS), "-", "-"])
     header = ["attention", "positions", "seeds", "accuracy (train lengths)", "sequence accuracy (train lengths)",
-              "accuracy (longer)", "sequence accuracy (longer)", "longer accuracy vs first"]  # fmt: skip
-    return markdown_table(header, lines) + "\n\n" + "\n".join(verdicts)
+              "accuracy (longer)", "sequence accuracy (longer)", "Δ longer accuracy vs first [95% CI]",
+              "verdict"]  # fmt: skip
+    return markdown_table(header, lines)

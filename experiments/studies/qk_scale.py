@@ -23,6 +23,7 @@ import os
 
 import jax
 import numpy as np
+from matplotlib.figure import Figure
 
 from experiments.report import markdown_table
 from experiments.spread import Spread
@@ -134,6 +135,23 @@ def table(rows: list[dict]) -> str:
     return errors + "\n\n" + logits + "\n\n" + "\n".join(verdicts(rows))
 
 
+SUMMARY = (("positive", "-"), ("oprf", "calibrated"), ("aderf", "calibrated"), ("trig", "-"))
+
+
+def summary(rows: list[dict]) -> str:
+    """Markdown: per model and state, the mean layer error of positive features, calibrated OPRF and ADERF and
+    trig at every s (``a / b / c``), the compact form of :func:`table`'s first table."""
+    scales = sorted({r["qk_scale"] for r in rows})
+    mean = {(r["model"], r["state"], r["estimator"], r["fit"], r["qk_scale"]): r["layer_error"]["mean"] for r in rows}
+    number = lambda x: f"{x:.2f}" if x < 10 else f"{x:.0f}"  # noqa: E731
+    lines = [[f"{model}, {state}", *(" / ".join(number(mean[model, state, e, f, s]) for s in scales)
+                                     for e, f in SUMMARY)]
+             for model, state in dict.fromkeys((r["model"], r["state"]) for r in rows)]  # fmt: skip
+    header = ["model, state", *(f"{e}{'' if f == '-' else f' ({f})'}, s = {' / '.join(f'{s:g}' for s in scales)}"
+                                for e, f in SUMMARY)]  # fmt: skip
+    return markdown_table(header, lines)
+
+
 def verdicts(rows: list[dict]) -> list[str]:
     """Per model and state: the estimator of the lowest layer error at each s."""
     lines = []
@@ -147,6 +165,6 @@ def verdicts(rows: list[dict]) -> list[str]:
     return lines
 
 
-def plot(rows: list[dict], path: str) -> None:
+def plot(rows: list[dict], path: str) -> Figure:
     """Layer error against s, one panel per (model, state), one line per (estimator, fit) with its seed range."""
-    plot_lines(rows, path, x="qk_scale", measure="layer_error", xlabel="q/k scale s")
+    return plot_lines(rows, path, x="qk_scale", measure="layer_error", xlabel="q/k scale s")

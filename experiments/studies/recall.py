@@ -13,7 +13,7 @@ from ml_collections import config_flags
 
 from experiments.cli import run_main, run_training, shipped_config
 from experiments.report import output_path, write_report
-from experiments.studies.associative_recall import plot, run, table
+from experiments.studies.associative_recall import SMOKE_TEST, plot, run, table
 
 _CONFIG = config_flags.DEFINE_config_file("config", shipped_config("recall.py"), "Which kinds, feature counts, seeds.")
 _WORKDIR = flags.DEFINE_string("workdir", "workdir/recall", "Parent of the per-setting training workdirs.")
@@ -25,7 +25,8 @@ _OUTPUT = flags.DEFINE_string(
 def main(argv):
     del argv
     rows = run_training(run, _CONFIG.value, _WORKDIR.value)
-    text = table(rows)
+    smoke = _CONFIG.value.smoke_test
+    text = (SMOKE_TEST + "\n\n" if smoke else "") + table(rows, verdicts=not smoke)
     print(text)
     write_report(output_path(_OUTPUT.value, _WORKDIR.value, "recall.json"), rows, text, lambda path: plot(rows, path))
 

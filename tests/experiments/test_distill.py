@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import references
 from helpers import normal
+from scipy import stats
 
 from configs import distill as distill_config
 from experiments.studies import distillation
@@ -76,7 +77,8 @@ def test_seeds_combine_into_means_spreads_and_verdicts_against_the_teacher():
     assert run["score"]["std"] == pytest.approx(np.std(student, ddof=1))
     recovered = np.array(student) / np.array(teacher)  # each seed against its own teacher
     assert run["recovered"]["mean"] == pytest.approx(recovered.mean())
-    assert run["versus_teacher"] == "worse"
+    assert run["versus_teacher"] == "worse"  # paired over the seeds, each against its own teacher
+    assert run["difference_from_teacher"]["p"] == pytest.approx(stats.ttest_rel(student, teacher).pvalue)
     assert summary["runs"]["teacher (exact)"]["versus_teacher"] is None
     assert summary["stage1_loss"]["first"]["mean"] == pytest.approx(3.0)
     assert summary["seeds"] == [0, 1, 2]

@@ -8,7 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from configs import co2
+from configs import co2, forecast
+from experiments.studies import forecasting
 from experiments.studies.forecasting import seasonal_naive_scores
 from rfa.data.series import seasonal_naive
 from rfa.tasks import eval_batches, get_task
@@ -45,3 +46,26 @@ def test_seasonal_naive_scores_average_over_every_evaluation_window(data_dir):
         errors.append((seasonal_naive(batch["inputs"], config.model.horizon, 52) - batch["targets"])[kept])
     errors = np.concatenate(errors)
     np.testing.assert_allclose([scores["mse"], scores["mae"]], [np.mean(errors**2), np.mean(np.abs(errors))], rtol=1e-5)
+
+
+def test_a_configuration_is_selected_on_validation_and_only_its_runs_are_reported(tmp_path, monkeypatch):
+    trained = []
+
+    def fake_train_seeds(config, workdir, seeds):  # validation MSE by scale, test MSE that would pick otherwise
+        trained.append((config.max_length, os.path.relpath(workdir, tmp_path)))
+        validation, test = (0.9, 0.1) if config.max_length == 64 else (0.5, 0.7)
+        return {
+            "validation": {"mse": {"mean": validation}},
+            "test": {"mse": {"mean": test}},
+            "lookback": config.max_length,
+        }
+
+    monkeypatch.setattr(forecasting, "train_seeds", fake_train_seeds)
+    comparison = forecast.get_config("sunspots")
+    comparison.attention = ("exact", "positive")
+    chosen, rows, selection = forecasting.select(comparison, str(tmp_path))
+    assert trained == [(32, "default/exact"), (32, "default/positive"), (64, "earlier/exact"), (64, "earlier/positive")]
+    assert chosen == "" and [r["lookback"] for r in rows] == [32, 32]  # the lower validation MSE, not test
+    assert selection == {"metric": "validation mse", "candidates": {"": 0.5, "earlier": 0.9}, "chosen": ""}
+    comparison.candidates = ()
+    assert forecasting.select(comparison, str(tmp_path))[2] == {}

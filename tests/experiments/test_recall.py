@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from configs import recall as recall_configs
+from experiments.studies import associative_recall
 from experiments.studies.associative_recall import settings, state_bytes, training_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -36,6 +37,29 @@ def test_kinds_without_a_feature_count_train_once():
     assert [m for a, m in settings(study) if a == "positive"] == list(study.num_features)
 
 
+def test_each_setting_trains_its_seeds_at_the_rate_of_the_best_validation_accuracy(tmp_path, monkeypatch):
+    trained = []
+
+    def fake_train_seeds(config, workdir, seeds):  # validation peaks at 1e-3, test would prefer 3e-3
+        rate = config.optimizer.learning_rate
+        trained.append((os.path.relpath(workdir, tmp_path), tuple(seeds), config.max_length))
+        validation, test = {3e-4: (0.4, 0.1), 1e-3: (0.9, 0.2), 3e-3: (0.5, 0.99)}[rate]
+        return {"validation": {"accuracy": {"mean": validation}}, "test": {"accuracy": {"mean": test}}}
+
+    monkeypatch.setattr(associative_recall, "train_seeds", fake_train_seeds)
+    monkeypatch.setattr(associative_recall, "state_bytes", lambda config: 1)
+    study = recall_configs.get_config("pairs8")
+    study.attention, study.seeds = ("exact",), (0, 1, 2)
+    (row,) = associative_recall.run(study, str(tmp_path))
+    assert trained == [("exact/lr_0.0003", (0,), 64), ("exact/lr_0.001", (0,), 64), ("exact/lr_0.003", (0,), 64),
+                       ("exact/lr_0.001", (0, 1, 2), 64)]  # fmt: skip
+    assert row["learning_rate"] == 1e-3 and row["sweep"] == {"0.0003": 0.4, "0.001": 0.9, "0.003": 0.5}
+    assert (row["num_pairs"], row["vocab_size"], row["length"]) == (8, 256, 64)
+    row |= {"attention": "exact", "num_features": None, "seeds": [0, 1, 2], "runs": []}
+    row["test"]["accuracy"] |= {"std": 0.0, "n": 3}
+    assert associative_recall.table([row]).splitlines()[2] == "| exact | - | 0.0 | 0.001 | 3 | 0.200 ± 0.000 | - | - |"
+
+
 @pytest.mark.slow
 def test_the_quick_recall_study_writes_its_table_and_figure(data_dir, tmp_path):
     output = tmp_path / "recall.json"
@@ -52,7 +76,12 @@ def test_the_quick_recall_study_writes_its_table_and_figure(data_dir, tmp_path):
     ]
     assert rows[0]["state_bytes"] > rows[1]["state_bytes"] > 0
     assert all(0 <= r["test"]["accuracy"]["mean"] <= 1 and r["validation"]["accuracy"]["n"] == 2 for r in rows)
+    assert "Smoke test" in done.stdout and "verdict" not in done.stdout and "separated" not in done.stdout
     lines = (tmp_path / "recall.md").read_text().splitlines()
-    assert lines[2].startswith("| exact | - |") and lines[3].startswith("| positive | 8 |") and len(lines) == 4
+    assert (
+        lines[0].startswith("Smoke test")
+        and lines[2] == "| attention | m | state per layer (KiB) | seeds | test accuracy |"
+    )
+    assert lines[4].startswith("| exact | - |") and lines[5].startswith("| positive | 8 |") and len(lines) == 6
     assert (tmp_path / "recall.png").stat().st_size > 10_000
     assert (tmp_path / "positive_m8" / "seed_1" / "results.json").exists()

@@ -436,7 +436,11 @@ def test_a_users_estimators_run_from_a_module_named_in_the_config(tmp_path, monk
     assert len(mine) == 2 and all(math.isnan(r["mse_theory"]) for r in mine)
     for r, reference in zip(mine, theirs, strict=True):  # the same estimator: Monte Carlo meets positive's closed form
         assert abs(r["mse_monte_carlo"] - reference["mse_theory"]) < 4 * r["standard_error"]
-    assert "no closed form" in _report(outputs)
+    report = _report(outputs)
+    assert "no closed form" in report and outputs.verdict is None  # a custom sweep: no verdict, and it says so
+    assert "**Custom sweep of performer_fig2, no verdict**: it differs from the shipped configurations in" in report
+    assert "estimators, geometry.angles, geometry.norms, num_features, repetitions" in report
+    assert "reproduced" not in report.split("\n\n")[1]
     config = _config("attention_output_error")
     config.modules, config.estimators, config.num_features = ("my_estimators",), ("my_elu", "positive"), (16,)
     config.projections, config.input_scales, config.length = ("iid",), (0.5,), 64
