@@ -23,9 +23,15 @@ def get_config(arg: str | None = None):
         scales={
             "quick": {"max_length": 16, "recall.num_train": 256, "recall.num_eval": 64},
             **{  # the harder settings of configs/recall.py: a smaller rate and a longer schedule than 4 pairs need
-                f"pairs{pairs}": {"max_length": 8 * pairs, "recall.num_pairs": pairs, "recall.vocab_size": 256,
-                                  "num_train_steps": 3000, "eval_every": 500, "checkpoint_every": 500,
-                                  "optimizer.learning_rate": 1e-3}
+                f"pairs{pairs}": {
+                    "max_length": 8 * pairs,
+                    "recall.num_pairs": pairs,
+                    "recall.vocab_size": 256,
+                    "num_train_steps": 3000,
+                    "eval_every": 500,
+                    "checkpoint_every": 500,
+                    "optimizer.learning_rate": 1e-3,
+                }
                 for pairs in (8, 16)
             },
         },
