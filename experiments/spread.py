@@ -88,7 +88,19 @@ class Comparison:
         return f"{signed.format(self.difference)} [{signed.format(self.low)}, {signed.format(self.high)}]"
 
     def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The fields as JSON takes them: NaN (no test) as None."""
+        return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in dataclasses.asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, fields: dict) -> Comparison:
+        """The inverse of :meth:`as_dict`.
+
+        Example:
+          >>> c = compare({0: 0.9}, {0: 0.8})
+          >>> c.as_dict()["p"] is None and Comparison.from_dict(c.as_dict()).cell("{:.1f}") == c.cell("{:.1f}")
+          True
+        """
+        return cls(**{k: math.nan if v is None else v for k, v in fields.items()})
 
 
 def compare(values: Mapping[int, float], reference: Mapping[int, float] | float) -> Comparison:

@@ -44,6 +44,7 @@ TABLES: dict[str, Callable[[object], str]] = {
     "train_cpu_python_source_seeded": report.training_table,
     "train_cpu_vision_seeded": report.training_table,
     "recall_cpu": associative_recall.table,
+    "recall_pairs8_exact_cpu": associative_recall.table,
     "forecast_co2_cpu": forecasting.table,
     "forecast_sunspots_cpu": forecasting.table,
     "length_generalization_cpu": length_generalization.table,
@@ -65,6 +66,7 @@ PARTS: dict[str, tuple[str, Callable[[object], str]]] = {
 FIGURES: dict[str, Callable[[object, str], None]] = {
     **{name: report.differences_figure for name in TABLES if name.startswith("train_cpu_")},
     "recall_cpu": associative_recall.plot,
+    "recall_pairs8_exact_cpu": associative_recall.plot,
     "estimators_in_models_cpu": estimators_in_models.plot,
     "estimators_in_models_cpu_qk_scale": qk_scale.plot,
 }

@@ -259,6 +259,6 @@ def table(summary: dict) -> str:
         difference = run["difference_from_teacher"]
         lines.append([name, str(run["steps"]), Spread(**run["score"]).cell("{:.3f}"),
                       Spread(**run["accuracy"]).cell("{:.3f}"), recovered,
-                      "-" if difference is None else Comparison(**difference).cell("{:.3f}"),
+                      "-" if difference is None else Comparison.from_dict(difference).cell("{:.3f}"),
                       run["versus_teacher"] or "-"])  # fmt: skip
     return markdown_table(header, lines)
