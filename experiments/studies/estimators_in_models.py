@@ -355,10 +355,11 @@ def verdicts(rows: list[dict], *, close_enough: float = 0.1) -> list[str]:
         ranked = sorted((r for r in group if r["num_features"] == largest), key=lambda r: r["output_error"]["mean"])
         others = [r for r in ranked if r["estimator"] != ranked[0]["estimator"]]  # the next estimator, not a refit
         groups.append((ranked[0], others[0] if others else None))
+    following = {id(best): second for best, second in groups}  # each lowest row's reference: the next estimator
     compared = table_verdicts(
-        groups,
-        lambda pair: None if pair[1] is None else (pair[1], None),
-        lambda pair: {r["seed"]: r["output_error"] for r in pair[0]["records"]},
+        [best for best, _ in groups],
+        lambda best: following[id(best)],
+        lambda row: {r["seed"]: r["output_error"] for r in row["records"]},
         higher_is_better=False,
     )
     lines = []
