@@ -824,10 +824,13 @@ RECALL_CLAIMS = [
     ),
     Claim(
         "recall.md",
-        "Six settings recall every query on every seed (exact, elu, ReLU features at m = 32, Taylor, GLA; Hedgehog at "
-        "d' = 32 on average {})",
+        "Five settings recall every query on every seed (exact, elu, ReLU features at m = 32, Taylor, GLA) and "
+        "Hedgehog at d' = 32 nearly every one ({} on average)",
         lambda: (f"{_recall_accuracy('hedgehog', 32):.3f}",),
-        lambda: all(min(run["test"]["accuracy"] for run in recall(*s)["runs"]) == 1.0 for s in _SATURATED),
+        lambda: (
+            all(min(run["test"]["accuracy"] for run in recall(*s)["runs"]) == 1.0 for s in _SATURATED)
+            and min(run["test"]["accuracy"] for run in recall("hedgehog", 32)["runs"]) < 1.0
+        ),
     ),
     Claim(
         "recall.md",
