@@ -40,6 +40,7 @@ benchmark: $(VENV)/.installed-experiments
 	$(PY) -m experiments.benchmarks.flax_decoding
 	$(PY) -m experiments.benchmarks.checks
 	$(PY) -m experiments.benchmarks.relative
+	$(PY) -m experiments.benchmarks.delta_rule
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check --fix .

@@ -3,11 +3,13 @@
 Run:
   python -m experiments.studies.recall --config configs/recall.py --workdir workdir/recall
 Variants: ``:quick`` is a smoke test: the quick variants of two kinds, two seeds (seconds; the tests run it), at
-a size where nothing recalls; its output says so and compares nothing. ``:pairs8`` and ``:pairs16`` are the
-harder settings (8 pairs in 64 tokens, 16 in 128, over 256 ids; ``configs/mqar.py``'s scales of those names):
-one kind per family at m = 16, 64 and 256, each setting's learning rate chosen on validation among three (one
-seed per rate), then three seeds at that rate. Linformer is not among the kinds: it cannot be causal, and MQAR
-is read by a causal decoder.
+a size where nothing recalls; its output says so and compares nothing. ``:pairs4_l64`` and ``:pairs4_l128``
+are the harder settings (4 pairs in 64 and in 128 tokens over 128 ids; ``configs/mqar.py``'s scales of those
+names): one kind per family at m = 16, 64 and 256 (OPRF, the second softmax-kernel map, is left out for CPU time),
+the delta rule, a sliding window (its window is m) and a hybrid stack, each setting's learning rate chosen on
+validation among three (one seed per rate), then three seeds at that rate. ``:pairs8_v256`` is a first try at 8
+pairs, over 256 ids. Linformer is not among the kinds: it cannot be
+causal, and MQAR is read by a causal decoder.
 """
 
 import ml_collections
@@ -42,12 +44,27 @@ def get_config(arg: str | None = None):
             },
             **{
                 name: {
-                    "attention": ("exact", "positive", "oprf", "elu", "taylor", "hedgehog", "gla"),
+                    "attention": (
+                        "exact",
+                        "positive",
+                        "elu",
+                        "taylor",
+                        "hedgehog",
+                        "gla",
+                        "deltanet",
+                        "gated_deltanet",
+                        "sliding_window",
+                        "hybrid_gated_deltanet",
+                    ),
                     "num_features": (16, 64, 256),
                     "scale": name,
-                    "learning_rates": (3e-4, 1e-3, 3e-3),
+                    "learning_rates": rates,
                 }
-                for name in ("pairs8", "pairs16")
+                for name, rates in (
+                    ("pairs4_l64", (1e-3, 3e-3, 1e-2)),
+                    ("pairs4_l128", (1e-3, 3e-3, 1e-2)),
+                    ("pairs8_v256", (3e-4, 1e-3, 3e-3)),
+                )
             },
         },
     )

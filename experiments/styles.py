@@ -13,7 +13,7 @@ from rfa.train.config import ATTENTION_VARIANTS
 COLORS = (  # tab10, then Kelly's colours of maximum contrast: one colour per known name
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
     "#a1caf1", "#222222", "#654522", "#882d17", "#604e97", "#8db600", "#f3c300", "#be0032", "#2b3d26", "#f6a600",
-    "#e68fac", "#0067a5", "#dcd300", "#f99379",
+    "#e68fac", "#0067a5", "#dcd300", "#f99379", "#875692", "#c2b280", "#848482", "#e25822", "#008856",
 )  # fmt: skip
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "d")
 FITS = {"per_call": "--", "calibrated": "-."}  # a data-fitted estimator's fits: its color and marker, their lines

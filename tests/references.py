@@ -308,8 +308,9 @@ def kernelized_attention(q, k, v, name, W=None, *, keep_k=None, keep_q=None, cau
     return np.where(den != 0, num / np.where(den != 0, den, 1.0), 0.0)
 
 
-def softmax_attention(q, k, v, *, keep_k=None, keep_q=None, causal=False):
-    """``softmax(QKᵀ/√d + mask) V`` in float64; a query with no kept key outputs 0."""
+def softmax_attention(q, k, v, *, keep_k=None, keep_q=None, causal=False, allowed_pairs=None):
+    """``softmax(QKᵀ/√d + mask) V`` in float64; a query with no kept key outputs 0. ``allowed_pairs [Lq, Lk]``:
+    which keys each query may attend to, besides the other masks."""
     q, k, v = _f64(q), _f64(k), _f64(v)
     logits = np.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(q.shape[-1])
     allowed = np.ones(logits.shape, bool)
@@ -319,6 +320,8 @@ def softmax_attention(q, k, v, *, keep_k=None, keep_q=None, causal=False):
         allowed = allowed & np.asarray(keep_q, bool)[:, None, :, None]
     if causal:
         allowed = allowed & np.tril(np.ones(logits.shape[-2:], bool))
+    if allowed_pairs is not None:
+        allowed = allowed & np.asarray(allowed_pairs, bool)
     logits = np.where(allowed, logits, -np.inf)
     top = np.max(logits, -1, keepdims=True)
     weights = np.where(allowed, np.exp(logits - np.where(np.isfinite(top), top, 0)), 0.0)
@@ -357,3 +360,22 @@ def directional_derivative(f, args, index, direction, eps=1e-5):
     plus[index] = _f64(args[index]) + eps * direction
     minus[index] = _f64(args[index]) - eps * direction
     return (f(*plus) - f(*minus)) / (2 * eps)
+
+
+def delta_rule(q, k, v, beta, log_decay=None, state=None):
+    """The gated delta rule ``S_t = exp(g_t)(I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ``, ``o_t = S_tᵀ q_t`` token by
+    token in float64 (Schlag et al., ICML 2021; Yang, Kautz, Hatamizadeh, ICLR 2025); ``q, k [B, L, H, d_k]``,
+    ``v [B, L, H, d_v]``, ``beta, log_decay [B, L, H]``, ``state [B, H, d_k, d_v]``. Returns ``(out, state)``."""
+    q, k, v, beta = _f64(q), _f64(k), _f64(v), _f64(beta)
+    B, L, H, d_k = q.shape
+    S = np.zeros((B, H, d_k, v.shape[-1])) if state is None else _f64(state).copy()
+    decay = np.ones((B, L, H)) if log_decay is None else np.exp(_f64(log_decay))
+    out = np.zeros(v.shape)
+    for b in range(B):
+        for h in range(H):
+            for t in range(L):
+                k_t = k[b, t, h][:, None]
+                transition = decay[b, t, h] * (np.eye(d_k) - beta[b, t, h] * k_t @ k_t.T)
+                S[b, h] = transition @ S[b, h] + beta[b, t, h] * k_t @ v[b, t, h][None, :]
+                out[b, t, h] = S[b, h].T @ q[b, t, h]
+    return out, S

@@ -56,6 +56,11 @@ FOURIER_TESTS = ("tests/attention/test_fourier_integral.py",)
 LONGER_TEST = "tests/train/test_train.py::test_a_trained_model_is_rebuilt_for_longer_sequences_and_evaluated_on_them"
 ESTIMATORS_IN_MODELS = "experiments/studies/estimators_in_models.py"
 ESTIMATORS_TESTS = "tests/experiments/test_estimators_in_models.py"
+DELTA_CHUNKED = "rfa/attention/delta_rule/chunked.py"
+DELTA_RECURRENT = "rfa/attention/delta_rule/recurrent.py"
+DELTA_API = "rfa/attention/delta_rule/api.py"
+DELTA_TESTS = ("tests/attention/test_delta_rule.py",)
+HYBRID_TESTS = "tests/models/test_delta_window_hybrid.py"
 
 MUTANTS = [
     # The bugs an audit found passing every test (issue 14).
@@ -324,10 +329,10 @@ MUTANTS = [
            '            if False:',
            ("tests/models/test_attention_kinds.py", "tests/train"),
            "gated RFA without the (1 - g) weight of new keys"),
-    Mutant("linformer-padding-projected", "rfa/models/cores.py",
+    Mutant("linformer-padding-projected", "rfa/models/linformer.py",
            "        k, v = jnp.where(keep, k, 0), jnp.where(keep, v, 0)\n", "",
            ("tests/models/test_attention_kinds.py",), "Linformer projects padded keys and values"),
-    Mutant("kv-cache-float32", "rfa/models/cores.py",
+    Mutant("kv-cache-float32", "rfa/models/softmax.py",
            'return {"k": jnp.zeros(shape, self.dtype), "v": jnp.zeros(shape, self.dtype),',
            'return {"k": jnp.zeros(shape, jnp.float32), "v": jnp.zeros(shape, jnp.float32),',
            ("tests/models/test_models.py::test_low_precision_decoding_equals_teacher_forcing",),
@@ -539,7 +544,7 @@ MUTANTS = [
            ("tests/train/test_train.py::test_compare_kernels_trains_every_pair_and_writes_the_table",),
            "the seeds of a study all train the same run: no spread"),
     Mutant("state-bytes-of-every-layer", "experiments/studies/associative_recall.py",
-           "jax.tree.leaves(caches[0])", "jax.tree.leaves(caches)",
+           "jax.tree.leaves(caches)) / len(caches))", "jax.tree.leaves(caches)))",
            ("tests/experiments/test_recall.py",), "the recall study's state size counts all layers, not one"),
     # Fourier integral attention (issue 30).
     Mutant("fourier-weights-unsigned", FOURIER,
@@ -552,7 +557,7 @@ MUTANTS = [
            "    if is_causal:\n        allowed = allowed & jnp.tril(",
            "    if False:\n        allowed = allowed & jnp.tril(",
            FOURIER_TESTS, "causal Fourier integral attention sees later keys"),
-    Mutant("fourier-decode-without-mask", "rfa/models/cores.py",
+    Mutant("fourier-decode-without-mask", "rfa/models/softmax.py",
            "radius=self.radius, mask=mask[:, None, None, :])[:, 0]", "radius=self.radius)[:, 0]",
            ("tests/models/test_attention_kinds.py",), "a decoded Fourier token attends to empty cache slots"),
     # Relative positional bias by FFT (issue 30).
@@ -634,6 +639,40 @@ MUTANTS = [
     Mutant("distill-first-seed-only", "experiments/studies/distillation.py",
            "Spread.of(result[field] for result in results)", "Spread.of(results[0][field] for result in results)",
            ("tests/experiments/test_distill.py",), "the distillation table reports the first seed as every seed's"),
+    Mutant("delta-wy-solve-sign", DELTA_CHUNKED,
+           "    system = jnp.eye(size, dtype=k.dtype) + beta[..., None]",
+           "    system = jnp.eye(size, dtype=k.dtype) - beta[..., None]", DELTA_TESTS,
+           "a sign in the WY/UT solve: the chunk's errors subtract the earlier writes' overlap twice"),
+    Mutant("delta-decay-after-write", DELTA_RECURRENT,
+           "        s = jnp.exp(g_t)[:, None, None] * s\n        error = v_t - jnp.einsum(\"rkv,rk->rv\", s, k_t)\n"
+           "        s = s + beta_t[:, None, None] * k_t[:, :, None] * error[:, None, :]\n",
+           "        error = v_t - jnp.einsum(\"rkv,rk->rv\", s, k_t)\n"
+           "        s = s + beta_t[:, None, None] * k_t[:, :, None] * error[:, None, :]\n"
+           "        s = jnp.exp(g_t)[:, None, None] * s\n", DELTA_TESTS,
+           "the recurrent form decays the state after the write, so a token's own write is decayed"),
+    Mutant("delta-chunk-decay-diagonal", DELTA_CHUNKED,
+           "    strict = ratios * (1.0 - jnp.eye(size, dtype=ratios.dtype))\n",
+           "    strict = ratios\n", DELTA_TESTS,
+           "the triangular system counts a token's own key as an earlier write"),
+    Mutant("delta-sequence-parallel-order", DELTA_API,
+           "        return transition @ s + offset, s\n",
+           "        return transition @ s + offset, transition @ s + offset\n",
+           ("tests/attention/test_sequence_parallel.py",),
+           "each device starts from the state after its own block instead of before it"),
+    Mutant("window-off-by-one", "rfa/attention/sliding_window.py",
+           "    inside = (distance >= 0) & (distance < window) if is_causal",
+           "    inside = (distance >= 0) & (distance <= window) if is_causal",
+           ("tests/attention/test_sliding_window.py",), "a causal window of w sees w + 1 keys"),
+    Mutant("window-ring-off-by-one", "rfa/models/sliding_window.py",
+           "        slot = position % cache[\"keep\"].shape[1]\n",
+           "        slot = (position + 1) % cache[\"keep\"].shape[1]\n",
+           (HYBRID_TESTS,), "decoding overwrites a token still inside the window instead of the one that left it"),
+    Mutant("window-prefill-slots", "rfa/models/sliding_window.py",
+           "        slots = positions[:, -last:] % ring", "        slots = jnp.arange(last)[None] % ring",
+           (HYBRID_TESTS,), "a prompt's last tokens fill the ring from slot 0, not their own slots"),
+    Mutant("hybrid-drops-a-layer-cache", "rfa/models/transformer.py",
+           "            new_caches.append(cache)\n", "            new_caches.append(caches[i] if i else cache)\n",
+           (HYBRID_TESTS,), "decoding keeps the old cache of every layer but the first"),
 ]  # fmt: skip
 
 

@@ -5,7 +5,8 @@ model (d_model 32, 4 heads, 2 layers) decodes tokens from positions 128 .. 8192,
 exact model's KV cache holds only the tokens up to the last timed one (``position + steps`` slots),
 so its step costs O(position); the kernelized models' state ``(S, z)`` has a fixed size, so their step should cost the
 same at any position (target: time at 8192 <= 1.2x time at 128), the gated model's (gated RFA: a learned decay
-per token and head) included. Each timing decodes ``--steps``
+per token and head) included, as should Gated DeltaNet's (the delta rule's state) and the sliding window's (a ring of
+its last 64 keys and values). Each timing decodes ``--steps``
 tokens in one jitted ``lax.scan`` (as ``rfa.models.decoding.generate`` does), so Python dispatch
 is not counted; median of ``--repeats`` calls; writes JSON.
 """
@@ -35,8 +36,10 @@ KINDS = {
     "exact": AttentionConfig(),
     "kernelized": AttentionConfig("positive", 64),
     "gated": AttentionConfig("rfa", 64, gated=True),
+    "gated_deltanet": AttentionConfig("gated_deltanet"),
+    "sliding_window": AttentionConfig("sliding_window", 64),  # a window of 64 tokens
 }
-RECURRENT = ("kernelized", "gated")  # the kinds whose step should not grow with the position
+RECURRENT = ("kernelized", "gated", "gated_deltanet", "sliding_window")  # their step should not grow with position
 
 
 def time_per_token(model: Decoder, position: int, steps: int, repeats: int) -> float:

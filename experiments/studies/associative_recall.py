@@ -52,11 +52,13 @@ def training_config(study, attention: str, num_features: int | None):
 
 
 def state_bytes(config) -> int:
-    """Bytes of one layer's decode cache for one sequence of ``config.max_length`` tokens (shapes only: nothing is
-    allocated). Exact attention: its keys, values and their mask; kernelized: the recurrent state of every head."""
+    """Bytes of one layer's decode cache for one sequence of ``config.max_length`` tokens, averaged over the layers
+    (a hybrid stack's differ; shapes only: nothing is allocated). Exact attention: its keys, values and their mask;
+    kernelized: the recurrent state of every head; the delta rule: its state and the convolution's last inputs; a
+    sliding window: its window's keys and values."""
     model = build_model(config, get_task(config.task))
     caches = jax.eval_shape(lambda: model.init_cache(1))
-    return int(sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(caches[0])))
+    return int(sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(caches)) / len(caches))
 
 
 def run(study, workdir: str) -> list[dict]:

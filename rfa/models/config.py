@@ -106,7 +106,9 @@ class EncoderConfig:
       max_length: longest sequence (learned positions, Linformer's projections, decoding caches).
       relative_buckets, relative_max_distance: buckets of the relative bias (T5-style).
       dtype: computation dtype; parameters are float32.
-      encoder_attention: the attention of the encoder's self-attention sites.
+      encoder_attention: the attention of the encoder's self-attention sites: one :class:`AttentionConfig` for
+        every layer, or a tuple of them cycled over the layers (a hybrid stack: layer i takes entry
+        ``i mod len``; :meth:`layer_attention`).
       sequence_axis: the mesh axis that splits the sequence in training (``rfa.train``'s ``"sequence"``);
         where a mesh with that axis is set (``jax.set_mesh``), kernelized sites run sequence-parallel
         over it (:func:`rfa.attention.sequence_parallel_attention`) and the other layers are split by XLA
@@ -129,7 +131,7 @@ class EncoderConfig:
     relative_buckets: int = 32
     relative_max_distance: int = 128
     dtype: str = "float32"
-    encoder_attention: AttentionConfig = AttentionConfig()
+    encoder_attention: AttentionConfig | tuple[AttentionConfig, ...] = AttentionConfig()
     sequence_axis: str | None = None
 
     # (site, causal, decoded with a state: its map's parameters cannot come from the whole sequence)
@@ -164,14 +166,32 @@ class EncoderConfig:
         if self.positional == "rotary" and self.head_dim % 2:
             raise ValueError(f"rotary positions need an even head dimension, got {self.head_dim}.")
         for site, causal, stateful in self.SITES:
-            attention = getattr(self, site)
-            if not isinstance(attention, AttentionConfig):
-                raise TypeError(f"{site} must be an AttentionConfig, got {type(attention).__name__}.")
-            core_class(attention.kind).check_site(site, attention, self, causal=causal, stateful=stateful)
+            value = getattr(self, site)
+            pattern = value if isinstance(value, tuple) else (value,)
+            if not pattern or not all(isinstance(attention, AttentionConfig) for attention in pattern):
+                raise TypeError(
+                    f"{site} must be an AttentionConfig or a non-empty tuple of them (one per layer, cycled), got "
+                    f"{value!r}."
+                )
+            for attention in pattern:
+                core_class(attention.kind).check_site(site, attention, self, causal=causal, stateful=stateful)
 
     @property
     def head_dim(self) -> int:
         return self.d_model // self.num_heads
+
+    def layer_attention(self, site: str, layer: int) -> AttentionConfig:
+        """The attention of layer ``layer`` (from 0) at ``site``: the site's config, or its pattern's entry
+        ``layer mod len(pattern)`` (a hybrid stack).
+
+        Example:
+          >>> sites = (AttentionConfig("gated_deltanet"),) * 3 + (AttentionConfig("softmax"),)  # Qwen3-Next's 3:1
+          >>> config = rfa.models.preset("tiny", vocab_size=50, num_decoder_layers=8, decoder_attention=sites)
+          >>> [config.layer_attention("decoder_attention", i).kind for i in range(4, 8)]
+          ['gated_deltanet', 'gated_deltanet', 'gated_deltanet', 'softmax']
+        """
+        value = getattr(self, site)
+        return value[layer % len(value)] if isinstance(value, tuple) else value
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -191,7 +211,9 @@ class TransformerConfig(EncoderConfig):
         are rotated either way. True needs ``positional="rotary"``.
       pooling: encoder classifier pooling, ``"mean"`` over unpadded tokens or ``"cls"`` (first token).
       pad_id: the padding token.
-      decoder_attention, cross_attention: the attention of the decoder's self-attention and cross-attention.
+      decoder_attention, cross_attention: the attention of the decoder's self-attention and cross-attention, each
+        one :class:`AttentionConfig` or a tuple cycled over the layers (a hybrid stack, e.g. three
+        ``"gated_deltanet"`` layers to one ``"softmax"``, Qwen3-Next's ratio).
     """
 
     vocab_size: int
@@ -201,8 +223,8 @@ class TransformerConfig(EncoderConfig):
     cross_attention_rotary: bool = False
     pooling: str = "mean"
     pad_id: int = 0
-    decoder_attention: AttentionConfig = AttentionConfig()
-    cross_attention: AttentionConfig = AttentionConfig()
+    decoder_attention: AttentionConfig | tuple[AttentionConfig, ...] = AttentionConfig()
+    cross_attention: AttentionConfig | tuple[AttentionConfig, ...] = AttentionConfig()
 
     SITES = (
         ("encoder_attention", False, False), ("decoder_attention", True, True), ("cross_attention", False, True)

@@ -3,16 +3,23 @@
 :class:`~rfa.models.MultiHeadAttention` projects ``x`` to ``q, k, v [batch, length, heads, head_dim]``
 and hands them to its core, chosen by ``AttentionConfig.kind`` through :func:`core_class`:
 
-==================  ======================================================================================
-kind                core
-==================  ======================================================================================
-``"softmax"``       :class:`SoftmaxCore`: exact attention, a KV cache for decoding, optional relative bias
-a feature map       :class:`KernelizedCore`: ``rfa.kernelized_attention`` with the map (random, learned or
-                    deterministic: positive, oprf, the DERFs, taylor, rfa, hedgehog, ...), optionally
-                    gated, with the recurrent state as its cache
-``"fourier"``       :class:`FourierCore`: Fourier integral attention (Nguyen et al. 2022), quadratic, a KV cache
-``"linformer"``     :class:`LinformerCore`: keys and values projected along the length (Wang et al. 2020)
-==================  ======================================================================================
+======================  ==================================================================================
+kind                    core
+======================  ==================================================================================
+``"softmax"``           :class:`~rfa.models.softmax.SoftmaxCore`: exact attention, a KV cache for decoding,
+                        optional relative bias
+a feature map           :class:`KernelizedCore`: ``rfa.kernelized_attention`` with the map (random, learned
+                        or deterministic: positive, oprf, the DERFs, taylor, rfa, hedgehog, ...),
+                        optionally gated, with the recurrent state as its cache
+``"fourier"``           :class:`~rfa.models.softmax.FourierCore`: Fourier integral attention (Nguyen et al.
+                        2022), quadratic, a KV cache
+``"linformer"``         :class:`~rfa.models.linformer.LinformerCore`: keys and values projected along the
+                        length (Wang et al. 2020)
+``"deltanet"``,         :class:`~rfa.models.delta_rule.DeltaRuleCore`: the delta rule (DeltaNet; gated:
+``"gated_deltanet"``    Gated DeltaNet), causal self-attention only, the state as its cache
+``"sliding_window"``    :class:`~rfa.models.sliding_window.SlidingWindowCore`: exact attention within a window
+                        of ``num_features`` tokens, the last w keys and values as its cache
+======================  ==================================================================================
 
 Every core takes the same calls (the queries' input ``x [batch, q_len, d_model]`` comes along for the
 cores that compute gates from it):
@@ -25,175 +32,32 @@ cores that compute gates from it):
   cross-attention while decoding.
 
 Each core class states its kind's rules, so nothing else matches kinds by name: ``causal`` (it can run
-causal self-attention, and so decode token by token), ``dense_masks`` (it applies any dense mask, such as
+causal self-attention, and so decode token by token), ``bidirectional`` (it can run bidirectional
+self-attention), ``cross`` (it can attend to a memory), ``dense_masks`` (it applies any dense mask, such as
 Swin's shifted windows), ``uses_num_features`` (``AttentionConfig.num_features`` means something to it),
 and ``check_site``, which refuses a configuration the kind cannot run at a site.
 """
 
 from __future__ import annotations
 
-import math
-
 import jax
 import jax.numpy as jnp
 from flax import nnx
 
 from rfa.attention.flax_adapter import Calibratable, learned_variables, random_variables, redraw_variables
-from rfa.attention.fourier_integral import fourier_integral_attention
 from rfa.attention.kernelized import attention_over, kernelized_attention
 from rfa.attention.state import init_state
-from rfa.checks import check_finite
+from rfa.models.delta_rule import DeltaRuleCore
+from rfa.models.linformer import LinformerCore
 from rfa.models.positional import RelativeBias
+from rfa.models.sliding_window import SlidingWindowCore
+from rfa.models.softmax import FourierCore, SoftmaxCore
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 from rfa.random_features.feature_maps import registered_feature_maps
 
 Array = jax.Array
 
 GATE_BIAS = 3.0  # sigmoid(3) = 0.95: a new gate keeps 95% of the state per token (a memory of ~20 tokens)
-
-
-def _softmax_attention(q, k, v, *, bias=None, mask=None) -> Array:
-    """``jax.nn.dot_product_attention``; a query that sees no key gets 0, not a uniform average over all keys."""
-    if q.dtype == jnp.float16 and jax.default_backend() == "cpu":
-        # jax.nn.dot_product_attention asks float16 dots for float32 results, a precision
-        # XLA:CPU rejects under jit; float32 copies give the same products.
-        q, k, v = (x.astype(jnp.float32) for x in (q, k, v))
-    check_finite(q=q, k=k, v=v)
-    out = jax.nn.dot_product_attention(q, k, v, bias=bias, mask=mask)
-    if mask is None:
-        return out
-    sees_a_key = jnp.any(jnp.broadcast_to(mask, mask.shape[:2] + (q.shape[1], k.shape[1])), axis=-1)
-    return jnp.where(jnp.moveaxis(sees_a_key, 1, 2)[..., None], out, 0.0)
-
-
-def _attend_one(q: Array, k: Array, v: Array, mask: Array, bias: Array | None) -> Array:
-    """Softmax attention of one query per batch row: ``q [b, h, d]``, ``k, v [b, L, h, d]``, ``mask [b, L]``.
-
-    As ``jax.nn.dot_product_attention`` (the teacher-forced path): logits and softmax in float32
-    from the cache's dtype, probabilities cast to the values' dtype.
-    """
-    logits = jnp.einsum("bhd,blhd->bhl", q.astype(k.dtype), k, preferred_element_type=jnp.float32)
-    logits = logits / jnp.sqrt(q.shape[-1]).astype(jnp.float32)
-    if bias is not None:
-        logits = logits + bias
-    logits = jnp.where(mask[:, None, :], logits, jnp.finfo(jnp.float32).min)
-    probs = jax.nn.softmax(logits, axis=-1).astype(v.dtype)
-    out = jnp.einsum("bhl,blhd->bhd", probs, v, preferred_element_type=jnp.float32)
-    return jnp.where(jnp.any(mask, axis=-1)[:, None, None], out, 0.0)  # no visible key: 0
-
-
-def _write(cache: dict, start: Array | int, k: Array, v: Array, keep: Array) -> dict:
-    """The exact cache with ``k, v [batch, n, heads, d]`` and ``keep [batch, n]`` written from slot ``start`` on.
-
-    Keys and values take the cache's dtype (the model's).
-    """
-    return {
-        "k": jax.lax.dynamic_update_slice_in_dim(cache["k"], k.astype(cache["k"].dtype), start, axis=1),
-        "v": jax.lax.dynamic_update_slice_in_dim(cache["v"], v.astype(cache["v"].dtype), start, axis=1),
-        "mask": jax.lax.dynamic_update_slice_in_dim(cache["mask"], keep, start, axis=1),
-    }
-
-
-def _refuse_gate(site: str, attention) -> None:
-    if attention.gated:
-        raise ValueError(
-            f"{site}: gated=True decays a kernelized state; kind {attention.kind!r} has none. Use a feature map "
-            "kind (e.g. 'rfa' for gated RFA)."
-        )
-
-
-class SoftmaxCore(nnx.Module):
-    """Exact softmax attention; decoding keeps the keys and values so far (in the model's dtype)."""
-
-    causal, dense_masks, uses_num_features = True, True, False
-
-    def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
-        self.causal, self.dtype = causal, jnp.dtype(config.dtype)
-        self.num_heads, self.head_dim = config.num_heads, config.head_dim
-        relative = config.positional == "relative" and not cross
-        self.relative = (
-            RelativeBias(config.num_heads, num_buckets=config.relative_buckets,
-                         max_distance=config.relative_max_distance, bidirectional=not causal, rngs=rngs)
-            if relative
-            else None
-        )  # fmt: skip
-
-    @staticmethod
-    def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
-        """Raises a ValueError for a configuration the kind cannot run at ``site`` (every core has one):
-        exact attention runs every configuration but a gate."""
-        _refuse_gate(site, attention)
-
-    def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions) -> Array:
-        mask = key_mask[:, None, None, :]
-        if self.causal:
-            mask = mask & (k_positions[:, None, None, :] <= q_positions[:, None, :, None])
-        bias = None if self.relative is None else self.relative(q_positions, k_positions)
-        return self.attend(q, k, v, mask, bias)
-
-    def attend(self, q, k, v, mask, bias) -> Array:
-        """The attention of ``q [batch, q_len, heads, d]`` over ``k, v [batch, kv_len, heads, d]`` with ``mask``
-        broadcastable to ``[batch, heads, q_len, kv_len]`` and an optional additive ``bias``."""
-        return _softmax_attention(q, k, v, bias=bias, mask=mask)
-
-    def attend_one(self, q, k, v, mask, bias) -> Array:
-        """One query per batch row, ``q [batch, heads, d]``, over the cached ``k, v`` with ``mask [batch, L]``."""
-        return _attend_one(q, k, v, mask, bias)
-
-    def init_cache(self, batch: int, max_length: int) -> dict:
-        shape = (batch, max_length, self.num_heads, self.head_dim)
-        return {"k": jnp.zeros(shape, self.dtype), "v": jnp.zeros(shape, self.dtype),
-                "mask": jnp.zeros((batch, max_length), jnp.bool_)}  # fmt: skip
-
-    def prefill(self, q, k, v, x, *, key_mask, positions, max_length):
-        out = self(q, k, v, x, key_mask=key_mask, q_positions=positions, k_positions=positions)
-        return out, _write(self.init_cache(q.shape[0], max_length), 0, k, v, key_mask)
-
-    def decode(self, q, k, v, x, cache, *, position, keep):
-        cache = _write(cache, position, k, v, keep[:, None])
-        key_positions = jnp.broadcast_to(jnp.arange(cache["k"].shape[1]), cache["mask"].shape)
-        mask = cache["mask"] & (key_positions <= position)
-        positions = jnp.broadcast_to(position, q.shape[:1])[:, None]
-        bias = None if self.relative is None else self.relative(positions, key_positions)[:, :, 0]
-        return self.attend_one(q[:, 0], cache["k"], cache["v"], mask, bias).astype(q.dtype), cache
-
-    def prepare_memory(self, k, v, key_mask):
-        return {"k": k.astype(self.dtype), "v": v.astype(self.dtype), "mask": key_mask}
-
-    def attend_memory(self, q, prepared):
-        return self.attend_one(q[:, 0], prepared["k"], prepared["v"], prepared["mask"], None).astype(q.dtype)
-
-
-class FourierCore(SoftmaxCore):
-    """Fourier integral attention (:func:`rfa.attention.fourier_integral_attention`; Nguyen et al., "FourierFormer",
-    NeurIPS 2022): quadratic like exact attention, with the same KV cache for decoding.
-
-    The radius R is ``AttentionConfig.feature_params``' ``"radius"`` (default 1), fixed, one for every head.
-    """
-
-    def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
-        super().__init__(config, attention, causal=causal, cross=cross, rngs=rngs)
-        self.radius = float(attention.params.get("radius", 1.0))
-
-    @staticmethod
-    def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
-        _refuse_gate(site, attention)
-        unknown = set(attention.params) - {"radius"}
-        if unknown or attention.params.get("radius", 1.0) <= 0:
-            raise ValueError(
-                f"{site}: Fourier integral attention takes one parameter, feature_params (('radius', R),) with R > 0; "
-                f"got {attention.feature_params!r}."
-            )
-        if config.positional == "relative":
-            raise ValueError(
-                f"{site}: Fourier integral attention takes no relative bias; use rotary or absolute positions."
-            )
-
-    def attend(self, q, k, v, mask, bias) -> Array:
-        return fourier_integral_attention(q, k, v, radius=self.radius, mask=mask)
-
-    def attend_one(self, q, k, v, mask, bias) -> Array:
-        return fourier_integral_attention(q[:, None], k, v, radius=self.radius, mask=mask[:, None, None, :])[:, 0]
 
 
 class KernelizedCore(Calibratable):
@@ -216,7 +80,7 @@ class KernelizedCore(Calibratable):
     call over a whole sequence runs sequence-parallel over that axis (LASP-2's state exchange).
     """
 
-    causal, dense_masks, uses_num_features = True, False, True
+    causal, bidirectional, cross, dense_masks, uses_num_features = True, True, True, False, True
 
     def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         fm = lookup_feature_map(attention.kind)
@@ -356,65 +220,13 @@ class KernelizedCore(Calibratable):
         return kernelized_attention(q, no_key, no_key, initial_state=prepared, **self._options())[:, 0]
 
 
-class LinformerCore(nnx.Module):
-    """Softmax attention over keys and values projected along the length: ``softmax(Q(EK)ᵀ/√d) FV``.
-
-    ``E, F [k, max_length]`` are learned and shared by the heads (Wang et al., "Linformer: Self-Attention
-    with Linear Complexity", 2020, Sec. 4); ``k = AttentionConfig.num_features``. Padded keys and
-    values are zeroed before the projection, so they enter no projected key; a sequence shorter than
-    ``max_length`` uses the first columns (the zero padding of the rest). Bidirectional only: each
-    projected key mixes every position, future ones included.
-    """
-
-    causal, dense_masks, uses_num_features = False, False, True
-
-    def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
-        del causal, cross  # never causal (check_site)
-        init = nnx.initializers.normal(1 / math.sqrt(config.max_length))
-        shape = (attention.num_features, config.max_length)
-        self.key_projection = nnx.Param(init(rngs.params(), shape))
-        self.value_projection = nnx.Param(init(rngs.params(), shape))
-        self.max_length = config.max_length
-
-    @staticmethod
-    def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
-        _refuse_gate(site, attention)
-        if causal:
-            raise ValueError(
-                f"{site}: linformer projects keys and values along the whole length, so every projected key "
-                "mixes in future positions: it cannot be causal or decode token by token. Use it at encoder or "
-                "cross-attention sites, and softmax or a kernelized kind at the decoder's self-attention."
-            )
-        if config.positional == "relative":
-            raise ValueError(f"{site}: linformer's keys are mixtures of positions, so a relative bias has no meaning.")
-
-    def _project(self, k, v, key_mask):
-        length = k.shape[1]
-        if length > self.max_length:
-            raise ValueError(
-                f"linformer was built for sequences of at most max_length = {self.max_length} tokens (its E and F "
-                f"are [k, max_length]), got {length}; build the model with a larger max_length."
-            )
-        keep = key_mask[:, :, None, None]
-        k, v = jnp.where(keep, k, 0), jnp.where(keep, v, 0)
-        E, F = (p[...][:, :length].astype(k.dtype) for p in (self.key_projection, self.value_projection))
-        return jnp.einsum("nl,blhd->bnhd", E, k), jnp.einsum("nl,blhd->bnhd", F, v)
-
-    def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions) -> Array:
-        return _softmax_attention(q, *self._project(k, v, key_mask))
-
-    def prepare_memory(self, k, v, key_mask):
-        projected_k, projected_v = self._project(k, v, key_mask)
-        return {"k": projected_k, "v": projected_v, "mask": jnp.ones(projected_k.shape[:2], jnp.bool_)}
-
-    def attend_memory(self, q, prepared):
-        return _attend_one(q[:, 0], prepared["k"], prepared["v"], prepared["mask"], None).astype(q.dtype)
-
-
 CORES = {
     "softmax": SoftmaxCore,
     "fourier": FourierCore,
     "linformer": LinformerCore,
+    "deltanet": DeltaRuleCore,
+    "gated_deltanet": DeltaRuleCore,
+    "sliding_window": SlidingWindowCore,
 }  # every registered feature map: KernelizedCore
 
 

@@ -49,8 +49,9 @@ class Residual(nnx.Module):
 class EncoderLayer(nnx.Module):
     """Self-attention (bidirectional) then the MLP."""
 
-    def __init__(self, config: EncoderConfig, *, rngs: nnx.Rngs):
-        self.attention = MultiHeadAttention(config, config.encoder_attention, causal=False, cross=False, rngs=rngs)
+    def __init__(self, config: EncoderConfig, *, layer: int = 0, rngs: nnx.Rngs):
+        attention = config.layer_attention("encoder_attention", layer)
+        self.attention = MultiHeadAttention(config, attention, causal=False, cross=False, rngs=rngs)
         self.mlp = MLP(config, rngs=rngs)
         self.attention_residual = Residual(config, rngs=rngs)
         self.mlp_residual = Residual(config, rngs=rngs)
@@ -65,11 +66,13 @@ class EncoderLayer(nnx.Module):
 class DecoderLayer(nnx.Module):
     """Masked self-attention, cross-attention to the encoder output (if ``cross``), then the MLP."""
 
-    def __init__(self, config: TransformerConfig, *, cross: bool, rngs: nnx.Rngs):
-        self.self_attention = MultiHeadAttention(config, config.decoder_attention, causal=True, cross=False, rngs=rngs)
+    def __init__(self, config: TransformerConfig, *, cross: bool, layer: int = 0, rngs: nnx.Rngs):
+        own = config.layer_attention("decoder_attention", layer)
+        self.self_attention = MultiHeadAttention(config, own, causal=True, cross=False, rngs=rngs)
         self.self_residual = Residual(config, rngs=rngs)
+        memory = config.layer_attention("cross_attention", layer)
         self.cross_attention = (
-            MultiHeadAttention(config, config.cross_attention, causal=False, cross=True, rngs=rngs) if cross else None
+            MultiHeadAttention(config, memory, causal=False, cross=True, rngs=rngs) if cross else None
         )
         self.cross_residual = Residual(config, rngs=rngs) if cross else None
         self.mlp = MLP(config, rngs=rngs)

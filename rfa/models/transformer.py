@@ -76,7 +76,7 @@ class EncoderStack(nnx.Module):
     """``num_encoder_layers`` encoder layers (and the final LayerNorm of a pre-norm stack)."""
 
     def __init__(self, config: EncoderConfig, *, rngs: nnx.Rngs):
-        self.layers = nnx.List([EncoderLayer(config, rngs=rngs) for _ in range(config.num_encoder_layers)])
+        self.layers = nnx.List([EncoderLayer(config, layer=i, rngs=rngs) for i in range(config.num_encoder_layers)])
         self.final_norm = nnx.LayerNorm(config.d_model, rngs=rngs) if config.norm == "pre" else None
 
     def __call__(self, x: Array, *, key_mask: Array, positions: Array) -> Array:
@@ -87,7 +87,9 @@ class EncoderStack(nnx.Module):
 
 class DecoderStack(nnx.Module):
     def __init__(self, config: TransformerConfig, *, cross: bool, rngs: nnx.Rngs):
-        self.layers = nnx.List([DecoderLayer(config, cross=cross, rngs=rngs) for _ in range(config.num_decoder_layers)])
+        self.layers = nnx.List(
+            [DecoderLayer(config, cross=cross, layer=i, rngs=rngs) for i in range(config.num_decoder_layers)]
+        )
         self.final_norm = nnx.LayerNorm(config.d_model, rngs=rngs) if config.norm == "pre" else None
 
     def __call__(self, x: Array, **kwargs) -> Array:

@@ -4,12 +4,15 @@
 selects the attention kind and, optionally, the quick variant used by the tests:
 ``--config configs/sort.py:positive`` or ``--config configs/sort.py:positive,quick``. The same
 attention goes to every site (encoder self-attention, masked decoder self-attention,
-cross-attention), with two exceptions: a gate (``gated_rfa``) decays the decoder's self-attention
-only, and Linformer, which cannot be causal, leaves the decoder's self-attention exact (a language
-model, all causal, cannot use it). At decoder sites (self- and cross-attention) an estimator's data-fitted
-parameters (``fitted``, e.g. OPRF's ``phi_sq``) are fixed: they cannot be fitted to a prefix
-without leaking the future, nor token by token when decoding. They default to the estimator's
-``standard_params(head_dim)``, its fit to unit-variance queries and keys (for OPRF,
+cross-attention), with three exceptions: a gate (``gated_rfa``) decays the decoder's self-attention
+only, Linformer, which cannot be causal, leaves the decoder's self-attention exact (a language
+model, all causal, cannot use it), and the delta rule (``deltanet``, ``gated_deltanet``), which can only be
+causal, leaves the encoder's self-attention and cross-attention exact (a classifier cannot use it), as a sliding
+window leaves cross-attention.
+``config.attention.layers`` names a variant per layer, cycled over the layers: a hybrid stack. At decoder
+sites (self- and cross-attention) an estimator's data-fitted parameters (``fitted``, e.g. OPRF's ``phi_sq``)
+are fixed: they cannot be fitted to a prefix without leaking the future, nor token by token when decoding.
+They default to the estimator's ``standard_params(head_dim)``, its fit to unit-variance queries and keys (for OPRF,
 ``phi_sq = 2 sqrt(head_dim)``, the expected ``|x + y|²`` after the 1/d^¼ scaling).
 """
 
@@ -45,6 +48,13 @@ ATTENTION_VARIANTS = {
     "linformer": {"kind": "linformer"},
     "fourier": {"kind": "fourier"},  # Fourier integral attention, radius 1
     "gla": {"kind": "elu", "gated": True, "gate": "feature"},  # gated linear attention: elu+1 features, GLA's gates
+    "deltanet": {"kind": "deltanet"},  # the delta rule (causal only: encoder and cross-attention sites stay exact)
+    "gated_deltanet": {"kind": "gated_deltanet"},
+    "sliding_window": {"kind": "sliding_window"},  # exact attention within a window of num_features tokens
+    # Hybrid stacks (config.attention.layers: a variant per layer, cycled). Qwen3-Next puts one softmax layer after
+    # three Gated DeltaNet layers; a 2-layer model takes the pattern's first two entries, so here it is 1:1.
+    "hybrid_gated_deltanet": {"kind": "gated_deltanet", "layers": ("gated_deltanet", "exact")},
+    "based": {"kind": "taylor", "layers": ("taylor", "sliding_window")},  # Based: Taylor beside a sliding window
 }
 # Settings that never change what a run computes (beyond float rounding), so a resumed run may change them.
 EXECUTION_FIELDS = ("data_dir", "mesh")
@@ -104,6 +114,7 @@ def base_config() -> ml_collections.ConfigDict:
     config.attention.phi_sq = 0.0  # OPRF at decoder sites: |x+y|² for A* (0: 2 sqrt(head_dim))
     config.attention.gated = False  # a learned decay gate at the decoder's self-attention (needs a decoder)
     config.attention.gate = "head"  # what the gate decays: "head" (the state) or "feature" (each row of it: GLA)
+    config.attention.layers = ()  # variants per layer, cycled (a hybrid stack); (): every layer is kind
 
     config.optimizer = ml_collections.ConfigDict()
     config.optimizer.learning_rate = 1e-3  # peak rate (inverse_sqrt: a multiplier, 1.0 = paper)
@@ -227,12 +238,14 @@ def check_config(config: ml_collections.ConfigDict) -> Task:
             f"config.attention.gated: the gate decays the decoder's causal state, and {config.task!r} trains a "
             f"{task.kind} model without a decoder."
         )
-    causal_only = kind.sites == ("decoder",)
-    if causal_only and config.attention.kind in attention_kinds() and not core_class(config.attention.kind).causal:
-        raise ConfigError(
-            f"config.attention.kind = {config.attention.kind!r} cannot be causal, and {config.task!r} trains "
-            f"{kind.description} (causal self-attention only): choose another kind."
-        )
+    for layer in layer_variants(config):
+        core = core_class(layer["kind"]) if layer["kind"] in attention_kinds() else None
+        for sites, able in ((("decoder",), "causal"), (("encoder",), "bidirectional")):
+            if kind.sites == sites and core is not None and not getattr(core, able):
+                raise ConfigError(
+                    f"config.attention.kind = {layer['kind']!r} cannot be {able}, and {config.task!r} trains "
+                    f"{kind.description} ({able} self-attention only): choose another kind."
+                )
     try:
         model_config(config, task)
     except ValueError as error:
@@ -240,30 +253,60 @@ def check_config(config: ml_collections.ConfigDict) -> Task:
     return task
 
 
-def _attention(config: ml_collections.ConfigDict, head_dim: int, site: str) -> AttentionConfig:
-    """The attention of one site: the config's kind, gated at the decoder's self-attention only; a kind that
-    cannot be causal (Linformer) leaves the decoder's self-attention exact."""
+def layer_variants(config: ml_collections.ConfigDict) -> tuple[dict, ...]:
+    """The attention fields of each layer of a hybrid stack (``config.attention.layers``, variant names cycled over
+    the layers): the variant's fields over the defaults, with the config's m, projection and chunk size; one entry,
+    ``config.attention`` itself, without layers."""
     a = config.attention
-    if site == "decoder" and a.kind in attention_kinds() and not core_class(a.kind).causal:
+    names = tuple(a.get("layers", ()))  # (a workdir of an earlier release has no such field)
+    if not names:
+        return (a.to_dict(),)
+    unknown = [name for name in names if name not in ATTENTION_VARIANTS]
+    if unknown:
+        raise ConfigError(
+            f"config.attention.layers: {unknown} are not variants; choose from {sorted(ATTENTION_VARIANTS)}."
+        )
+    defaults = base_config().attention.to_dict() | {
+        name: a[name] for name in ("num_features", "projection", "scaling", "chunk_size", "redraw_every", "phi_sq")
+    }
+    nested = [name for name in names if "layers" in ATTENTION_VARIANTS[name]]
+    if nested:
+        raise ConfigError(f"config.attention.layers: {nested} are hybrid stacks themselves; list single kinds.")
+    return tuple(defaults | ATTENTION_VARIANTS[name] for name in names)
+
+
+def _site(a: dict, head_dim: int, site: str) -> AttentionConfig:
+    """The attention of one layer at one site: the fields' kind, gated at the decoder's self-attention only; a kind
+    that cannot run the site leaves it exact: the decoder's self-attention for one that cannot be causal
+    (Linformer), the encoder's for one that can only be causal (the delta rule), cross-attention for one without
+    a memory (the delta rule, a sliding window)."""
+    able = {"decoder": "causal", "encoder": "bidirectional", "cross": "cross"}[site]
+    if a["kind"] in attention_kinds() and not getattr(core_class(a["kind"]), able):
         return AttentionConfig()
     params = ()
-    fm = feature_map(a.kind) if a.kind in registered_feature_maps() else None
+    fm = feature_map(a["kind"]) if a["kind"] in registered_feature_maps() else None
     if site != "encoder" and fm is not None and fm.fitted:  # decoded with a state: fixed, not fitted
         fixed = fm.standard_params(head_dim)
-        if a.phi_sq and "phi_sq" in fixed:
-            fixed["phi_sq"] = float(a.phi_sq)
+        if a["phi_sq"] and "phi_sq" in fixed:
+            fixed["phi_sq"] = float(a["phi_sq"])
         params = tuple(fixed.items())
     return AttentionConfig(
-        kind=a.kind,
-        num_features=a.num_features,
-        projection=a.projection,
-        scaling=a.scaling,
-        chunk_size=a.chunk_size,
+        kind=a["kind"],
+        num_features=a["num_features"],
+        projection=a["projection"],
+        scaling=a["scaling"],
+        chunk_size=a["chunk_size"],
         feature_params=params,
-        redraw_every=a.redraw_every,
-        gated=bool(a.gated) and site == "decoder",
-        gate=a.gate,
+        redraw_every=a["redraw_every"],
+        gated=bool(a["gated"]) and site == "decoder",
+        gate=a["gate"],
     )
+
+
+def _attention(config: ml_collections.ConfigDict, head_dim: int, site: str):
+    """The attention of one site: one :class:`AttentionConfig`, or one per layer of a hybrid stack (cycled)."""
+    layers = tuple(_site(a, head_dim, site) for a in layer_variants(config))
+    return layers[0] if len(layers) == 1 else layers
 
 
 def model_config(config: ml_collections.ConfigDict, task: Task):

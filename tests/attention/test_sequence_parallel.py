@@ -5,7 +5,7 @@ JAX fixes its device count at start-up, so the checks run in one subprocess with
 ``rfa.kernelized_attention`` they are held to is itself held to the float64 reference
 (test_against_references.py). Outputs, gradients (q, k, v, log_decay) and the returned state, for
 P = 2, 4, 8 devices, bidirectional, causal and causal with decay (one per token, or one per feature), with key
-padding that spans device boundaries and an initial state.
+padding that spans device boundaries and an initial state; and the gated delta rule split over 2 and 8 devices.
 """
 
 import pytest
@@ -88,6 +88,25 @@ report["errors"] = {
     "dense_mask": message(lambda: sequence_parallel_attention(
         q, k, v, mesh=mesh, axis="seq", mask=jnp.tril(jnp.ones((L, L), bool)), **options)),
 }
+from rfa.attention import delta_rule_attention
+unit_q, unit_k = (x / jnp.linalg.norm(x, axis=-1, keepdims=True) for x in (q, k))
+beta = 2 * jax.nn.sigmoid(v[..., 0])
+delta_state = 0.3 * jax.random.normal(keys[5], (B, H, D, D))
+tokens = jax.sharding.PartitionSpec(None, "seq")
+for P in (2, 8):
+    mesh_p = jax.make_mesh((P,), ("seq",), devices=jax.devices()[:P], axis_types=(jax.sharding.AxisType.Auto,))
+    def delta(sequence_axis):
+        return lambda q, k, v, beta, g: delta_rule_attention(
+            q, k, v, beta, log_decay=g, initial_state=delta_state, return_state=True, chunk_size=3,
+            sequence_axis=sequence_axis)
+    split = jax.shard_map(delta("seq"), mesh=mesh_p, in_specs=(tokens,) * 5,
+                          out_specs=(tokens, jax.sharding.PartitionSpec()), check_vma=False)
+    args = (unit_q, unit_k, v, beta, g)
+    (out, s), (ref, ref_state) = jax.jit(split)(*args), delta(None)(*args)
+    grads = jax.jit(jax.grad(lambda *a: jnp.sum(jnp.sin(split(*a)[0])), argnums=(0, 1, 2, 3, 4)))(*args)
+    ref_grads = jax.grad(lambda *a: jnp.sum(jnp.sin(delta(None)(*a)[0])), argnums=(0, 1, 2, 3, 4))(*args)
+    report[f"delta_rule/P{P}"] = {"output": errors(out, ref), "state": errors(s, ref_state),
+                                  "grads": [errors(a, b) for a, b in zip(grads, ref_grads)]}
 print(json.dumps(report))
 """
 
@@ -104,6 +123,14 @@ def report():
 )
 def test_sequence_parallel_equals_one_device(report, case, devices):
     errors = report[f"{case}/P{devices}"]
+    assert errors["output"] < 1e-5 and errors["state"] < 1e-5, errors
+    assert max(errors["grads"]) < 1e-5, errors
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("devices", [2, 8])
+def test_the_delta_rule_split_over_devices_equals_one_device(report, devices):
+    errors = report[f"delta_rule/P{devices}"]
     assert errors["output"] < 1e-5 and errors["state"] < 1e-5, errors
     assert max(errors["grads"]) < 1e-5, errors
 

@@ -31,6 +31,13 @@ def test_state_bytes_are_the_kv_cache_for_exact_attention_and_the_recurrent_stat
         assert state_bytes(config) == heads * outputs * (head_dim + 1) * 4 + heads * 4, attention  # kv and reference
 
 
+def test_a_hybrid_stacks_state_is_the_mean_of_its_layers_caches():
+    study = recall_configs.get_config("pairs4_l64")
+    hybrid, delta, exact = (state_bytes(training_config(study, a, None))
+                            for a in ("hybrid_gated_deltanet", "gated_deltanet", "exact"))  # fmt: skip
+    assert hybrid == (delta + exact) / 2 and delta < exact
+
+
 def test_kinds_without_a_feature_count_train_once():
     study = recall_configs.get_config()
     assert ("exact", None) in settings(study) and ("taylor", None) in settings(study)
@@ -48,7 +55,7 @@ def test_each_setting_trains_its_seeds_at_the_rate_of_the_best_validation_accura
 
     monkeypatch.setattr(associative_recall, "train_seeds", fake_train_seeds)
     monkeypatch.setattr(associative_recall, "state_bytes", lambda config: 1)
-    study = recall_configs.get_config("pairs8")
+    study = recall_configs.get_config("pairs8_v256")
     study.attention, study.seeds = ("exact",), (0, 1, 2)
     (row,) = associative_recall.run(study, str(tmp_path))
     assert trained == [("exact/lr_0.0003", (0,), 64), ("exact/lr_0.001", (0,), 64), ("exact/lr_0.003", (0,), 64),

@@ -397,8 +397,17 @@ def test_benchmarks_write_json(tmp_path):
     ]
     assert relative["slopes"]["dense"] is None and isinstance(relative["slopes"]["fft"], float)
     assert (tmp_path / "relative.png").stat().st_size > 10_000
+    subprocess.run([sys.executable, "-m", "experiments.benchmarks.delta_rule", "--lengths=16,32", "--repeats=1",
+                    "--recurrent_max=16", "--exact_max=16", f"--output={tmp_path / 'delta.json'}"], cwd=REPO,
+                   check=True, capture_output=True)  # fmt: skip
+    delta = json.loads((tmp_path / "delta.json").read_text())
+    assert [sorted(set(r) - {"length"}) for r in delta["results"]] == [
+        ["delta chunked", "delta recurrent", "exact", "gla chunked"],
+        ["delta chunked", "gla chunked"],
+    ]
+    assert set(delta["delta_over_gla"]) == {"16", "32"} and (tmp_path / "delta.png").stat().st_size > 10_000
     decoding = json.loads((tmp_path / "decoding.json").read_text())["seconds_per_token"]
-    assert set(decoding) == {"exact", "kernelized", "gated"} and all(
+    assert set(decoding) == {"exact", "kernelized", "gated", "gated_deltanet", "sliding_window"} and all(
         t > 0 for d in decoding.values() for t in d.values()
     )
 

@@ -163,7 +163,8 @@ def test_a_seq2seq_run_trains_logs_checkpoints_and_plots(sort_run):
     ("module", "attention"),
     [(listops, "exact"), (python_source, "oprf"), (sort, "gated_rfa"), (listops, "hedgehog"), (sort, "linformer"),
      (python_source, "taylor"), (digits, "exact"), (digits, "positive"), (pathfinder_vit, "positive"),
-     (digits_swin, "exact"), (digits_swin, "positive"), (co2, "exact"), (co2, "positive")],
+     (digits_swin, "exact"), (digits_swin, "positive"), (co2, "exact"), (co2, "positive"),
+     (python_source, "hybrid_gated_deltanet"), (sort, "based")],
 )  # fmt: skip
 def test_classifier_language_model_and_vision_runs(module, attention, data_dir, tmp_path):
     results = train_and_evaluate(_quick(module, attention, data_dir), str(tmp_path), progress=False)
@@ -180,7 +181,8 @@ def test_classifier_language_model_and_vision_runs(module, attention, data_dir, 
 @pytest.mark.parametrize(
     ("module", "attention", "message"),
     [(listops, "gated_rfa", "the gate decays the decoder's causal state, and 'listops' trains a classification"),
-     (python_source, "linformer", "'linformer' cannot be causal, and 'python_source' trains a language model")],
+     (python_source, "linformer", "'linformer' cannot be causal, and 'python_source' trains a language model"),
+     (listops, "deltanet", "'deltanet' cannot be bidirectional, and 'listops' trains a classifier")],
 )  # fmt: skip
 def test_kinds_that_cannot_train_a_task_say_why(module, attention, message, data_dir):
     with pytest.raises(ConfigError, match=re.escape(message)):

@@ -1,0 +1,138 @@
+"""DeltaNet and Gated DeltaNet as an attention core of rfa's models (kinds ``"deltanet"``, ``"gated_deltanet"``).
+
+Between the site's q/k/v projections and its output projection, as the papers' layers (Yang, Wang, Zhang, Shen,
+Kim, "Parallelizing Linear Transformers with the Delta Rule over Sequence Length", NeurIPS 2024, Sec. 3.3 and
+Fig. 1; Yang, Kautz, Hatamizadeh, "Gated Delta Networks: Improving Mamba2 with Delta Rule", ICLR 2025, Sec. 3.4
+and Fig. 1):
+
+- a short causal depthwise convolution (4 taps) over the projected q, k and v, then SiLU;
+- q and k L2-normalized per head, q scaled by ``1/√d_k``: ``‖k_t‖ = 1``, so with ``β_t ∈ [0, 1]`` the transition
+  ``I − β_t k_t k_tᵀ`` has eigenvalues in [0, 1] and the state cannot grow;
+- the writing strength ``β_t = sigmoid(w_βᵀ x_t)`` per token and head;
+- gated: the decay ``α_t = exp(g_t)``, ``g_t = −exp(A_log) · softplus(w_αᵀ x_t + b_dt)`` per token and head
+  (Mamba2's parametrization: ``A`` drawn in [1, 16], ``softplus(b_dt)`` in [0.001, 0.1]);
+- :func:`rfa.attention.delta_rule_attention` (chunked over a sequence, recurrent when decoding);
+- the output normalized per head (RMSNorm over d_v) and, gated, multiplied by ``SiLU(W_g x_t)``.
+
+Decoding keeps the state ``S [batch, heads, d_k, d_v]`` and the convolution's last 3 inputs: O(d_k·d_v) per
+token at any position. A padding key (``key_mask`` False) enters nothing: its inputs are zeroed before the
+convolution and its β and g are 0, which leave the state as it is.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from rfa.attention.delta_rule import delta_rule_attention
+
+Array = jax.Array
+
+CONV_TAPS = 4  # the papers' short convolution
+
+
+def causal_convolution(x: Array, weight: Array, history: Array) -> tuple[Array, Array]:
+    """Depthwise causal convolution ``y_t = Σ_j w_j x_{t−K+1+j}`` of ``x [batch, L, C]`` with ``weight [K, C]``,
+    continuing from ``history [batch, K − 1, C]`` (the inputs before ``x``; zeros at the start). Returns ``(y,
+    the last K − 1 inputs)``."""
+    taps, length = weight.shape[0], x.shape[1]
+    padded = jnp.concatenate([history.astype(x.dtype), x], axis=1)
+    y = sum(weight[j] * padded[:, j : j + length] for j in range(taps))
+    return y, padded[:, padded.shape[1] - (taps - 1) :]
+
+
+def _inverse_softplus(y: Array) -> Array:
+    return y + jnp.log(-jnp.expm1(-y))
+
+
+class DeltaRuleCore(nnx.Module):
+    """DeltaNet (``gated=False`` of the kind ``"deltanet"``) or Gated DeltaNet (``"gated_deltanet"``) at a causal
+    self-attention site; see the module's docstring."""
+
+    causal, bidirectional, cross, dense_masks, uses_num_features = True, False, False, False, False
+
+    def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+        del causal, cross  # causal self-attention only (check_site)
+        d, h, dh = config.d_model, config.num_heads, config.head_dim
+        self.num_heads, self.head_dim, self.chunk_size = h, dh, attention.chunk_size
+        self.gated = attention.kind == "gated_deltanet"
+        bound = 1 / math.sqrt(CONV_TAPS)  # PyTorch's Conv1d default, as the papers' code
+        self.conv = nnx.Param(jax.random.uniform(rngs.params(), (CONV_TAPS, 3 * h * dh), minval=-bound, maxval=bound))
+        dtype = jnp.dtype(config.dtype)
+        self.beta = nnx.Linear(d, h, dtype=dtype, rngs=rngs)
+        self.norm = nnx.RMSNorm(dh, rngs=rngs)
+        if self.gated:
+            self.decay = nnx.Linear(d, h, dtype=dtype, rngs=rngs)
+            self.A_log = nnx.Param(jnp.log(jax.random.uniform(rngs.params(), (h,), minval=1.0, maxval=16.0)))
+            dt = jnp.exp(jax.random.uniform(rngs.params(), (h,), minval=math.log(1e-3), maxval=math.log(0.1)))
+            self.dt_bias = nnx.Param(_inverse_softplus(dt))
+            self.output_gate = nnx.Linear(d, h * dh, dtype=dtype, rngs=rngs)
+
+    @staticmethod
+    def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
+        """The delta rule is causal self-attention; its gate is its own, and its sequence is not split."""
+        if not causal:
+            raise ValueError(
+                f"{site}: {attention.kind!r} updates a state token by token (the delta rule is causal); {site} "
+                "attends bidirectionally or to a memory. Use it at the decoder's self-attention."
+            )
+        if attention.gated:
+            raise ValueError(
+                f"{site}: {attention.kind!r} has its own decay ('gated_deltanet'); gated=True is for feature maps."
+            )
+        if config.positional == "relative":
+            raise ValueError(f"{site}: {attention.kind!r} has no relative bias; the short convolution gives position.")
+        if config.sequence_axis is not None:
+            raise ValueError(
+                f"{site}: {attention.kind!r} does not run sequence-parallel in the models yet (the short convolution "
+                "reaches across a block's start); rfa.attention.delta_rule_attention(sequence_axis=) does."
+            )
+
+    def _inputs(self, q, k, v, x, keep, history):
+        """The papers' map of q, k, v (convolution, SiLU, L2 norm, 1/√d_k), β and g: ``[batch, L, heads, ·]`` and
+        ``[batch, L, heads]``, and the convolution's new history."""
+        b, length, h, dh = q.shape
+        qkv = jnp.concatenate([q, k, v], axis=-1).reshape(b, length, 3 * h * dh).astype(jnp.float32)
+        qkv = jnp.where(keep[..., None], qkv, 0.0)
+        qkv, history = causal_convolution(qkv, self.conv[...], history)
+        q, k, v = jnp.split(jax.nn.silu(qkv).reshape(b, length, h, 3 * dh), 3, axis=-1)
+        q, k = (y / jnp.sqrt(jnp.sum(y * y, axis=-1, keepdims=True) + 1e-6) for y in (q, k))
+        beta = jnp.where(keep[..., None], jax.nn.sigmoid(self.beta(x).astype(jnp.float32)), 0.0)
+        log_decay = None
+        if self.gated:
+            rate = jax.nn.softplus(self.decay(x).astype(jnp.float32) + self.dt_bias[...])
+            log_decay = jnp.where(keep[..., None], -jnp.exp(self.A_log[...]) * rate, 0.0)
+        return q / math.sqrt(dh), k, v, beta, log_decay, history
+
+    def _output(self, out, x):
+        out = self.norm(out)
+        if self.gated:
+            out = out * jax.nn.silu(self.output_gate(x).astype(jnp.float32)).reshape(out.shape)
+        return out.astype(x.dtype)
+
+    def _run(self, q, k, v, x, keep, cache):
+        q, k, v, beta, log_decay, history = self._inputs(q, k, v, x, keep, cache["conv"])
+        out, state = delta_rule_attention(q, k, v, beta, log_decay=log_decay, initial_state=cache["state"],
+                                          return_state=True, chunk_size=self.chunk_size)  # fmt: skip
+        return self._output(out, x), {"state": state, "conv": history}
+
+    def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions) -> Array:
+        return self._run(q, k, v, x, key_mask, self.init_cache(q.shape[0], q.shape[1]))[0]
+
+    def init_cache(self, batch: int, max_length: int) -> dict:
+        """The empty state and convolution history (``max_length`` plays no part: the cache does not grow)."""
+        del max_length
+        h, dh = self.num_heads, self.head_dim
+        return {"state": jnp.zeros((batch, h, dh, dh), jnp.float32),
+                "conv": jnp.zeros((batch, CONV_TAPS - 1, 3 * h * dh), jnp.float32)}  # fmt: skip
+
+    def prefill(self, q, k, v, x, *, key_mask, positions, max_length):
+        return self._run(q, k, v, x, key_mask, self.init_cache(q.shape[0], max_length))
+
+    def decode(self, q, k, v, x, cache, *, position, keep):
+        out, new = self._run(q, k, v, x, keep[:, None], cache)
+        conv = jnp.where(keep[:, None, None], new["conv"], cache["conv"])  # a padding token shifts nothing in
+        return out[:, 0], {"state": new["state"], "conv": conv}

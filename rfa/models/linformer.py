@@ -1,0 +1,68 @@
+"""Linformer as an attention core of rfa's models (kind ``"linformer"``)."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from rfa.models.softmax import attend_one, refuse_gate, softmax_attention
+
+Array = jax.Array
+
+
+class LinformerCore(nnx.Module):
+    """Softmax attention over keys and values projected along the length: ``softmax(Q(EK)ᵀ/√d) FV``.
+
+    ``E, F [k, max_length]`` are learned and shared by the heads (Wang et al., "Linformer: Self-Attention
+    with Linear Complexity", 2020, Sec. 4); ``k = AttentionConfig.num_features``. Padded keys and
+    values are zeroed before the projection, so they enter no projected key; a sequence shorter than
+    ``max_length`` uses the first columns (the zero padding of the rest). Bidirectional only: each
+    projected key mixes every position, future ones included.
+    """
+
+    causal, bidirectional, cross, dense_masks, uses_num_features = False, True, True, False, True
+
+    def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+        del causal, cross  # never causal (check_site)
+        init = nnx.initializers.normal(1 / math.sqrt(config.max_length))
+        shape = (attention.num_features, config.max_length)
+        self.key_projection = nnx.Param(init(rngs.params(), shape))
+        self.value_projection = nnx.Param(init(rngs.params(), shape))
+        self.max_length = config.max_length
+
+    @staticmethod
+    def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
+        refuse_gate(site, attention)
+        if causal:
+            raise ValueError(
+                f"{site}: linformer projects keys and values along the whole length, so every projected key "
+                "mixes in future positions: it cannot be causal or decode token by token. Use it at encoder or "
+                "cross-attention sites, and softmax or a kernelized kind at the decoder's self-attention."
+            )
+        if config.positional == "relative":
+            raise ValueError(f"{site}: linformer's keys are mixtures of positions, so a relative bias has no meaning.")
+
+    def _project(self, k, v, key_mask):
+        length = k.shape[1]
+        if length > self.max_length:
+            raise ValueError(
+                f"linformer was built for sequences of at most max_length = {self.max_length} tokens (its E and F "
+                f"are [k, max_length]), got {length}; build the model with a larger max_length."
+            )
+        keep = key_mask[:, :, None, None]
+        k, v = jnp.where(keep, k, 0), jnp.where(keep, v, 0)
+        E, F = (p[...][:, :length].astype(k.dtype) for p in (self.key_projection, self.value_projection))
+        return jnp.einsum("nl,blhd->bnhd", E, k), jnp.einsum("nl,blhd->bnhd", F, v)
+
+    def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions) -> Array:
+        return softmax_attention(q, *self._project(k, v, key_mask))
+
+    def prepare_memory(self, k, v, key_mask):
+        projected_k, projected_v = self._project(k, v, key_mask)
+        return {"k": projected_k, "v": projected_v, "mask": jnp.ones(projected_k.shape[:2], jnp.bool_)}
+
+    def attend_memory(self, q, prepared):
+        return attend_one(q[:, 0], prepared["k"], prepared["v"], prepared["mask"], None).astype(q.dtype)

@@ -1,0 +1,158 @@
+"""Exact softmax attention and Fourier integral attention as attention cores of rfa's models (kinds ``"softmax"``,
+``"fourier"``): quadratic, with the keys and values so far as the decoding cache."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from rfa.attention.fourier_integral import fourier_integral_attention
+from rfa.checks import check_finite
+from rfa.models.positional import RelativeBias
+
+Array = jax.Array
+
+
+def softmax_attention(q, k, v, *, bias=None, mask=None) -> Array:
+    """``jax.nn.dot_product_attention``; a query that sees no key gets 0, not a uniform average over all keys."""
+    if q.dtype == jnp.float16 and jax.default_backend() == "cpu":
+        # jax.nn.dot_product_attention asks float16 dots for float32 results, a precision
+        # XLA:CPU rejects under jit; float32 copies give the same products.
+        q, k, v = (x.astype(jnp.float32) for x in (q, k, v))
+    check_finite(q=q, k=k, v=v)
+    out = jax.nn.dot_product_attention(q, k, v, bias=bias, mask=mask)
+    if mask is None:
+        return out
+    sees_a_key = jnp.any(jnp.broadcast_to(mask, mask.shape[:2] + (q.shape[1], k.shape[1])), axis=-1)
+    return jnp.where(jnp.moveaxis(sees_a_key, 1, 2)[..., None], out, 0.0)
+
+
+def attend_one(q: Array, k: Array, v: Array, mask: Array, bias: Array | None) -> Array:
+    """Softmax attention of one query per batch row: ``q [b, h, d]``, ``k, v [b, L, h, d]``, ``mask [b, L]``.
+
+    As ``jax.nn.dot_product_attention`` (the teacher-forced path): logits and softmax in float32
+    from the cache's dtype, probabilities cast to the values' dtype.
+    """
+    logits = jnp.einsum("bhd,blhd->bhl", q.astype(k.dtype), k, preferred_element_type=jnp.float32)
+    logits = logits / jnp.sqrt(q.shape[-1]).astype(jnp.float32)
+    if bias is not None:
+        logits = logits + bias
+    logits = jnp.where(mask[:, None, :], logits, jnp.finfo(jnp.float32).min)
+    probs = jax.nn.softmax(logits, axis=-1).astype(v.dtype)
+    out = jnp.einsum("bhl,blhd->bhd", probs, v, preferred_element_type=jnp.float32)
+    return jnp.where(jnp.any(mask, axis=-1)[:, None, None], out, 0.0)  # no visible key: 0
+
+
+def write(cache: dict, start: Array | int, k: Array, v: Array, keep: Array) -> dict:
+    """The exact cache with ``k, v [batch, n, heads, d]`` and ``keep [batch, n]`` written from slot ``start`` on.
+
+    Keys and values take the cache's dtype (the model's).
+    """
+    return {
+        "k": jax.lax.dynamic_update_slice_in_dim(cache["k"], k.astype(cache["k"].dtype), start, axis=1),
+        "v": jax.lax.dynamic_update_slice_in_dim(cache["v"], v.astype(cache["v"].dtype), start, axis=1),
+        "mask": jax.lax.dynamic_update_slice_in_dim(cache["mask"], keep, start, axis=1),
+    }
+
+
+def refuse_gate(site: str, attention) -> None:
+    if attention.gated:
+        raise ValueError(
+            f"{site}: gated=True decays a kernelized state; kind {attention.kind!r} has none. Use a feature map "
+            "kind (e.g. 'rfa' for gated RFA)."
+        )
+
+
+class SoftmaxCore(nnx.Module):
+    """Exact softmax attention; decoding keeps the keys and values so far (in the model's dtype)."""
+
+    causal, bidirectional, cross, dense_masks, uses_num_features = True, True, True, True, False
+
+    def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+        self.causal, self.dtype = causal, jnp.dtype(config.dtype)
+        self.num_heads, self.head_dim = config.num_heads, config.head_dim
+        relative = config.positional == "relative" and not cross
+        self.relative = (
+            RelativeBias(config.num_heads, num_buckets=config.relative_buckets,
+                         max_distance=config.relative_max_distance, bidirectional=not causal, rngs=rngs)
+            if relative
+            else None
+        )  # fmt: skip
+
+    @staticmethod
+    def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
+        """Raises a ValueError for a configuration the kind cannot run at ``site`` (every core has one):
+        exact attention runs every configuration but a gate."""
+        refuse_gate(site, attention)
+
+    def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions) -> Array:
+        mask = key_mask[:, None, None, :]
+        if self.causal:
+            mask = mask & (k_positions[:, None, None, :] <= q_positions[:, None, :, None])
+        bias = None if self.relative is None else self.relative(q_positions, k_positions)
+        return self.attend(q, k, v, mask, bias)
+
+    def attend(self, q, k, v, mask, bias) -> Array:
+        """The attention of ``q [batch, q_len, heads, d]`` over ``k, v [batch, kv_len, heads, d]`` with ``mask``
+        broadcastable to ``[batch, heads, q_len, kv_len]`` and an optional additive ``bias``."""
+        return softmax_attention(q, k, v, bias=bias, mask=mask)
+
+    def attend_one(self, q, k, v, mask, bias) -> Array:
+        """One query per batch row, ``q [batch, heads, d]``, over the cached ``k, v`` with ``mask [batch, L]``."""
+        return attend_one(q, k, v, mask, bias)
+
+    def init_cache(self, batch: int, max_length: int) -> dict:
+        shape = (batch, max_length, self.num_heads, self.head_dim)
+        return {"k": jnp.zeros(shape, self.dtype), "v": jnp.zeros(shape, self.dtype),
+                "mask": jnp.zeros((batch, max_length), jnp.bool_)}  # fmt: skip
+
+    def prefill(self, q, k, v, x, *, key_mask, positions, max_length):
+        out = self(q, k, v, x, key_mask=key_mask, q_positions=positions, k_positions=positions)
+        return out, write(self.init_cache(q.shape[0], max_length), 0, k, v, key_mask)
+
+    def decode(self, q, k, v, x, cache, *, position, keep):
+        cache = write(cache, position, k, v, keep[:, None])
+        key_positions = jnp.broadcast_to(jnp.arange(cache["k"].shape[1]), cache["mask"].shape)
+        mask = cache["mask"] & (key_positions <= position)
+        positions = jnp.broadcast_to(position, q.shape[:1])[:, None]
+        bias = None if self.relative is None else self.relative(positions, key_positions)[:, :, 0]
+        return self.attend_one(q[:, 0], cache["k"], cache["v"], mask, bias).astype(q.dtype), cache
+
+    def prepare_memory(self, k, v, key_mask):
+        return {"k": k.astype(self.dtype), "v": v.astype(self.dtype), "mask": key_mask}
+
+    def attend_memory(self, q, prepared):
+        return self.attend_one(q[:, 0], prepared["k"], prepared["v"], prepared["mask"], None).astype(q.dtype)
+
+
+class FourierCore(SoftmaxCore):
+    """Fourier integral attention (:func:`rfa.attention.fourier_integral_attention`; Nguyen et al., "FourierFormer",
+    NeurIPS 2022): quadratic like exact attention, with the same KV cache for decoding.
+
+    The radius R is ``AttentionConfig.feature_params``' ``"radius"`` (default 1), fixed, one for every head.
+    """
+
+    def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+        super().__init__(config, attention, causal=causal, cross=cross, rngs=rngs)
+        self.radius = float(attention.params.get("radius", 1.0))
+
+    @staticmethod
+    def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
+        refuse_gate(site, attention)
+        unknown = set(attention.params) - {"radius"}
+        if unknown or attention.params.get("radius", 1.0) <= 0:
+            raise ValueError(
+                f"{site}: Fourier integral attention takes one parameter, feature_params (('radius', R),) with R > 0; "
+                f"got {attention.feature_params!r}."
+            )
+        if config.positional == "relative":
+            raise ValueError(
+                f"{site}: Fourier integral attention takes no relative bias; use rotary or absolute positions."
+            )
+
+    def attend(self, q, k, v, mask, bias) -> Array:
+        return fourier_integral_attention(q, k, v, radius=self.radius, mask=mask)
+
+    def attend_one(self, q, k, v, mask, bias) -> Array:
+        return fourier_integral_attention(q[:, None], k, v, radius=self.radius, mask=mask[:, None, None, :])[:, 0]

@@ -1,0 +1,147 @@
+"""The delta rule (``rfa.attention.delta_rule_attention``) held to an independent float64 recurrence.
+
+Every form (chunked at several chunk sizes, none dividing L; recurrent) against ``references.delta_rule``
+(NumPy, float64, the papers' recurrence with the d_k × d_k transition formed): outputs, the state, and
+directional derivatives of every input by central differences; full gradients against rfa's naive form. Then
+what the rule means (β = 0 writes nothing; orthonormal keys with β = 1 read back the last value written),
+decoding token by token, and the errors.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import references
+from helpers import normal
+
+from rfa.attention import delta_rule_attention, naive_delta_rule_attention
+
+B, L, H, D_K, D_V = 2, 13, 2, 4, 3
+
+
+def unit(x):
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+Q, K = unit(normal(0, (B, L, H, D_K))), unit(normal(1, (B, L, H, D_K)))
+V = normal(2, (B, L, H, D_V))
+BETA = 2 / (1 + np.exp(-normal(3, (B, L, H))))  # in (0, 2): negative eigenvalues too
+G = -np.log1p(np.exp(normal(4, (B, L, H))))  # log-decays < 0
+S0 = 0.5 * normal(5, (B, H, D_K, D_V))
+WEIGHTS = normal(6, (B, L, H, D_V))
+
+
+def loss(fn, **options):
+    """``Σ out ⊙ WEIGHTS + Σ state`` of ``fn(q, k, v, beta, log_decay=g, initial_state=S0)``: every output and
+    every entry of the returned state carry gradient."""
+
+    def value(q, k, v, beta, g):
+        out, state = fn(q, k, v, beta, log_decay=g, initial_state=S0, return_state=True, **options)
+        return jnp.sum(out * WEIGHTS) + jnp.sum(state), (out, state)
+
+    return value
+
+
+@pytest.mark.parametrize("gated", [False, True], ids=["deltanet", "gated"])
+@pytest.mark.parametrize("chunk_size", [1, 4, 5, 64])
+def test_every_form_equals_the_float64_recurrence(chunk_size, gated):
+    g = G if gated else None
+    value = jax.jit(jax.value_and_grad(loss(delta_rule_attention, chunk_size=chunk_size), argnums=(0, 1, 2, 3, 4),
+                                       has_aux=True))  # fmt: skip
+    (_, (out, state)), grads = value(Q, K, V, BETA, g)
+    expected, expected_state = references.delta_rule(Q, K, V, BETA, g, S0)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(state, expected_state, rtol=1e-5, atol=1e-5)
+
+    def reference_loss(q, k, v, beta, g):
+        out, state = references.delta_rule(q, k, v, beta, g, S0)
+        return np.sum(out * WEIGHTS) + np.sum(state)
+
+    args = (Q, K, V, BETA, g)
+    rng = np.random.default_rng(7)
+    for i in range(5 if gated else 4):
+        direction = rng.standard_normal(np.shape(args[i]))
+        expected_derivative = references.directional_derivative(reference_loss, args, i, direction)
+        derivative = float(np.sum(np.asarray(grads[i], np.float64) * direction))
+        scale = np.linalg.norm(grads[i]) * np.linalg.norm(direction)
+        assert abs(derivative - expected_derivative) <= 1e-4 * scale, (i, derivative, expected_derivative)
+
+    naive = jax.grad(lambda *a: loss(naive_delta_rule_attention)(*a)[0], argnums=(0, 1, 2, 3, 4))(Q, K, V, BETA, g)
+    for i, (grad, naive_grad) in enumerate(zip(grads, naive, strict=True)):
+        if grad is not None:
+            np.testing.assert_allclose(grad, naive_grad, rtol=1e-4, atol=1e-4, err_msg=f"gradient of argument {i}")
+
+
+def test_the_naive_form_is_the_recurrence():
+    out, state = naive_delta_rule_attention(Q, K, V, BETA, log_decay=G, initial_state=S0, return_state=True)
+    expected, expected_state = references.delta_rule(Q, K, V, BETA, G, S0)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(state, expected_state, rtol=1e-5, atol=1e-5)
+
+
+def test_a_prompt_then_token_by_token_decoding_equals_the_full_pass():
+    full = delta_rule_attention(Q, K, V, BETA, log_decay=G, chunk_size=4)
+    prompt = 6
+    out, state = delta_rule_attention(Q[:, :prompt], K[:, :prompt], V[:, :prompt], BETA[:, :prompt],
+                                      log_decay=G[:, :prompt], return_state=True, chunk_size=4)  # fmt: skip
+    step = jax.jit(lambda s, *token: delta_rule_attention(*token[:4], log_decay=token[4], initial_state=s,
+                                                          return_state=True))  # fmt: skip
+    outputs = [out]
+    for t in range(prompt, L):
+        token, state = step(state, *(x[:, t : t + 1] for x in (Q, K, V, BETA, G)))
+        outputs.append(token)
+    np.testing.assert_allclose(jnp.concatenate(outputs, axis=1), full, rtol=1e-5, atol=1e-6)
+
+
+def test_beta_zero_writes_nothing():
+    beta = BETA.copy()
+    beta[:, 4:9] = 0.0
+    _, before = delta_rule_attention(Q[:, :4], K[:, :4], V[:, :4], BETA[:, :4], initial_state=S0, return_state=True)
+    _, after = delta_rule_attention(Q[:, :9], K[:, :9], V[:, :9], beta[:, :9], initial_state=S0, return_state=True,
+                                    chunk_size=3)  # fmt: skip
+    np.testing.assert_allclose(after, before, rtol=1e-6, atol=1e-6)
+
+
+def test_orthonormal_keys_with_beta_one_read_back_the_last_value_written():
+    basis = np.eye(D_K, dtype=np.float32)
+    written = [0, 1, 0, 2, 1, 0, 3]  # key 0 written three times, key 1 twice
+    k = basis[written][None, :, None, :]
+    v = normal(8, (1, len(written), 1, D_V))
+    q = np.broadcast_to(basis[0], k.shape)  # every position reads key 0
+    out = delta_rule_attention(q, k, v, np.ones((1, len(written), 1), np.float32), chunk_size=3)
+    last_for_key_0 = [v[0, max(i for i in range(t + 1) if written[i] == 0), 0] for t in range(len(written))]
+    np.testing.assert_allclose(out[0, :, 0], np.stack(last_for_key_0), rtol=1e-6, atol=1e-6)
+
+
+def test_dtype_in_is_dtype_out_and_vmap_equals_the_batch():
+    out = delta_rule_attention(*(jnp.asarray(x, jnp.bfloat16) for x in (Q, K, V)), BETA)
+    assert out.dtype == jnp.bfloat16
+    batched = delta_rule_attention(Q, K, V, BETA, log_decay=G)
+    mapped = jax.vmap(lambda *a: delta_rule_attention(*a[:4], log_decay=a[4]))(Q, K, V, BETA, G)
+    np.testing.assert_allclose(mapped, batched, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"beta": 2.5 * np.ones((B, L, H), np.float32)}, "beta must lie in [0, 2]"),
+        ({"beta": -BETA}, "beta must lie in [0, 2]"),
+        ({"log_decay": -G}, "log_decay must be <= 0"),
+        ({"beta": BETA[:, :, :1, None]}, "beta must be broadcastable to [batch..., L, heads]"),
+        ({"initial_state": S0[..., :2]}, "initial_state must have shape [batch..., heads, d_k, d_v] = (2, 2, 4, 3)"),
+        ({"k": K[:, :5], "v": V[:, :5]}, "is_causal=True needs q_len == kv_len"),
+    ],
+    ids=["beta_above_2", "beta_negative", "positive_decay", "beta_shape", "state_shape", "lengths"],
+)
+def test_bad_input_is_an_error_that_says_what_was_expected(change, message):
+    args = {"q": Q, "k": K, "v": V, "beta": BETA, "log_decay": G, "initial_state": None} | change
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+        delta_rule_attention(**args)
+
+
+@pytest.mark.parametrize("name", ["beta", "log_decay"])
+def test_values_out_of_range_are_errors_under_jit(name):
+    bad = {"beta": 2.5 * np.ones((B, L, H), np.float32), "log_decay": -G}[name]
+    args = {"beta": BETA, "log_decay": G} | {name: bad}
+    with pytest.raises(jax.errors.JaxRuntimeError, match=r"beta must lie in|log_decay must be <= 0"):
+        jax.jit(lambda beta, log_decay: delta_rule_attention(Q, K, V, beta, log_decay=log_decay))(**args)
