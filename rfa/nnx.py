@@ -1,4 +1,5 @@
-"""``rfa.nnx.MultiHeadAttention``: Flax NNX's ``nnx.MultiHeadAttention`` with kernelized attention.
+"""``rfa.nnx.MultiHeadAttention``: Flax NNX's ``nnx.MultiHeadAttention`` with kernelized attention; ``rfa.nnx.DeltaNet``
+and ``rfa.nnx.GatedLinearAttention``: causal layers whose decode cache is a recurrent state.
 
 A drop-in replacement: the same constructor and call arguments (swapping the class is the whole change),
 plus the estimator's (``feature_map``, ``num_features``, ``projection_kind``, ...). The attention between
@@ -24,6 +25,10 @@ from flax import nnx
 from rfa._validation import check_key, check_positive_int
 from rfa.attention.flax_adapter import KernelizedAttention, refuse_attention_weights, repeat_kv_heads
 from rfa.attention.flax_cache import cross_attention_step, empty_state, self_attention_step
+from rfa.attention.masks import TRACED_MESSAGE, UNSUPPORTED, plan_mask
+from rfa.checks import raise_if
+from rfa.models.config import AttentionConfig, EncoderConfig
+from rfa.models.cores import KernelizedCore, core_class
 from rfa.random_features.feature_maps import Estimator
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 
@@ -184,11 +189,124 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
         return self.out(out.astype(self.dtype or out.dtype))
 
 
+class _StateLayer(nnx.Module):
+    """Causal self-attention by one of rfa's model cores between Flax-style q/k/v/output projections, with a
+    recurrent state as the decode cache (the base of :class:`DeltaNet` and :class:`GatedLinearAttention`)."""
+
+    def __init__(self, num_heads: int, in_features: int, attention, *, out_features: int | None, decode: bool,
+                 dtype, rngs: nnx.Rngs):  # fmt: skip
+        num_heads = check_positive_int(num_heads, "num_heads")
+        in_features = check_positive_int(in_features, "in_features")
+        if in_features % num_heads:
+            raise ValueError(f"in_features ({in_features}) must be divisible by num_heads ({num_heads}).")
+        config = EncoderConfig(d_model=in_features, num_heads=num_heads, mlp_dim=1, num_encoder_layers=0,
+                               dtype=jnp.dtype(dtype or jnp.float32).name)  # fmt: skip
+        core_class(attention.kind).check_site("attention", attention, config, causal=True, stateful=True)
+        heads = (num_heads, config.head_dim)
+        self.query, self.key, self.value = (
+            nnx.LinearGeneral(in_features, heads, dtype=dtype, rngs=rngs) for _ in range(3)
+        )
+        self.out = nnx.LinearGeneral(heads, out_features or in_features, axis=(-2, -1), dtype=dtype, rngs=rngs)
+        self.core = core_class(attention.kind)(config, attention, causal=True, cross=False, rngs=rngs)
+        self.decode = decode
+        self.cached_state = nnx.data(None)
+
+    def init_cache(self, input_shape: tuple[int, ...], dtype=jnp.float32) -> None:
+        """The empty state for inputs ``[batch, length, features]`` (its size does not depend on ``length``)."""
+        del dtype
+        self.cached_state = nnx.Cache(self.core.init_cache(input_shape[0], input_shape[-2]))
+
+    def __call__(self, inputs: Array, *, mask: Array | None = None, decode: bool | None = None) -> Array:
+        """``inputs [batch, L, in_features]`` → ``[batch, L, out_features]``, causal. ``mask`` (Flax's, nonzero =
+        attend) is key padding or causal ∧ padding (``nnx.make_causal_mask``, ``make_attention_mask``); other
+        masks raise. With ``decode`` the tokens continue the cached state (one or several at a time)."""
+        decode = self.decode if decode is None else decode
+        q, k, v = self.query(inputs), self.key(inputs), self.value(inputs)
+        plan = plan_mask(mask, q, k, is_causal=True)
+        if not isinstance(plan.pattern, int):
+            raise_if(plan.pattern == UNSUPPORTED, TRACED_MESSAGE)
+        batch, length = inputs.shape[0], inputs.shape[-2]
+        keep = jnp.ones((batch, length), jnp.bool_)
+        if plan.keep_keys is not None:
+            keep = jnp.broadcast_to(jnp.any(plan.keep_keys, axis=-2), (batch, length))
+        if decode:
+            if self.cached_state is None:
+                raise ValueError("Autoregressive cache not initialized, call ``init_cache`` first.")
+            out, state = self.core.extend(q, k, v, inputs, self.cached_state.get_value(), keep=keep)
+            self.cached_state.set_value(state)
+        else:
+            positions = jnp.broadcast_to(jnp.arange(length), (batch, length))
+            out = self.core(q, k, v, inputs, key_mask=keep, q_positions=positions, k_positions=positions)
+        if plan.keep_queries is not None:  # a padded query outputs 0, as in every rfa attention
+            keep_q = jnp.broadcast_to(jnp.any(plan.keep_queries, axis=-2), (batch, length))
+            out = jnp.where(keep_q[..., None, None], out, 0.0)
+        return self.out(out.astype(self.out.dtype or out.dtype))
+
+
+class DeltaNet(_StateLayer):
+    """DeltaNet or Gated DeltaNet as a Flax NNX layer: causal self-attention by the (gated) delta rule.
+
+    The papers' layer (:mod:`rfa.models.delta_rule`: short convolutions, L2-normalized q and k, β by a sigmoid,
+    with ``gated`` Mamba2's decay and the output gate; Yang, Wang, Zhang, Shen, Kim, NeurIPS 2024; Yang, Kautz,
+    Hatamizadeh, ICLR 2025) between q/k/v projections and an output projection as ``nnx.MultiHeadAttention``'s
+    (head size ``in_features // num_heads``). With ``decode=True`` the cache is the state ``[batch, heads, d, d]``
+    and the convolution's last inputs: O(1) per token at any position.
+
+    Args:
+      num_heads, in_features, out_features: as in ``nnx.MultiHeadAttention``.
+      gated: Gated DeltaNet (a learned decay and output gate) or DeltaNet.
+      chunk_size: tokens per chunk of the chunked form.
+      decode, dtype, rngs: as in ``nnx.MultiHeadAttention``.
+
+    Example:
+      >>> layer = rfa.nnx.DeltaNet(4, 32, rngs=nnx.Rngs(0))
+      >>> x = jnp.ones((2, 10, 32))
+      >>> layer(x).shape
+      (2, 10, 32)
+      >>> layer.init_cache(x.shape)
+      >>> layer(x[:, :1], decode=True).shape  # one token from the state
+      (2, 1, 32)
+    """
+
+    def __init__(self, num_heads: int, in_features: int, out_features: int | None = None, *, gated: bool = True,
+                 chunk_size: int = 64, decode: bool = False, dtype=None, rngs: nnx.Rngs):  # fmt: skip
+        kind = "gated_deltanet" if gated else "deltanet"
+        super().__init__(num_heads, in_features, AttentionConfig(kind, chunk_size=chunk_size),
+                         out_features=out_features, decode=decode, dtype=dtype, rngs=rngs)  # fmt: skip
+
+
+class GatedLinearAttention(_StateLayer):
+    """Gated linear attention as a Flax NNX layer: ``S_t = diag(g_t) S_{t−1} + φ(k_t)v_tᵀ`` with a data-dependent
+    gate per head and feature, ``g_t = sigmoid(W x_t + b)`` (Yang et al., "Gated Linear Attention Transformers with
+    Hardware-Efficient Training", ICML 2024, with a full-rank gate), normalized as rfa's kernelized attention.
+
+    Args:
+      num_heads, in_features, out_features: as in ``nnx.MultiHeadAttention``.
+      feature_map: the map φ, a registered estimator (default elu+1, as GLA); one with a projection draws it from
+        ``rngs`` and is redrawn by :func:`redraw` like every rfa layer's.
+      num_features: m of a map that takes one.
+      chunk_size, decode, dtype, rngs: as in :class:`DeltaNet`.
+
+    Example:
+      >>> layer = rfa.nnx.GatedLinearAttention(4, 32, rngs=nnx.Rngs(0))
+      >>> layer(jnp.ones((2, 10, 32)), mask=nnx.make_causal_mask(jnp.ones((2, 10)))).shape
+      (2, 10, 32)
+    """
+
+    def __init__(self, num_heads: int, in_features: int, out_features: int | None = None, *,
+                 feature_map: str = "elu", num_features: int = 64, chunk_size: int = 64, decode: bool = False,
+                 dtype=None, rngs: nnx.Rngs):  # fmt: skip
+        attention = AttentionConfig(feature_map, num_features, chunk_size=chunk_size, gated=True, gate="feature")
+        super().__init__(num_heads, in_features, attention, out_features=out_features, decode=decode, dtype=dtype,
+                         rngs=rngs)  # fmt: skip
+
+
 def redraw(model: nnx.Module, key: Array) -> int:
     """Redraws the random projection of every kernelized attention in ``model``; returns how many.
 
     Each :class:`~rfa.attention.KernelizedAttention` (the ``attention_fn`` of :class:`MultiHeadAttention`
-    and of ``rfa.make_attention_fn``) gets its own subkey ``fold_in(key, i)`` (i in module order). Under
+    and of ``rfa.make_attention_fn``) and each kernelized core (:class:`GatedLinearAttention`'s, rfa's models')
+    with a random projection gets its own subkey ``fold_in(key, i)`` (i in module order). Under
     ``nnx.jit`` the projections are state, so a redraw changes the next call's output without retracing.
 
     Example:
@@ -197,7 +315,7 @@ def redraw(model: nnx.Module, key: Array) -> int:
       1
     """
     key = check_key(key)
-    attentions = [m for _, m in nnx.iter_modules(model) if isinstance(m, KernelizedAttention)]
+    attentions = [m for _, m in nnx.iter_modules(model) if isinstance(m, KernelizedAttention | KernelizedCore)]
     redrawn = 0
     for i, attention in enumerate(attentions):
         if attention.projection is not None or attention.random_params:

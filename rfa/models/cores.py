@@ -198,13 +198,17 @@ class KernelizedCore(Calibratable):
         self._refuse_relative()
         return self(q, k, v, x, key_mask=key_mask, q_positions=positions, k_positions=positions, return_state=True)
 
-    def decode(self, q, k, v, x, cache, *, position, keep):
-        """The causal form on one token from the state: O(F·d) at any position."""
+    def extend(self, q, k, v, x, cache, *, keep):
+        """Tokens ``[batch, n, heads, d]`` (``keep [batch, n]``) continuing from the state: ``(out, state)``."""
         self._refuse_relative()
-        out, cache = kernelized_attention(
-            q, k, v, mask=keep[:, None, None, None], is_causal=True, initial_state=cache, return_state=True,
+        return kernelized_attention(
+            q, k, v, mask=keep[:, None, None, :], is_causal=True, initial_state=cache, return_state=True,
             **self._options(x),
         )  # fmt: skip
+
+    def decode(self, q, k, v, x, cache, *, position, keep):
+        """The causal form on one token from the state: O(F·d) at any position."""
+        out, cache = self.extend(q, k, v, x, cache, keep=keep[:, None])
         return out[:, 0], cache
 
     def prepare_memory(self, k, v, key_mask):

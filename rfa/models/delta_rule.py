@@ -130,9 +130,13 @@ class DeltaRuleCore(nnx.Module):
                 "conv": jnp.zeros((batch, CONV_TAPS - 1, 3 * h * dh), jnp.float32)}  # fmt: skip
 
     def prefill(self, q, k, v, x, *, key_mask, positions, max_length):
-        return self._run(q, k, v, x, key_mask, self.init_cache(q.shape[0], max_length))
+        return self.extend(q, k, v, x, self.init_cache(q.shape[0], max_length), keep=key_mask)
+
+    def extend(self, q, k, v, x, cache, *, keep):
+        """Tokens ``[batch, n, heads, d]`` continuing from ``cache``: ``(out [batch, n, heads, d], cache)``."""
+        return self._run(q, k, v, x, keep, cache)
 
     def decode(self, q, k, v, x, cache, *, position, keep):
-        out, new = self._run(q, k, v, x, keep[:, None], cache)
+        out, new = self.extend(q, k, v, x, cache, keep=keep[:, None])
         conv = jnp.where(keep[:, None, None], new["conv"], cache["conv"])  # a padding token shifts nothing in
         return out[:, 0], {"state": new["state"], "conv": conv}

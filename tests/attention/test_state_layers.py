@@ -1,0 +1,60 @@
+"""``rfa.nnx.DeltaNet`` and ``rfa.nnx.GatedLinearAttention``: Flax NNX layers whose decode cache is a state.
+
+Decoding (token by token, or several tokens per call) equals the full pass; Flax's causal and padding masks are
+applied (a padded sequence equals the sequence alone, a padded query outputs 0) and other masks refused, eagerly
+and under ``nnx.jit``; a layer with a random projection is redrawn by ``rfa.nnx.redraw``. The delta-rule site
+itself is held to the papers' layer in tests/models/test_delta_window_hybrid.py.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+import rfa
+
+LAYERS = {
+    "deltanet": lambda: rfa.nnx.DeltaNet(4, 32, gated=False, chunk_size=4, rngs=nnx.Rngs(0)),
+    "gated_deltanet": lambda: rfa.nnx.DeltaNet(4, 32, chunk_size=4, rngs=nnx.Rngs(0)),
+    "gla": lambda: rfa.nnx.GatedLinearAttention(4, 32, chunk_size=4, rngs=nnx.Rngs(0)),
+}
+X = jax.random.normal(jax.random.key(1), (2, 11, 32))
+
+
+@nnx.jit(static_argnames="decode")
+def call(layer, x, mask=None, decode=False):
+    return layer(x, mask=mask, decode=decode)
+
+
+@pytest.mark.parametrize("name", list(LAYERS))
+def test_decoding_one_or_several_tokens_per_call_equals_the_full_pass(name):
+    layer = LAYERS[name]()
+    full = call(layer, X)
+    layer.init_cache(X.shape)
+    pieces = [call(layer, X[:, :5], decode=True)] + [call(layer, X[:, t : t + 1], decode=True) for t in range(5, 11)]
+    np.testing.assert_allclose(jnp.concatenate(pieces, axis=1), full, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", list(LAYERS))
+def test_flax_masks_pad_and_other_masks_are_refused(name):
+    layer = LAYERS[name]()
+    alone = call(layer, X[:, 3:])
+    padded = jnp.concatenate([jnp.full((2, 3, 32), 7.0), X[:, 3:]], axis=1)  # three padding tokens first
+    valid = jnp.arange(11)[None] >= 3
+    mask = nnx.combine_masks(nnx.make_causal_mask(jnp.ones((2, 11))), nnx.make_attention_mask(valid, valid))
+    out = call(layer, jnp.broadcast_to(padded, (2, 11, 32)), mask)
+    np.testing.assert_allclose(out[:, 3:], alone, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[:, :3], jnp.broadcast_to(layer.out.bias[...], (2, 3, 32)), atol=1e-6)
+    window = jnp.tril(jnp.triu(jnp.ones((11, 11), bool), -2))
+    with pytest.raises(ValueError, match="kernelized attention cannot apply this mask"):
+        layer(X, mask=window)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="neither padding nor causal"):
+        jax.block_until_ready(call(layer, X, window))
+
+
+def test_a_gated_layer_with_a_random_projection_is_redrawn():
+    layer = rfa.nnx.GatedLinearAttention(4, 32, feature_map="positive", num_features=16, rngs=nnx.Rngs(0))
+    before = call(layer, X)
+    assert rfa.nnx.redraw(layer, jax.random.key(5)) == 1
+    assert float(jnp.max(jnp.abs(call(layer, X) - before))) > 1e-4
