@@ -29,6 +29,7 @@ from rfa.attention.masks import TRACED_MESSAGE, UNSUPPORTED, plan_mask
 from rfa.checks import raise_if
 from rfa.models.config import AttentionConfig, EncoderConfig
 from rfa.models.cores import KernelizedCore, core_class
+from rfa.models.delta_rule import DeltaRuleCore
 from rfa.random_features.feature_maps import Estimator
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 
@@ -315,7 +316,8 @@ def redraw(model: nnx.Module, key: Array) -> int:
       1
     """
     key = check_key(key)
-    attentions = [m for _, m in nnx.iter_modules(model) if isinstance(m, KernelizedAttention | KernelizedCore)]
+    kinds = KernelizedAttention | KernelizedCore | DeltaRuleCore
+    attentions = [m for _, m in nnx.iter_modules(model) if isinstance(m, kinds)]
     redrawn = 0
     for i, attention in enumerate(attentions):
         if attention.projection is not None or attention.random_params:

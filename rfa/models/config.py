@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from rfa.models.cores import attention_kinds, core_class
+from rfa.random_features.feature_maps import registered_feature_maps
 from rfa.random_features.projections import PROJECTION_KINDS, ROW_SCALINGS
 
 POSITIONAL_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary")
@@ -43,6 +44,9 @@ class AttentionConfig:
         ``g_t = sigmoid(wᵀx_t + b)``; with ``kind="rfa"`` this is gated RFA (Peng et al., ICLR 2021).
       gate: what a gate decays: ``"head"`` (one gate per token and head) or ``"feature"`` (one per token, head
         and feature of the map, data-dependent: gated linear attention, Yang et al., ICML 2024).
+      qk_map: (the delta rule) the map of queries and keys: None, the papers' (SiLU, then L2 normalization), or a
+        registered estimator with fixed parameters, whose features are L2-normalized (the kernelized delta rule,
+        :func:`rfa.attention.delta_rule.normalized_features`; m = ``num_features``).
     """
 
     kind: str = "softmax"
@@ -54,6 +58,7 @@ class AttentionConfig:
     redraw_every: int = 0
     gated: bool = False
     gate: str = "head"
+    qk_map: str | None = None
 
     def __post_init__(self):
         if self.kind not in attention_kinds():
@@ -65,6 +70,11 @@ class AttentionConfig:
             raise TypeError(f"AttentionConfig.gated must be a bool, got {self.gated!r}.")
         if self.gate not in GATES:
             raise ValueError(f"AttentionConfig.gate must be one of {list(GATES)}, got {self.gate!r}.")
+        if self.qk_map is not None and self.qk_map not in registered_feature_maps():
+            raise ValueError(
+                f"AttentionConfig.qk_map must be None or a registered estimator {list(registered_feature_maps())}, "
+                f"got {self.qk_map!r}."
+            )
         if self.projection not in PROJECTION_KINDS or self.scaling not in ROW_SCALINGS:
             raise ValueError(
                 f"projection must be one of {list(PROJECTION_KINDS)} and scaling one of {list(ROW_SCALINGS)}, "
@@ -174,7 +184,12 @@ class EncoderConfig:
                     f"{value!r}."
                 )
             for attention in pattern:
-                core_class(attention.kind).check_site(site, attention, self, causal=causal, stateful=stateful)
+                core = core_class(attention.kind)
+                if attention.qk_map is not None and not core.takes_qk_map:
+                    raise ValueError(
+                        f"{site}: qk_map is the delta rule's map of q and k; {attention.kind!r} takes none."
+                    )
+                core.check_site(site, attention, self, causal=causal, stateful=stateful)
 
     @property
     def head_dim(self) -> int:

@@ -81,6 +81,7 @@ class KernelizedCore(Calibratable):
     """
 
     causal, bidirectional, cross, dense_masks, uses_num_features = True, True, True, False, True
+    takes_qk_map = False
 
     def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         fm = lookup_feature_map(attention.kind)

@@ -7,7 +7,9 @@ and Fig. 1):
 
 - a short causal depthwise convolution (4 taps) over the projected q, k and v, then SiLU;
 - q and k L2-normalized per head, q scaled by ``1/√d_k``: ``‖k_t‖ = 1``, so with ``β_t ∈ [0, 1]`` the transition
-  ``I − β_t k_t k_tᵀ`` has eigenvalues in [0, 1] and the state cannot grow;
+  ``I − β_t k_t k_tᵀ`` has eigenvalues in [0, 1] and the state cannot grow. With ``AttentionConfig.qk_map`` a
+  registered estimator replaces SiLU: q and k are its features, L2-normalized (the kernelized delta rule,
+  :func:`rfa.attention.delta_rule.normalized_features`), and the state is ``[F, d_v]``;
 - the writing strength ``β_t = sigmoid(w_βᵀ x_t)`` per token and head;
 - gated: the decay ``α_t = exp(g_t)``, ``g_t = −exp(A_log) · softplus(w_αᵀ x_t + b_dt)`` per token and head
   (Mamba2's parametrization: ``A`` drawn in [1, 16], ``softplus(b_dt)`` in [0.001, 0.1]);
@@ -27,7 +29,9 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from rfa.attention.delta_rule import delta_rule_attention
+from rfa.attention.delta_rule import delta_rule_attention, normalized_features
+from rfa.attention.flax_adapter import random_variables, redraw_variables
+from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 
 Array = jax.Array
 
@@ -53,12 +57,23 @@ class DeltaRuleCore(nnx.Module):
     self-attention site; see the module's docstring."""
 
     causal, bidirectional, cross, dense_masks, uses_num_features = True, False, False, False, False
+    takes_qk_map = True  # AttentionConfig.qk_map: an estimator's normalized features instead of SiLU and L2
 
     def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         del causal, cross  # causal self-attention only (check_site)
         d, h, dh = config.d_model, config.num_heads, config.head_dim
         self.num_heads, self.head_dim, self.chunk_size = h, dh, attention.chunk_size
-        self.gated = attention.kind == "gated_deltanet"
+        self.gated, self.attention = attention.kind == "gated_deltanet", attention
+        self.qk_map = None if attention.qk_map is None else lookup_feature_map(attention.qk_map)
+        random = self.qk_map is not None and (self.qk_map.needs_projection or bool(self.qk_map.sampled))
+        key = (rngs.projection() if "projection" in rngs else rngs.params()) if random else None
+        self.projection, self.random_params = (
+            random_variables(self.qk_map, key, attention.num_features, dh, kind=attention.projection,
+                             scaling=attention.scaling)
+            if random
+            else (None, nnx.Dict())
+        )  # fmt: skip
+        self.key_dim = dh if self.qk_map is None else self.qk_map.num_outputs(attention.num_features, dh)
         bound = 1 / math.sqrt(CONV_TAPS)  # PyTorch's Conv1d default, as the papers' code
         self.conv = nnx.Param(jax.random.uniform(rngs.params(), (CONV_TAPS, 3 * h * dh), minval=-bound, maxval=bound))
         dtype = jnp.dtype(config.dtype)
@@ -90,6 +105,19 @@ class DeltaRuleCore(nnx.Module):
                 f"{site}: {attention.kind!r} does not run sequence-parallel in the models yet (the short convolution "
                 "reaches across a block's start); rfa.attention.delta_rule_attention(sequence_axis=) does."
             )
+        fm = None if attention.qk_map is None else lookup_feature_map(attention.qk_map)
+        if fm is not None and (set(fm.required) - set(fm.sampled) or fm.learned or fm.kernel == "gaussian"):
+            raise ValueError(
+                f"{site}: qk_map={attention.qk_map!r} needs parameters fitted, learned or given, or estimates the "
+                "Gaussian kernel; the delta rule takes a map of the softmax kernel with fixed parameters (positive, "
+                "trig, hyperbolic, elu, relu, taylor, ...)."
+            )
+
+    def redraw(self, key: Array) -> None:
+        """Replaces the random projection of ``qk_map`` by a fresh draw from ``key``."""
+        a = self.attention
+        redraw_variables(self.projection, self.random_params, self.qk_map, key, a.num_features, self.head_dim,
+                         kind=a.projection, scaling=a.scaling)  # fmt: skip
 
     def _inputs(self, q, k, v, x, keep, history):
         """The papers' map of q, k, v (convolution, SiLU, L2 norm, 1/√d_k), β and g: ``[batch, L, heads, ·]`` and
@@ -98,14 +126,21 @@ class DeltaRuleCore(nnx.Module):
         qkv = jnp.concatenate([q, k, v], axis=-1).reshape(b, length, 3 * h * dh).astype(jnp.float32)
         qkv = jnp.where(keep[..., None], qkv, 0.0)
         qkv, history = causal_convolution(qkv, self.conv[...], history)
-        q, k, v = jnp.split(jax.nn.silu(qkv).reshape(b, length, h, 3 * dh), 3, axis=-1)
-        q, k = (y / jnp.sqrt(jnp.sum(y * y, axis=-1, keepdims=True) + 1e-6) for y in (q, k))
+        q, k, v = jnp.split(qkv.reshape(b, length, h, 3 * dh), 3, axis=-1)
+        v = jax.nn.silu(v)
+        if self.qk_map is None:
+            q, k = (jax.nn.silu(y) for y in (q, k))
+            q, k = (y / jnp.sqrt(jnp.sum(y * y, axis=-1, keepdims=True) + 1e-6) for y in (q, k))
+        else:
+            projection = None if self.projection is None else self.projection[...]
+            params = {name: value[...] for name, value in self.random_params.items()} | self.attention.params
+            q, k = normalized_features(q, k, feature_map=self.qk_map, projection=projection, feature_params=params)
         beta = jnp.where(keep[..., None], jax.nn.sigmoid(self.beta(x).astype(jnp.float32)), 0.0)
         log_decay = None
         if self.gated:
             rate = jax.nn.softplus(self.decay(x).astype(jnp.float32) + self.dt_bias[...])
             log_decay = jnp.where(keep[..., None], -jnp.exp(self.A_log[...]) * rate, 0.0)
-        return q / math.sqrt(dh), k, v, beta, log_decay, history
+        return q / math.sqrt(self.key_dim), k, v, beta, log_decay, history
 
     def _output(self, out, x):
         out = self.norm(out)
@@ -126,7 +161,7 @@ class DeltaRuleCore(nnx.Module):
         """The empty state and convolution history (``max_length`` plays no part: the cache does not grow)."""
         del max_length
         h, dh = self.num_heads, self.head_dim
-        return {"state": jnp.zeros((batch, h, dh, dh), jnp.float32),
+        return {"state": jnp.zeros((batch, h, self.key_dim, dh), jnp.float32),
                 "conv": jnp.zeros((batch, CONV_TAPS - 1, 3 * h * dh), jnp.float32)}  # fmt: skip
 
     def prefill(self, q, k, v, x, *, key_mask, positions, max_length):

@@ -24,6 +24,7 @@ class SlidingWindowCore(nnx.Module):
     """Exact attention within a window of ``AttentionConfig.num_features`` tokens; see the module's docstring."""
 
     causal, bidirectional, cross, dense_masks, uses_num_features = True, True, False, False, True
+    takes_qk_map = False
 
     def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         del cross, rngs  # self-attention only (check_site); no parameters

@@ -68,6 +68,7 @@ class SoftmaxCore(nnx.Module):
     """Exact softmax attention; decoding keeps the keys and values so far (in the model's dtype)."""
 
     causal, bidirectional, cross, dense_masks, uses_num_features = True, True, True, True, False
+    takes_qk_map = False
 
     def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         self.causal, self.dtype = causal, jnp.dtype(config.dtype)

@@ -18,6 +18,7 @@ from flax import nnx
 from rfa._validation import is_concrete
 from rfa.models.config import EncoderConfig, TransformerConfig
 from rfa.models.cores import KernelizedCore
+from rfa.models.delta_rule import DeltaRuleCore
 from rfa.models.layers import DecoderLayer, EncoderLayer
 from rfa.models.positional import PositionalEmbedding
 
@@ -149,7 +150,7 @@ def redraw_projections(model: nnx.Module, key: Array, *, step: int | None = None
       >>> redraw_projections(model, jax.random.key(8), step=150), redraw_projections(model, jax.random.key(9), step=200)
       (0, 2)
     """
-    attentions = [m for _, m in nnx.iter_modules(model) if isinstance(m, KernelizedCore)]
+    attentions = [m for _, m in nnx.iter_modules(model) if isinstance(m, KernelizedCore | DeltaRuleCore)]
     redrawn = 0
     for i, attention in enumerate(attentions):
         every = attention.attention.redraw_every

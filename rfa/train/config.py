@@ -50,6 +50,7 @@ ATTENTION_VARIANTS = {
     "gla": {"kind": "elu", "gated": True, "gate": "feature"},  # gated linear attention: elu+1 features, GLA's gates
     "deltanet": {"kind": "deltanet"},  # the delta rule (causal only: encoder and cross-attention sites stay exact)
     "gated_deltanet": {"kind": "gated_deltanet"},
+    "gated_deltanet_positive": {"kind": "gated_deltanet", "qk_map": "positive"},  # the kernelized delta rule
     "sliding_window": {"kind": "sliding_window"},  # exact attention within a window of num_features tokens
     # Hybrid stacks (config.attention.layers: a variant per layer, cycled). Qwen3-Next puts one softmax layer after
     # three Gated DeltaNet layers; a 2-layer model takes the pattern's first two entries, so here it is 1:1.
@@ -115,6 +116,7 @@ def base_config() -> ml_collections.ConfigDict:
     config.attention.gated = False  # a learned decay gate at the decoder's self-attention (needs a decoder)
     config.attention.gate = "head"  # what the gate decays: "head" (the state) or "feature" (each row of it: GLA)
     config.attention.layers = ()  # variants per layer, cycled (a hybrid stack); (): every layer is kind
+    config.attention.qk_map = ""  # the delta rule's q/k map: "" the papers' (SiLU, L2), or an estimator's features
 
     config.optimizer = ml_collections.ConfigDict()
     config.optimizer.learning_rate = 1e-3  # peak rate (inverse_sqrt: a multiplier, 1.0 = paper)
@@ -300,6 +302,7 @@ def _site(a: dict, head_dim: int, site: str) -> AttentionConfig:
         redraw_every=a["redraw_every"],
         gated=bool(a["gated"]) and site == "decoder",
         gate=a["gate"],
+        qk_map=a.get("qk_map") or None,  # (a workdir of an earlier release has no such field)
     )
 
 

@@ -11,11 +11,12 @@ import references
 from flax import nnx
 from model_helpers import VOCAB, decode_step, forward, step_by_step, tokens
 
-from rfa.models import AttentionConfig, Decoder, preset
+from rfa.models import AttentionConfig, Decoder, preset, redraw_projections
 
 SITES = {
     "deltanet": AttentionConfig("deltanet", chunk_size=4),
     "gated_deltanet": AttentionConfig("gated_deltanet", chunk_size=4),
+    "gated_deltanet_positive": AttentionConfig("gated_deltanet", 16, chunk_size=4, qk_map="positive"),
     "sliding_window": AttentionConfig("sliding_window", 3),  # a window of 3 tokens, shorter than the sequence
 }
 HYBRID = (SITES["gated_deltanet"], AttentionConfig("softmax"), SITES["sliding_window"])
@@ -88,7 +89,7 @@ def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
-@pytest.mark.parametrize("kind", ["deltanet", "gated_deltanet"])
+@pytest.mark.parametrize("kind", ["deltanet", "gated_deltanet", "gated_deltanet_positive"])
 def test_the_site_is_the_papers_layer(kind):
     """Short convolution and SiLU on q, k, v; q, k L2-normalized, q by 1/√d_k; β = sigmoid(w_βᵀx); gated,
     g = −exp(A_log)·softplus(w_αᵀx + b_dt); the delta rule (float64 recurrence); RMSNorm per head and, gated,
@@ -108,16 +109,23 @@ def test_the_site_is_the_papers_layer(kind):
     w = np.asarray(core.conv[...], np.float64)  # [taps, channels]
     padded = np.concatenate([np.zeros((2, 3, qkv.shape[-1])), qkv], 1)
     conv = np.stack([sum(w[j] * padded[:, t + j] for j in range(4)) for t in range(9)], 1)
-    q, k, v = np.split(_silu(conv).reshape(2, 9, 4, 24), 3, axis=-1)
-    q, k = (y / np.sqrt(np.sum(y**2, axis=-1, keepdims=True) + 1e-6) for y in (q, k))  # padding: 0, not NaN
+    q, k, v = np.split(conv.reshape(2, 9, 4, 24), 3, axis=-1)
+    v = _silu(v)
+    if kind == "gated_deltanet_positive":  # positive random features of q and k (scaled by d^-1/4), normalized
+        W = np.asarray(core.projection[...], np.float64)
+        q, k = (references.positive(y * 8**-0.25, W) for y in (q, k))
+        q, k = (y / np.sqrt(np.sum(y**2, axis=-1, keepdims=True)) for y in (q, k))
+    else:
+        q, k = (_silu(y) for y in (q, k))
+        q, k = (y / np.sqrt(np.sum(y**2, axis=-1, keepdims=True) + 1e-6) for y in (q, k))  # padding: 0, not NaN
     beta = _sigmoid(np.asarray(core.beta(x), np.float64)) * keep
     log_decay = None
-    if kind == "gated_deltanet":
+    if kind.startswith("gated"):
         rate = np.log1p(np.exp(np.asarray(core.decay(x), np.float64) + np.asarray(core.dt_bias[...])))
         log_decay = -np.exp(np.asarray(core.A_log[...], np.float64)) * rate * keep
-    o, _ = references.delta_rule(q / np.sqrt(8), k, v, beta, log_decay)
+    o, _ = references.delta_rule(q / np.sqrt(q.shape[-1]), k, v, beta, log_decay)
     o = o / np.sqrt(np.mean(o**2, axis=-1, keepdims=True) + 1e-6) * np.asarray(core.norm.scale[...])
-    if kind == "gated_deltanet":
+    if kind.startswith("gated"):
         o = o * _silu(np.asarray(core.output_gate(x), np.float64)).reshape(o.shape)
     np.testing.assert_allclose(out, attention.out(jnp.asarray(o, jnp.float32)), rtol=1e-4, atol=1e-5)
 
@@ -136,6 +144,15 @@ def test_left_padding_writes_nothing():
     np.testing.assert_allclose(site(padded, jnp.arange(10)[None] >= 3)[:, 3:], alone, rtol=1e-5, atol=1e-6)
 
 
+def test_the_kernelized_delta_rule_keeps_a_state_of_f_features_and_is_redrawn():
+    model = Decoder(config("gated_deltanet_positive"), rngs=nnx.Rngs(0))
+    assert model.init_cache(2, 20)[0]["self"]["state"].shape == (2, 4, 16, 8)
+    sequence = tokens(8, (2, 9))
+    before = forward(model, sequence)
+    assert redraw_projections(model, jax.random.key(3)) == 2
+    assert float(jnp.max(jnp.abs(forward(model, sequence) - before))) > 1e-5
+
+
 def test_a_bidirectional_site_a_second_gate_or_a_window_across_sequences_is_refused():
     with pytest.raises(ValueError, match="encoder_attention: 'deltanet' updates a state token by token"):
         preset("tiny", vocab_size=VOCAB, encoder_attention=AttentionConfig("deltanet"))
@@ -143,5 +160,9 @@ def test_a_bidirectional_site_a_second_gate_or_a_window_across_sequences_is_refu
         preset("tiny", vocab_size=VOCAB, decoder_attention=AttentionConfig("gated_deltanet", gated=True))
     with pytest.raises(ValueError, match="cross-attention has two"):
         preset("tiny", vocab_size=VOCAB, cross_attention=AttentionConfig("sliding_window", 4))
+    with pytest.raises(ValueError, match="qk_map is the delta rule's map of q and k; 'softmax' takes none"):
+        preset("tiny", vocab_size=VOCAB, decoder_attention=AttentionConfig(qk_map="positive"))
+    with pytest.raises(ValueError, match="qk_map='oprf' needs parameters fitted"):
+        preset("tiny", vocab_size=VOCAB, decoder_attention=AttentionConfig("deltanet", qk_map="oprf"))
     with pytest.raises(TypeError, match="a non-empty tuple of them"):
         preset("tiny", vocab_size=VOCAB, decoder_attention=())

@@ -9,10 +9,12 @@ Improving Mamba2 with Delta Rule", ICLR 2025). :func:`delta_rule_attention` chec
 forms on rows ``[batch·heads, L, ·]``: :mod:`~rfa.attention.delta_rule.chunked` (the WY/UT form of Yang, Wang,
 Zhang, Shen, Kim, NeurIPS 2024, for training and prompts) and :mod:`~rfa.attention.delta_rule.recurrent` (token
 by token, for decoding). :func:`naive_delta_rule_attention` is the recurrence as written, the reference both are
-tested against (outputs, states and gradients, in float64).
+tested against (outputs, states and gradients, in float64). :func:`normalized_features` makes any registered
+estimator the map of q and k (the kernelized delta rule).
 """
 
 from rfa.attention.delta_rule.api import delta_rule_attention
+from rfa.attention.delta_rule.features import normalized_features
 from rfa.attention.delta_rule.naive import naive_delta_rule_attention
 
-__all__ = ["delta_rule_attention", "naive_delta_rule_attention"]
+__all__ = ["delta_rule_attention", "naive_delta_rule_attention", "normalized_features"]

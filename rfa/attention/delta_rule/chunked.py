@@ -56,8 +56,9 @@ def chunked(q: Array, k: Array, v: Array, beta: Array, log_decay: Array | None, 
     lower = jnp.tril(jnp.ones((size, size), jnp.bool_))  # i ≤ t
     ratios = jnp.exp(jnp.where(lower, segment_log_decays(g), -jnp.inf))  # γ_t/γ_i for i ≤ t, else 0
     gamma = jnp.exp(jnp.cumsum(g, axis=-1))  # γ_t
-    strict = ratios * (1.0 - jnp.eye(size, dtype=ratios.dtype))
-    system = jnp.eye(size, dtype=k.dtype) + beta[..., None] * strict * jnp.einsum("...td,...id->...ti", k, k)
+    # I + diag(β) A with A_ti = (γ_t/γ_i) k_tᵀk_i below the diagonal; the solve reads the strictly lower part
+    # only (unit_diagonal), so the diagonal that ratios · K Kᵀ holds is never used.
+    system = beta[..., None] * ratios * jnp.einsum("...td,...id->...ti", k, k)
     rhs = beta[..., None] * jnp.concatenate([v, gamma[..., None] * k], axis=-1)
     solved = jax.scipy.linalg.solve_triangular(system, rhs, lower=True, unit_diagonal=True)
     tv, w = solved[..., : v.shape[-1]], solved[..., v.shape[-1] :]  # T V, W = T diag(γ) K
