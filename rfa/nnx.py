@@ -215,13 +215,28 @@ class _StateLayer(nnx.Module):
     def init_cache(self, input_shape: tuple[int, ...], dtype=jnp.float32) -> None:
         """The empty state for inputs ``[batch, length, features]`` (its size does not depend on ``length``)."""
         del dtype
-        self.cached_state = nnx.Cache(self.core.init_cache(input_shape[0], input_shape[-2]))
+        self.cached_state = nnx.Cache(self.empty_state(input_shape[0]))
+
+    def empty_state(self, batch: int):
+        """The state of no token for ``batch`` sequences (a pytree of arrays)."""
+        return self.core.init_cache(batch, 1)
 
     def __call__(self, inputs: Array, *, mask: Array | None = None, decode: bool | None = None) -> Array:
         """``inputs [batch, L, in_features]`` → ``[batch, L, out_features]``, causal. ``mask`` (Flax's, nonzero =
         attend) is key padding or causal ∧ padding (``nnx.make_causal_mask``, ``make_attention_mask``); other
         masks raise. With ``decode`` the tokens continue the cached state (one or several at a time)."""
         decode = self.decode if decode is None else decode
+        if not decode:
+            return self.step(inputs, None, mask=mask)
+        if self.cached_state is None:
+            raise ValueError("Autoregressive cache not initialized, call ``init_cache`` first.")
+        out, state = self.step(inputs, self.cached_state.get_value(), mask=mask)
+        self.cached_state.set_value(state)
+        return out
+
+    def step(self, inputs: Array, state, *, mask: Array | None = None):
+        """The layer as a function of the state: ``(outputs, state after the tokens)`` from ``state`` (a state of
+        :meth:`empty_state`), or the outputs of a whole sequence when ``state`` is None."""
         q, k, v = self.query(inputs), self.key(inputs), self.value(inputs)
         plan = plan_mask(mask, q, k, is_causal=True)
         if not isinstance(plan.pattern, int):
@@ -230,18 +245,16 @@ class _StateLayer(nnx.Module):
         keep = jnp.ones((batch, length), jnp.bool_)
         if plan.keep_keys is not None:
             keep = jnp.broadcast_to(jnp.any(plan.keep_keys, axis=-2), (batch, length))
-        if decode:
-            if self.cached_state is None:
-                raise ValueError("Autoregressive cache not initialized, call ``init_cache`` first.")
-            out, state = self.core.extend(q, k, v, inputs, self.cached_state.get_value(), keep=keep)
-            self.cached_state.set_value(state)
-        else:
+        if state is None:
             positions = jnp.broadcast_to(jnp.arange(length), (batch, length))
             out = self.core(q, k, v, inputs, key_mask=keep, q_positions=positions, k_positions=positions)
+        else:
+            out, state = self.core.extend(q, k, v, inputs, state, keep=keep)
         if plan.keep_queries is not None:  # a padded query outputs 0, as in every rfa attention
             keep_q = jnp.broadcast_to(jnp.any(plan.keep_queries, axis=-2), (batch, length))
             out = jnp.where(keep_q[..., None, None], out, 0.0)
-        return self.out(out.astype(self.out.dtype or out.dtype))
+        out = self.out(out.astype(self.out.dtype or out.dtype))
+        return out if state is None else (out, state)
 
 
 class DeltaNet(_StateLayer):

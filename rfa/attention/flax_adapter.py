@@ -42,7 +42,11 @@ def _scalar_params(feature_params: dict | None) -> dict:
 
 class RandomProjection(nnx.Variable):
     """The random projection W ``[m, d_k]`` of a kernelized attention (or a random parameter drawn with it,
-    such as hybrid's R): redrawn, never trained."""
+    such as hybrid's R): redrawn, never trained. Through ``flax.nnx.bridge`` it is the Linen collection
+    ``random_features``, as in ``rfa.linen``'s own layers."""
+
+
+nnx.register_variable_name("random_features", RandomProjection)
 
 
 def random_variables(fm: Estimator, key, num_features, head_dim, *, kind, scaling) -> tuple:

@@ -58,3 +58,25 @@ def test_a_gated_layer_with_a_random_projection_is_redrawn():
     before = call(layer, X)
     assert rfa.nnx.redraw(layer, jax.random.key(5)) == 1
     assert float(jnp.max(jnp.abs(call(layer, X) - before))) > 1e-4
+
+
+@pytest.mark.parametrize("name", ["gated_deltanet", "gla"])
+def test_the_linen_layers_decode_from_the_cache_collection_as_the_full_pass(name):
+    """``rfa.linen``: ``init`` with ``decode=True`` creates the empty state; each ``apply(mutable=["cache"])``
+    continues it (a prompt, then one token per call) and equals the full pass; padding masks apply as in NNX."""
+    layer = {"gated_deltanet": rfa.linen.DeltaNet, "gla": rfa.linen.GatedLinearAttention}[name]
+    params = layer(num_heads=4, chunk_size=4).init(jax.random.key(0), X)["params"]
+    full = layer(num_heads=4, chunk_size=4).apply({"params": params}, X)
+    decoder = layer(num_heads=4, chunk_size=4, decode=True)
+    variables = {"params": params, "cache": decoder.init(jax.random.key(0), X[:, :1])["cache"]}
+    step = jax.jit(lambda variables, x: decoder.apply(variables, x, mutable=["cache"]))
+    pieces = []
+    for start, stop in [(0, 5)] + [(t, t + 1) for t in range(5, 11)]:
+        out, updated = step(variables, X[:, start:stop])
+        variables = {**variables, **updated}
+        pieces.append(out)
+    np.testing.assert_allclose(jnp.concatenate(pieces, axis=1), full, rtol=1e-5, atol=1e-5)
+    valid = jnp.arange(11)[None] >= 3
+    padded = layer(num_heads=4, chunk_size=4).apply({"params": params}, X, mask=nnx.make_attention_mask(valid, valid))
+    alone = layer(num_heads=4, chunk_size=4).apply({"params": params}, X[:, 3:])
+    np.testing.assert_allclose(padded[:, 3:], alone, rtol=1e-5, atol=1e-5)
