@@ -55,8 +55,9 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
       sequence_axis: a mesh axis: where the mesh set by ``jax.set_mesh`` has it, full-sequence calls run
         sequence-parallel along it.
 
-    The other fields are Flax's (``attention_fn`` is unused; ``dropout_rate`` must be 0 in training, as
-    there are no attention weights to drop). Masks are Flax's (nonzero = attend): padding and causal ∧
+    The other fields are Flax's (``attention_fn`` and ``force_fp32_for_softmax`` raise ``TypeError``: there
+    is no softmax to replace; ``dropout_rate`` must be 0 in training, as there are no attention weights to
+    drop). Masks are Flax's (nonzero = attend): padding and causal ∧
     padding are applied exactly, anything else raises (under ``jit`` when the compiled call runs).
 
     Example:
@@ -82,6 +83,19 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
     chunk_size: int = 64
     feature_params: dict | None = None
     sequence_axis: str | None = None
+
+    def __post_init__(self):
+        if self.attention_fn is not nn.dot_product_attention:
+            raise TypeError(
+                "rfa.linen.MultiHeadDotProductAttention builds its own attention; choose the estimator with "
+                "feature_map=, or use nn.MultiHeadDotProductAttention(attention_fn=rfa.make_attention_fn(...)) for "
+                "another function."
+            )
+        if self.force_fp32_for_softmax:
+            raise TypeError(
+                "force_fp32_for_softmax: kernelized attention has no softmax; set dtype or precision instead."
+            )
+        super().__post_init__()
 
     @nn.compact
     def __call__(self, inputs_q: Array, inputs_k: Array | None = None, inputs_v: Array | None = None, *,
@@ -129,6 +143,11 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
         """``(W, parameters)``: the ``random_features`` draw (redrawn if asked) and the ``params`` learned."""
         names = (["projection"] if fm.needs_projection else []) + list(fm.sampled)
         redraw = self.is_mutable_collection(RANDOM_FEATURES) and self.has_rng(RANDOM_FEATURES)
+        if self.has_rng(RANDOM_FEATURES) and not redraw and names:
+            raise ValueError(
+                'rngs={"random_features": key} redraws W only with mutable=["random_features"] (the new W is '
+                "returned in the updated variables); without it the call would keep the old W."
+            )
         drawn = {}
         if names and (redraw or not all(self.has_variable(RANDOM_FEATURES, name) for name in names)):
             key = self.make_rng(RANDOM_FEATURES if self.has_rng(RANDOM_FEATURES) else "params")

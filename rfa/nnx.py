@@ -21,6 +21,7 @@ import functools
 import jax
 import jax.numpy as jnp
 from flax import nnx
+from flax.nnx.module import first_from
 
 from rfa._validation import check_key, check_positive_int
 from rfa.attention.flax_adapter import KernelizedAttention, refuse_attention_weights, repeat_kv_heads
@@ -34,6 +35,11 @@ from rfa.random_features.feature_maps import Estimator
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 
 Array = jax.Array
+
+NO_DECODE = (  # flax.nnx.MultiHeadAttention's message
+    "No `decode` argument was provided to MultiHeadAttention as either a __call__ argument, class attribute, or "
+    "nnx.flag."
+)
 
 
 def projection_key(rngs: nnx.Rngs) -> Array:
@@ -159,7 +165,7 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
         if any, covers these tokens only (:func:`rfa.attention.flax_cache.check_decode_mask`). A call with
         ``inputs_k`` other than ``inputs_q`` is cross-attention: its state is the encoder's, computed once.
         """
-        decode = self.decode if decode is None else decode
+        decode = first_from(decode, self.decode, error_msg=NO_DECODE)
         if not decode:
             return super().__call__(inputs_q, inputs_k, inputs_v, mask=mask, decode=False, **kwargs)
         if self.cached_state is None:

@@ -7,7 +7,8 @@ Zoology (Arora et al., 2023) and Based (Arora et al., ICML 2024) tell linear-att
 multi-query associative recall (MQAR, :mod:`rfa.data.mqar`) against the size of the recurrent state a decoder
 carries. Every kind of ``config.attention`` trains ``configs/<config.task>.py:<attention>[,<scale>]`` once per
 seed of ``config.seeds``; kinds whose map takes a feature count (random features, Hedgehog, gated RFA) train at
-each m of ``config.num_features``, the others (exact, elu, relu, taylor) once. Each setting's state size is the
+each m of ``config.num_features`` (or of ``config.num_features_of[<attention>]``), the others (exact, elu, relu,
+taylor) once. Each setting's state size is the
 bytes of one layer's decode cache for one sequence at the config's length (exact attention: its keys and values,
 which grow with the length; kernelized: the state ``Σ_j φ(k_j)[v_j, 1]ᵀ`` of every head, which does not), read
 from the model's own ``init_cache``. Test accuracy at query positions is reported as mean ± standard deviation over
@@ -34,8 +35,15 @@ from rfa.train.config import build_model
 
 def settings(study) -> list[tuple[str, int | None]]:
     """``(attention, m)`` of every setting: each feature count for kinds that take one, None for the others."""
-    return [(attention, m) for attention in study.attention
-            for m in (study.num_features if _takes_features(study, attention) else (None,))]  # fmt: skip
+    return [(attention, m) for attention in study.attention for m in feature_counts(study, attention)]
+
+
+def feature_counts(study, attention: str) -> tuple:
+    """The m of ``attention``'s settings: ``study.num_features_of[attention]`` where given, else
+    ``study.num_features``; ``(None,)`` for a kind without a feature count."""
+    if not _takes_features(study, attention):
+        return (None,)
+    return tuple(study.num_features_of.get(attention, study.num_features))
 
 
 def _takes_features(study, attention: str) -> bool:
@@ -64,32 +72,46 @@ def state_bytes(config) -> int:
 def run(study, workdir: str) -> list[dict]:
     """Trains (or reads back) every setting with every seed; one row per setting, with its state size.
 
-    With ``study.learning_rates``, each setting first trains once per rate with ``study.sweep_seed`` and keeps the
-    rate of the highest validation accuracy (:func:`select_rate`); its seeds then train at that rate, and the row
-    records ``learning_rate`` and ``sweep`` (``{rate: validation accuracy}``). The test split is read only for the
-    rate kept.
+    With ``study.learning_rates``, a setting's seeds train at the rate of the highest validation accuracy among
+    runs with ``study.sweep_seed``, one per rate (:func:`select_rate`); the row records ``learning_rate``, ``sweep``
+    (``{rate: validation accuracy}``) and ``swept_at`` (the m of the sweep). The sweep is per setting, or with
+    ``study.sweep_per_kind`` once per kind, at its middle feature count, whose rate then serves every m of the kind.
+    The test split is read only for the rate kept.
     """
-    rows = []
+    rows, chosen = [], {}
     for attention, m in settings(study):
         config = training_config(study, attention, m)
-        name = attention if m is None else f"{attention}_m{m}"
-        sweep = {}
+        sweep, swept_at = {}, m
         if study.learning_rates:
-            config, sweep = select_rate(study, config, os.path.join(workdir, name))
+            counts = feature_counts(study, attention)
+            swept_at = counts[len(counts) // 2] if study.sweep_per_kind else m
+            if (attention, swept_at) not in chosen:
+                swept = training_config(study, attention, swept_at)
+                chosen[attention, swept_at] = select_rate(
+                    study, swept, os.path.join(workdir, _name(attention, swept_at))
+                )
+            config.optimizer.learning_rate, sweep = chosen[attention, swept_at]
+        name = _name(attention, m)
+        if study.learning_rates:
             name = os.path.join(name, _rate_dir(config.optimizer.learning_rate))
         row = train_seeds(config, os.path.join(workdir, name), study.seeds)
         rows.append(row | {"state_bytes": state_bytes(config), "length": config.max_length,
                            "num_pairs": config.recall.num_pairs, "vocab_size": config.recall.vocab_size,
-                           "learning_rate": config.optimizer.learning_rate, "sweep": sweep})  # fmt: skip
+                           "learning_rate": config.optimizer.learning_rate, "sweep": sweep,
+                           "swept_at": swept_at})  # fmt: skip
     return rows
+
+
+def _name(attention: str, m: int | None) -> str:
+    return attention if m is None else f"{attention}_m{m}"
 
 
 def _rate_dir(rate: float) -> str:
     return f"lr_{rate:g}"
 
 
-def select_rate(study, config, workdir: str) -> tuple:
-    """The config at the learning rate of ``study.learning_rates`` whose run with ``study.sweep_seed`` reaches the
+def select_rate(study, config, workdir: str) -> tuple[float, dict]:
+    """The learning rate of ``study.learning_rates`` whose run of ``config`` with ``study.sweep_seed`` reaches the
     highest validation accuracy (in ``<workdir>/lr_<rate>/seed_<sweep_seed>``, where the seeds of that rate train
     too), and ``{rate: validation accuracy}``."""
     sweep = {}
@@ -98,10 +120,7 @@ def select_rate(study, config, workdir: str) -> tuple:
         candidate.optimizer.learning_rate = rate
         row = train_seeds(candidate, os.path.join(workdir, _rate_dir(rate)), (study.sweep_seed,))
         sweep[f"{rate:g}"] = row["validation"]["accuracy"]["mean"]
-    best = max(study.learning_rates, key=lambda rate: sweep[f"{rate:g}"])
-    chosen = config.copy_and_resolve_references()
-    chosen.optimizer.learning_rate = best
-    return chosen, sweep
+    return max(study.learning_rates, key=lambda rate: sweep[f"{rate:g}"]), sweep
 
 
 def table(rows: list[dict], *, verdicts: bool = True) -> str:

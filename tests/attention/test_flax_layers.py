@@ -275,3 +275,23 @@ def test_attention_weight_dropout_and_a_custom_attention_fn_are_refused():
     linen = rfa.linen.MultiHeadDotProductAttention(num_heads=HEADS, dropout_rate=0.1, deterministic=False)
     with pytest.raises(ValueError, match="attention-weight dropout"):
         linen.init(jax.random.key(0), X)
+
+
+def test_linen_and_nnx_refuse_what_flax_would_not_do_silently():
+    """A custom attention_fn or force_fp32_for_softmax raises in Linen as attention_fn does in NNX; a call without
+    ``decode`` anywhere raises as Flax's does; a redraw rng without ``mutable`` raises instead of keeping W."""
+    for fields in ({"attention_fn": lambda *a, **k: None}, {"force_fp32_for_softmax": True}):
+        with pytest.raises(TypeError, match=r"attention_fn|no softmax"):
+            rfa.linen.MultiHeadDotProductAttention(num_heads=HEADS, **fields)
+    flax_layer = nnx.MultiHeadAttention(HEADS, F, rngs=nnx.Rngs(0))
+    with pytest.raises(ValueError, match="No `decode` argument") as flax_error:
+        flax_layer(X)
+    with pytest.raises(ValueError, match="No `decode` argument") as rfa_error:
+        rfa.nnx.MultiHeadAttention(HEADS, F, num_features=16, rngs=nnx.Rngs(0))(X)
+    assert str(rfa_error.value) == " ".join(str(flax_error.value).split())
+    layer = rfa.linen.MultiHeadDotProductAttention(num_heads=HEADS, num_features=16)
+    variables = layer.init(jax.random.key(0), X)
+    with pytest.raises(ValueError, match='mutable=\\["random_features"\\]'):
+        layer.apply(variables, X, rngs={"random_features": jax.random.key(1)})
+    redrawn = layer.apply(variables, X, rngs={"random_features": jax.random.key(1)}, mutable=["random_features"])
+    assert not np.allclose(redrawn[1]["random_features"]["projection"], variables["random_features"]["projection"])

@@ -67,6 +67,32 @@ def test_each_setting_trains_its_seeds_at_the_rate_of_the_best_validation_accura
     assert associative_recall.table([row]).splitlines()[2] == "| exact | - | 0.0 | 0.001 | 3 | 0.200 ± 0.000 | - | - |"
 
 
+def test_a_sweep_per_kind_runs_at_its_middle_feature_count_and_its_rate_serves_every_count(tmp_path, monkeypatch):
+    trained = []
+
+    def fake_train_seeds(config, workdir, seeds):  # the best validation is at 1e-2 for m = 64, 1e-3 elsewhere
+        rate, m = config.optimizer.learning_rate, config.attention.num_features
+        trained.append((os.path.relpath(workdir, tmp_path), tuple(seeds)))
+        best = 1e-2 if m == 64 else 1e-3
+        return {"validation": {"accuracy": {"mean": 1.0 if rate == best else 0.5}}}
+
+    monkeypatch.setattr(associative_recall, "train_seeds", fake_train_seeds)
+    monkeypatch.setattr(associative_recall, "state_bytes", lambda config: 1)
+    study = recall_configs.get_config("pairs4_l64")
+    study.attention = ("positive", "hedgehog", "sliding_window")
+    assert settings(study) == [("positive", 16), ("positive", 64), ("positive", 256), ("hedgehog", 16),
+                               ("hedgehog", 64), ("sliding_window", 16)]  # fmt: skip
+    rows = associative_recall.run(study, str(tmp_path))
+    sweeps = [name for name, seeds in trained if seeds == (0,)]
+    assert sweeps == [f"{kind}_m{m}/lr_{rate}" for kind, m in (("positive", 64), ("hedgehog", 64),
+                      ("sliding_window", 16)) for rate in ("0.001", "0.003", "0.01")]  # fmt: skip
+    assert [name for name, seeds in trained if seeds == (0, 1, 2)] == [
+        "positive_m16/lr_0.01", "positive_m64/lr_0.01", "positive_m256/lr_0.01", "hedgehog_m16/lr_0.01",
+        "hedgehog_m64/lr_0.01", "sliding_window_m16/lr_0.001",
+    ]  # fmt: skip
+    assert [(r["learning_rate"], r["swept_at"]) for r in rows] == [(1e-2, 64)] * 5 + [(1e-3, 16)]
+
+
 @pytest.mark.slow
 def test_the_quick_recall_study_writes_its_table_and_figure(data_dir, tmp_path):
     output = tmp_path / "recall.json"
