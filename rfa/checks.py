@@ -107,15 +107,23 @@ def nan_checks_enabled() -> bool:
     return _nan_checks[0]
 
 
-def check_finite(**arrays) -> None:
+def check_finite(*, keep: dict | None = None, **arrays) -> None:
     """Inside :func:`nan_checks`, raises a ValueError naming the first array given by keyword that holds NaN
-    or inf (under ``jit`` at run time); outside, does nothing."""
+    or inf (under ``jit`` at run time); outside, does nothing.
+
+    ``keep`` maps an array's name to the positions that reach an output, ``[batch..., heads or 1, L]`` bools
+    (a mask's key or query padding) for an array ``[batch..., L, heads, d]``; entries at other positions are not
+    checked, as the attention ignores them."""
     if not _nan_checks[0]:
         return
+    keep = keep or {}
     for name, x in arrays.items():
         if x is not None:
+            bad = ~jnp.isfinite(x)
+            if keep.get(name) is not None:
+                bad = jnp.any(bad, axis=-1) & jnp.swapaxes(keep[name], -1, -2)
             raise_if(
-                ~jnp.all(jnp.isfinite(x)),
+                jnp.any(bad),
                 f"{name} holds NaN or inf (shape {tuple(jnp.shape(x))}); one such entry in a query, key or value "
                 "makes the whole head's attention output NaN. Find where it comes from (jax.debug_nans) or mask "
                 "the position out.",

@@ -80,6 +80,33 @@ def test_nan_checks_cover_the_attention_of_rfa_models_and_flax_layers(kind):
         layer(jnp.ones((1, 4, 16)).at[0, 1, 2].set(jnp.nan))
 
 
+@pytest.mark.parametrize("kind", ["kernelized", "softmax", "sliding_window", "nnx"])
+def test_nan_only_at_padded_positions_is_ignored_by_the_attention_and_by_the_checks(kind):
+    """A padded key or value (and, under Flax's query-and-key mask, query) reaches no output: rfa's attentions
+    ignore its NaN (the reference: that position finite) and ``nan_checks`` does not raise; NaN at a kept position
+    still raises."""
+    x = jax.random.normal(jax.random.key(0), (2, 6, 2, 8))
+    valid = jnp.arange(6)[None] < jnp.array([[6], [4]])  # sequence 1 ends with 2 padding tokens
+    keys = valid[:, None, None, :]  # key padding
+    W = rfa.sample_projection(jax.random.key(1), 16, 8)
+    layer = rfa.nnx.MultiHeadAttention(2, 16, num_features=8, decode=False, rngs=nnx.Rngs(0))
+    attend = {
+        "kernelized": lambda q, kv: rfa.kernelized_attention(q, kv, kv, feature_map="positive", projection=W,
+                                                             mask=keys),
+        "softmax": lambda q, kv: rfa.softmax_attention(q, kv, kv, mask=keys),
+        "sliding_window": lambda q, kv: rfa.attention.sliding_window_attention(q, kv, kv, window=3, mask=keys),
+        "nnx": lambda q, kv: layer(kv.reshape(2, 6, 16), mask=nnx.make_attention_mask(valid, valid)),
+    }[kind]  # fmt: skip
+    padded = x.at[1, 5].set(jnp.nan)
+    with rfa.checks.nan_checks():
+        out = jax.jit(attend)(x, padded)
+        with pytest.raises(jax.errors.JaxRuntimeError, match="holds NaN or inf"):
+            jax.block_until_ready(jax.jit(attend)(x, x.at[1, 2, 0, 0].set(jnp.nan)))
+    expected = attend(x, x)
+    np.testing.assert_allclose(out[0], expected[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out[1, :4], expected[1, :4], rtol=1e-5, atol=1e-6)
+
+
 def test_the_forecaster_refuses_nan_input_eagerly_and_under_jit():
     config = ForecastConfig(lookback=8, horizon=2, patch_length=4, attention=AttentionConfig("positive", 8))
     model = Forecaster(config, rngs=nnx.Rngs(0))

@@ -48,9 +48,10 @@ def check_causal_lengths(q, k):
 
 
 ADDITIVE_MASK = (
-    "mask has negative entries: it looks like an additive mask (0 = attend, -inf = masked, as PyTorch's "
-    "attn_mask or a bias). rfa follows Flax's convention: a mask is multiplicative, nonzero (True) = attend. "
-    "Convert it with `mask = additive_mask == 0`."
+    "mask has negative entries or is all zeros: it looks like an additive mask (0 = attend, -inf = masked, as "
+    "PyTorch's attn_mask or a bias). rfa follows Flax's convention: a mask is multiplicative, nonzero (True) = "
+    "attend, so an all-zero mask attends nothing. Convert it with `mask = additive_mask == 0`, or pass mask=None "
+    "for no masking."
 )
 
 
@@ -58,8 +59,9 @@ def as_bool_mask(mask, meaning: str = "attend") -> Array:
     """``mask`` as a bool array: any bool or numeric dtype is accepted, nonzero meaning ``meaning``.
 
     Flax's ``make_attention_mask``, ``make_causal_mask`` and ``combine_masks`` return float masks of
-    0 and 1. A float mask with a negative entry is an additive mask (0 / -inf) and is refused, under
-    ``jit`` when the compiled call runs (:func:`rfa.checks.raise_if`).
+    0 and 1. A float mask with a negative entry, or of zeros only, is an additive mask (0 / -inf; all zeros is
+    PyTorch's "no masking") and is refused, under ``jit`` when the compiled call runs
+    (:func:`rfa.checks.raise_if`). A bool mask of False only is taken as written: nothing attended, outputs 0.
     """
     if not hasattr(mask, "dtype") or not hasattr(mask, "shape"):
         raise TypeError(f"mask must be an array (nonzero or True = {meaning}), got {type(mask).__name__}.")
@@ -67,7 +69,7 @@ def as_bool_mask(mask, meaning: str = "attend") -> Array:
         raise TypeError(f"mask must have a bool or numeric dtype (nonzero = {meaning}), got {mask.dtype}.")
     mask = jnp.asarray(mask)
     if jnp.issubdtype(mask.dtype, jnp.floating):
-        raise_if(mask < 0, ADDITIVE_MASK)
+        raise_if(jnp.any(mask < 0) | jnp.all(mask == 0), ADDITIVE_MASK)
     return mask if mask.dtype == jnp.bool_ else mask != 0
 
 

@@ -45,9 +45,14 @@ def _attention_matrix(q, k, mask, is_causal, stabilize: bool) -> Array:
 
 def _numerator_and_normalizer(q, k, v, mask, is_causal, stabilize):
     q, k, v = check_qkv(q, k, v)
-    check_finite(q=q, k=k, v=v)
+    keep = {}
     if mask is not None:
         mask = check_mask(mask, q, k)
+        allowed = jnp.broadcast_to(mask, q.shape[:-3] + (q.shape[-2], q.shape[-3], k.shape[-3]))
+        keep = {"q": jnp.any(allowed, axis=-1), "k": jnp.any(allowed, axis=-2)}  # [batch..., heads, L]
+        v = jnp.where(jnp.swapaxes(keep["k"], -1, -2)[..., None], v, 0)  # a padded value, NaN too, reaches no output
+        keep["v"] = keep["k"]
+    check_finite(q=q, k=k, v=v, keep=keep)
     if is_causal:
         check_causal_lengths(q, k)
     a = _attention_matrix(q, k, mask, is_causal, stabilize)

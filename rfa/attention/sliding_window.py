@@ -62,7 +62,7 @@ def sliding_window_attention(
         target = q.shape[:-3] + (q.shape[-2], 1, k.shape[-3])
         check_broadcastable_to(mask.shape, target, "mask", "[batch..., heads, 1, L] =")
         keep = jnp.broadcast_to(mask, target)[..., 0, :]  # [batch..., heads, L]
-    check_finite(q=q, k=k, v=v)
+    check_finite(q=q, k=k, v=v, keep={"k": keep, "v": keep})
     return _blocks(q, k, v, keep, window=window, is_causal=is_causal)
 
 
@@ -82,6 +82,7 @@ def _blocks(q, k, v, keep, *, window: int, is_causal: bool) -> Array:
         return x.reshape(x.shape[:-2] + (-1, window, x.shape[-1]))
 
     heads_first = [jnp.swapaxes(x, -2, -3).astype(jnp.float32) for x in (q, k, v)]  # [..., heads, L, ·]
+    heads_first[2] = jnp.where(keep[..., None], heads_first[2], 0.0)  # a padded value, NaN too, reaches no output
     q_blocks = blocks(heads_first[0], 0, 0, 0.0)  # [..., heads, N, w, d]
     k_blocks, v_blocks = (blocks(x, before, after, 0.0) for x in heads_first[1:])
     keep_blocks = blocks(keep[..., None], before, after, False)[..., 0]  # [..., heads, N + extra, w]

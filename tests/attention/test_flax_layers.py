@@ -247,7 +247,10 @@ def test_an_additive_mask_is_refused_eagerly_and_under_jit(kind):
     layer = nnx_layer() if kind == "nnx" else None
     call = (lambda x, mask: layer(x, mask=mask)) if kind == "nnx" else linen_apply()
     with pytest.raises(
-        ValueError, match=re.escape("nonzero (True) = attend. Convert it with `mask = additive_mask == 0`")
+        ValueError,
+        match=re.escape(
+            "nonzero (True) = attend, so an all-zero mask attends nothing. Convert it with `mask = additive_mask == 0`"
+        ),
     ):
         call(X, ADDITIVE)
     with pytest.raises(Exception, match="looks like an additive mask"):

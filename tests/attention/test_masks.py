@@ -156,6 +156,12 @@ def test_additive_masks_are_refused_with_the_conversion():
         rfa.softmax_attention(Q, K, V, mask=additive)
     converted = jax.jit(attend)(Q, K, V, additive == 0)
     np.testing.assert_allclose(converted, attend(Q, K, V, CAUSAL_MASK), rtol=1e-5, atol=1e-6)  # jit vs eager, f32
+    no_masking = jnp.zeros(CAUSAL_MASK.shape, jnp.float32)  # PyTorch's additive "no masking"
+    with pytest.raises(ValueError, match="an all-zero mask attends nothing"):
+        attend(Q, K, V, no_masking)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="an all-zero mask attends nothing"):
+        jax.block_until_ready(jax.jit(attend)(Q, K, V, no_masking))
+    assert not jnp.any(attend(Q, K, V, no_masking.astype(jnp.bool_)))  # all False, as written: outputs 0
 
 
 def test_unsupported_concrete_mask_raises():

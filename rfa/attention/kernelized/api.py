@@ -120,7 +120,8 @@ def kernelized_attention(
         renormalize=renormalize, chunk_size=chunk_size, precision=precision, sequence_axis=sequence_axis,
         relative_bias=relative_bias,
     )  # fmt: skip
-    check_finite(q=call.q, k=call.k, v=call.v)
+    keys = call.keep_keys
+    check_finite(q=call.q, k=call.k, v=call.v, keep={"q": call.keep_queries, "k": keys, "v": keys})
     out, state = _dispatch(call, plan)
     return (out, state) if return_state else out
 
