@@ -22,6 +22,7 @@ from rfa.workdir import ConfigError
 
 T = TypeVar("T")
 
+HELP_FLAGS = frozenset({"--help", "-h", "-?", "--helpshort", "--helpfull", "--helpxml"})  # absl's help flags
 INTERRUPTED_STATUS = 130  # 128 + SIGINT, what shells expect of a program stopped by Ctrl-C
 SHIPPED_CONFIGS = os.path.dirname(importlib.import_module("configs").__file__)
 
@@ -68,7 +69,7 @@ def resolve_config_arguments(argv: list[str]) -> list[str]:
 
 def run_main(main: Callable[[list[str]], object]) -> None:
     """``absl.app.run(main)`` with shipped configs found from any directory, library logs from WARNING up, and
-    an error of a config, data or checkpoint, or Ctrl-C, ending in one line.
+    an error of a config, data or checkpoint, or Ctrl-C, ending in one line; ``--help`` ends with status 0.
 
     absl raises Python's root logger to INFO once the flags are parsed, so every library's INFO
     records would reach the terminal: JAX's probe of backends this machine does not have
@@ -107,6 +108,10 @@ def run_main(main: Callable[[list[str]], object]) -> None:
         if started:  # raised by the command itself: a bug, with its traceback
             raise
         sys.exit(f"error: {override_error(argv, error)}")
+    except SystemExit as exit_:
+        if not started and exit_.code == 1 and HELP_FLAGS.intersection(argv[1:]):
+            sys.exit(0)  # absl ends --help with status 1; command lines end a help request with 0
+        raise
 
 
 def override_error(argv: list[str], error: Exception) -> str:

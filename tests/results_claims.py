@@ -991,6 +991,28 @@ QK_CLAIMS = [
     ),
 ]
 
+
+def _faster_from() -> int:
+    """The first position from which rfa's decoding step is faster than Flax's at every longer position."""
+    seconds = data("benchmark_flax_decoding_cpu")["seconds_per_token"]
+    positions = sorted(int(p) for p in seconds["rfa"])
+    slower = [p for p in positions if seconds["rfa"][str(p)] >= seconds["flax"][str(p)]]
+    return next(p for p in positions if not slower or p > max(slower))
+
+
+DECODING = [
+    Claim(
+        "benchmarks.md",
+        "Crossover: rfa's layer is faster than Flax's softmax cache from position {} on",
+        lambda: (_faster_from(),),
+    ),
+    Claim(
+        "../../README.md",
+        "on this CPU rfa's layer is faster from position {} on, and flat to 16k",
+        lambda: (_faster_from(),),
+    ),
+]
+
 CLAIMS = (
     TRAINING
     + SORT_CLAIMS
@@ -1001,4 +1023,5 @@ CLAIMS = (
     + FORECASTING
     + RECALL_CLAIMS
     + QK_CLAIMS
+    + DECODING
 )

@@ -2,6 +2,7 @@
 the public names from their docstrings, each once, in the module that defines it."""
 
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -46,6 +47,9 @@ def test_the_site_builds_without_warnings_and_documents_the_api(tmp_path):
     for name in ("rfa.kernelized_attention", "rfa.Estimator", "rfa.Param", "rfa.FeatureMap"):  # the top-level names
         assert f'<span class="pre">{name}</span>' in api["rfa"], name
     assert "python -m experiments.benchmarks.attention" in api["experiments"]  # commands, read without importing
+    for page, html in api.items():  # no reStructuredText markup left as text (help texts are shown as written)
+        text = re.sub(r"<[^>]+>", "", html)
+        assert not re.search(r"``|:(mod|func|class|data|meth):`", text), f"{page}: raw markup in the rendered text"
     for page in ("index", "tour", "changelog", "references", "howto/estimator", "results/benchmarks"):
         assert (tmp_path / f"{page}.html").exists(), page
 

@@ -10,7 +10,8 @@ Two kinds of modules are read from their source instead of imported. The command
 flags when imported and several define the same flag (``--config``, ``--workdir``), so one process cannot
 import them all, as autodoc would: a command shows how to run it, its docstring and its flags. The config
 files (modules with a top-level ``get_config``) show how to name them. The docstrings of both are help text
-laid out for a terminal, not reStructuredText, and are shown as written.
+laid out for a terminal, and are shown as written, with their inline markup (````x````, ``:mod:`x```) read as
+the plain text it marks.
 
 ``.. exported-names:: rfa`` is the table of a package's ``__all__``, each name linked to its documentation.
 """
@@ -23,6 +24,7 @@ import importlib.util
 import inspect
 import pathlib
 import pkgutil
+import re
 from typing import ClassVar
 
 from docutils import nodes
@@ -74,9 +76,15 @@ def _modules(package: str, exclude: set[str]) -> list[str]:
     return found
 
 
+def _plain(text: str) -> str:
+    """``text`` without reStructuredText's inline markup: roles (``:mod:`x```, ``:func:`~a.b```) and literals."""
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", text)
+    return re.sub(r"``(.+?)``", r"\1", text)
+
+
 def _help_text(tree: ast.Module, usage: str) -> list[str]:
-    """The usage line, then the module docstring as written (a literal block)."""
-    text = inspect.cleandoc(ast.get_docstring(tree, clean=False) or "")
+    """The usage line, then the module docstring as written (a literal block, inline markup removed)."""
+    text = _plain(inspect.cleandoc(ast.get_docstring(tree, clean=False) or ""))
     lines = [f"``{usage}``", ""]
     if text:
         lines += ["::", ""] + [f"   {line}".rstrip() for line in text.splitlines()] + [""]
@@ -89,7 +97,7 @@ def _command_lines(module: str, tree: ast.Module) -> list[str]:
     if flags:
         lines += [".. rubric:: Flags", ""]
         for name, default, help_text in flags:
-            lines += [f"``--{name}`` (default ``{default}``)", f"   {help_text}", ""]
+            lines += [f"``--{name}`` (default ``{default}``)", f"   {_plain(help_text)}", ""]
     return lines
 
 

@@ -181,6 +181,8 @@ def test_command_line_rejects_a_misspelt_override(tmp_path):
     assert result.returncode != 0
     assert "repetiton" in result.stderr
     assert not os.listdir(tmp_path)
+    helped = subprocess.run([sys.executable, "-m", "experiments.mse", "--help"], capture_output=True, text=True)
+    assert helped.returncode == 0 and "--workdir" in helped.stdout  # absl's own --help exits 1
 
 
 def test_shipped_configs_are_found_by_name_where_no_such_file_exists(tmp_path, monkeypatch):
