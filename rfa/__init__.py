@@ -5,6 +5,7 @@ kernelized attention) that work under ``jit``, ``vmap`` and ``grad``. See the do
 """
 
 from rfa import attention, checks, linen, nnx
+from rfa._validation import InputError, InputTypeError
 from rfa.attention import (
     kernelized_attention,
     make_attention_fn,
@@ -34,6 +35,8 @@ __version__ = "0.2.0"
 __all__ = [
     "Estimator",
     "FeatureMap",
+    "InputError",
+    "InputTypeError",
     "Param",
     "attention",
     "checks",

@@ -1,8 +1,8 @@
 """Input checks shared by every public function.
 
-Each check raises ``TypeError`` (wrong kind of value) or ``ValueError`` (wrong shape or value)
-naming the argument, what was received and what was expected, so that bad input never reaches
-XLA and surfaces as an opaque compiler error.
+Each check raises :class:`InputTypeError` (wrong kind of value; a ``TypeError``) or :class:`InputError` (wrong
+shape or value; a ``ValueError``) naming the argument, what was received and what was expected, so that bad input
+never reaches XLA and surfaces as an opaque compiler error.
 """
 
 from __future__ import annotations
@@ -15,12 +15,24 @@ import jax.numpy as jnp
 import numpy as np
 
 
+class InputError(ValueError):
+    """Bad input to an rfa attention, estimator or layer: the one type to catch, eagerly and (through
+    :func:`rfa.checks.checked`) under ``jit``. A ``ValueError``, so ``except ValueError`` still catches it."""
+
+
+class InputTypeError(InputError, TypeError):
+    """An :class:`InputError` about the kind of a value (not an array, a wrong dtype); also a ``TypeError``."""
+
+
+InputError.__module__ = InputTypeError.__module__ = "rfa"  # where users name them: rfa.InputError
+
+
 def check_floating(x, name: str) -> jax.Array:
     """Returns ``x`` as an array after checking it has a floating dtype."""
     if not hasattr(x, "dtype") or not hasattr(x, "shape"):
-        raise TypeError(f"{name} must be a JAX or NumPy array, got {type(x).__name__}.")
+        raise InputTypeError(f"{name} must be a JAX or NumPy array, got {type(x).__name__}.")
     if not jnp.issubdtype(x.dtype, jnp.floating):
-        raise TypeError(f"{name} must have a floating dtype (float32, bfloat16, ...), got {x.dtype}.")
+        raise InputTypeError(f"{name} must have a floating dtype (float32, bfloat16, ...), got {x.dtype}.")
     return jnp.asarray(x)
 
 
@@ -28,31 +40,31 @@ def check_rank(x, name: str, *, ndim: int | None = None, min_ndim: int | None = 
     """Checks the number of dimensions of ``x``; ``layout`` describes the expected axes."""
     suffix = f" {layout}" if layout else ""
     if ndim is not None and x.ndim != ndim:
-        raise ValueError(f"{name} must have rank {ndim}{suffix}, got shape {tuple(x.shape)}.")
+        raise InputError(f"{name} must have rank {ndim}{suffix}, got shape {tuple(x.shape)}.")
     if min_ndim is not None and x.ndim < min_ndim:
-        raise ValueError(f"{name} must have rank >= {min_ndim}{suffix}, got shape {tuple(x.shape)}.")
+        raise InputError(f"{name} must have rank >= {min_ndim}{suffix}, got shape {tuple(x.shape)}.")
 
 
 def check_positive_int(n, name: str) -> int:
     """Returns ``n`` as an int after checking it is an integer >= 1."""
     if isinstance(n, bool) or not isinstance(n, numbers.Integral):
-        raise TypeError(f"{name} must be an int >= 1, got {n!r} of type {type(n).__name__}.")
+        raise InputTypeError(f"{name} must be an int >= 1, got {n!r} of type {type(n).__name__}.")
     if n < 1:
-        raise ValueError(f"{name} must be >= 1, got {n}.")
+        raise InputError(f"{name} must be >= 1, got {n}.")
     return int(n)
 
 
 def check_choice(value, name: str, choices: Sequence[str]) -> str:
     """Checks that ``value`` is one of ``choices``."""
     if value not in choices:
-        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}.")
+        raise InputError(f"{name} must be one of {sorted(choices)}, got {value!r}.")
     return value
 
 
 def check_same_last_dim(a, b, name_a: str, name_b: str, what: str = "feature dimension"):
     """Checks that two arrays agree on their last axis."""
     if a.shape[-1] != b.shape[-1]:
-        raise ValueError(
+        raise InputError(
             f"{name_a} and {name_b} must have the same {what} (last axis), got "
             f"{name_a}.shape={tuple(a.shape)} and {name_b}.shape={tuple(b.shape)}."
         )
@@ -63,7 +75,7 @@ def check_broadcastable(shape_a, shape_b, name_a: str, name_b: str):
     try:
         np.broadcast_shapes(tuple(shape_a), tuple(shape_b))
     except ValueError:
-        raise ValueError(
+        raise InputError(
             f"{name_a} with shape {tuple(shape_a)} and {name_b} with shape {tuple(shape_b)} do not broadcast together."
         ) from None
 
@@ -73,7 +85,7 @@ def check_broadcastable_to(shape, target, name: str, layout: str = ""):
     ok = len(shape) <= len(target) and all(s in (1, t) for s, t in zip(shape[::-1], target[::-1], strict=False))
     if not ok:
         suffix = f" {layout}" if layout else ""
-        raise ValueError(f"{name} must be broadcastable to{suffix} {tuple(target)}, got shape {tuple(shape)}.")
+        raise InputError(f"{name} must be broadcastable to{suffix} {tuple(target)}, got shape {tuple(shape)}.")
 
 
 def is_concrete(x) -> bool:
@@ -88,7 +100,7 @@ def check_key(key, name: str = "key"):
         return key
     if dtype == jnp.uint32 and tuple(key.shape) == (2,):
         return key
-    raise TypeError(
+    raise InputTypeError(
         f"{name} must be a single PRNG key from jax.random.key(seed) (or jax.random.PRNGKey), got "
         f"{type(key).__name__} with dtype {dtype} and shape {getattr(key, 'shape', None)}."
     )

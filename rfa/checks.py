@@ -4,7 +4,9 @@ Inside ``jit`` (and ``grad``, ``vmap``, ``scan``) arrays are tracers: a check of
 raise while tracing. :func:`raise_if` raises at once when the condition is concrete, and otherwise
 compiles a host callback (``jax.debug.callback``) that receives one boolean per call and raises the
 error when it is true. The compiled function then fails with a ``jax.errors.JaxRuntimeError`` whose
-message holds the error's text, instead of returning NaN or a wrong answer. rfa uses it for what
+message holds the error's text, instead of returning NaN or a wrong answer; :func:`checked` turns that back
+into the error itself, so ``except rfa.InputError`` (:class:`rfa.InputError`, a ``ValueError``: every input
+error of rfa's attentions, estimators and layers) catches it eagerly and jitted alike. rfa uses it for what
 only values can tell: a traced mask that kernelized attention cannot apply, a traced additive mask,
 a positive ``log_decay``, NaN input to the forecaster.
 
@@ -12,7 +14,7 @@ The callback's cost is one scalar copied to the host per call; the benchmark
 ``python -m experiments.benchmarks.checks`` measures it against the same step without the check.
 
 In a program over several devices (data- or sequence-parallel) the callback runs beside the device
-threads: a failing check logs its message (``jax.debug.callback failed ... ValueError: ...``), and JAX
+threads: a failing check logs its message (``jax.debug.callback failed ... InputError: ...``), and JAX
 then ends the process when the other devices time out waiting at the next collective, instead of raising
 a Python exception. Loud, but not catchable; single-device programs raise as described.
 
@@ -26,19 +28,23 @@ naming the array, when one holds NaN or inf.
 from __future__ import annotations
 
 import contextlib
+import functools
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfa._validation import is_concrete
+from rfa._validation import InputError, is_concrete
 
 Array = jax.Array
 
 _nan_checks = [False]  # read while tracing: a function traced inside nan_checks() has the checks compiled in
+_failures: list[Exception] = []  # the errors raised by failed run-time checks, for checked()
 
 
-def raise_if(condition, message: str, error: type[Exception] = ValueError) -> None:
+def raise_if(condition, message: str | Callable[..., str], error: type[Exception] = InputError, *,
+             values: tuple = ()) -> None:  # fmt: skip
     """Raises ``error(message)`` when ``condition`` (any boolean array) has a true entry, under ``jit`` too.
 
     Concrete conditions raise now; traced ones raise when the compiled function runs, through a host
@@ -48,32 +54,74 @@ def raise_if(condition, message: str, error: type[Exception] = ValueError) -> No
 
     Args:
       condition: a boolean array (or Python bool).
-      message: the error's text.
+      message: the error's text, or a function of ``values`` (as NumPy arrays) that writes it, so that a
+        traced check can say what a concrete one says.
       error: the exception class raised (on the host; under ``jit`` it surfaces as the cause of a
-        ``jax.errors.JaxRuntimeError`` whose message contains ``message``).
+        ``jax.errors.JaxRuntimeError`` whose message contains the text, and :func:`checked` raises it).
+      values: small arrays the message is written from, copied to the host with the condition.
 
     Example:
       >>> def f(g):
       ...     rfa.checks.raise_if(g > 0, "log_decay must be <= 0")
       ...     return jnp.exp(g)
-      >>> jax.jit(f)(jnp.array(1.0))  # doctest: +SKIP
+      >>> rfa.checks.checked(jax.jit(f))(jnp.array(1.0))
       Traceback (most recent call last):
-      jax.errors.JaxRuntimeError: ... ValueError: log_decay must be <= 0
+      ...
+      rfa.InputError: log_decay must be <= 0
     """
-    if is_concrete(condition):
+
+    def text(*host_values) -> str:
+        return message if isinstance(message, str) else message(*(np.asarray(v) for v in host_values))
+
+    if is_concrete(condition) and all(is_concrete(v) for v in values):
         if bool(np.any(np.asarray(condition))):
-            raise error(message)
+            raise error(text(*values))
         return
     if jax.sharding.get_abstract_mesh().manual_axes:
         # Inside jax.shard_map JAX cannot compile a debug callback over partially manual axes; the entry that
         # enters shard_map (rfa.attention.sequence_parallel_attention) checks the global arrays before it.
         return
 
-    def fail(bad):
+    def fail(bad, *host_values):
         if bool(np.any(bad)):
-            raise error(message)
+            failure = error(text(*host_values))
+            _failures.append(failure)
+            raise failure
 
-    jax.debug.callback(fail, jnp.any(condition))
+    jax.debug.callback(fail, jnp.any(condition), *values)
+
+
+def checked(fn: Callable) -> Callable:
+    """``fn`` (a jitted function, or any function that calls one) raising a failed run-time check as the error
+    it names, with the eager message, instead of ``jax.errors.JaxRuntimeError``.
+
+    Under ``jit`` a check of values (:func:`raise_if`) fails inside a host callback, and JAX reports that as a
+    ``JaxRuntimeError`` carrying the text. The returned function waits for ``fn``'s outputs
+    (``jax.block_until_ready``) and re-raises such a failure as itself, an :class:`rfa.InputError` for rfa's
+    input checks, so ``except rfa.InputError`` works eagerly and jitted alike. Other runtime errors pass as
+    they are.
+
+    Example:
+      >>> step = rfa.checks.checked(jax.jit(lambda q, mask: rfa.softmax_attention(q, q, q, mask=mask)))
+      >>> q = jnp.ones((1, 4, 2, 8))
+      >>> try:
+      ...     step(q, jnp.zeros((1, 1, 4, 4)))  # PyTorch's additive "no masking"
+      ... except rfa.InputError as error:
+      ...     print(str(error).split(":")[0])
+      mask has negative entries or is all zeros
+    """
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        _failures.clear()
+        try:
+            return jax.block_until_ready(fn(*args, **kwargs))
+        except jax.errors.JaxRuntimeError as runtime_error:
+            if _failures:
+                raise _failures[-1] from runtime_error
+            raise
+
+    return call
 
 
 @contextlib.contextmanager
@@ -90,7 +138,7 @@ def nan_checks(enabled: bool = True):
       ...     rfa.softmax_attention(q, q, q)
       Traceback (most recent call last):
       ...
-      ValueError: q holds NaN or inf ...
+      rfa.InputError: q holds NaN or inf ...
     """
     previous = _nan_checks[0]
     _nan_checks[0] = bool(enabled)

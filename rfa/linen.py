@@ -32,6 +32,7 @@ import jax.numpy as jnp
 from flax.nnx import bridge as nnx_bridge
 
 from rfa import nnx as rfa_nnx
+from rfa._validation import InputError, InputTypeError
 from rfa.attention.flax_adapter import refuse_attention_weights
 from rfa.attention.flax_cache import cross_attention_step, empty_state, self_attention_step
 from rfa.attention.kernelized import attention_over, kernelized_attention
@@ -86,13 +87,13 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
 
     def __post_init__(self):
         if self.attention_fn is not nn.dot_product_attention:
-            raise TypeError(
+            raise InputTypeError(
                 "rfa.linen.MultiHeadDotProductAttention builds its own attention; choose the estimator with "
                 "feature_map=, or use nn.MultiHeadDotProductAttention(attention_fn=rfa.make_attention_fn(...)) for "
                 "another function."
             )
         if self.force_fp32_for_softmax:
-            raise TypeError(
+            raise InputTypeError(
                 "force_fp32_for_softmax: kernelized attention has no softmax; set dtype or precision instead."
             )
         super().__post_init__()
@@ -106,7 +107,7 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
         del dropout_rng
         if inputs_kv is not None:
             if inputs_k is not None or inputs_v is not None:
-                raise ValueError("If `inputs_kv` is given, `inputs_k` and `inputs_v` must be None.")
+                raise InputError("If `inputs_kv` is given, `inputs_k` and `inputs_v` must be None.")
             warnings.warn(
                 "inputs_kv is deprecated in Flax; use inputs_k and inputs_v.", DeprecationWarning, stacklevel=2
             )
@@ -120,7 +121,7 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
                                  sow=sow_weights)  # fmt: skip
         qkv_features = self.qkv_features or inputs_q.shape[-1]
         if qkv_features % self.num_heads:
-            raise ValueError(f"qkv_features ({qkv_features}) must be divisible by num_heads ({self.num_heads}).")
+            raise InputError(f"qkv_features ({qkv_features}) must be divisible by num_heads ({self.num_heads}).")
         head_dim = qkv_features // self.num_heads
         dense = functools.partial(
             nn.DenseGeneral, axis=-1, dtype=self.dtype, param_dtype=self.param_dtype,
@@ -144,7 +145,7 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
         names = (["projection"] if fm.needs_projection else []) + list(fm.sampled)
         redraw = self.is_mutable_collection(RANDOM_FEATURES) and self.has_rng(RANDOM_FEATURES)
         if self.has_rng(RANDOM_FEATURES) and not redraw and names:
-            raise ValueError(
+            raise InputError(
                 'rngs={"random_features": key} redraws W only with mutable=["random_features"] (the new W is '
                 "returned in the updated variables); without it the call would keep the old W."
             )

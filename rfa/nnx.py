@@ -23,10 +23,10 @@ import jax.numpy as jnp
 from flax import nnx
 from flax.nnx.module import first_from
 
-from rfa._validation import check_key, check_positive_int
+from rfa._validation import InputError, InputTypeError, check_key, check_positive_int
 from rfa.attention.flax_adapter import KernelizedAttention, refuse_attention_weights, repeat_kv_heads
 from rfa.attention.flax_cache import cross_attention_step, empty_state, self_attention_step
-from rfa.attention.masks import TRACED_MESSAGE, UNSUPPORTED, plan_mask
+from rfa.attention.masks import UNSUPPORTED, plan_mask, unsupported_message
 from rfa.checks import raise_if
 from rfa.models.config import AttentionConfig, EncoderConfig
 from rfa.models.cores import KernelizedCore, core_class
@@ -107,14 +107,14 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
         **kwargs,
     ):
         if "attention_fn" in kwargs:
-            raise TypeError(
+            raise InputTypeError(
                 "rfa.nnx.MultiHeadAttention builds its own attention_fn; choose the estimator with feature_map=, or "
                 "use nnx.MultiHeadAttention(attention_fn=rfa.make_attention_fn(...)) for another function."
             )
         num_heads = check_positive_int(num_heads, "num_heads")
         qkv = check_positive_int(qkv_features or in_features, "qkv_features")
         if qkv % num_heads:
-            raise ValueError(f"qkv_features ({qkv}) must be divisible by num_heads ({num_heads}).")
+            raise InputError(f"qkv_features ({qkv}) must be divisible by num_heads ({num_heads}).")
         super().__init__(
             num_heads, in_features, qkv_features, out_features, num_kv_heads, in_kv_features, rngs=rngs, **kwargs
         )  # the same weights as nnx.MultiHeadAttention from the same rngs: W is drawn after them
@@ -149,7 +149,7 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
             self.decode = decode
             if decode and self.cached_state is None:
                 if batch_size is None:
-                    raise TypeError("'batch_size' must be provided when initializing the cache.")
+                    raise InputTypeError("'batch_size' must be provided when initializing the cache.")
                 batch = (batch_size,) if isinstance(batch_size, int) else tuple(batch_size)
                 self.init_cache(batch + (1, self.in_features))
 
@@ -169,7 +169,7 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
         if not decode:
             return super().__call__(inputs_q, inputs_k, inputs_v, mask=mask, decode=False, **kwargs)
         if self.cached_state is None:
-            raise ValueError("Autoregressive cache not initialized, call ``init_cache`` first.")
+            raise InputError("Autoregressive cache not initialized, call ``init_cache`` first.")
         deterministic = kwargs.get("deterministic")
         refuse_attention_weights(
             bias=None, dropout_rate=self.dropout_rate, sow=bool(kwargs.get("sow_weights", False)),
@@ -205,7 +205,7 @@ class _StateLayer(nnx.Module):
         num_heads = check_positive_int(num_heads, "num_heads")
         in_features = check_positive_int(in_features, "in_features")
         if in_features % num_heads:
-            raise ValueError(f"in_features ({in_features}) must be divisible by num_heads ({num_heads}).")
+            raise InputError(f"in_features ({in_features}) must be divisible by num_heads ({num_heads}).")
         config = EncoderConfig(d_model=in_features, num_heads=num_heads, mlp_dim=1, num_encoder_layers=0,
                                dtype=jnp.dtype(dtype or jnp.float32).name)  # fmt: skip
         core_class(attention.kind).check_site("attention", attention, config, causal=True, stateful=True)
@@ -235,7 +235,7 @@ class _StateLayer(nnx.Module):
         if not decode:
             return self.step(inputs, None, mask=mask)
         if self.cached_state is None:
-            raise ValueError("Autoregressive cache not initialized, call ``init_cache`` first.")
+            raise InputError("Autoregressive cache not initialized, call ``init_cache`` first.")
         out, state = self.step(inputs, self.cached_state.get_value(), mask=mask)
         self.cached_state.set_value(state)
         return out
@@ -246,7 +246,8 @@ class _StateLayer(nnx.Module):
         q, k, v = self.query(inputs), self.key(inputs), self.value(inputs)
         plan = plan_mask(mask, q, k, is_causal=True)
         if not isinstance(plan.pattern, int):
-            raise_if(plan.pattern == UNSUPPORTED, TRACED_MESSAGE)
+            shape, found = plan.found
+            raise_if(plan.pattern == UNSUPPORTED, lambda found: unsupported_message(shape, found), values=(found,))
         batch, length = inputs.shape[0], inputs.shape[-2]
         keep = jnp.ones((batch, length), jnp.bool_)
         if plan.keep_keys is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from rfa._validation import InputError
 from rfa.attention.common import check_qkv
 from rfa.attention.kernelized.prepare import temperature
 from rfa.attention.masks import plan_mask
@@ -58,7 +59,7 @@ def fit_feature_params(feature_map: str | Estimator, query: Array, key: Array, *
     """
     fm = lookup_feature_map(feature_map)
     if fm.fit is None:
-        raise ValueError(
+        raise InputError(
             f"feature map {fm.name!r} fits no parameters from data; maps that do: oprf, aderf, saderf, sderf."
         )
     query, key, _ = check_qkv(query, key, key)

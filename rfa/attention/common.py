@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from rfa._validation import check_broadcastable_to, check_floating, check_rank
+from rfa._validation import InputError, InputTypeError, check_broadcastable_to, check_floating, check_rank
 from rfa.checks import raise_if
 
 Array = jax.Array
@@ -23,17 +23,17 @@ def check_qkv(q, k, v) -> tuple[Array, Array, Array]:
         length = "q_len" if name == "q" else "kv_len"
         check_rank(a, name, min_ndim=3, layout=f"[batch..., {length}, heads, {last}]")
     if k.shape[:-1] != v.shape[:-1]:
-        raise ValueError(
+        raise InputError(
             "k and v must agree on [batch..., kv_len, heads], got "
             f"k.shape={tuple(k.shape)} and v.shape={tuple(v.shape)}."
         )
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
+        raise InputError(
             f"q and k must have the same head dim d_k (last axis), got q.shape={tuple(q.shape)} "
             f"and k.shape={tuple(k.shape)}."
         )
     if q.ndim != k.ndim or q.shape[:-3] != k.shape[:-3] or q.shape[-2] != k.shape[-2]:
-        raise ValueError(
+        raise InputError(
             f"q and k must agree on [batch...] and heads, got q.shape={tuple(q.shape)} and k.shape={tuple(k.shape)}."
         )
     return q, k, v
@@ -41,7 +41,7 @@ def check_qkv(q, k, v) -> tuple[Array, Array, Array]:
 
 def check_causal_lengths(q, k):
     if q.shape[-3] != k.shape[-3]:
-        raise ValueError(
+        raise InputError(
             f"is_causal=True needs q_len == kv_len, got q_len={q.shape[-3]} and kv_len={k.shape[-3]}; "
             "to decode one token at a time pass it with initial_state= (the state of the tokens before it)."
         )
@@ -64,9 +64,9 @@ def as_bool_mask(mask, meaning: str = "attend") -> Array:
     (:func:`rfa.checks.raise_if`). A bool mask of False only is taken as written: nothing attended, outputs 0.
     """
     if not hasattr(mask, "dtype") or not hasattr(mask, "shape"):
-        raise TypeError(f"mask must be an array (nonzero or True = {meaning}), got {type(mask).__name__}.")
+        raise InputTypeError(f"mask must be an array (nonzero or True = {meaning}), got {type(mask).__name__}.")
     if not (mask.dtype == jnp.bool_ or jnp.issubdtype(mask.dtype, jnp.number)):
-        raise TypeError(f"mask must have a bool or numeric dtype (nonzero = {meaning}), got {mask.dtype}.")
+        raise InputTypeError(f"mask must have a bool or numeric dtype (nonzero = {meaning}), got {mask.dtype}.")
     mask = jnp.asarray(mask)
     if jnp.issubdtype(mask.dtype, jnp.floating):
         raise_if(jnp.any(mask < 0) | jnp.all(mask == 0), ADDITIVE_MASK)
@@ -107,7 +107,7 @@ def renormalize(numerator: Array, normalizer: Array) -> Array:
     numerator = check_floating(numerator, "numerator")
     normalizer = check_floating(normalizer, "normalizer")
     if numerator.shape[:-1] != normalizer.shape:
-        raise ValueError(
+        raise InputError(
             f"normalizer must have shape numerator.shape[:-1] = {tuple(numerator.shape[:-1])}, "
             f"got {tuple(normalizer.shape)}."
         )

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from rfa._validation import check_choice, check_key, check_positive_int
+from rfa._validation import InputError, InputTypeError, check_choice, check_key, check_positive_int
 from rfa.attention.calibration import fit_feature_params
 from rfa.attention.kernelized import attention_over
 from rfa.random_features.feature_maps import Estimator
@@ -33,7 +33,7 @@ def _scalar_params(feature_params: dict | None) -> dict:
     params = dict(feature_params or {})
     for name, value in params.items():
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise TypeError(
+            raise InputTypeError(
                 f"feature_params of make_attention_fn must be Python numbers, got {name}={value!r}; "
                 "per-head or data-dependent arrays go to rfa.kernelized_attention(feature_params=...) directly."
             )
@@ -141,7 +141,7 @@ class KernelizedAttention(Calibratable):
         self.feature_params = nnx.static(_scalar_params(feature_params))
         random = self.feature_map.needs_projection or self.feature_map.sampled
         if random and key is None:
-            raise ValueError(f"feature map {self.feature_map.name!r} needs a key to sample its projection.")
+            raise InputError(f"feature map {self.feature_map.name!r} needs a key to sample its projection.")
         self.projection, self.random_params = random_variables(
             self.feature_map, check_key(key) if random else None, self.num_features, self.head_dim,
             kind=self.projection_kind, scaling=self.scaling,
@@ -181,13 +181,13 @@ class KernelizedAttention(Calibratable):
             bias=bias, dropout_rate=dropout_rate, deterministic=deterministic, sow=module is not None
         )
         if query.shape[-1] != self.head_dim:
-            raise ValueError(f"query head dim must be head_dim={self.head_dim}, got query.shape={tuple(query.shape)}.")
+            raise InputError(f"query head dim must be head_dim={self.head_dim}, got query.shape={tuple(query.shape)}.")
         key, value = repeat_kv_heads(query, key, value)
         if self.calibrating:
             self.calibrate(query, key, mask)
         fitted = self.feature_map.to_fit(self.map_params(self.feature_params))
         if fitted and query.shape[-3] != key.shape[-3]:
-            raise ValueError(
+            raise InputError(
                 f"feature map {self.feature_map.name!r} fits {list(fitted)} from the queries and keys of each call, "
                 f"and this call has q_len={query.shape[-3]} != kv_len={key.shape[-3]} (Flax's decode=True cache, "
                 "or cross-attention while decoding): the fit would differ from the one of the full pass. Calibrate "
@@ -221,14 +221,14 @@ def refuse_attention_weights(*, bias, dropout_rate: float, deterministic: bool, 
     """Raises for what needs the explicit L×L attention matrix, which kernelized attention never forms: an
     additive bias, attention-weight dropout, sowing the weights."""
     if bias is not None:
-        raise ValueError("kernelized attention cannot add a bias to its implicit attention matrix; bias must be None.")
+        raise InputError("kernelized attention cannot add a bias to its implicit attention matrix; bias must be None.")
     if dropout_rate > 0.0 and not deterministic:
-        raise ValueError(
+        raise InputError(
             f"attention-weight dropout (dropout_rate={dropout_rate}) needs the explicit attention matrix; "
             "use dropout_rate=0 with kernelized attention."
         )
     if sow:
-        raise ValueError("kernelized attention has no attention weights to sow; call with sow_weights=False.")
+        raise InputError("kernelized attention has no attention weights to sow; call with sow_weights=False.")
 
 
 def repeat_kv_heads(query: Array, key: Array, value: Array) -> tuple[Array, Array]:
@@ -237,7 +237,7 @@ def repeat_kv_heads(query: Array, key: Array, value: Array) -> tuple[Array, Arra
     if kv_heads == heads:
         return key, value
     if kv_heads < 1 or heads % kv_heads:
-        raise ValueError(f"query heads ({heads}) must be a multiple of key/value heads ({kv_heads}).")
+        raise InputError(f"query heads ({heads}) must be a multiple of key/value heads ({kv_heads}).")
     return tuple(jnp.repeat(x, heads // kv_heads, axis=-2) for x in (key, value))
 
 
@@ -271,7 +271,7 @@ def calibrating(model: nnx.Module):
     )
     for fn in attention_fns:
         if uses[id(fn)] > 1:
-            raise ValueError(
+            raise InputError(
                 f"one {fn.feature_map.name!r} attention module is used by {uses[id(fn)]} attention sites of the model: "
                 "calibrating would fit one set of parameters to whichever site ran last and use it at every site. "
                 "Give each site its own rfa.make_attention_fn(...) (one per nnx.MultiHeadAttention)."

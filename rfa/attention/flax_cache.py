@@ -19,6 +19,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
+from rfa._validation import InputError
 from rfa.attention.common import as_bool_mask
 from rfa.attention.state import RecurrentState, init_state
 from rfa.random_features.feature_maps import Estimator
@@ -37,7 +38,7 @@ def check_decode_mask(mask, q_len: int):
         return None
     shape = tuple(jnp.shape(mask))
     if len(shape) < 2 or shape[-1] not in (1, q_len) or shape[-2] not in (1, q_len):
-        raise ValueError(
+        raise InputError(
             f"with decode=True the cache is the recurrent state of the earlier tokens, already summed, so a mask can "
             f"only cover this call's {q_len} new token(s): [batch..., heads, {q_len}, {q_len}] (or size-1 axes), got "
             f"shape {shape}. Leave earlier tokens out when you feed them (a key mask [..., 1, 1] on their step), "

@@ -24,12 +24,12 @@ no key: its output is 0, as for every query that sees no key, and its input is z
 feature map, so whatever it holds (inf, NaN) changes no other output.
 
 Any other mask (a sliding window, a prefix-LM or block mask, a random dense one) cannot be applied
-and must never give a silently wrong answer. With concrete values :func:`plan_mask` raises a
-``ValueError`` naming the pattern it found. Under ``jit`` the values are traced, so the pattern is
+and must never give a silently wrong answer. With concrete values :func:`plan_mask` raises an
+``InputError`` naming the pattern it found. Under ``jit`` the values are traced, so the pattern is
 told apart at run time: the attention selects its compiled form with ``lax.switch``, and an
-unsupported mask raises the error when the compiled call runs (:func:`rfa.checks.raise_if`; the
-branch it would have run returns NaN and is never read). A mask whose q_len axis has size 1 is key
-padding by its shape and needs no check at all.
+unsupported mask raises the same error when the compiled call runs (:func:`rfa.checks.raise_if`, with the
+pattern found on the device; the branch it would have run returns NaN and is never read). A mask whose q_len
+axis has size 1 is key padding by its shape and needs no check at all.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfa._validation import is_concrete
+from rfa._validation import InputError, is_concrete
 from rfa.attention.common import check_mask
 
 Array = jax.Array
@@ -52,10 +52,6 @@ ADVICE = (
     "(see rfa.attention.masks); use exact attention at this site (rfa.softmax_attention, or Flax's default "
     "attention_fn) for other masks."
 )
-TRACED_MESSAGE = (
-    "rfa.kernelized_attention got a mask that is neither padding nor causal ∧ padding, or a causal mask for a "
-    "feature map whose parameters are fitted from the data. " + ADVICE
-)
 
 
 class MaskPlan(NamedTuple):
@@ -66,11 +62,15 @@ class MaskPlan(NamedTuple):
       keep_queries: ``[batch..., heads or 1, q_len]`` bool, the queries that attend some key; None: all.
       pattern: :data:`PADDING`, :data:`CAUSAL` or :data:`UNSUPPORTED`; a Python int when the mask's
         shape or concrete values decide it, a traced int32 scalar under ``jit``.
+      found: under ``jit``, ``(shape, [kind, index])``: the mask's shape and the int32 array of
+        :func:`found_pattern`, from which :func:`unsupported_message` writes the error a concrete mask raises;
+        else None.
     """
 
     keep_keys: Array | None
     keep_queries: Array | None
     pattern: int | Array
+    found: tuple[tuple[int, ...], Array] | None = None
 
 
 def plan_mask(mask, q: Array, k: Array, *, is_causal: bool) -> MaskPlan:
@@ -87,7 +87,7 @@ def plan_mask(mask, q: Array, k: Array, *, is_causal: bool) -> MaskPlan:
       A :class:`MaskPlan`.
 
     Raises:
-      ValueError: for concrete mask values of an unsupported pattern, naming it.
+      InputError: for concrete mask values of an unsupported pattern, naming it.
 
     Example:
       >>> q = k = jnp.ones((2, 5, 4, 8))
@@ -113,31 +113,43 @@ def plan_mask(mask, q: Array, k: Array, *, is_causal: bool) -> MaskPlan:
     no = jnp.zeros(mask.shape[:-2], jnp.bool_)
     is_padding = no if is_causal else jnp.all(mask == padding, axis=(-2, -1))
     is_causal_padding = jnp.all(mask == (padding & tril), axis=(-2, -1)) if q_len == kv_len else no
+    applicable = is_padding | is_causal_padding
     if is_concrete(mask):
         if bool(jnp.all(is_padding)):
             return MaskPlan(keep_keys, keep_queries, PADDING)
         if bool(jnp.all(is_causal_padding)):
             return MaskPlan(keep_keys, keep_queries, CAUSAL)
-        found = describe(np.asarray(mask), np.asarray(is_padding | is_causal_padding))
-        raise ValueError(f"kernelized attention cannot apply this mask: {found}. {ADVICE}")
+        raise InputError(unsupported_message(mask.shape, found_pattern(mask, applicable)))
     pattern = jnp.where(jnp.all(is_padding), PADDING, jnp.where(jnp.all(is_causal_padding), CAUSAL, UNSUPPORTED))
-    return MaskPlan(keep_keys, keep_queries, pattern.astype(jnp.int32))
+    return MaskPlan(keep_keys, keep_queries, pattern.astype(jnp.int32), (mask.shape, found_pattern(mask, applicable)))
 
 
-def describe(mask: np.ndarray, applicable: np.ndarray) -> str:
-    """Names the pattern of a concrete boolean mask ``[..., q_len, kv_len]`` that cannot be applied.
+MIXED, LOWER, UPPER, DENSE = range(4)  # the kinds of unsupported mask found_pattern tells apart
+_KINDS = {
+    LOWER: "lower-triangular but not causal ∧ padding (a sliding window, or a causal mask with holes)",
+    UPPER: "upper-triangular (anti-causal)",
+    DENSE: "a dense pattern: neither triangular nor one row of kept keys (a prefix-LM, block or random mask)",
+}
 
-    ``applicable [...]`` says which ``[q_len, kv_len]`` slices are padding or causal ∧ padding.
-    """
-    if applicable.all():
-        return f"the mask of shape {mask.shape} mixes padding slices and causal slices along its leading axes"
-    index = int(np.argmin(applicable.reshape(-1)))
+
+def found_pattern(mask: Array, applicable: Array) -> Array:
+    """int32 ``[kind, index]`` of a boolean mask ``[..., q_len, kv_len]`` that cannot be applied: ``kind`` is
+    :data:`MIXED` when every slice is padding or causal ∧ padding (``applicable [...]``) but not all alike, else
+    the shape of the first slice that is neither (:data:`LOWER`, :data:`UPPER`, :data:`DENSE`), at flat
+    ``index`` of the leading axes. On the device under ``jit``, so a traced check can name what it found."""
+    index = jnp.argmin(applicable.reshape(-1))
     m = mask.reshape((-1,) + mask.shape[-2:])[index]
-    if not np.any(np.triu(m, 1)):
-        kind = "lower-triangular but not causal ∧ padding (a sliding window, or a causal mask with holes)"
-    elif not np.any(np.tril(m, -1)):
-        kind = "upper-triangular (anti-causal)"
+    kind = jnp.where(~jnp.any(jnp.triu(m, 1)), LOWER, jnp.where(~jnp.any(jnp.tril(m, -1)), UPPER, DENSE))
+    return jnp.stack([jnp.where(jnp.all(applicable), MIXED, kind), index]).astype(jnp.int32)
+
+
+def unsupported_message(shape: tuple[int, ...], found) -> str:
+    """The error for a mask of ``shape`` that kernelized attention cannot apply, from ``found``, the
+    ``[kind, index]`` of :func:`found_pattern`."""
+    kind, index = (int(x) for x in np.asarray(found))
+    if kind == MIXED:
+        found = f"the mask of shape {tuple(shape)} mixes padding slices and causal slices along its leading axes"
     else:
-        kind = "a dense pattern: neither triangular nor one row of kept keys (a prefix-LM, block or random mask)"
-    position = tuple(int(i) for i in np.unravel_index(index, mask.shape[:-2]))
-    return f"the mask of shape {mask.shape} is {kind} at index {position} of its leading axes"
+        position = tuple(int(i) for i in np.unravel_index(index, tuple(shape)[:-2]))
+        found = f"the mask of shape {tuple(shape)} is {_KINDS[kind]} at index {position} of its leading axes"
+    return f"kernelized attention cannot apply this mask: {found}. {ADVICE}"

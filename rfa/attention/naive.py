@@ -23,6 +23,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from rfa._validation import InputError
 from rfa.attention.common import check_mask, check_qkv
 from rfa.attention.kernelized.prepare import check_decay_features, check_log_decay, check_relative_bias, per_feature
 from rfa.attention.state import RecurrentState, check_state
@@ -39,7 +40,7 @@ def _fixed_or_fitted(fm: Estimator, params, q, k, keep_q, keep_k, *, fixed: bool
         return params
     if fixed:
         names = ", ".join(f"feature_params[{name!r}]" for name in fm.fitted)
-        raise ValueError(
+        raise InputError(
             f"feature map {fm.name!r} {why} needs {names} fixed in advance: a fit to this call's tokens would let "
             "later tokens change earlier outputs, or read a state built with other parameters."
         )
@@ -97,7 +98,7 @@ def naive_kernelized_attention(
     fm.check_params(feature_params or {})
     batch, (q_len, heads), kv_len = q.shape[:-3], q.shape[-3:-1], k.shape[-3]
     if is_causal and q_len != kv_len:
-        raise ValueError(f"is_causal=True needs q_len == kv_len, got q_len={q_len} and kv_len={kv_len}.")
+        raise InputError(f"is_causal=True needs q_len == kv_len, got q_len={q_len} and kv_len={kv_len}.")
     if log_decay is not None:
         log_decay = check_log_decay(log_decay, q, is_causal)
     if initial_state is not None:
@@ -131,7 +132,7 @@ def naive_kernelized_attention(
     phi_q = fm(q32, projection, **params)
     phi_k = fm(k32, projection, side="key", **params)
     if initial_state is not None and initial_state.kv.shape[-2] != phi_q.shape[-1]:
-        raise ValueError(
+        raise InputError(
             f"initial_state has F = {initial_state.kv.shape[-2]} features but feature map {fm.name!r} gives "
             f"{phi_q.shape[-1]}."
         )

@@ -15,7 +15,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from rfa._validation import check_broadcastable_to, check_positive_int
+from rfa._validation import InputError, check_broadcastable_to, check_positive_int
 from rfa.attention.common import as_bool_mask, check_causal_lengths, check_qkv
 from rfa.checks import check_finite
 
@@ -54,7 +54,7 @@ def sliding_window_attention(
     if mask is not None:
         mask = as_bool_mask(mask)
         if jnp.ndim(mask) < 2 or jnp.shape(mask)[-2] != 1:
-            raise ValueError(
+            raise InputError(
                 f"sliding_window_attention takes key padding as its mask, broadcastable to [batch..., heads, 1, L], "
                 f"got shape {tuple(jnp.shape(mask))}; the window itself is the argument window= (is_causal for its "
                 "side)."

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rfa._validation import check_positive_int
+from rfa._validation import InputError, InputTypeError, check_positive_int
 
 Array = jax.Array
 
@@ -62,7 +62,7 @@ def init_state(batch_shape: tuple[int, ...], num_heads: int, num_outputs: int, v
       (2, 8, 256, 65)
     """
     if not isinstance(batch_shape, tuple | list) or not all(isinstance(b, int) and b >= 1 for b in batch_shape):
-        raise ValueError(f"batch_shape must be a tuple of ints >= 1, got {batch_shape!r}.")
+        raise InputError(f"batch_shape must be a tuple of ints >= 1, got {batch_shape!r}.")
     num_heads = check_positive_int(num_heads, "num_heads")
     num_outputs = check_positive_int(num_outputs, "num_outputs")
     value_dim = check_positive_int(value_dim, "value_dim")
@@ -76,18 +76,18 @@ def init_state(batch_shape: tuple[int, ...], num_heads: int, num_outputs: int, v
 def check_state(state, batch_heads: tuple[int, ...], value_dim: int) -> RecurrentState:
     """Checks ``initial_state`` against the call's ``[batch..., heads]`` and ``d_v`` (F is checked by the caller)."""
     if not isinstance(state, RecurrentState):
-        raise TypeError(
+        raise InputTypeError(
             f"initial_state must be a rfa.attention.RecurrentState (from return_state=True or init_state), "
             f"got {type(state).__name__}."
         )
     kv_shape, ref_shape = tuple(jnp.shape(state.kv)), tuple(jnp.shape(state.log_reference))
     if len(kv_shape) != len(batch_heads) + 2 or kv_shape[:-2] != batch_heads or kv_shape[-1] != value_dim + 1:
-        raise ValueError(
+        raise InputError(
             f"initial_state.kv must have shape [batch..., heads, F, d_v + 1] = {batch_heads} + (F, {value_dim + 1}) "
             f"for these q, k, v, got {kv_shape}."
         )
     if ref_shape != batch_heads:
-        raise ValueError(
+        raise InputError(
             f"initial_state.log_reference must have shape [batch..., heads] = {batch_heads}, got {ref_shape}."
         )
     return RecurrentState(jnp.asarray(state.kv, jnp.float32), jnp.asarray(state.log_reference, jnp.float32))

@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import gammaln, logsumexp, roots_legendre
 
-from rfa._validation import check_positive_int, is_concrete
+from rfa._validation import InputError, check_positive_int, is_concrete
 
 Array = jax.Array
 
@@ -122,7 +122,7 @@ def pair_stats(x: Array, y: Array) -> PairStats:
 def check_phi_sq(phi_sq) -> None:
     """Raises a ValueError for a concrete ``phi_sq`` below 0."""
     if is_concrete(phi_sq) and np.any(np.asarray(phi_sq) < 0):
-        raise ValueError(f"phi_sq must be >= 0 (it is |x + y|²), got min {np.min(np.asarray(phi_sq))}.")
+        raise InputError(f"phi_sq must be >= 0 (it is |x + y|²), got min {np.min(np.asarray(phi_sq))}.")
 
 
 def optimal_gerf_parameter(phi_sq, dim: int) -> Array:

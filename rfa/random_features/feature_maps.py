@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import jax
 import jax.numpy as jnp
 
-from rfa._validation import check_floating, check_rank
+from rfa._validation import InputError, InputTypeError, check_floating, check_rank
 from rfa.random_features.projections import sample_projection
 
 if TYPE_CHECKING:
@@ -99,9 +99,9 @@ class Param:
 
     def __post_init__(self):
         if self.source not in SOURCES:
-            raise ValueError(f"Param {self.name!r}: source must be one of {list(SOURCES)}, got {self.source!r}.")
+            raise InputError(f"Param {self.name!r}: source must be one of {list(SOURCES)}, got {self.source!r}.")
         if self.event_ndim and not self.per_token:
-            raise ValueError(f"Param {self.name!r}: event_ndim describes a per-token value; set per_token=True.")
+            raise InputError(f"Param {self.name!r}: event_ndim describes a per-token value; set per_token=True.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,14 +161,14 @@ class Estimator:
     def __post_init__(self):
         object.__setattr__(self, "params", tuple(self.params))
         if not all(isinstance(p, Param) for p in self.params):
-            raise TypeError(f"Estimator {self.name!r}: params must be rfa.Param specs, got {self.params!r}.")
+            raise InputTypeError(f"Estimator {self.name!r}: params must be rfa.Param specs, got {self.params!r}.")
         names = [p.name for p in self.params]
         if len(set(names)) != len(names):
-            raise ValueError(f"Estimator {self.name!r}: a parameter is described twice in {names}.")
+            raise InputError(f"Estimator {self.name!r}: a parameter is described twice in {names}.")
         for source, function, field in ((FITTED, self.fit, "fit"), (SAMPLED, self.sample_params, "sample_params"),
                                         (LEARNED, self.init_learned, "init_learned")):  # fmt: skip
             if bool(self.names(source)) != (function is not None):
-                raise ValueError(
+                raise InputError(
                     f"Estimator {self.name!r}: {source} parameters need {field}, and {field} needs {source} parameters."
                 )
 
@@ -246,7 +246,7 @@ class Estimator:
         """Raises a TypeError for an unknown parameter, a ValueError for a concrete value out of its range."""
         unknown = set(params) - set(self.names())
         if unknown:
-            raise TypeError(
+            raise InputTypeError(
                 f"feature map {self.name!r} got unknown parameter(s) {sorted(unknown)}; "
                 f"it accepts {list(self.names()) or 'none'}."
             )
@@ -264,22 +264,22 @@ class Estimator:
         self.check_params(params)
         missing = set(self.required) - set(params)
         if missing:
-            raise TypeError(f"feature map {self.name!r} needs the parameter(s) {sorted(missing)}.")
+            raise InputTypeError(f"feature map {self.name!r} needs the parameter(s) {sorted(missing)}.")
         if self.needs_projection:
             if projection is None:
-                raise ValueError(f"feature map {self.name!r} needs a projection W of shape [m, d].")
+                raise InputError(f"feature map {self.name!r} needs a projection W of shape [m, d].")
             projection = check_floating(projection, "projection")
             check_rank(projection, "projection", ndim=2, layout="[m, d]")
             if projection.shape[1] != x.shape[-1]:
-                raise ValueError(
+                raise InputError(
                     f"projection must have shape [m, d] with d = x.shape[-1] = {x.shape[-1]}, "
                     f"got {tuple(projection.shape)}."
                 )
             projection = projection.astype(jnp.float32)
         elif projection is not None:
-            raise ValueError(f"feature map {self.name!r} is deterministic and takes no projection; pass None.")
+            raise InputError(f"feature map {self.name!r} is deterministic and takes no projection; pass None.")
         if side not in ("query", "key"):
-            raise ValueError(f"side must be 'query' or 'key', got {side!r}.")
+            raise InputError(f"side must be 'query' or 'key', got {side!r}.")
         terms_fn = self.key_terms_fn if side == "key" and self.key_terms_fn is not None else self.terms_fn
         return terms_fn(x.astype(jnp.float32), projection, **params)
 
@@ -325,9 +325,9 @@ _REGISTRY: dict[str, Estimator] = {}
 def register_feature_map(fm: Estimator) -> Estimator:
     """Adds an estimator to the registry under ``fm.name`` (an existing name is an error)."""
     if not isinstance(fm, Estimator):
-        raise TypeError(f"expected an rfa.Estimator, got {type(fm).__name__}.")
+        raise InputTypeError(f"expected an rfa.Estimator, got {type(fm).__name__}.")
     if fm.name in _REGISTRY:
-        raise ValueError(f"a feature map named {fm.name!r} is already registered.")
+        raise InputError(f"a feature map named {fm.name!r} is already registered.")
     _REGISTRY[fm.name] = fm
     return fm
 
@@ -343,7 +343,7 @@ def feature_map(name: str | Estimator) -> Estimator:
     if isinstance(name, Estimator):
         return name
     if name not in _REGISTRY:
-        raise ValueError(f"unknown feature map {name!r}; registered: {sorted(_REGISTRY)}.")
+        raise InputError(f"unknown feature map {name!r}; registered: {sorted(_REGISTRY)}.")
     return _REGISTRY[name]
 
 

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from rfa._validation import (
+    InputError,
     check_broadcastable,
     check_floating,
     check_rank,
@@ -71,7 +72,7 @@ def _estimate(kernel: str, x, y, projection, estimator, params) -> Array:
     x, y, dtype = check_pair(x, y)
     fm: Estimator = feature_map(estimator)
     if fm.kernel != kernel:
-        raise ValueError(
+        raise InputError(
             f"estimator {fm.name!r} does not estimate the {kernel} kernel (it estimates {fm.kernel}); "
             f"choose a feature map whose kernel is {kernel!r}."
         )

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfa._validation import check_choice, check_key, check_positive_int
+from rfa._validation import InputError, InputTypeError, check_choice, check_key, check_positive_int
 
 PROJECTION_KINDS = ("orthogonal", "iid", "simplex")
 ROW_SCALINGS = ("chi", "sqrt_d")
@@ -56,7 +56,7 @@ def simplex_vertices(dim: int) -> np.ndarray:
       [[1.0, -0.5, -0.5], [-0.5, 1.0, -0.5], [-0.5, -0.5, 1.0]]
     """
     if dim < 2:
-        raise ValueError(f"simplex directions need dim >= 2 (d - 1 >= 1 dimensions to span), got dim={dim}.")
+        raise InputError(f"simplex directions need dim >= 2 (d - 1 >= 1 dimensions to span), got dim={dim}.")
     u = np.ones(dim)
     u[-1] = 0.0
     vertices = math.sqrt(dim / (dim - 1)) * np.eye(dim) - (math.sqrt(dim) + 1) / (dim - 1) ** 1.5 * u
@@ -66,7 +66,7 @@ def simplex_vertices(dim: int) -> np.ndarray:
 
 def _check_dtype(dtype):
     if not jnp.issubdtype(dtype, jnp.floating):
-        raise TypeError(f"dtype must be a floating dtype, got {dtype}.")
+        raise InputTypeError(f"dtype must be a floating dtype, got {dtype}.")
 
 
 @functools.partial(jax.jit, static_argnames=("num_features", "dim", "kind", "scaling", "dtype"))
@@ -129,7 +129,7 @@ def sample_projection(
     check_choice(scaling, "scaling", ROW_SCALINGS)
     _check_dtype(dtype)
     if kind == "simplex" and dim < 2:
-        raise ValueError(
+        raise InputError(
             f"kind='simplex' needs dim >= 2 (a simplex of d directions spans d - 1 dimensions), got dim={dim}."
         )
     return _sample(key, num_features, dim, kind, scaling, jnp.dtype(dtype))

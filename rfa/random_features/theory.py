@@ -13,7 +13,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from rfa._validation import check_choice, check_positive_int
+from rfa._validation import InputError, InputTypeError, check_choice, check_positive_int
 from rfa.random_features.closed_forms import (
     DEFAULT_NUM_TERMS,
     Theory,
@@ -82,10 +82,10 @@ def log_mse(
     if projection is None:
         projection = "orthogonal" if orthogonal else "iid"
     elif orthogonal and projection != "orthogonal":
-        raise ValueError(f"orthogonal=True contradicts projection={projection!r}; pass one of them.")
+        raise InputError(f"orthogonal=True contradicts projection={projection!r}; pass one of them.")
     check_choice(projection, "projection", PROJECTION_KINDS)
     if projection not in fm.theory.projections:
-        raise ValueError(
+        raise InputError(
             f"estimator {estimator!r} has a closed-form MSE for projection in {list(fm.theory.projections)}, "
             f"not for projection={projection!r}; estimators with one: {list(estimators_with_theory(projection))}."
         )
@@ -95,7 +95,9 @@ def log_mse(
     fm.check_params(params)
     missing = set(fm.required) - set(params) - set(fm.fitted) - set(fm.sampled)
     if missing:
-        raise TypeError(f"estimator {estimator!r} needs the parameter(s) {sorted(missing)}: pass them as keywords.")
+        raise InputTypeError(
+            f"estimator {estimator!r} needs the parameter(s) {sorted(missing)}: pass them as keywords."
+        )
     x, y = x.astype(jnp.float32), y.astype(jnp.float32)
     return fm.theory.log_mse(x, y, num_features, projection=projection, num_terms=num_terms, **params)
 
@@ -130,7 +132,7 @@ def orthogonal_mse_bound(x: Array, y: Array, num_features: int) -> Array:
     num_features = check_positive_int(num_features, "num_features")
     dim = x.shape[-1]
     if num_features > dim:
-        raise ValueError(f"Theorem 2 holds for num_features <= d = {dim}, got num_features={num_features}.")
+        raise InputError(f"Theorem 2 holds for num_features <= d = {dim}, got num_features={num_features}.")
     x = x.astype(jnp.float32)
     y = y.astype(jnp.float32)
     sm = jnp.exp(jnp.sum(x * y, axis=-1))

@@ -235,11 +235,21 @@ X = 0.5 * jax.random.normal(jax.random.key(3), (B, L, F))
 
 @pytest.mark.parametrize("kind", ["nnx", "linen"])
 def test_an_unsupported_traced_mask_raises_when_the_compiled_layer_runs(kind):
-    call = nnx.jit(lambda layer, x, mask: layer(x, mask=mask)) if kind == "nnx" else jax.jit(linen_apply())
-    args = (nnx_layer(),) if kind == "nnx" else ()
+    """The documented pattern: ``rfa.checks.checked`` around the jitted call, one exception type
+    (``rfa.InputError``) and the eager message."""
+    if kind == "nnx":
+        layer = nnx_layer()
+        eager, call = (lambda x, mask: layer(x, mask=mask)), nnx.jit(lambda layer, x, mask: layer(x, mask=mask))
+        args = (layer,)
+    else:
+        eager, args = linen_apply(), ()
+        call = jax.jit(eager)
     assert np.all(np.isfinite(call(*args, X, CAUSAL)))
-    with pytest.raises(Exception, match="neither padding nor causal"):
-        jax.block_until_ready(call(*args, X, SLIDING_WINDOW))
+    with pytest.raises(rfa.InputError) as eagerly:
+        eager(X, SLIDING_WINDOW)
+    with pytest.raises(rfa.InputError) as jitted:
+        rfa.checks.checked(call)(*args, X, SLIDING_WINDOW)
+    assert str(jitted.value) == str(eagerly.value) and "lower-triangular but not causal" in str(eagerly.value)
 
 
 @pytest.mark.parametrize("kind", ["nnx", "linen"])

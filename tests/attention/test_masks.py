@@ -135,13 +135,24 @@ SLIDING_WINDOW = CAUSAL_MASK & ~np.tril(np.ones((L, L), bool), -3)
 
 
 def test_unsupported_traced_mask_raises_when_the_compiled_call_runs():
-    with pytest.raises(jax.errors.JaxRuntimeError, match="neither padding nor causal"):
-        jax.block_until_ready(jax.jit(attend)(Q, K, V, SLIDING_WINDOW))
-    with pytest.raises(jax.errors.JaxRuntimeError, match="neither padding nor causal"):  # under grad and vmap too
+    """The compiled call raises the eager error, found on the device (rfa.checks.checked re-raises it as itself;
+    without it JAX reports a JaxRuntimeError carrying the text), under grad and vmap too."""
+    with pytest.raises(rfa.InputError) as eager:
+        attend(Q, K, V, SLIDING_WINDOW)
+    with pytest.raises(rfa.InputError) as jitted:
+        rfa.checks.checked(jax.jit(attend))(Q, K, V, SLIDING_WINDOW)
+    assert str(jitted.value) == str(eager.value) and "lower-triangular but not causal" in str(eager.value)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="lower-triangular but not causal"):
         jax.block_until_ready(jax.jit(jax.grad(lambda q: jnp.sum(attend(q, K, V, SLIDING_WINDOW))))(Q))
     masks = jnp.stack([MASKS["causal"][0], SLIDING_WINDOW[None]])
-    with pytest.raises(jax.errors.JaxRuntimeError, match="neither padding nor causal"):
-        jax.block_until_ready(jax.jit(jax.vmap(attend))(Q, K, V, masks))
+    with pytest.raises(rfa.InputError, match="lower-triangular but not causal"):
+        rfa.checks.checked(jax.jit(jax.vmap(attend)))(Q, K, V, masks)
+    anti_causal = jnp.asarray(SLIDING_WINDOW.T)
+    with pytest.raises(rfa.InputError) as eager:
+        attend(Q, K, V, anti_causal)
+    with pytest.raises(rfa.InputError) as jitted:
+        rfa.checks.checked(jax.jit(attend))(Q, K, V, anti_causal)
+    assert str(jitted.value) == str(eager.value) and "upper-triangular" in str(eager.value)
     out = jax.jit(attend)(Q, K, V, MASKS["causal"])  # a supported mask runs
     assert bool(jnp.all(jnp.isfinite(out)))
 
@@ -178,10 +189,11 @@ def test_traced_causal_mask_with_a_data_fitted_map():
 
     padded = jax.jit(oprf)(MASKS["outer-product"])
     np.testing.assert_allclose(padded, oprf(MASKS["outer-product"]), rtol=1e-5, atol=1e-6)
-    with pytest.raises(jax.errors.JaxRuntimeError, match="fitted from the data"):
-        jax.block_until_ready(jax.jit(oprf)(MASKS["causal"]))
-    with pytest.raises(ValueError, match=r"feature_params\['phi_sq'\]"):
+    with pytest.raises(rfa.InputError, match=r"feature_params\['phi_sq'\]") as eager:
         oprf(MASKS["causal"])
+    with pytest.raises(rfa.InputError) as jitted:
+        rfa.checks.checked(jax.jit(oprf))(MASKS["causal"])
+    assert str(jitted.value) == str(eager.value)
 
 
 @pytest.mark.slow

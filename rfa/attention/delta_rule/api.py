@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfa._validation import check_broadcastable_to, check_floating, check_positive_int, is_concrete
+from rfa._validation import InputError, check_broadcastable_to, check_floating, check_positive_int, is_concrete
 from rfa.attention.common import check_causal_lengths, check_qkv
 from rfa.attention.delta_rule.chunked import chunked
 from rfa.attention.delta_rule.recurrent import recurrent
@@ -34,7 +34,7 @@ def check_delta_rule_call(q, k, v, beta, log_decay, initial_state):
     check_broadcastable_to(beta.shape, tokens, "beta", "[batch..., L, heads] =")
     if is_concrete(beta):
         if bool(np.any((np.asarray(beta) < 0) | (np.asarray(beta) > 2))):
-            raise ValueError(f"{BETA_RANGE}; got values from {np.min(beta)} to {np.max(beta)}.")
+            raise InputError(f"{BETA_RANGE}; got values from {np.min(beta)} to {np.max(beta)}.")
     else:
         raise_if((beta < 0) | (beta > 2), f"{BETA_RANGE}; got a value outside.")
     beta = jnp.broadcast_to(beta, tokens)
@@ -49,7 +49,7 @@ def check_delta_rule_call(q, k, v, beta, log_decay, initial_state):
     else:
         state = check_floating(initial_state, "initial_state")
         if state.shape != state_shape:
-            raise ValueError(
+            raise InputError(
                 f"initial_state must have shape [batch..., heads, d_k, d_v] = {state_shape} for these q, k, v, got "
                 f"{tuple(state.shape)}."
             )

@@ -8,14 +8,14 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from rfa._validation import check_floating, check_positive_int
+from rfa._validation import InputError, check_floating, check_positive_int
 from rfa.attention.common import as_bool_mask
 from rfa.attention.kernelized.bidirectional import bidirectional
 from rfa.attention.kernelized.causal import causal
-from rfa.attention.kernelized.prepare import Call, check_call, check_decay_sign
+from rfa.attention.kernelized.prepare import Call, check_call, check_decay_sign, fixed_params_message
 from rfa.attention.kernelized.relative import relative
 from rfa.attention.kernelized.sequence_parallel import check_key_padding, sequence_parallel
-from rfa.attention.masks import CAUSAL, PADDING, TRACED_MESSAGE, MaskPlan
+from rfa.attention.masks import CAUSAL, PADDING, UNSUPPORTED, MaskPlan, unsupported_message
 from rfa.attention.state import RecurrentState
 from rfa.checks import check_finite, raise_if
 from rfa.random_features.feature_maps import Estimator
@@ -138,7 +138,14 @@ def _dispatch(call: Call, plan: MaskPlan) -> tuple[Array, RecurrentState]:
     can_fit = not call.fm.to_fit(call.feature_params)
     same_length = call.q.shape[-3] == call.k.shape[-3]
     runnable = (not call.is_causal and call.log_decay is None, same_length and can_fit, False)
-    raise_if(~jnp.asarray(runnable)[plan.pattern], TRACED_MESSAGE)
+    shape, found = plan.found
+
+    def message(pattern, found) -> str:  # what the same call with this mask concrete raises
+        if int(pattern) == UNSUPPORTED:
+            return unsupported_message(shape, found)
+        return fixed_params_message(call.fm, call.fm.to_fit(call.feature_params))
+
+    raise_if(~jnp.asarray(runnable)[plan.pattern], message, values=(plan.pattern, found))
     if not any(runnable):  # causal with parameters to fit: the causal form raises the error that says so
         return modes[CAUSAL](call)
     shapes = jax.eval_shape(modes[runnable.index(True)], call)
@@ -213,7 +220,7 @@ def sequence_parallel_attention(
         where = (
             "the mesh set by jax.set_mesh" if mesh.axis_names else "no mesh (pass mesh= or call inside jax.set_mesh)"
         )
-        raise ValueError(f"mesh has no axis {axis!r}; its axes are {tuple(mesh.axis_names)} ({where}).")
+        raise InputError(f"mesh has no axis {axis!r}; its axes are {tuple(mesh.axis_names)} ({where}).")
     check_key_padding(mask)
     if mask is not None:  # the values' checks, on the global arrays: none can run inside shard_map (rfa.checks)
         mask = as_bool_mask(mask)
@@ -221,7 +228,7 @@ def sequence_parallel_attention(
         check_decay_sign(check_floating(log_decay, "log_decay"))
     size, length = mesh.shape[axis], q.shape[-3]
     if length % size or k.shape[-3] % size:
-        raise ValueError(
+        raise InputError(
             f"the sequence lengths (q_len={length}, kv_len={k.shape[-3]}) must be divisible by the size of mesh axis "
             f"{axis!r} ({size}): pad the sequences to a multiple of {size} and mask the padding (mask=key padding)."
         )

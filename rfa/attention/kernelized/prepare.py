@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfa._validation import check_broadcastable_to, check_floating, is_concrete
+from rfa._validation import InputError, check_broadcastable_to, check_floating, is_concrete
 from rfa.attention.common import check_causal_lengths, check_qkv
 from rfa.attention.common import renormalize as divide_by_normalizer
 from rfa.attention.masks import MaskPlan, plan_mask
@@ -89,7 +89,7 @@ def check_log_decay(log_decay, q: Array, is_causal: bool) -> Array:
     """Checks ``log_decay`` (floating, <= 0, broadcastable to ``[batch..., q_len, heads]``, or to
     ``[batch..., q_len, heads, F]`` with as many axes as q); returns it float32."""
     if not is_causal:
-        raise ValueError(
+        raise InputError(
             "log_decay needs is_causal=True: a decay weighs key j for query i by exp(G_i - G_j), which is "
             "defined for j <= i only. Use is_causal=True, or leave log_decay None."
         )
@@ -106,7 +106,7 @@ def check_log_decay(log_decay, q: Array, is_causal: bool) -> Array:
 def check_decay_features(log_decay: Array | None, num_outputs: int, fm: Estimator) -> None:
     """A per-feature decay (last axis of the laid-out ``[rows, L, ·]``) has 1 or F = ``num_outputs`` entries."""
     if log_decay is not None and log_decay.shape[-1] not in (1, num_outputs):
-        raise ValueError(
+        raise InputError(
             f"log_decay has {log_decay.shape[-1]} decays per token and head (its last axis), but feature map "
             f"{fm.name!r} gives F = {num_outputs} features: a per-feature decay is [batch..., q_len, heads, F]."
         )
@@ -117,7 +117,7 @@ def check_decay_sign(log_decay: Array) -> None:
     advice = "a gate in (0, 1) gives log_decay = log(gate), e.g. jax.nn.log_sigmoid(logits)."
     if is_concrete(log_decay):  # the largest value in the message; traced: raised when the compiled call runs
         if bool(np.any(np.asarray(log_decay) > 0)):
-            raise ValueError(
+            raise InputError(
                 f"log_decay must be <= 0 (a decay factor exp(g) <= 1), got a maximum of {np.max(log_decay)}; {advice}"
             )
     else:
@@ -130,12 +130,12 @@ def check_relative_bias(relative_bias, q: Array, k: Array, *, log_decay, statefu
     relative_bias = check_floating(relative_bias, "relative_bias")
     length, heads = q.shape[-3], q.shape[-2]
     if k.shape[-3] != length:
-        raise ValueError(
+        raise InputError(
             f"relative_bias needs q_len == kv_len (self-attention over one sequence), got q_len={length} and "
             f"kv_len={k.shape[-3]}."
         )
     if relative_bias.ndim != 2 or relative_bias.shape[0] not in (1, heads) or relative_bias.shape[1] != 2 * length - 1:
-        raise ValueError(
+        raise InputError(
             f"relative_bias must have shape [heads or 1, 2L - 1] = [{heads}, {2 * length - 1}] (entry L - 1 + i - j is "
             f"the bias of query i on key j), got {tuple(relative_bias.shape)}."
         )
@@ -146,7 +146,7 @@ def check_relative_bias(relative_bias, q: Array, k: Array, *, log_decay, statefu
         else None
     )  # fmt: skip
     if why is not None:
-        raise ValueError(
+        raise InputError(
             f"relative_bias cannot be combined with {why}: a bias of the distance i - j has no recurrent form "
             "(the sums over earlier keys change with every new query). Use rotary positions for decoding, or "
             "exact attention with a bias."
@@ -192,20 +192,25 @@ def temperature(fm: Estimator, q: Array, k: Array) -> tuple[Array, Array]:
     return q, k
 
 
+def fixed_params_message(fm: Estimator, missing) -> str:
+    """The error for a causal, stateful or sequence-parallel call whose map has ``missing`` parameters to fit."""
+    return (
+        f"feature map {fm.name!r} in causal mode, with a state or sequence-parallel needs "
+        f"{', '.join(f'feature_params[{name!r}]' for name in missing)} fixed in advance: fitting "
+        "them to the call's tokens would let future tokens change earlier outputs, or read a "
+        "state built with other parameters. Fit them on calibration batches "
+        "(rfa.attention.fit_feature_params, or rfa.attention.calibrating(model) for a model) or take "
+        f"rfa.feature_map({fm.name!r}).standard_params(d)."
+    )
+
+
 def resolve_feature_params(fm: Estimator, params, q, k, keep_q, keep_k, *, fixed: bool) -> dict:
     """Feature-map parameters, the ``fm.fitted`` ones fitted from q and k where none is given and ``fixed`` is False."""
     params = dict(params or {})
     missing = fm.to_fit(params)
     if missing:
         if fixed:
-            raise ValueError(
-                f"feature map {fm.name!r} in causal mode, with a state or sequence-parallel needs "
-                f"{', '.join(f'feature_params[{name!r}]' for name in missing)} fixed in advance: fitting "
-                "them to the call's tokens would let future tokens change earlier outputs, or read a "
-                "state built with other parameters. Fit them on calibration batches "
-                "(rfa.attention.fit_feature_params, or rfa.attention.calibrating(model) for a model) or take "
-                f"rfa.feature_map({fm.name!r}).standard_params(d)."
-            )
+            raise InputError(fixed_params_message(fm, missing))
         fitted = fm.fit(q, k, keep_q, keep_k)
         params.update({name: fitted[name] for name in missing})
     return params
@@ -294,7 +299,7 @@ def rows(call: Call, *, causal: bool) -> Rows:
 def initial_rows(state: RecurrentState, shape: tuple[int, ...], fm: Estimator, num_outputs: int) -> tuple:
     """The state row-major: ``(kv [rows, F, dv+1], R [rows, 1, 1])``."""
     if state.kv.shape[-2] != num_outputs:
-        raise ValueError(
+        raise InputError(
             f"initial_state has F = {state.kv.shape[-2]} features but feature map {fm.name!r} gives "
             f"{num_outputs} with this projection; build the state with num_outputs={num_outputs}."
         )

@@ -25,6 +25,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from rfa._validation import InputError
 from rfa.attention.kernelized.bidirectional import bidirectional
 from rfa.attention.kernelized.causal import causal
 from rfa.attention.kernelized.prepare import Call, per_feature
@@ -38,7 +39,7 @@ def check_axis(axis: str) -> int:
     try:
         return jax.lax.axis_size(axis)
     except NameError:
-        raise ValueError(
+        raise InputError(
             f"sequence_axis={axis!r} names no mesh axis of an enclosing jax.shard_map: call kernelized_attention "
             "inside shard_map over a mesh with that axis (rfa.attention.sequence_parallel_attention does it for "
             "you), or pass sequence_axis=None."
@@ -48,7 +49,7 @@ def check_axis(axis: str) -> int:
 def check_key_padding(mask) -> None:
     """A mask of sequence-parallel attention must be key padding (a dense one cannot be split by blocks)."""
     if mask is not None and (jnp.ndim(mask) < 2 or jnp.shape(mask)[-2] != 1):
-        raise ValueError(
+        raise InputError(
             f"with sequence_axis, mask must be key padding of this block, broadcastable to [batch..., heads, 1, "
             f"kv_len], got shape {tuple(jnp.shape(mask))}; causal attention is is_causal=True (a dense causal mask "
             "of one block is not the block's part of the sequence's mask)."

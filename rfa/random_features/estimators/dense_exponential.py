@@ -46,7 +46,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfa._validation import is_concrete
+from rfa._validation import InputError, InputTypeError, is_concrete
 from rfa.random_features.closed_forms import (
     COUPLED_PROJECTIONS,
     Theory,
@@ -91,13 +91,13 @@ def _transformed(x: Array, T) -> Array:
         return x
     T = jnp.asarray(T, jnp.float32)
     if T.shape[-2:] != (x.shape[-1],) * 2:
-        raise ValueError(f"the DERF transforms must have shape [..., d, d] with d = {x.shape[-1]}, got {T.shape}.")
+        raise InputError(f"the DERF transforms must have shape [..., d, d] with d = {x.shape[-1]}, got {T.shape}.")
     return transform(T, x)
 
 
 def _check_transforms(query_transform, key_transform) -> None:
     if (query_transform is None) != (key_transform is None):
-        raise ValueError(
+        raise InputError(
             "pass query_transform and key_transform together (key_transform = query_transform^{-T}), or neither."
         )
 
@@ -152,7 +152,7 @@ def _statistics(q, k, keep_q, keep_k, *, full: bool):
     or only their diagonals ``[..., d]`` (``full=False``)."""
     for name, x in (("q", q), ("k", k)):
         if x.shape[-2] < 2:
-            raise ValueError(
+            raise InputError(
                 f"DERF parameters are fitted from at least 2 queries and 2 keys; {name} has {x.shape[-2]} "
                 f"(shape {tuple(x.shape)}). Pass them in feature_params, fitted on more data."
             )
@@ -171,7 +171,7 @@ def _check_positive_definite(moment: Array, name: str, batch_ndim: int) -> None:
     if is_concrete(moment):
         top = np.max(np.abs(np.asarray(moment, np.float64)), axis=tuple(range(batch_ndim, np.ndim(moment))))
         if not np.all(np.isfinite(top)) or np.any(top <= 0.0):
-            raise ValueError(
+            raise InputError(
                 f"the DERF fit is not positive definite: the second moment of {name} is zero or not finite "
                 "for some head (all-zero or non-finite inputs)."
             )
@@ -278,7 +278,7 @@ def _derf_log_relative_moments(x, y, A=None, query_transform=None, key_transform
     + k²(1-4a_l) z̃_l²/(2(1-4k a_l))] - k(|x̃|² + |ỹ|²)/2 - k xᵀy``.
     """
     if A is None:
-        raise TypeError("DERF moments need the fitted parameters A (and the transforms).")
+        raise InputTypeError("DERF moments need the fitted parameters A (and the transforms).")
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
     if query_transform is not None:
         x = np.einsum("...ij,...j->...i", np.asarray(query_transform, np.float64), x)
@@ -298,7 +298,7 @@ def _derf_log_relative_moments(x, y, A=None, query_transform=None, key_transform
 
 def _derf_log_mse(x, y, num_features, *, projection, num_terms, A=None, query_transform=None, key_transform=None):
     if A is None:
-        raise TypeError(
+        raise InputTypeError(
             "a DERF closed form needs the fitted parameters A (and the transforms): pass "
             "**rfa.feature_map(name).fit(q, k) of the queries and keys it is meant for (a single pair has no fit)."
         )
@@ -307,7 +307,7 @@ def _derf_log_mse(x, y, num_features, *, projection, num_terms, A=None, query_tr
     if projection == "iid":
         return log_var - math.log(num_features)
     if jnp.shape(A)[-1:] not in ((), (1,)):
-        raise ValueError(
+        raise InputError(
             f"the closed form for projection={projection!r} needs one A for every coordinate (shape [..., 1]); "
             f"A has shape {jnp.shape(A)}."
         )

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rfa._validation import InputError
 from rfa.random_features.feature_maps import Estimator, Param, no_log, project, register_feature_map
 
 TAYLOR_MAX_DIM = 64  # 2145 features; d = 128 would need 8385 per head and token
@@ -45,7 +46,7 @@ def _taylor(x, W):
     del W  # deterministic: no projection
     d = x.shape[-1]
     if d > TAYLOR_MAX_DIM:
-        raise ValueError(
+        raise InputError(
             f"the taylor map on inputs of dimension d = {d} has 1 + d + d(d+1)/2 = {taylor_outputs(0, d)} features per "
             f"head and token, more than the {taylor_outputs(0, TAYLOR_MAX_DIM)} of d = {TAYLOR_MAX_DIM} "
             "(rfa.random_features.estimators.deterministic.TAYLOR_MAX_DIM): memory grows with d². Use a head "

@@ -14,6 +14,7 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
+from rfa._validation import InputError
 from rfa.random_features.closed_forms import Theory, log_one_minus_exp, pair_stats
 from rfa.random_features.estimators.softmax import cosine_log_moments
 from rfa.random_features.feature_maps import SAMPLED, Estimator, Param, no_log, project, register_feature_map
@@ -28,7 +29,7 @@ def _gaussian_trig(x, W):
 def _gaussian_cosine(x, W, *, phases):
     phases = jnp.asarray(phases, jnp.float32)
     if phases.shape != (W.shape[0],):
-        raise ValueError(f"phases must have shape [m] = ({W.shape[0]},), got {tuple(phases.shape)}.")
+        raise InputError(f"phases must have shape [m] = ({W.shape[0]},), got {tuple(phases.shape)}.")
     return no_log(math.sqrt(2.0 / W.shape[0]) * jnp.cos(project(x, W) + phases))
 
 

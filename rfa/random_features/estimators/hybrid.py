@@ -43,6 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rfa._validation import InputError
 from rfa.random_features.closed_forms import Theory, central_moments, log_one_minus_exp, mean_fourth_moment, pair_stats
 from rfa.random_features.feature_maps import (
     SAMPLED,
@@ -72,7 +73,7 @@ def _hybrid_terms(side: str, num_angular: int):
     def terms(x, W, *, angular):
         angular = jnp.asarray(angular, jnp.float32)
         if angular.shape != (num_angular, x.shape[-1]):
-            raise ValueError(
+            raise InputError(
                 f"angular must have shape [n, d] = ({num_angular}, {x.shape[-1]}) (this estimator has n = "
                 f"{num_angular}; rfa.random_features.estimators.hybrid.hybrid(n) makes another), "
                 f"got {tuple(angular.shape)}."
@@ -158,7 +159,7 @@ def hybrid(num_angular: int = 1) -> Estimator:
       ('hybrid_n2', 192)
     """
     if isinstance(num_angular, bool) or not isinstance(num_angular, int) or num_angular < 1:
-        raise ValueError(f"num_angular must be an integer >= 1, got {num_angular!r}.")
+        raise InputError(f"num_angular must be an integer >= 1, got {num_angular!r}.")
     return Estimator(
         "hybrid" if num_angular == 1 else f"hybrid_n{num_angular}",
         _hybrid_terms("query", num_angular),

@@ -22,6 +22,7 @@ import math
 import jax
 import jax.numpy as jnp
 
+from rfa._validation import InputError
 from rfa.random_features.feature_maps import LEARNED, Estimator, Param, no_log, project, register_feature_map
 
 
@@ -49,7 +50,7 @@ def _rfa_init(num_heads, num_features, dim):
 def _check_hedgehog_weight(weight):
     shape = jnp.shape(weight)
     if len(shape) < 2 or shape[-1] < 1:
-        raise ValueError(
+        raise InputError(
             f"hedgehog's weight must have shape [..., d, feature_dim] with feature_dim >= 1, got {tuple(shape)}."
         )
 

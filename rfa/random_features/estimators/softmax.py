@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import comb, logsumexp
 
-from rfa._validation import is_concrete
+from rfa._validation import InputError, is_concrete
 from rfa.random_features.closed_forms import (
     COUPLED_PROJECTIONS,
     Theory,
@@ -55,7 +55,7 @@ def check_gerf_parameter(A):
     """Raises a ValueError for a concrete ``A >= 1/8`` (infinite variance); returns ``A`` as float32."""
     # Checked before conversion: inside jit a Python float is concrete, jnp.asarray(A) is not.
     if is_concrete(A) and np.any(np.asarray(A) >= 0.125):
-        raise ValueError(f"A must be < 1/8 for GERF features (the variance is infinite otherwise), got {A}.")
+        raise InputError(f"A must be < 1/8 for GERF features (the variance is infinite otherwise), got {A}.")
     return jnp.asarray(A, jnp.float32)
 
 
