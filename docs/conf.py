@@ -40,6 +40,7 @@ myst_heading_anchors = 3
 # autodoc: members in source order, each documented once, on the module that defines it.
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
+autodoc_typehints_description_target = "documented"  # types for the arguments a docstring describes, no others
 autodoc_typehints_format = "short"
 autodoc_preserve_defaults = True
 autodoc_default_options = {"show-inheritance": True, "ignore-module-all": True}  # __all__ lists imported names too

@@ -49,17 +49,25 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
 
     Attributes:
       feature_map: a registered estimator name (``rfa.registered_feature_maps()``) or an ``rfa.Estimator``.
-      num_features: m, the projection's rows.
-      projection_kind, scaling: of the projection, as in ``rfa.sample_projection``.
-      renormalize, chunk_size: as in ``rfa.kernelized_attention``.
-      feature_params: the map's fixed parameters (Python numbers), as in ``rfa.kernelized_attention``.
+      num_features: m, the rows of the random projection W.
+      projection_kind: how W's directions are drawn: ``"orthogonal"``, ``"simplex"`` or ``"iid"``
+        (``rfa.sample_projection``'s ``kind``).
+      scaling: W's row norms: ``"chi"`` (rows marginally Gaussian: unbiased) or ``"sqrt_d"``.
+      renormalize: divide by the estimated normalizer, as ``rfa.kernelized_attention``.
+      chunk_size: tokens per chunk of the causal form, as ``rfa.kernelized_attention``.
+      feature_params: the map's fixed parameters (Python numbers), as ``rfa.kernelized_attention``.
       sequence_axis: a mesh axis: where the mesh set by ``jax.set_mesh`` has it, full-sequence calls run
         sequence-parallel along it.
 
-    The other fields are Flax's (``attention_fn`` and ``force_fp32_for_softmax`` raise ``TypeError``: there
-    is no softmax to replace; ``dropout_rate`` must be 0 in training, as there are no attention weights to
-    drop). Masks are Flax's (nonzero = attend): padding and causal ∧
-    padding are applied exactly, anything else raises (under ``jit`` when the compiled call runs).
+    Flax's fields, and what rfa does with each: ``num_heads``, ``qkv_features``, ``out_features``,
+    ``use_bias``, the initializers, ``normalize_qk`` and the ``*_dot_general`` hooks build the same projections
+    as Flax (the same parameter tree); ``dtype``, ``param_dtype`` and ``precision`` apply to the projections and
+    the attention's contractions (the cache's state stays float32); ``decode`` makes the cache the recurrent
+    state; ``dropout_rate`` must be 0 in training and ``broadcast_dropout``/``deterministic`` only decide that
+    (there are no attention weights to drop); ``attention_fn``, ``force_fp32_for_softmax`` and the attention
+    weights' einsum classes raise ``TypeError`` (there is no softmax and no weight matrix).
+    Masks are Flax's (nonzero = attend): padding and causal ∧ padding are applied exactly, anything else
+    raises (under ``jit`` when the compiled call runs).
 
     Example:
       >>> layer = rfa.linen.MultiHeadDotProductAttention(num_heads=4, qkv_features=32, num_features=64)
@@ -96,6 +104,11 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
             raise InputTypeError(
                 "force_fp32_for_softmax: kernelized attention has no softmax; set dtype or precision instead."
             )
+        if self.qk_attn_weights_einsum_cls is not None or self.attn_weights_value_einsum_cls is not None:
+            raise InputTypeError(
+                "qk_attn_weights_einsum_cls / attn_weights_value_einsum_cls: kernelized attention forms no attention "
+                "weights; its contractions follow precision."
+            )
         super().__post_init__()
 
     @nn.compact
@@ -126,7 +139,8 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
         dense = functools.partial(
             nn.DenseGeneral, axis=-1, dtype=self.dtype, param_dtype=self.param_dtype,
             features=(self.num_heads, head_dim), kernel_init=self.kernel_init, bias_init=self.bias_init,
-            use_bias=self.use_bias, precision=self.precision,
+            use_bias=self.use_bias, precision=self.precision, dot_general=self.qkv_dot_general,
+            dot_general_cls=self.qkv_dot_general_cls,
         )  # fmt: skip
         query, key, value = dense(name="query")(inputs_q), dense(name="key")(inputs_k), dense(name="value")(inputs_v)
         if self.normalize_qk:
@@ -137,7 +151,7 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
             features=self.out_features or inputs_q.shape[-1], axis=(-2, -1),
             kernel_init=self.out_kernel_init or self.kernel_init, bias_init=self.out_bias_init or self.bias_init,
             use_bias=self.use_bias, dtype=self.dtype, param_dtype=self.param_dtype, precision=self.precision,
-            name="out",
+            dot_general=self.out_dot_general, dot_general_cls=self.out_dot_general_cls, name="out",
         )(out)  # fmt: skip
 
     def _map_variables(self, fm: Estimator, head_dim: int) -> tuple[Array | None, dict]:

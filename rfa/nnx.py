@@ -56,19 +56,33 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
     """``flax.nnx.MultiHeadAttention`` whose attention is random-feature (kernelized) attention.
 
     Args:
-      num_heads, in_features, qkv_features, out_features, num_kv_heads, in_kv_features: as in
-        ``nnx.MultiHeadAttention``.
+      num_heads: the number of heads (Flax's).
+      in_features: the input's features (Flax's).
+      qkv_features: the features of q, k and v over all heads (Flax's; default ``in_features``).
+      out_features: the output's features (Flax's; default ``in_features``).
+      num_kv_heads: grouped-query attention (Flax's): each key/value head serves ``num_heads // num_kv_heads``
+        query heads, paired as Flax pairs them.
+      in_kv_features: the features of ``inputs_k`` and ``inputs_v`` (Flax's).
       feature_map: a registered estimator name (``rfa.registered_feature_maps()``) or an ``rfa.Estimator``.
-      num_features: m, the projection's rows.
-      projection_kind, scaling: of the projection, as in ``rfa.sample_projection``.
-      renormalize, chunk_size, feature_params: as in ``rfa.kernelized_attention`` (``feature_params``:
-        Python numbers shared by all heads).
+      num_features: m, the rows of the random projection W.
+      projection_kind: how W's directions are drawn: ``"orthogonal"``, ``"simplex"`` or ``"iid"``
+        (``rfa.sample_projection``'s ``kind``).
+      scaling: W's row norms: ``"chi"`` (rows marginally Gaussian: unbiased) or ``"sqrt_d"``.
+      renormalize: divide by the estimated normalizer, as ``rfa.kernelized_attention``.
+      chunk_size: tokens per chunk of the causal form, as ``rfa.kernelized_attention``.
+      feature_params: the map's fixed parameters, Python numbers shared by all heads, as
+        ``rfa.kernelized_attention``.
       sequence_axis: a mesh axis: where the mesh set by ``jax.set_mesh`` has it, full-sequence calls run
         sequence-parallel along it.
       rngs: ``params`` initializes the weights (the same ones as ``nnx.MultiHeadAttention`` from the same
         ``rngs``, and every later layer's too); W is drawn from :func:`projection_key`.
-      **kwargs: the other keywords of ``nnx.MultiHeadAttention`` (``dtype``, ``decode``, ``dropout_rate``
-        (0 only: there are no attention weights to drop), ``normalize_qk``, ``kernel_init``, ...).
+      **kwargs: Flax's other keywords, passed to ``nnx.MultiHeadAttention``. What rfa does with each:
+        ``decode`` makes the cache the recurrent state (given here or in the call, as Flax requires);
+        ``dtype``, ``param_dtype``, ``precision`` apply to the projections and the attention's contractions
+        (the state stays float32); ``normalize_qk``, ``use_bias``, the initializers, the ``*_promote_dtype``
+        and ``*_dot_general`` hooks, ``keep_rngs`` and the metadata act on the projections as in Flax;
+        ``dropout_rate`` must be 0 in training and ``broadcast_dropout``/``deterministic`` only decide that
+        (there are no attention weights to drop); ``attention_fn`` raises ``TypeError``.
 
     Masks are Flax's (nonzero = attend): padding and causal ∧ padding are applied exactly, and anything
     else raises (under ``jit`` when the compiled call runs; see :mod:`rfa.attention.masks`).
@@ -274,10 +288,14 @@ class DeltaNet(_StateLayer):
     and the convolution's last inputs: O(1) per token at any position.
 
     Args:
-      num_heads, in_features, out_features: as in ``nnx.MultiHeadAttention``.
+      num_heads: the number of heads, as in ``nnx.MultiHeadAttention``.
+      in_features: the input's features.
+      out_features: the output's features (default ``in_features``).
       gated: Gated DeltaNet (a learned decay and output gate) or DeltaNet.
       chunk_size: tokens per chunk of the chunked form.
-      decode, dtype, rngs: as in ``nnx.MultiHeadAttention``.
+      decode: with True the call continues the cached state (``init_cache`` first), as Flax's ``decode``.
+      dtype: the computation dtype of the projections (the state stays float32).
+      rngs: ``params`` initializes the weights.
 
     Example:
       >>> layer = rfa.nnx.DeltaNet(4, 32, rngs=nnx.Rngs(0))
@@ -302,11 +320,16 @@ class GatedLinearAttention(_StateLayer):
     Hardware-Efficient Training", ICML 2024, with a full-rank gate), normalized as rfa's kernelized attention.
 
     Args:
-      num_heads, in_features, out_features: as in ``nnx.MultiHeadAttention``.
+      num_heads: the number of heads, as in ``nnx.MultiHeadAttention``.
+      in_features: the input's features.
+      out_features: the output's features (default ``in_features``).
       feature_map: the map φ, a registered estimator (default elu+1, as GLA); one with a projection draws it from
         ``rngs`` and is redrawn by :func:`redraw` like every rfa layer's.
       num_features: m of a map that takes one.
-      chunk_size, decode, dtype, rngs: as in :class:`DeltaNet`.
+      chunk_size: tokens per chunk of the chunked form.
+      decode: with True the call continues the cached state (``init_cache`` first), as Flax's ``decode``.
+      dtype: the computation dtype of the projections (the state stays float32).
+      rngs: ``params`` initializes the weights (and the projection of a map that has one).
 
     Example:
       >>> layer = rfa.nnx.GatedLinearAttention(4, 32, rngs=nnx.Rngs(0))

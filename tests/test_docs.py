@@ -50,6 +50,11 @@ def test_the_site_builds_without_warnings_and_documents_the_api(tmp_path):
     for page, html in api.items():  # no reStructuredText markup left as text (help texts are shown as written)
         text = re.sub(r"<[^>]+>", "", html)
         assert not re.search(r"``|:(mod|func|class|data|meth):`", text), f"{page}: raw markup in the rendered text"
+        assert "(*args, **kwargs)" not in text, f"{page}: a class shown without its constructor's signature"
+        assert not re.search(r"\w+ \(\w+,\)", text), f"{page}: arguments grouped on one line render as a type"
+    layer = " ".join(re.sub(r"<[^>]+>", "", api["rfa"].split('id="rfa.nnx.MultiHeadAttention"')[1][:3000]).split())
+    assert "MultiHeadAttention(num_heads, in_features, qkv_features=None" in layer
+    assert "feature_map='positive', num_features=256" in layer
     for page in ("index", "tour", "changelog", "references", "howto/estimator", "results/benchmarks"):
         assert (tmp_path / f"{page}.html").exists(), page
 

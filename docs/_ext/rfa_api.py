@@ -194,8 +194,22 @@ def _every_document(app, env, added, changed, removed) -> list[str]:
     return sorted(env.found_docs - set(added) - set(changed) - set(removed))
 
 
+def _constructor_signature(app, what, name, obj, options, signature, return_annotation):
+    """A Flax NNX module's signature from its ``__init__``: ``nnx.Module``'s metaclass defines ``__call__(*args,
+    **kwargs)``, which autodoc would otherwise show for every NNX class."""
+    if what != "class" or signature != "(*args, **kwargs)":
+        return None
+    init = next(c.__init__ for c in obj.__mro__ if "__init__" in vars(c))  # the constructor the class inherits
+    if init is object.__init__:
+        return "()", return_annotation
+    parameters = list(inspect.signature(init).parameters.values())[1:]  # without self
+    plain = [p.replace(annotation=inspect.Parameter.empty) for p in parameters]  # types: in the description
+    return str(inspect.Signature(plain)), return_annotation
+
+
 def setup(app):
     app.connect("env-get-outdated", _every_document)
+    app.connect("autodoc-process-signature", _constructor_signature)
     app.add_directive("package-modules", PackageModulesDirective)
     app.add_directive("exported-names", ExportedNamesDirective)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

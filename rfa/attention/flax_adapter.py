@@ -306,8 +306,11 @@ def make_attention_fn(
       num_features: m, rows of the projection.
       head_dim: d_k of the attention heads (``qkv_features // num_heads``).
       key: PRNG key of the first projection draw (not needed for deterministic maps).
-      projection_kind, scaling: as in ``rfa.sample_projection``.
-      renormalize, chunk_size, feature_params: as in ``rfa.kernelized_attention``.
+      projection_kind: how W's directions are drawn (``rfa.sample_projection``'s ``kind``).
+      scaling: W's row norms (``rfa.sample_projection``'s ``scaling``).
+      renormalize: as in ``rfa.kernelized_attention``.
+      chunk_size: as in ``rfa.kernelized_attention``.
+      feature_params: as in ``rfa.kernelized_attention``.
       num_heads: for maps with learned parameters (hedgehog, rfa): one set per head; None shares one
         set among all heads. They are ``nnx.Param`` s of the module, trained with the model.
       sequence_axis: a mesh axis; where the mesh set by ``jax.set_mesh`` has it (size > 1), every call runs

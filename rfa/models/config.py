@@ -114,7 +114,8 @@ class EncoderConfig:
         on the logits: exact softmax only) or ``"rotary"`` (applied to q and k before any
         feature map, so kernelized attention can use it).
       max_length: longest sequence (learned positions, Linformer's projections, decoding caches).
-      relative_buckets, relative_max_distance: buckets of the relative bias (T5-style).
+      relative_buckets: the number of buckets of the relative bias (T5-style).
+      relative_max_distance: the distance from which the relative bias's buckets are all the last one.
       dtype: computation dtype; parameters are float32.
       encoder_attention: the attention of the encoder's self-attention sites: one :class:`AttentionConfig` for
         every layer, or a tuple of them cycled over the layers (a hybrid stack: layer i takes entry
@@ -226,9 +227,10 @@ class TransformerConfig(EncoderConfig):
         are rotated either way. True needs ``positional="rotary"``.
       pooling: encoder classifier pooling, ``"mean"`` over unpadded tokens or ``"cls"`` (first token).
       pad_id: the padding token.
-      decoder_attention, cross_attention: the attention of the decoder's self-attention and cross-attention, each
-        one :class:`AttentionConfig` or a tuple cycled over the layers (a hybrid stack, e.g. three
-        ``"gated_deltanet"`` layers to one ``"softmax"``, Qwen3-Next's ratio).
+      decoder_attention: the attention of the decoder's self-attention sites: one :class:`AttentionConfig` or a
+        tuple cycled over the layers (a hybrid stack, e.g. three ``"gated_deltanet"`` layers to one
+        ``"softmax"``, Qwen3-Next's ratio).
+      cross_attention: the attention of the decoder's cross-attention sites, in the same form.
     """
 
     vocab_size: int

@@ -293,9 +293,20 @@ def test_attention_weight_dropout_and_a_custom_attention_fn_are_refused():
 def test_linen_and_nnx_refuse_what_flax_would_not_do_silently():
     """A custom attention_fn or force_fp32_for_softmax raises in Linen as attention_fn does in NNX; a call without
     ``decode`` anywhere raises as Flax's does; a redraw rng without ``mutable`` raises instead of keeping W."""
-    for fields in ({"attention_fn": lambda *a, **k: None}, {"force_fp32_for_softmax": True}):
-        with pytest.raises(TypeError, match=r"attention_fn|no softmax"):
+    for fields in ({"attention_fn": lambda *a, **k: None}, {"force_fp32_for_softmax": True},
+                   {"qk_attn_weights_einsum_cls": lambda: jnp.einsum}):  # fmt: skip
+        with pytest.raises(TypeError, match=r"attention_fn|no softmax|no attention weights"):
             rfa.linen.MultiHeadDotProductAttention(num_heads=HEADS, **fields)
+    calls = []
+
+    def counted(*args, **kwargs):  # Flax's dot_general hook reaches rfa's projections, as it reaches Flax's
+        calls.append(1)
+        return jax.lax.dot_general(*args, **kwargs)
+
+    hooked = rfa.linen.MultiHeadDotProductAttention(num_heads=HEADS, num_features=16, qkv_dot_general=counted,
+                                                    out_dot_general=counted)  # fmt: skip
+    hooked.init(jax.random.key(0), X)
+    assert len(calls) == 4  # query, key, value, out
     flax_layer = nnx.MultiHeadAttention(HEADS, F, rngs=nnx.Rngs(0))
     with pytest.raises(ValueError, match="No `decode` argument") as flax_error:
         flax_layer(X)

@@ -38,7 +38,8 @@ class Call:
     Attributes:
       q, k, v: ``[batch..., length, heads, d]`` as given.
       projection: ``W [m, d_k]`` or None.
-      keep_keys, keep_queries: ``[batch..., heads or 1, length]`` bools of the mask's key and query padding, or None.
+      keep_keys: ``[batch..., heads or 1, length]`` bools of the keys the mask keeps (its key padding), or None.
+      keep_queries: ``[batch..., heads or 1, length]`` bools of the queries the mask keeps, or None.
       log_decay: float32 log-decays broadcastable to ``[batch..., q_len, heads]`` (one per token), or of as many
         axes as q, ``[batch..., q_len, heads, F or 1]`` (one per feature), or None.
       initial_state: the state earlier keys left, or None.
@@ -47,7 +48,9 @@ class Call:
       fm: the estimator.
       is_causal: the caller's causal flag (the sequence-parallel mode reads it; the others are the mode).
       stateful: a state is read or returned: the map's parameters must be fixed, not fitted to the call.
-      renormalize, chunk_size, precision: as in :func:`rfa.kernelized_attention`.
+      renormalize: as in :func:`rfa.kernelized_attention`.
+      chunk_size: as in :func:`rfa.kernelized_attention`.
+      precision: as in :func:`rfa.kernelized_attention`.
       sequence_axis: the mesh axis splitting the sequence, or None.
     """
 
