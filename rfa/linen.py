@@ -57,7 +57,9 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
       chunk_size: tokens per chunk of the causal form, as ``rfa.kernelized_attention``.
       feature_params: the map's fixed parameters (Python numbers), as ``rfa.kernelized_attention``.
       sequence_axis: a mesh axis: where the mesh set by ``jax.set_mesh`` has it, full-sequence calls run
-        sequence-parallel along it.
+        sequence-parallel along it (with Flax's masks too).
+      is_causal: causal self-attention without a mask (the chunked causal form), as ``is_causal=True`` in
+        ``rfa.kernelized_attention``; Flax's causal mask does the same.
 
     Flax's fields, and what rfa does with each: ``num_heads``, ``qkv_features``, ``out_features``,
     ``use_bias``, the initializers, ``normalize_qk`` and the ``*_dot_general`` hooks build the same projections
@@ -92,6 +94,7 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
     chunk_size: int = 64
     feature_params: dict | None = None
     sequence_axis: str | None = None
+    is_causal: bool = False
 
     def __post_init__(self):
         if self.attention_fn is not nn.dot_product_attention:
@@ -163,8 +166,16 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
                 'rngs={"random_features": key} redraws W only with mutable=["random_features"] (the new W is '
                 "returned in the updated variables); without it the call would keep the old W."
             )
+        missing = [name for name in names if not self.has_variable(RANDOM_FEATURES, name)]
+        if missing and not self.is_initializing() and not redraw:
+            raise InputError(
+                f"the variables hold no {RANDOM_FEATURES}/{missing[0]}: the random projection W is a variable beside "
+                f"params; apply with every collection init returned ({{'params': ..., '{RANDOM_FEATURES}': ...}}, "
+                "and save and restore both), or draw a new W with "
+                f"rngs={{'{RANDOM_FEATURES}': key}}, mutable=['{RANDOM_FEATURES}']."
+            )
         drawn = {}
-        if names and (redraw or not all(self.has_variable(RANDOM_FEATURES, name) for name in names)):
+        if names and (redraw or missing):
             key = self.make_rng(RANDOM_FEATURES if self.has_rng(RANDOM_FEATURES) else "params")
             W, sampled = fm.draw(key, self.num_features, head_dim, kind=self.projection_kind, scaling=self.scaling)
             drawn = {"projection": W, **sampled}
@@ -190,7 +201,8 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
         options = dict(feature_map=fm, projection=projection, feature_params=params or None,
                        renormalize=self.renormalize, chunk_size=self.chunk_size, precision=self.precision)  # fmt: skip
         if not self.decode:
-            return attention_over(self.sequence_axis)(query, key, value, mask=mask, **options)
+            return attention_over(self.sequence_axis)(query, key, value, mask=mask, is_causal=self.is_causal,
+                                                      **options)  # fmt: skip
         initialized = self.has_variable("cache", "state")
         batch = query.shape[:-3]
         state = self.variable("cache", "state", lambda: empty_state(fm, self.num_features, head_dim, batch,

@@ -77,6 +77,25 @@ with jax.set_mesh(mesh):
     split = forward(layer, x)
     lowered = jax.jit(lambda x: layer(x, is_causal=True)).lower(x).as_text()
 report["layer"] = {"error": errors(split, alone), "collectives": "all_gather" in lowered or "all-gather" in lowered}
+valid = jnp.asarray(keep)
+linen = rfa.linen.MultiHeadDotProductAttention(num_heads=H, num_features=M, sequence_axis="seq")
+variables = linen.init(jax.random.key(1), x)
+builders = {"causal_padding": lambda valid: nnx.combine_masks(nnx.make_causal_mask(valid),
+                                                              nnx.make_attention_mask(valid, valid)),
+            "padding": lambda valid: nnx.make_attention_mask(valid, valid)}
+for name, build in builders.items():
+    nnx_step = nnx.jit(lambda layer, x, valid: layer(x, mask=build(valid)))
+    linen_step = jax.jit(lambda x, valid: linen.apply(variables, x, mask=build(valid)))
+    alone = nnx_step(layer, x, valid), linen_step(x, valid)
+    with jax.set_mesh(mesh):
+        split = nnx_step(layer, x, valid), linen_step(x, valid)
+        lowered = jax.jit(lambda x, valid: linen.apply(variables, x, mask=build(valid))).lower(x, valid).as_text()
+    report[f"flax_mask/{name}"] = {"nnx": errors(split[0], alone[0]), "linen": errors(split[1], alone[1]),
+                                   "collectives": "all_gather" in lowered or "all-gather" in lowered}
+linen_causal = linen.clone(is_causal=True)
+alone = linen_causal.apply(variables, x)
+with jax.set_mesh(mesh):
+    report["linen_is_causal"] = errors(jax.jit(lambda x: linen_causal.apply(variables, x))(x), alone)
 report["errors"] = {
     "indivisible": message(lambda: sequence_parallel_attention(q[:, :30], k[:, :30], v[:, :30], mesh=mesh,
                                                                axis="seq", **options)),
@@ -85,8 +104,8 @@ report["errors"] = {
     "no_axis": message(lambda: sequence_parallel_attention(q, k, v, mesh=mesh, axis="sequence", **options)),
     "no_mesh": message(lambda: sequence_parallel_attention(q, k, v, axis="seq", **options)),
     "outside_shard_map": message(lambda: rfa.kernelized_attention(q, k, v, sequence_axis="seq", **options)),
-    "dense_mask": message(lambda: sequence_parallel_attention(
-        q, k, v, mesh=mesh, axis="seq", mask=jnp.tril(jnp.ones((L, L), bool)), **options)),
+    "sliding_window": message(lambda: sequence_parallel_attention(
+        q, k, v, mesh=mesh, axis="seq", mask=jnp.tril(jnp.triu(jnp.ones((L, L), bool), -3)), **options)),
 }
 from rfa.attention import delta_rule_attention
 unit_q, unit_k = (x / jnp.linalg.norm(x, axis=-1, keepdims=True) for x in (q, k))
@@ -155,4 +174,15 @@ def test_sequence_parallel_bad_input_says_what_to_do(report):
     assert "log_decay must be <= 0" in messages["positive_decay"]
     assert "its axes are () (no mesh (pass mesh= or call inside jax.set_mesh))" in messages["no_mesh"]
     assert "sequence_axis='seq' names no mesh axis of an enclosing jax.shard_map" in messages["outside_shard_map"]
-    assert "mask must be key padding of this block" in messages["dense_mask"]
+    assert "lower-triangular but not causal" in messages["sliding_window"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mask", ["causal_padding", "padding"])
+def test_the_nnx_and_linen_layers_run_sequence_parallel_with_flax_masks(report, mask):
+    """Flax's own masks (causal ∧ padding, query ⊗ key padding, built inside the jitted step) through both layers
+    on 8 devices equal one device; the Linen layer's is_causal too."""
+    errors = report[f"flax_mask/{mask}"]
+    assert errors["collectives"], "the Linen layer did not run sequence-parallel under jax.set_mesh"
+    assert errors["nnx"] < 1e-5 and errors["linen"] < 1e-5, errors
+    assert report["linen_is_causal"] < 1e-5

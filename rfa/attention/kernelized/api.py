@@ -15,7 +15,7 @@ from rfa.attention.kernelized.causal import causal
 from rfa.attention.kernelized.prepare import Call, check_call, check_decay_sign, fixed_params_message
 from rfa.attention.kernelized.relative import relative
 from rfa.attention.kernelized.sequence_parallel import check_key_padding, sequence_parallel
-from rfa.attention.masks import CAUSAL, PADDING, UNSUPPORTED, MaskPlan, unsupported_message
+from rfa.attention.masks import CAUSAL, PADDING, UNSUPPORTED, MaskPlan, plan_mask, unsupported_message
 from rfa.attention.state import RecurrentState
 from rfa.checks import check_finite, raise_if
 from rfa.random_features.feature_maps import Estimator
@@ -170,6 +170,32 @@ def attention_over(sequence_axis: str | None):
     return kernelized_attention
 
 
+def _dense_mask_sequence_parallel(q, k, v, *, mask, return_state: bool, **arguments):
+    """:func:`sequence_parallel_attention` with a dense mask of Flax's (query ⊗ key padding, causal ∧ padding),
+    reduced on the global arrays to the key padding, the causal flag its pattern selects (at run time under
+    ``jit``, by ``lax.switch``; any other pattern raises as in :func:`kernelized_attention`) and the queries kept
+    (a padded query outputs 0, its input zeroed first)."""
+    plan = plan_mask(mask, q, k, is_causal=arguments.pop("is_causal", False))
+    keep_q = None
+    if plan.keep_queries is not None:  # [batch..., heads or 1, L] -> [batch..., L, heads or 1, 1]
+        keep_q = jnp.swapaxes(plan.keep_queries, -1, -2)[..., None]
+        q = jnp.where(keep_q, q, 0)
+
+    def attend(causal: bool):
+        return sequence_parallel_attention(q, k, v, mask=plan.keep_keys[..., None, :], is_causal=causal,
+                                           return_state=True, **arguments)  # fmt: skip
+
+    if isinstance(plan.pattern, int):
+        out, state = attend(plan.pattern == CAUSAL)
+    else:
+        shape, found = plan.found
+        raise_if(plan.pattern == UNSUPPORTED, lambda found: unsupported_message(shape, found), values=(found,))
+        out, state = jax.lax.switch(jnp.minimum(plan.pattern, CAUSAL), [lambda: attend(False), lambda: attend(True)])
+    if keep_q is not None:
+        out = jnp.where(keep_q, out, 0).astype(out.dtype)
+    return (out, state) if return_state else out
+
+
 def _token_spec(fm, name: str, value, axis: str):
     """The spec of a map parameter: split along the length if it is per token (``fm.token_params``), else replicated."""
     spec = jax.sharding.PartitionSpec
@@ -195,7 +221,9 @@ def sequence_parallel_attention(
         sequence and mask the padding otherwise).
       axis: the mesh axis the sequence is split along; device order along it is sequence order.
       mesh: a ``jax.sharding.Mesh`` with the axis ``axis``; None takes the mesh set by ``jax.set_mesh``.
-      mask: None or key padding broadcastable to ``[batch..., heads, 1, L]``.
+      mask: None, key padding broadcastable to ``[batch..., heads, 1, L]``, or a dense mask of Flax's
+        (``[batch..., heads, L, L]``: query ⊗ key padding or causal ∧ padding, which sets the causal form; other
+        patterns raise, as in ``rfa.kernelized_attention``).
       log_decay: ``[batch..., L, heads]`` (causal).
       projection, feature_params: as in ``rfa.kernelized_attention``; a per-token parameter (the map's
         ``token_params`` with a length axis, e.g. rfa's ``key_log_weight [batch..., heads, L]``) is split
@@ -221,6 +249,12 @@ def sequence_parallel_attention(
             "the mesh set by jax.set_mesh" if mesh.axis_names else "no mesh (pass mesh= or call inside jax.set_mesh)"
         )
         raise InputError(f"mesh has no axis {axis!r}; its axes are {tuple(mesh.axis_names)} ({where}).")
+    if mask is not None and jnp.ndim(mask) >= 2 and jnp.shape(mask)[-2] != 1:  # Flax's dense masks
+        return _dense_mask_sequence_parallel(
+            q, k, v, axis=axis, mesh=mesh if given_mesh else None, mask=mask, log_decay=log_decay,
+            projection=projection, feature_params=feature_params, initial_state=initial_state,
+            return_state=return_state, **options,
+        )  # fmt: skip
     check_key_padding(mask)
     if mask is not None:  # the values' checks, on the global arrays: none can run inside shard_map (rfa.checks)
         mask = as_bool_mask(mask)
