@@ -28,6 +28,8 @@ from rfa.attention.flax_adapter import KernelizedAttention, refuse_attention_wei
 from rfa.attention.flax_cache import cross_attention_step, empty_state, self_attention_step
 from rfa.attention.masks import UNSUPPORTED, plan_mask, unsupported_message
 from rfa.checks import raise_if
+from rfa.layer_checkpoints import restore as restore  # rfa.nnx.restore
+from rfa.layer_checkpoints import save as save  # rfa.nnx.save
 from rfa.models.config import AttentionConfig, EncoderConfig
 from rfa.models.cores import KernelizedCore, core_class
 from rfa.models.delta_rule import DeltaRuleCore

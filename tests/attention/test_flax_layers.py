@@ -319,3 +319,25 @@ def test_linen_and_nnx_refuse_what_flax_would_not_do_silently():
         layer.apply(variables, X, rngs={"random_features": jax.random.key(1)})
     redrawn = layer.apply(variables, X, rngs={"random_features": jax.random.key(1)}, mutable=["random_features"])
     assert not np.allclose(redrawn[1]["random_features"]["projection"], variables["random_features"]["projection"])
+
+
+def test_rfa_nnx_save_and_restore_keep_the_projection_and_refuse_a_checkpoint_of_parameters_only(tmp_path):
+    """The documented round trip restores outputs exactly into a model built from another seed; a checkpoint of
+    ``nnx.state(model, nnx.Param)`` (which silently changed outputs: the fresh model keeps its own W) is refused
+    with what to do. Linen's variables without ``random_features`` are refused likewise."""
+    model = nnx_block()
+    assert nnx.jit(rfa.nnx.redraw)(model, jax.random.key(5)) == 2
+    forward = nnx.jit(lambda model: model(TOKENS, MEMORY, mask=CAUSAL))
+    rfa.nnx.save(tmp_path / "full", model)
+    restored = nnx_block()  # its own W, drawn from the construction seed
+    rfa.nnx.restore(tmp_path / "full", restored)
+    np.testing.assert_array_equal(forward(restored), forward(model))
+    checkpointer = ocp.StandardCheckpointer()
+    checkpointer.save(tmp_path / "params", nnx.state(model, nnx.Param))
+    checkpointer.wait_until_finished()
+    with pytest.raises(rfa.InputError, match=r"holds no random projection .*save with rfa.nnx.save"):
+        rfa.nnx.restore(tmp_path / "params", nnx_block())
+    layer = rfa.linen.MultiHeadDotProductAttention(num_heads=HEADS, num_features=16)
+    variables = layer.init(jax.random.key(0), X)
+    with pytest.raises(rfa.InputError, match="the variables hold no random_features/projection"):
+        layer.apply({"params": variables["params"]}, X)
