@@ -17,12 +17,17 @@ estimator stays unbiased:
 
 For m > d the blocks are independent (a new R and new norms each) and the first m rows are kept.
 ``scaling="sqrt_d"`` fixes every norm to sqrt(d) instead (the regularized variant).
+
+Each kind is a :class:`ProjectionKind` in :data:`PROJECTION_KINDS`, the table ``sample_projection`` reads;
+:func:`register_projection_kind` adds one (the how-to "Your own projection kind" adds quasi-Monte-Carlo rows).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -30,8 +35,46 @@ import numpy as np
 
 from rfa._validation import InputError, InputTypeError, check_choice, check_key, check_positive_int
 
-PROJECTION_KINDS = ("orthogonal", "iid", "simplex")
 ROW_SCALINGS = ("chi", "sqrt_d")
+
+
+@dataclasses.dataclass(frozen=True)
+class ProjectionKind:
+    """How the rows of W are drawn, before the scaling sets their norms.
+
+    Attributes:
+      name: the ``kind`` of :func:`sample_projection`.
+      rows: ``rows(key, num_features, dim) -> [num_features, dim]`` float32, traceable under ``jit``.
+      gaussian: True when each row is marginally N(0, I_d) (its norm chi(d)): ``"chi"`` keeps the rows as they
+        are and ``"sqrt_d"`` rescales them; False when the rows are unit directions, which either scaling
+        multiplies by its norms.
+    """
+
+    name: str
+    rows: Callable[[jax.Array, int, int], jax.Array]
+    gaussian: bool
+
+
+PROJECTION_KINDS: dict[str, ProjectionKind] = {}
+
+
+def register_projection_kind(name: str, rows: Callable[[jax.Array, int, int], jax.Array], *, gaussian: bool):
+    """Adds a projection kind: ``sample_projection(..., kind=name)``, the Flax layers' ``projection_kind`` and the
+    models' ``AttentionConfig.projection`` then accept it. Every estimator stays unbiased when each row is
+    marginally N(0, I_d) under ``"chi"`` (``gaussian=True`` rows, or unit directions uniform on the sphere).
+    Closed-form MSEs (``rfa.theory``) stay those of the kinds each estimator lists.
+
+    Example:
+      >>> rfa.random_features.projections.register_projection_kind(
+      ...     "iid_antithetic", lambda key, m, d: jnp.concatenate(
+      ...         [rows := jax.random.normal(key, (-(-m // 2), d)), -rows])[:m], gaussian=True)
+      >>> W = rfa.sample_projection(jax.random.key(0), 4, 3, kind="iid_antithetic")
+      >>> bool(jnp.allclose(W[0], -W[2]))
+      True
+    """
+    if name in PROJECTION_KINDS:
+        raise InputError(f"projection kind {name!r} is already registered.")
+    PROJECTION_KINDS[name] = ProjectionKind(name, rows, gaussian)
 
 
 def _haar_rotations(key: jax.Array, num_blocks: int, dim: int) -> jax.Array:
@@ -69,19 +112,37 @@ def _check_dtype(dtype):
         raise InputTypeError(f"dtype must be a floating dtype, got {dtype}.")
 
 
+def _iid_rows(key, num_features: int, dim: int) -> jax.Array:
+    return jax.random.normal(key, (num_features, dim), jnp.float32)
+
+
+def _block_rows(directions: Callable[[int], jax.Array] | None):
+    """Rows of independent blocks of ``d`` unit directions, each block a Haar-random rotation of ``directions(d)``
+    (None: the identity, i.e. orthonormal rows)."""
+
+    def rows(key, num_features: int, dim: int) -> jax.Array:
+        blocks = _haar_rotations(key, math.ceil(num_features / dim), dim)
+        if directions is not None:
+            blocks = jnp.asarray(directions(dim), jnp.float32) @ blocks
+        return blocks.reshape(-1, dim)[:num_features]
+
+    return rows
+
+
+register_projection_kind("orthogonal", _block_rows(None), gaussian=False)
+register_projection_kind("iid", _iid_rows, gaussian=True)
+register_projection_kind("simplex", _block_rows(simplex_vertices), gaussian=False)
+
+
 @functools.partial(jax.jit, static_argnames=("num_features", "dim", "kind", "scaling", "dtype"))
 def _sample(key, num_features, dim, kind, scaling, dtype):
     direction_key, norm_key = jax.random.split(key)
-    if kind == "iid":
-        rows = jax.random.normal(direction_key, (num_features, dim), jnp.float32)
+    projection_kind = PROJECTION_KINDS[kind]
+    rows = projection_kind.rows(direction_key, num_features, dim)
+    if projection_kind.gaussian:
         if scaling == "chi":
             return rows.astype(dtype)
         rows = rows / jnp.linalg.norm(rows, axis=-1, keepdims=True)
-    else:
-        blocks = _haar_rotations(direction_key, math.ceil(num_features / dim), dim)
-        if kind == "simplex":
-            blocks = jnp.asarray(simplex_vertices(dim), jnp.float32) @ blocks
-        rows = blocks.reshape(-1, dim)[:num_features]
     if scaling == "chi":
         norms = jnp.linalg.norm(jax.random.normal(norm_key, (num_features, dim), jnp.float32), axis=-1)
     else:
@@ -105,8 +166,8 @@ def sample_projection(
       num_features: m, the number of random vectors (rows of W). May exceed ``dim``: orthogonal
         and simplex rows are then stacked from ``ceil(m / dim)`` independent blocks.
       dim: d, the dimension of the inputs the features are computed from (>= 2 for simplex).
-      kind: ``"orthogonal"`` (block-orthogonal rows), ``"simplex"`` (block-simplex rows) or
-        ``"iid"`` (independent rows); see the module docstring.
+      kind: ``"orthogonal"`` (block-orthogonal rows), ``"simplex"`` (block-simplex rows), ``"iid"``
+        (independent rows), or a kind added by :func:`register_projection_kind`; see the module docstring.
       scaling: row norms; ``"chi"`` makes every row marginally N(0, I_d) (unbiased estimators),
         ``"sqrt_d"`` fixes every norm to sqrt(d).
       dtype: floating dtype of the result; sampling runs in float32.

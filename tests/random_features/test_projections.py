@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import rfa
+from rfa.random_features import projections
 from rfa.random_features.projections import simplex_vertices
 
 
@@ -93,3 +94,23 @@ def test_phases_are_uniform_on_circle():
     b = np.asarray(rfa.sample_phases(jax.random.key(0), 20000))
     assert b.min() >= 0.0 and b.max() < 2 * np.pi
     np.testing.assert_allclose(b.mean(), np.pi, atol=0.05)
+
+
+def test_a_registered_kind_is_sampled_with_either_scaling_and_named_once():
+    """A kind of Gaussian rows (here: every row the same draw, so the registry's use of the rows shows) keeps them
+    under chi and rescales them under sqrt_d; a name is registered once, and an unknown one is refused."""
+    name = "test_repeated_row"
+    projections.register_projection_kind(
+        name, lambda key, m, d: jnp.broadcast_to(jax.random.normal(key, (d,)), (m, d)), gaussian=True
+    )
+    try:
+        W = rfa.sample_projection(jax.random.key(0), 5, 4, kind=name)
+        assert bool(jnp.all(W[0] == W)) and float(jnp.std(W[0])) > 0
+        S = rfa.sample_projection(jax.random.key(0), 5, 4, kind=name, scaling="sqrt_d")
+        np.testing.assert_allclose(S, W / jnp.linalg.norm(W[0]) * 2.0, rtol=1e-6)
+        with pytest.raises(rfa.InputError, match="already registered"):
+            projections.register_projection_kind(name, lambda key, m, d: None, gaussian=True)
+    finally:
+        del projections.PROJECTION_KINDS[name]
+    with pytest.raises(rfa.InputError, match="kind must be one of"):
+        rfa.sample_projection(jax.random.key(0), 5, 4, kind=name)
