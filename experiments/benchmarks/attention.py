@@ -73,6 +73,7 @@ from absl import flags
 
 import rfa
 from experiments.benchmarks.common import environment, memory_bytes, run_once, timing_summary
+from experiments.benchmarks.guard import warn_against_committed
 from experiments.cli import run_main
 from experiments.report import markdown_table, output_path, write_json
 
@@ -388,8 +389,9 @@ def main(argv):
     if peak is not None:
         print("\n" + flops_table(results, peak))
     output = output_path(_OUTPUT.value, _WORKDIR.value, f"benchmark_attention_{env['backend']}.json")
-    write_json(output, {"environment": env, "config": config(), "matmul_peak": peak, "results": results,
-                        "estimators": estimators})  # fmt: skip
+    data = {"environment": env, "config": config(), "matmul_peak": peak, "results": results, "estimators": estimators}
+    write_json(output, data)
+    warn_against_committed(output, data, env["backend"])
     print(f"\nwrote {output}")
 
 

@@ -26,6 +26,7 @@ from flax import nnx
 
 import rfa
 from experiments.benchmarks.common import environment
+from experiments.benchmarks.guard import warn_against_committed
 from experiments.cli import run_main
 from experiments.report import markdown_table, output_path, write_json
 from rfa.models import AttentionConfig
@@ -100,13 +101,15 @@ def main(argv):
             for name, t in results.items()]  # fmt: skip
     print(markdown_table(["workload", "without checks (ms)", "with checks (ms)", "ratio"], rows))
     output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_checks.json")
-    write_json(output, {
+    data = {
         "shapes": f"batch {B}, length {_LENGTH.value}, {H} heads of {D}, m = {M}",
         "environment": environment(),
         "seconds": results,
         "ratio_with_vs_without": {name: t["with"] / t["without"] for name, t in results.items()},
-    })  # fmt: skip
+    }
+    write_json(output, data)
     print(f"\nwrote {output}")
+    warn_against_committed(output, data)
 
 
 if __name__ == "__main__":

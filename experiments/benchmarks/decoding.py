@@ -21,6 +21,7 @@ import numpy as np
 from absl import flags
 from flax import nnx
 
+from experiments.benchmarks.guard import warn_against_committed
 from experiments.cli import run_main
 from experiments.report import markdown_table, output_path, write_json
 from rfa.models import AttentionConfig, Decoder, preset
@@ -104,6 +105,7 @@ def main(argv):
     output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_decoding.json")
     write_json(output, summary)
     print(f"\nwrote {output}")
+    warn_against_committed(output, summary)
 
 
 if __name__ == "__main__":

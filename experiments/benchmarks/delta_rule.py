@@ -26,6 +26,7 @@ from absl import flags
 
 import rfa
 from experiments.benchmarks.common import environment, loglog_figure, memory_bytes, run_once, slope, timing_summary
+from experiments.benchmarks.guard import warn_against_committed
 from experiments.cli import run_main
 from experiments.report import markdown_table, output_path, write_report
 
@@ -113,7 +114,9 @@ def main(argv):
         loglog_figure(curves, path, xlabel="L", ylabel="forward + backward (ms)",
                       title="causal attention, [1, L, 8, 64]: the delta rule vs GLA and exact")  # fmt: skip
 
-    write_report(output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_delta_rule.json"), results, text, plot)
+    output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_delta_rule.json")
+    write_report(output, results, text, plot)
+    warn_against_committed(output, results)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from flax import nnx
 
 import rfa
 from experiments.benchmarks.common import crossover, environment, loglog_figure
+from experiments.benchmarks.guard import warn_against_committed
 from experiments.cli import run_main
 from experiments.report import markdown_table, output_path, write_json
 
@@ -111,7 +112,7 @@ def main(argv):
           "rfa is not faster than Flax's softmax cache at any measured position.")  # fmt: skip
     output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_flax_decoding.json")
     figure = output.removesuffix(".json") + ".png"
-    write_json(output, {
+    data = {
         "layer": f"self-attention, {_FEATURES.value} features, {_HEADS.value} heads, batch {_BATCH.value}; "
                  f"rfa: positive, m = {_NUM_FEATURES.value}",
         "environment": environment(),
@@ -119,7 +120,9 @@ def main(argv):
         f"rfa_ratio_{last}_vs_{first}": ratio,
         "rfa_faster_from_position": faster_from,
         "figure": figure,
-    })  # fmt: skip
+    }  # fmt: skip
+    write_json(output, data)
+    warn_against_committed(output, data)
     loglog_figure(
         {f"{name} ({'KV cache' if name == 'flax' else 'recurrent state'})": (positions, [1e6 * t[p] for p in positions])
          for name, t in results.items()},

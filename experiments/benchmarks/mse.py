@@ -19,6 +19,7 @@ import jax
 from absl import flags
 
 from configs import performer_fig2
+from experiments.benchmarks.guard import warn_against_committed
 from experiments.cli import run_main
 from experiments.report import output_path, write_json
 from experiments.sweeps import runner
@@ -62,6 +63,7 @@ def main(argv):
     output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_mse.json")
     write_json(output, summary)
     print(f"wrote {output}")
+    warn_against_committed(output, summary)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ from jax.sharding import PartitionSpec as P
 from matplotlib.figure import Figure
 
 from experiments.benchmarks.common import crossover, environment, loglog_figure, memory_bytes, slope, timing_summary
+from experiments.benchmarks.guard import warn_against_committed
 from experiments.cli import run_main
 from experiments.report import markdown_table, output_path, write_json
 from rfa.models import AttentionConfig, Decoder, Encoder, TransformerConfig
@@ -231,7 +232,9 @@ def main(argv):
     for name, fit in summary.items():
         print(f"{name}: {fit}")
     output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_scaling.json")
-    write_json(output, {"environment": env, "fit_from": _FIT_FROM.value, "results": results, "summary": summary})
+    data = {"environment": env, "fit_from": _FIT_FROM.value, "results": results, "summary": summary}
+    write_json(output, data)
+    warn_against_committed(output, data)
     plot(results, summary, os.path.splitext(output)[0] + ".png")
     print(f"\nwrote {output}")
 

@@ -1,0 +1,25 @@
+"""The guard on speed: a benchmark's ratios against the committed figures of results/."""
+
+import copy
+import json
+import pathlib
+
+from experiments.benchmarks import guard
+
+
+def test_the_committed_attention_figures_pass_against_themselves_and_a_slower_rfa_is_named(tmp_path, capsys):
+    committed = json.loads((pathlib.Path(guard.RESULTS) / "benchmark_attention_cpu.json").read_text())
+    output = tmp_path / "benchmark_attention_cpu.json"
+    assert guard.warn_against_committed(str(output), committed) == []
+    slower = copy.deepcopy(committed)
+    last = slower["results"][-1]
+    last["ratios"]["exact_over_bidir"] *= 0.85  # rfa 15% slower against exact at the longest L
+    last["ratios"]["causal_over_bidir"] *= 1.05  # within the tolerance
+    lines = guard.warn_against_committed(str(output), slower)
+    assert lines == [line for line in lines if f"results/{last['length']}/ratios/exact_over_bidir" in line]
+    assert len(lines) == 1 and "(-15%)" in lines[0]
+    assert "warning: " in capsys.readouterr().out
+
+
+def test_a_benchmark_without_committed_figures_is_not_compared(tmp_path):
+    assert guard.warn_against_committed(str(tmp_path / "benchmark_new_thing.json"), {"a_over_b": 1.0}) == []
