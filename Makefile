@@ -8,7 +8,7 @@ WORKDIR ?= workdir
 # pytest-xdist processes for `make test`; each test file runs whole on one worker (its shared fixtures too).
 TEST_WORKERS ?= 2
 
-.PHONY: reproduce test docs benchmark lint
+.PHONY: reproduce test test-fast docs benchmark lint
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,13 @@ test: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+
+# The fast tier, before every commit: lint and the tests not marked slow (the reproductions, benchmarks, studies,
+# multi-process and end-to-end runs are left to `make test`).
+test-fast: $(VENV)/.installed-test
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow"
 
 docs: $(VENV)/.installed-test
 	$(PY) -m sphinx -W --keep-going -q -b html docs $(WORKDIR)/docs/html

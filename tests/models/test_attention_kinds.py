@@ -11,6 +11,7 @@ import optax
 import pytest
 import references
 from flax import nnx
+from helpers import tiered
 from model_helpers import VOCAB, encode, forward, step_by_step, tokens
 
 from rfa.models import AttentionConfig, Decoder, Encoder, EncoderDecoder, preset
@@ -35,7 +36,7 @@ def config(kind, **overrides):
                   cross_attention=ungated, max_length=32, **overrides)  # fmt: skip
 
 
-@pytest.mark.parametrize("kind", list(SITES))
+@pytest.mark.parametrize("kind", tiered(list(SITES), {"taylor", "gla"}))
 def test_decoding_equals_teacher_forcing(kind):
     model = Decoder(config(kind), rngs=nnx.Rngs(0))
     sequence = tokens(1, (2, 9))

@@ -9,6 +9,7 @@ import optax
 import pytest
 import references
 from flax import nnx
+from helpers import tiered
 from model_helpers import VOCAB, decode_step, forward, step_by_step, tokens
 
 from rfa.models import AttentionConfig, Decoder, preset, redraw_projections
@@ -27,14 +28,14 @@ def config(kind, **overrides):
     return preset("tiny", vocab_size=VOCAB, decoder_attention=site, max_length=32, **overrides)
 
 
-@pytest.mark.parametrize("kind", [*SITES, "hybrid"])
+@pytest.mark.parametrize("kind", tiered([*SITES, "hybrid"], {"hybrid"}))  # the fast tier: the hybrid's three kinds
 def test_decoding_equals_teacher_forcing(kind):
     model = Decoder(config(kind, num_decoder_layers=3), rngs=nnx.Rngs(0))
     sequence = tokens(1, (2, 9))
     np.testing.assert_allclose(step_by_step(model, sequence), forward(model, sequence), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("kind", [*SITES, "hybrid"])
+@pytest.mark.parametrize("kind", tiered([*SITES, "hybrid"], {"hybrid"}))
 def test_a_prompt_then_decoding_equals_teacher_forcing(kind):
     """A prompt of 5 tokens in one parallel pass, then 6 more decoded: every layer's cache continues the pass."""
     model = Decoder(config(kind, num_decoder_layers=3), rngs=nnx.Rngs(0))
