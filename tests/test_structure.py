@@ -25,13 +25,19 @@ MODULES = {module_name(p): p for p in SOURCES}
 
 def imports(path: pathlib.Path) -> list[tuple[str, list[str], int]]:
     """``(module, names, line)`` of every import of a project module in ``path`` (module level and inside
-    functions alike): ``names`` are the names taken from it (empty for ``import x``)."""
+    functions alike): ``names`` are the names taken from it (empty for ``import x``). An import by a string,
+    ``importlib.import_module("a.b")`` or ``__import__("a.b")`` with a literal name, counts as ``import a.b``."""
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in PACKAGES:
             found.append((node.module, [a.name for a in node.names], node.lineno))
         elif isinstance(node, ast.Import):
             found += [(a.name, [], node.lineno) for a in node.names if a.name.split(".")[0] in PACKAGES]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            function = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            name = node.args[0].value
+            if function in ("import_module", "__import__") and isinstance(name, str) and name.split(".")[0] in PACKAGES:
+                found.append((name, [], node.lineno))
     return found
 
 

@@ -4,6 +4,10 @@ An :class:`ExperimentKind` is what a sweep measures (its checks, its points, its
 its generic analysis); a :class:`Reproduction` is a published comparison: the experiment kind it sweeps,
 its analysis (figures, report sections, verdict), what its sweep must hold, and the module of its config.
 :func:`analyze` picks a sweep's analysis by ``config.name``; a sweep of another name gets its kind's.
+
+Each shipped kind and reproduction registers itself when its module is imported; ``experiments.sweeps.catalog``
+imports them all, and the runner imports the catalog. This module imports none of them, so the registry sits
+below every sweep in the import graph.
 """
 
 from __future__ import annotations
@@ -73,11 +77,6 @@ _KINDS: dict[str, ExperimentKind] = {}
 _REPRODUCTIONS: dict[str, Reproduction] = {}
 
 
-def _with_shipped() -> None:
-    """Registers the shipped kinds and reproductions (their modules register themselves) before a lookup."""
-    importlib.import_module("experiments.sweeps.catalog")
-
-
 def register_experiment_kind(kind: ExperimentKind) -> ExperimentKind:
     if kind.name in _KINDS:
         raise ValueError(f"an experiment kind named {kind.name!r} is already registered.")
@@ -87,7 +86,6 @@ def register_experiment_kind(kind: ExperimentKind) -> ExperimentKind:
 
 def experiment_kind(name: str) -> ExperimentKind:
     """The registered experiment kind ``name`` (a ``ConfigError`` naming the known ones otherwise)."""
-    _with_shipped()
     if name not in _KINDS:
         raise ConfigError(f"config.experiment must be one of {sorted(_KINDS)}, got {name!r}.")
     return _KINDS[name]
@@ -96,7 +94,7 @@ def experiment_kind(name: str) -> ExperimentKind:
 def register_reproduction(reproduction: Reproduction) -> Reproduction:
     """Adds a reproduction (its experiment kind must be registered); an existing name is an error."""
     if reproduction.experiment not in _KINDS:
-        experiment_kind(reproduction.experiment)  # the shipped kinds, or an error naming them
+        experiment_kind(reproduction.experiment)  # an error naming the registered kinds
     if reproduction.name in _REPRODUCTIONS:
         raise ValueError(f"a reproduction named {reproduction.name!r} is already registered.")
     _REPRODUCTIONS[reproduction.name] = reproduction
@@ -104,7 +102,6 @@ def register_reproduction(reproduction: Reproduction) -> Reproduction:
 
 
 def reproduction(name: str) -> Reproduction:
-    _with_shipped()
     if name not in _REPRODUCTIONS:
         raise ConfigError(f"unknown reproduction {name!r}; registered: {sorted(_REPRODUCTIONS)}.")
     return _REPRODUCTIONS[name]
@@ -112,7 +109,6 @@ def reproduction(name: str) -> Reproduction:
 
 def registered_reproductions() -> tuple[str, ...]:
     """The names of the registered reproductions, in registration order."""
-    _with_shipped()
     return tuple(_REPRODUCTIONS)
 
 
@@ -126,7 +122,7 @@ def analyze(config: ml_collections.ConfigDict, records: list[dict], workdir: str
     analysis, a first section saying so (and naming what the published comparison needs, where the sweep lacks
     it), and no verdict.
     """
-    generic = experiment_kind(config.experiment).analyze  # (registers the shipped reproductions too)
+    generic = experiment_kind(config.experiment).analyze
     if config.name not in _REPRODUCTIONS:
         return generic(config, records, workdir)
     found = _REPRODUCTIONS[config.name]
@@ -157,6 +153,7 @@ def custom_fields(config: ml_collections.ConfigDict, found: Reproduction) -> lis
     shipped configuration, however seeded, batched or extended with modules (:data:`NOT_MEASURED`).
 
     Example:
+      >>> import experiments.sweeps.catalog  # registers the shipped reproductions
       >>> config = reproduction("performer_lemma2").get_config("quick")
       >>> config.seed, config.repetitions = 7, 10
       >>> custom_fields(config, reproduction("performer_lemma2"))
