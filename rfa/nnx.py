@@ -23,16 +23,16 @@ import jax.numpy as jnp
 from flax import nnx
 from flax.nnx.module import first_from
 
-from rfa._validation import InputError, InputTypeError, check_key, check_positive_int
+from rfa._validation import InputError, InputTypeError, check_positive_int
 from rfa.attention.flax_adapter import KernelizedAttention, refuse_attention_weights, repeat_kv_heads
+from rfa.attention.flax_adapter import redraw as redraw  # rfa.nnx.redraw
 from rfa.attention.flax_cache import cross_attention_step, empty_state, self_attention_step
 from rfa.attention.masks import UNSUPPORTED, plan_mask, unsupported_message
 from rfa.checks import raise_if
 from rfa.layer_checkpoints import restore as restore  # rfa.nnx.restore
 from rfa.layer_checkpoints import save as save  # rfa.nnx.save
 from rfa.models.config import AttentionConfig, EncoderConfig
-from rfa.models.cores import KernelizedCore, core_class
-from rfa.models.delta_rule import DeltaRuleCore
+from rfa.models.cores import core_class
 from rfa.random_features.feature_maps import Estimator
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 
@@ -345,27 +345,3 @@ class GatedLinearAttention(_StateLayer):
         attention = AttentionConfig(feature_map, num_features, chunk_size=chunk_size, gated=True, gate="feature")
         super().__init__(num_heads, in_features, attention, out_features=out_features, decode=decode, dtype=dtype,
                          rngs=rngs)  # fmt: skip
-
-
-def redraw(model: nnx.Module, key: Array) -> int:
-    """Redraws the random projection of every kernelized attention in ``model``; returns how many.
-
-    Each :class:`~rfa.attention.KernelizedAttention` (the ``attention_fn`` of :class:`MultiHeadAttention`
-    and of ``rfa.make_attention_fn``) and each kernelized core (:class:`GatedLinearAttention`'s, rfa's models')
-    with a random projection gets its own subkey ``fold_in(key, i)`` (i in module order). Under
-    ``nnx.jit`` the projections are state, so a redraw changes the next call's output without retracing.
-
-    Example:
-      >>> model = rfa.nnx.MultiHeadAttention(2, 16, num_features=8, decode=False, rngs=nnx.Rngs(0))
-      >>> rfa.nnx.redraw(model, jax.random.key(1))
-      1
-    """
-    key = check_key(key)
-    kinds = KernelizedAttention | KernelizedCore | DeltaRuleCore
-    attentions = [m for _, m in nnx.iter_modules(model) if isinstance(m, kinds)]
-    redrawn = 0
-    for i, attention in enumerate(attentions):
-        if attention.projection is not None or attention.random_params:
-            attention.redraw(jax.random.fold_in(key, i))
-            redrawn += 1
-    return redrawn

@@ -77,7 +77,41 @@ class FittedParams(nnx.Variable):
     trained."""
 
 
-class Calibratable(nnx.Module):
+class RandomMap(nnx.Module):
+    """An attention whose map draws random variables (``projection``, ``random_params``) and redraws them
+    (``redraw(key)``): the unit :func:`redraw` walks. ``redraw_every`` is its redrawing policy in training steps
+    (0: none; rfa's models read it from their ``AttentionConfig``)."""
+
+    redraw_every: int = 0
+
+
+def redraw(model: nnx.Module, key: Array, *, step: int | None = None) -> int:
+    """Redraws the random projection (and the map's other random parameters) of every attention in ``model``;
+    returns how many. ``rfa.nnx.redraw`` and ``rfa.models.redraw_projections`` are this function.
+
+    Each :class:`RandomMap` (the ``attention_fn`` of ``rfa.nnx.MultiHeadAttention`` and of
+    :func:`make_attention_fn`, the kernelized and delta-rule cores of rfa's layers and models) that holds random
+    variables gets the subkey ``fold_in(key, i)``, i its place among them in module order. With ``step`` (the
+    training step) one is redrawn only when its ``redraw_every`` = k > 0 divides ``step``, so a training loop calls
+    it every step. Under ``nnx.jit`` the variables are state: a redraw changes the next call without retracing.
+
+    Example:
+      >>> model = rfa.nnx.MultiHeadAttention(2, 16, num_features=8, decode=False, rngs=nnx.Rngs(0))
+      >>> rfa.nnx.redraw(model, jax.random.key(1)), rfa.nnx.redraw(model, jax.random.key(2), step=10)
+      (1, 0)
+    """
+    key = check_key(key)
+    redrawn = 0
+    for i, attention in enumerate(m for _, m in nnx.iter_modules(model) if isinstance(m, RandomMap)):
+        every = attention.redraw_every
+        due = step is None or (every > 0 and step % every == 0)
+        if due and (attention.projection is not None or attention.random_params):
+            attention.redraw(jax.random.fold_in(key, i))
+            redrawn += 1
+    return redrawn
+
+
+class Calibratable(RandomMap):
     """A kernelized attention with its map's variables: random, learned, and fitted on calibration data.
 
     Subclasses set ``self.feature_map``, ``self.random_params`` (:func:`random_variables`),

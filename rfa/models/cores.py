@@ -146,6 +146,11 @@ class KernelizedCore(Calibratable):
                 "Gate the decoder's self-attention only."
             )
 
+    @property
+    def redraw_every(self) -> int:
+        """The site's redrawing policy (``AttentionConfig.redraw_every``), read by :func:`rfa.nnx.redraw`."""
+        return self.attention.redraw_every
+
     def redraw(self, key: Array) -> None:
         """Replaces the random projection and the map's other random parameters by a fresh draw from ``key``."""
         a = self.attention

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from rfa.attention.delta_rule import delta_rule_attention, normalized_features
-from rfa.attention.flax_adapter import random_variables, redraw_variables
+from rfa.attention.flax_adapter import RandomMap, random_variables, redraw_variables
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 
 Array = jax.Array
@@ -52,7 +52,7 @@ def _inverse_softplus(y: Array) -> Array:
     return y + jnp.log(-jnp.expm1(-y))
 
 
-class DeltaRuleCore(nnx.Module):
+class DeltaRuleCore(RandomMap):
     """DeltaNet (``gated=False`` of the kind ``"deltanet"``) or Gated DeltaNet (``"gated_deltanet"``) at a causal
     self-attention site; see the module's docstring."""
 
@@ -112,6 +112,11 @@ class DeltaRuleCore(nnx.Module):
                 "Gaussian kernel; the delta rule takes a map of the softmax kernel with fixed parameters (positive, "
                 "trig, hyperbolic, elu, relu, taylor, ...)."
             )
+
+    @property
+    def redraw_every(self) -> int:
+        """The site's redrawing policy (``AttentionConfig.redraw_every``), read by :func:`rfa.nnx.redraw`."""
+        return self.attention.redraw_every
 
     def redraw(self, key: Array) -> None:
         """Replaces the random projection of ``qk_map`` by a fresh draw from ``key``."""

@@ -16,9 +16,8 @@ import numpy as np
 from flax import nnx
 
 from rfa._validation import is_concrete
+from rfa.attention.flax_adapter import redraw
 from rfa.models.config import EncoderConfig, TransformerConfig
-from rfa.models.cores import KernelizedCore
-from rfa.models.delta_rule import DeltaRuleCore
 from rfa.models.layers import DecoderLayer, EncoderLayer
 from rfa.models.positional import PositionalEmbedding
 
@@ -133,31 +132,7 @@ def _checked_cache_length(max_length: int | None, config: TransformerConfig, *, 
     return int(length)
 
 
-def redraw_projections(model: nnx.Module, key: Array, *, step: int | None = None) -> int:
-    """Redraws the random projections of the kernelized attentions in ``model``; returns how many.
-
-    Without ``step`` every site is redrawn. With ``step`` (the training step) a site is redrawn
-    when its policy ``AttentionConfig.redraw_every = k > 0`` divides ``step``, so a training loop
-    calls it every step. Each site gets its own subkey ``fold_in(key, i)`` (i in module order).
-    Evaluation with a given projection is deterministic.
-
-    Example:
-      >>> from rfa.models import AttentionConfig, preset
-      >>> site = AttentionConfig("positive", 16, redraw_every=100)
-      >>> model = Decoder(preset("tiny", vocab_size=50, decoder_attention=site), rngs=nnx.Rngs(0))
-      >>> redraw_projections(model, jax.random.key(7))  # every kernelized site: one per layer
-      2
-      >>> redraw_projections(model, jax.random.key(8), step=150), redraw_projections(model, jax.random.key(9), step=200)
-      (0, 2)
-    """
-    attentions = [m for _, m in nnx.iter_modules(model) if isinstance(m, KernelizedCore | DeltaRuleCore)]
-    redrawn = 0
-    for i, attention in enumerate(attentions):
-        every = attention.attention.redraw_every
-        if attention.projection is not None and (step is None or (every > 0 and step % every == 0)):
-            attention.redraw(jax.random.fold_in(key, i))
-            redrawn += 1
-    return redrawn
+redraw_projections = redraw  # one function with rfa.nnx.redraw (the old name, kept for one release)
 
 
 class Decoder(nnx.Module):
