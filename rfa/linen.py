@@ -222,7 +222,7 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
         return out
 
 
-class _StateLayer(nn.Module):
+class _BridgedStateLayer(nn.Module):
     """A causal layer of :mod:`rfa.nnx` whose cache is a state, as a Linen module (``flax.nnx.bridge.ToLinen``).
 
     The parameters are the NNX layer's, under ``params/layer``. ``decode=True``: ``init`` creates the empty state in
@@ -254,7 +254,7 @@ class _StateLayer(nn.Module):
         return out
 
 
-class DeltaNet(_StateLayer):
+class DeltaNet(_BridgedStateLayer):
     """DeltaNet or Gated DeltaNet (``gated``) as a Flax Linen layer: :class:`rfa.nnx.DeltaNet` through Flax's
     bridge, with the state as the ``cache`` collection.
 
@@ -273,7 +273,7 @@ class DeltaNet(_StateLayer):
     gated: bool = True
 
 
-class GatedLinearAttention(_StateLayer):
+class GatedLinearAttention(_BridgedStateLayer):
     """Gated linear attention as a Flax Linen layer: :class:`rfa.nnx.GatedLinearAttention` through Flax's bridge,
     with the state as the ``cache`` collection.
 

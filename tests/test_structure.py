@@ -190,3 +190,16 @@ def test_every_shipped_task_has_a_config():
         if hasattr(module, "get_config"):
             named.add(module.get_config().get("longer_task"))  # a study's evaluation-only task
     assert set(SHIPPED) <= named, f"no config trains {sorted(set(SHIPPED) - named)}"
+
+
+def test_one_class_per_name():
+    """No two classes of the library share a name, but a layer in both of Flax's APIs (``rfa.nnx.DeltaNet`` and
+    ``rfa.linen.DeltaNet``), as Flax names its own."""
+    defined = {}
+    for path in sorted((ROOT / "rfa").rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                defined.setdefault(node.name, []).append(str(path.relative_to(ROOT)))
+    twins = {"rfa/linen.py", "rfa/nnx.py"}
+    shared = {name: paths for name, paths in defined.items() if len(paths) > 1 and set(paths) != twins}
+    assert not shared, f"classes of the same name: {shared}"

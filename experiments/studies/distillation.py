@@ -42,7 +42,7 @@ import rfa
 from experiments.report import markdown_table
 from experiments.spread import Comparison, Spread, table_verdicts
 from experiments.studies.seeded import checked_seeds
-from rfa.models import AttentionInputs, MultiHeadAttention
+from rfa.models import AttentionInputs, AttentionSite
 from rfa.tasks import get_task, train_batches
 from rfa.train import (
     evaluate_model,
@@ -66,9 +66,9 @@ def run_config(distill: ml_collections.ConfigDict, attention: str, **fields) -> 
     return config
 
 
-def sites(model: nnx.Module) -> list[MultiHeadAttention]:
+def sites(model: nnx.Module) -> list[AttentionSite]:
     """The model's attention sites in module order (the same order in a teacher and its student)."""
-    return [module for _, module in nnx.iter_modules(model) if isinstance(module, MultiHeadAttention)]
+    return [module for _, module in nnx.iter_modules(model) if isinstance(module, AttentionSite)]
 
 
 def attention_weights_loss(q, k, key_mask, causal: bool, weight, bias) -> jax.Array:
@@ -97,7 +97,7 @@ def distill_maps(teacher, student, config, distill, kind: str) -> list[float]:
     teacher_sites, student_sites = sites(teacher), sites(student)
     causal = [site.causal for site in teacher_sites]
 
-    paths = [path for path, module in nnx.iter_modules(teacher) if isinstance(module, MultiHeadAttention)]
+    paths = [path for path, module in nnx.iter_modules(teacher) if isinstance(module, AttentionSite)]
 
     @nnx.jit
     def record(teacher, batch):

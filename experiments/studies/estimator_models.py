@@ -17,7 +17,7 @@ from flax import nnx
 import rfa
 from experiments.studies.flax_encoder import FlaxEncoder, train_flax
 from experiments.studies.seeded import task_run_config
-from rfa.models import AttentionInputs, MultiHeadAttention
+from rfa.models import AttentionInputs, AttentionSite
 from rfa.tasks import eval_batches, get_task, task_kind
 from rfa.train import build_model, evaluate_model, load_model, train_and_evaluate
 
@@ -61,11 +61,11 @@ class RfaModel:
 
     def causal(self, model) -> list[bool]:
         """Whether each attention site of ``model`` is causal, in site order."""
-        return [m.causal for _, m in nnx.iter_modules(model) if isinstance(m, MultiHeadAttention)]
+        return [m.causal for _, m in nnx.iter_modules(model) if isinstance(m, AttentionSite)]
 
     def sites(self, model, batch) -> list[tuple]:
         """Each attention site's ``(q, k, v, key_mask)`` in ``model``'s pass over ``batch``, in site order."""
-        paths = [path for path, m in nnx.iter_modules(model) if isinstance(m, MultiHeadAttention)]
+        paths = [path for path, m in nnx.iter_modules(model) if isinstance(m, AttentionSite)]
         _, sown = nnx.capture(self.outputs, AttentionInputs)(model, batch)
         return [functools.reduce(lambda node, key: node[key], path, sown)["inputs"][0] for path in paths]
 

@@ -1,7 +1,7 @@
 """Flax NNX Transformers (text and vision) with the attention of each site chosen by config (exact or kernelized)."""
 
 from rfa.models import decoding
-from rfa.models.attention import AttentionInputs, MultiHeadAttention
+from rfa.models.attention import AttentionInputs, AttentionSite
 from rfa.models.config import PRESETS, AttentionConfig, EncoderConfig, TransformerConfig, preset
 from rfa.models.forecaster import ForecastConfig, Forecaster
 from rfa.models.swin import SwinConfig, SwinStage, SwinTransformer
@@ -10,10 +10,15 @@ from rfa.models.vision import VisionConfig, VisionTransformer
 
 QueriesKeys = AttentionInputs  # the earlier name (it sowed (q, k, key_mask); now (q, k, v, key_mask))
 
+MultiHeadAttention = (
+    AttentionSite  # its name before 0.3 (rfa.nnx.MultiHeadAttention is the Flax layer), for one release
+)
+
 __all__ = [
     "PRESETS",
     "AttentionConfig",
     "AttentionInputs",
+    "AttentionSite",
     "Decoder",
     "Encoder",
     "EncoderConfig",

@@ -5,9 +5,9 @@ chosen by the site's :class:`~rfa.models.config.AttentionConfig` (:mod:`rfa.mode
 softmax, kernelized with any registered feature map, gated or not, or Linformer). For decoding,
 self-attention keeps a cache — the keys and values so far for exact attention (in the model's
 dtype), the recurrent state ``(S, z)`` for kernelized attention, so each token costs the same at any
-position — built for a whole prompt in one parallel pass (:meth:`MultiHeadAttention.prefill`) and
-extended token by token (:meth:`MultiHeadAttention.decode_step`); cross-attention prepares the
-encoder side once (:meth:`MultiHeadAttention.prepare_memory`).
+position — built for a whole prompt in one parallel pass (:meth:`AttentionSite.prefill`) and
+extended token by token (:meth:`AttentionSite.decode_step`); cross-attention prepares the
+encoder side once (:meth:`AttentionSite.prepare_memory`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ Array = jax.Array
 
 
 class AttentionInputs(nnx.Intermediate):
-    """What :class:`MultiHeadAttention` sows while ``nnx.capture`` collects it: each call's
+    """What :class:`AttentionSite` sows while ``nnx.capture`` collects it: each call's
     ``(q, k, v, key_mask)``, ``q [batch, q_len, heads, head_dim]``, ``k`` and ``v [batch, kv_len, heads,
     head_dim]`` after the projections (and rotary positions), ``key_mask [batch, kv_len]``: what the site's
     attention core receives. Attention distillation and the estimator experiments read them.
@@ -39,7 +39,7 @@ class AttentionInputs(nnx.Intermediate):
     """
 
 
-class MultiHeadAttention(nnx.Module):
+class AttentionSite(nnx.Module):
     """Self- or cross-attention ``[batch, q_len, d_model] -> [batch, q_len, d_model]``.
 
     Args:
@@ -113,7 +113,7 @@ class MultiHeadAttention(nnx.Module):
         Example:
           >>> from rfa.models import AttentionConfig, preset
           >>> config = preset("tiny", vocab_size=50, decoder_attention=AttentionConfig("positive", 16))
-          >>> attention = MultiHeadAttention(config, config.decoder_attention, causal=True, cross=False,
+          >>> attention = AttentionSite(config, config.decoder_attention, causal=True, cross=False,
           ...                                rngs=nnx.Rngs(0))
           >>> x, positions = jnp.ones((2, 5, config.d_model)), jnp.broadcast_to(jnp.arange(5), (2, 5))
           >>> y, cache = attention.prefill(x, key_mask=jnp.ones((2, 5), bool), positions=positions, max_length=64)

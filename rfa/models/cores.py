@@ -1,6 +1,6 @@
 """The attention between a site's projections: one module per kind, behind one interface and one table.
 
-:class:`~rfa.models.MultiHeadAttention` projects ``x`` to ``q, k, v [batch, length, heads, head_dim]``
+:class:`~rfa.models.AttentionSite` projects ``x`` to ``q, k, v [batch, length, heads, head_dim]``
 and hands them to its core, chosen by ``AttentionConfig.kind`` through :func:`core_class`:
 
 ======================  ==================================================================================

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from rfa.models.attention import MultiHeadAttention
+from rfa.models.attention import AttentionSite
 from rfa.models.config import AttentionConfig, EncoderConfig
 from rfa.models.cores import core_class
 from rfa.models.layers import MLP, Residual
@@ -198,10 +198,10 @@ class WindowAttention(nnx.Module):
 
 
 class GlobalAttention(nnx.Module):
-    """Attention over every token of the stage's map (exact or kernelized, rfa's MultiHeadAttention)."""
+    """Attention over every token of the stage's map (exact or kernelized, rfa's AttentionSite)."""
 
     def __init__(self, config: EncoderConfig, *, rngs: nnx.Rngs):
-        self.attention = MultiHeadAttention(config, config.encoder_attention, causal=False, cross=False, rngs=rngs)
+        self.attention = AttentionSite(config, config.encoder_attention, causal=False, cross=False, rngs=rngs)
 
     def __call__(self, x: Array) -> Array:
         batch, height, width, channels = x.shape

@@ -14,10 +14,10 @@ from model_helpers import VOCAB, encode, forward, step_by_step, tokens
 import rfa
 from rfa.models import (
     AttentionConfig,
+    AttentionSite,
     Decoder,
     Encoder,
     EncoderDecoder,
-    MultiHeadAttention,
     decoding,
     preset,
     redraw_projections,
@@ -373,8 +373,8 @@ def test_beam_search_runs_one_prompt_pass_per_input(monkeypatch):
 
         return wrapper
 
-    monkeypatch.setattr(MultiHeadAttention, "prefill", recorded("prefill", MultiHeadAttention.prefill))
-    monkeypatch.setattr(MultiHeadAttention, "prepare_memory", recorded("memory", MultiHeadAttention.prepare_memory))
+    monkeypatch.setattr(AttentionSite, "prefill", recorded("prefill", AttentionSite.prefill))
+    monkeypatch.setattr(AttentionSite, "prepare_memory", recorded("memory", AttentionSite.prepare_memory))
     monkeypatch.setattr(EncoderStack, "__call__", recorded("encoder", EncoderStack.__call__))
     inputs = tokens(26, (3, 4))  # shapes no other test decodes, so that the search is traced here
 
