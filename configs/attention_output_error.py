@@ -22,7 +22,10 @@ def get_config(arg=None):
     config.input_scales = (0.5, 1.0, 1.5)  # s
     config.num_seeds = 15  # the paper's 15 seeds
     quick = {
-        "num_features": (16, 64), "projections": ("iid", "orthogonal"), "length": 512, "input_scales": (0.5, 1.0),
+        "num_features": (16, 64),
+        "projections": ("iid", "orthogonal"),
+        "length": 512,
+        "input_scales": (0.5, 1.0),
         "num_seeds": 3,
-    }  # fmt: skip
+    }
     return apply_variant(config, arg, {"full": {}, "quick": quick})

@@ -20,12 +20,29 @@ def get_config(arg: str | None = None):
     config = ml_collections.ConfigDict()
     config.tasks = ("sort", "listops", "python_source")  # names of configs/<task>.py
     config.attention = (  # exact first
-        "exact", "trig", "positive", "positive_iid", "simplex_positive", "hyperbolic", "oprf", "hybrid", "saderf",
-        "elu", "taylor", "rfa", "gated_rfa", "hedgehog", "linformer", "fourier", "gla",
-    )  # fmt: skip
+        "exact",
+        "trig",
+        "positive",
+        "positive_iid",
+        "simplex_positive",
+        "hyperbolic",
+        "oprf",
+        "hybrid",
+        "saderf",
+        "elu",
+        "taylor",
+        "rfa",
+        "gated_rfa",
+        "hedgehog",
+        "linformer",
+        "fourier",
+        "gla",
+    )
     config.skip = (  # (task, attention) pairs that cannot train: no decoder to gate, no bidirectional site
-        ("listops", "gated_rfa"), ("listops", "gla"), ("python_source", "linformer"),
-    )  # fmt: skip
+        ("listops", "gated_rfa"),
+        ("listops", "gla"),
+        ("python_source", "linformer"),
+    )
     config.seeds = (0, 1, 2)  # every pair trains once per seed; the table reports mean ± standard deviation
     config.scale = ""  # train each pair's "<attention>,<scale>" variant ("": the task config's own scale)
     config.data_dir = "data"  # TFDS data_dir for every run

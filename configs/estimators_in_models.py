@@ -22,9 +22,14 @@ def get_config(arg: str | None = None):
     # model -> the task whose config builds and trains it; "flax" is a Flax-example encoder of
     # nnx.MultiHeadAttention layers (rfa.make_attention_fn per site), trained by the study's own loop.
     config.models = ("encoder", "decoder", "vit", "flax")
-    config.tasks = ml_collections.ConfigDict({
-        "encoder": "listops", "decoder": "python_source", "vit": "digits", "flax": "listops",
-    })  # fmt: skip
+    config.tasks = ml_collections.ConfigDict(
+        {
+            "encoder": "listops",
+            "decoder": "python_source",
+            "vit": "digits",
+            "flax": "listops",
+        }
+    )
     config.states = ("init", "trained")  # at initialization; after training with exact attention
     config.estimators = ("trig", "positive", "hyperbolic", "oprf", "saderf", "aderf")
     config.num_features = (64, 256, 1024)  # m

@@ -23,8 +23,18 @@ def get_config(arg: str | None = None):
     config = ml_collections.ConfigDict()
     config.task = "mqar"  # a configs/<task>.py of a recall task
     config.attention = (  # exact first: the reference of the verdicts
-        "exact", "positive", "oprf", "saderf", "gated_rfa", "hedgehog", "elu", "relu", "taylor", "fourier", "gla",
-    )  # fmt: skip
+        "exact",
+        "positive",
+        "oprf",
+        "saderf",
+        "gated_rfa",
+        "hedgehog",
+        "elu",
+        "relu",
+        "taylor",
+        "fourier",
+        "gla",
+    )
     config.num_features = (4, 32)  # m of the kinds that take one (random features, Hedgehog's d', a window)
     config.num_features_of = {}  # {attention: its own m}, in place of num_features
     config.seeds = (0, 1, 2)

@@ -39,9 +39,13 @@ def answer(model: nnx.Module, config: ml_collections.ConfigDict, task: Task, tex
     if not 0 < len(ids) <= config.max_length:
         raise ConfigError(f"input {text!r} has {len(ids)} tokens; the model takes 1 to {config.max_length}.")
     return task_kind(task.kind).answer(
-        model, task, text, max_length=config.max_length, max_new_tokens=_MAX_NEW_TOKENS.value,
+        model,
+        task,
+        text,
+        max_length=config.max_length,
+        max_new_tokens=_MAX_NEW_TOKENS.value,
         beam_size=_BEAM_SIZE.value,
-    )  # fmt: skip
+    )
 
 
 def main(argv):

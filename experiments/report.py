@@ -177,22 +177,38 @@ def training_table(rows: list[dict]) -> str:
     lines = []
     for row, verdict in zip(rows, compared, strict=True):
         first = references[_task(row)]["attention"]
-        lines.append([
-            _task(row),
-            row["attention"],
-            "-" if row["num_features"] is None else str(row["num_features"]),
-            str(len(row["seeds"])),
-            metric(row, "accuracy").cell("{:.3f}"),
-            "-" if verdict is None else f"{verdict[0].cell('{:.3f}')} ({first})",
-            "-" if verdict is None else verdict[1],
-            *(("-" if metric(row, name) is None else metric(row, name).cell(form))
-              for name, form in (("sequence_accuracy", "{:.3f}"), ("perplexity", "{:.2f}"))),
-            number(row["step_time_s"], 1e3, "{:.1f}"),
-            number(row["tokens_per_s"], 1e-3, "{:.0f}k"),
-            number(row["step_memory_bytes"], 2**-20, "{:.1f}"),
-        ])  # fmt: skip
-    header = ["task", "attention", "m", "seeds", "test accuracy", "Δ accuracy vs first [95% CI]", "verdict",
-              "sequence accuracy", "perplexity", "step (ms)", "tokens/s", "step memory (MiB)"]  # fmt: skip
+        lines.append(
+            [
+                _task(row),
+                row["attention"],
+                "-" if row["num_features"] is None else str(row["num_features"]),
+                str(len(row["seeds"])),
+                metric(row, "accuracy").cell("{:.3f}"),
+                "-" if verdict is None else f"{verdict[0].cell('{:.3f}')} ({first})",
+                "-" if verdict is None else verdict[1],
+                *(
+                    ("-" if metric(row, name) is None else metric(row, name).cell(form))
+                    for name, form in (("sequence_accuracy", "{:.3f}"), ("perplexity", "{:.2f}"))
+                ),
+                number(row["step_time_s"], 1e3, "{:.1f}"),
+                number(row["tokens_per_s"], 1e-3, "{:.0f}k"),
+                number(row["step_memory_bytes"], 2**-20, "{:.1f}"),
+            ]
+        )
+    header = [
+        "task",
+        "attention",
+        "m",
+        "seeds",
+        "test accuracy",
+        "Δ accuracy vs first [95% CI]",
+        "verdict",
+        "sequence accuracy",
+        "perplexity",
+        "step (ms)",
+        "tokens/s",
+        "step memory (MiB)",
+    ]
     return markdown_table(header, lines)
 
 
@@ -209,9 +225,15 @@ def differences_figure(rows: list[dict], path: str) -> Figure:
     for axis, task, points in zip(axes, tasks, shown, strict=True):
         for y, (row, (comparison, word)) in enumerate(points):
             look = style[row["attention"]]
-            axis.errorbar(comparison.difference, y, xerr=[[comparison.difference - comparison.low],
-                          [comparison.high - comparison.difference]], color=look["color"], marker=look["marker"],
-                          capsize=3, linestyle="none")  # fmt: skip
+            axis.errorbar(
+                comparison.difference,
+                y,
+                xerr=[[comparison.difference - comparison.low], [comparison.high - comparison.difference]],
+                color=look["color"],
+                marker=look["marker"],
+                capsize=3,
+                linestyle="none",
+            )
             axis.annotate(word, (1.01, y), xycoords=("axes fraction", "data"), va="center", fontsize=7)
         axis.axvline(0.0, color="black", linewidth=0.8)
         axis.set_yticks(range(len(points)), [r["attention"] for r, _ in points], fontsize=8)

@@ -209,8 +209,11 @@ def table_verdicts(
       >>> out[0], out[1][1]
       (None, 'worse')
     """
-    compared = [(i, compare(values(row), values(reference)))
-                for i, row in enumerate(rows) if (reference := reference_of(row)) is not None]  # fmt: skip
+    compared = [
+        (i, compare(values(row), values(reference)))
+        for i, row in enumerate(rows)
+        if (reference := reference_of(row)) is not None
+    ]
     out: list[tuple[Comparison, str] | None] = [None] * len(rows)
     words = verdicts([comparison for _, comparison in compared], higher_is_better=higher_is_better)
     for (i, comparison), word in zip(compared, words, strict=True):

@@ -11,10 +11,36 @@ from __future__ import annotations
 from rfa.train.config import ATTENTION_VARIANTS
 
 COLORS = (  # tab10, then Kelly's colours of maximum contrast: one colour per known name
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
-    "#a1caf1", "#222222", "#654522", "#882d17", "#604e97", "#8db600", "#f3c300", "#be0032", "#2b3d26", "#f6a600",
-    "#e68fac", "#0067a5", "#dcd300", "#f99379", "#875692", "#c2b280", "#848482", "#e25822", "#008856",
-)  # fmt: skip
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#a1caf1",
+    "#222222",
+    "#654522",
+    "#882d17",
+    "#604e97",
+    "#8db600",
+    "#f3c300",
+    "#be0032",
+    "#2b3d26",
+    "#f6a600",
+    "#e68fac",
+    "#0067a5",
+    "#dcd300",
+    "#f99379",
+    "#875692",
+    "#c2b280",
+    "#848482",
+    "#e25822",
+    "#008856",
+)
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "d")
 FITS = {"per_call": "--", "calibrated": "-."}  # a data-fitted estimator's fits: its color and marker, their lines
 UNKNOWN_LINE = ":"  # the line of names with no fixed style
@@ -49,8 +75,10 @@ def styles(names) -> dict[str, dict]:
             chosen[name] = (*known[base], FITS[fit.rstrip(")")])
     spare = ((color, marker, UNKNOWN_LINE) for marker in MARKERS for color in COLORS)
     spare = (t for t in spare if t not in chosen.values())
-    return {name: dict(zip(("color", "marker", "linestyle"), chosen.get(name) or next(spare), strict=True))
-            for name in names}  # fmt: skip
+    return {
+        name: dict(zip(("color", "marker", "linestyle"), chosen.get(name) or next(spare), strict=True))
+        for name in names
+    }
 
 
 def legend_outside(axis, **kwargs) -> None:

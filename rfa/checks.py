@@ -43,8 +43,9 @@ _nan_checks = [False]  # read while tracing: a function traced inside nan_checks
 _failures: list[Exception] = []  # the errors raised by failed run-time checks, for checked()
 
 
-def raise_if(condition, message: str | Callable[..., str], error: type[Exception] = InputError, *,
-             values: tuple = ()) -> None:  # fmt: skip
+def raise_if(
+    condition, message: str | Callable[..., str], error: type[Exception] = InputError, *, values: tuple = ()
+) -> None:
     """Raises ``error(message)`` when ``condition`` (any boolean array) has a true entry, under ``jit`` too.
 
     Concrete conditions raise now; traced ones raise when the compiled function runs, through a host

@@ -115,9 +115,18 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
         super().__post_init__()
 
     @nn.compact
-    def __call__(self, inputs_q: Array, inputs_k: Array | None = None, inputs_v: Array | None = None, *,
-                 inputs_kv: Array | None = None, mask: Array | None = None, deterministic: bool | None = None,
-                 dropout_rng=None, sow_weights: bool = False) -> Array:  # fmt: skip
+    def __call__(
+        self,
+        inputs_q: Array,
+        inputs_k: Array | None = None,
+        inputs_v: Array | None = None,
+        *,
+        inputs_kv: Array | None = None,
+        mask: Array | None = None,
+        deterministic: bool | None = None,
+        dropout_rng=None,
+        sow_weights: bool = False,
+    ) -> Array:
         """As Flax's ``__call__``: ``inputs_q [batch..., length, features]`` (and ``inputs_k``/``inputs_v`` for
         cross-attention) -> ``[batch..., length, out_features]``."""
         del dropout_rng
@@ -131,31 +140,47 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
         cross = inputs_k is not None and inputs_k is not inputs_q
         inputs_k = inputs_q if inputs_k is None else inputs_k
         inputs_v = inputs_k if inputs_v is None else inputs_v
-        deterministic = nn.merge_param("deterministic", self.deterministic, deterministic) if (
-            self.dropout_rate > 0.0) else True  # fmt: skip
-        refuse_attention_weights(bias=None, dropout_rate=self.dropout_rate, deterministic=deterministic,
-                                 sow=sow_weights)  # fmt: skip
+        deterministic = (
+            nn.merge_param("deterministic", self.deterministic, deterministic) if (self.dropout_rate > 0.0) else True
+        )
+        refuse_attention_weights(
+            bias=None, dropout_rate=self.dropout_rate, deterministic=deterministic, sow=sow_weights
+        )
         qkv_features = self.qkv_features or inputs_q.shape[-1]
         if qkv_features % self.num_heads:
             raise InputError(f"qkv_features ({qkv_features}) must be divisible by num_heads ({self.num_heads}).")
         head_dim = qkv_features // self.num_heads
         dense = functools.partial(
-            nn.DenseGeneral, axis=-1, dtype=self.dtype, param_dtype=self.param_dtype,
-            features=(self.num_heads, head_dim), kernel_init=self.kernel_init, bias_init=self.bias_init,
-            use_bias=self.use_bias, precision=self.precision, dot_general=self.qkv_dot_general,
+            nn.DenseGeneral,
+            axis=-1,
+            dtype=self.dtype,
+            param_dtype=self.param_dtype,
+            features=(self.num_heads, head_dim),
+            kernel_init=self.kernel_init,
+            bias_init=self.bias_init,
+            use_bias=self.use_bias,
+            precision=self.precision,
+            dot_general=self.qkv_dot_general,
             dot_general_cls=self.qkv_dot_general_cls,
-        )  # fmt: skip
+        )
         query, key, value = dense(name="query")(inputs_q), dense(name="key")(inputs_k), dense(name="value")(inputs_v)
         if self.normalize_qk:
             norm = functools.partial(nn.LayerNorm, use_bias=False, dtype=self.dtype, param_dtype=self.param_dtype)
             query, key = norm(name="query_ln")(query), norm(name="key_ln")(key)
         out = self._attend(query, key, value, mask=mask, cross=cross, head_dim=head_dim)
         return nn.DenseGeneral(
-            features=self.out_features or inputs_q.shape[-1], axis=(-2, -1),
-            kernel_init=self.out_kernel_init or self.kernel_init, bias_init=self.out_bias_init or self.bias_init,
-            use_bias=self.use_bias, dtype=self.dtype, param_dtype=self.param_dtype, precision=self.precision,
-            dot_general=self.out_dot_general, dot_general_cls=self.out_dot_general_cls, name="out",
-        )(out)  # fmt: skip
+            features=self.out_features or inputs_q.shape[-1],
+            axis=(-2, -1),
+            kernel_init=self.out_kernel_init or self.kernel_init,
+            bias_init=self.out_bias_init or self.bias_init,
+            use_bias=self.use_bias,
+            dtype=self.dtype,
+            param_dtype=self.param_dtype,
+            precision=self.precision,
+            dot_general=self.out_dot_general,
+            dot_general_cls=self.out_dot_general_cls,
+            name="out",
+        )(out)
 
     def _map_variables(self, fm: Estimator, head_dim: int) -> tuple[Array | None, dict]:
         """``(W, parameters)``: the ``random_features`` draw (redrawn if asked) and the ``params`` learned."""
@@ -198,23 +223,30 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
         projection, params = self._map_variables(fm, head_dim)
         if self.dtype is not None:
             query, key, value = (x.astype(self.dtype) for x in (query, key, value))
-        options = dict(feature_map=fm, projection=projection, feature_params=params or None,
-                       renormalize=self.renormalize, chunk_size=self.chunk_size, precision=self.precision)  # fmt: skip
+        options = dict(
+            feature_map=fm,
+            projection=projection,
+            feature_params=params or None,
+            renormalize=self.renormalize,
+            chunk_size=self.chunk_size,
+            precision=self.precision,
+        )
         if not self.decode:
-            return attention_over(self.sequence_axis)(query, key, value, mask=mask, is_causal=self.is_causal,
-                                                      **options)  # fmt: skip
+            return attention_over(self.sequence_axis)(query, key, value, mask=mask, is_causal=self.is_causal, **options)
         initialized = self.has_variable("cache", "state")
         batch = query.shape[:-3]
-        state = self.variable("cache", "state", lambda: empty_state(fm, self.num_features, head_dim, batch,
-                                                                    self.num_heads))  # fmt: skip
+        state = self.variable(
+            "cache", "state", lambda: empty_state(fm, self.num_features, head_dim, batch, self.num_heads)
+        )
         index = self.variable("cache", "cache_index", lambda: jnp.array(0, jnp.int32))
         ready = self.variable("cache", "memory_ready", lambda: jnp.array(False))
         if not initialized:  # init: the cache is created; the output is the full pass's, as in Flax
             return kernelized_attention(query, key, value, mask=mask, **options)
         attend = functools.partial(kernelized_attention, **options)
         if cross:
-            out, state.value = cross_attention_step(attend, query, key, value, mask=mask, state=state.value,
-                                                    ready=ready.value)  # fmt: skip
+            out, state.value = cross_attention_step(
+                attend, query, key, value, mask=mask, state=state.value, ready=ready.value
+            )
             ready.value = jnp.array(True)
         else:
             out, state.value = self_attention_step(attend, query, key, value, mask=mask, state=state.value)
@@ -242,8 +274,9 @@ class _BridgedStateLayer(nn.Module):
     def __call__(self, inputs: Array, *, mask: Array | None = None, decode: bool | None = None) -> Array:
         decode = self.decode if decode is None else decode
         options = {name: getattr(self, name) for name in self.forwarded}
-        layer = nnx_bridge.ToLinen(self.layer_class, args=(self.num_heads, inputs.shape[-1], self.out_features),
-                                   kwargs=options, name="layer")  # fmt: skip
+        layer = nnx_bridge.ToLinen(
+            self.layer_class, args=(self.num_heads, inputs.shape[-1], self.out_features), kwargs=options, name="layer"
+        )
         if not decode:
             return layer(inputs, None, mask=mask, nnx_method="step")
         initialized = self.has_variable("cache", "state")

@@ -139,11 +139,19 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
         key = projection_key(rngs) if random else None
         self.attention_fn = nnx.data(
             KernelizedAttention(
-                fm, num_features, qkv // num_heads, key=key, projection_kind=projection_kind, scaling=scaling,
-                renormalize=renormalize, chunk_size=chunk_size, feature_params=feature_params, num_heads=num_heads,
+                fm,
+                num_features,
+                qkv // num_heads,
+                key=key,
+                projection_kind=projection_kind,
+                scaling=scaling,
+                renormalize=renormalize,
+                chunk_size=chunk_size,
+                feature_params=feature_params,
+                num_heads=num_heads,
                 sequence_axis=sequence_axis,
             )
-        )  # fmt: skip
+        )
         self.cached_state = nnx.data(None)
         self.memory_ready = nnx.data(None)
 
@@ -173,8 +181,16 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
         """Replaces the random projection (and the map's other random parameters) by a draw from ``key``."""
         self.attention_fn.redraw(key)
 
-    def __call__(self, inputs_q: Array, inputs_k: Array | None = None, inputs_v: Array | None = None, *,
-                 mask: Array | None = None, decode: bool | None = None, **kwargs) -> Array:  # fmt: skip
+    def __call__(
+        self,
+        inputs_q: Array,
+        inputs_k: Array | None = None,
+        inputs_v: Array | None = None,
+        *,
+        mask: Array | None = None,
+        decode: bool | None = None,
+        **kwargs,
+    ) -> Array:
         """As ``nnx.MultiHeadAttention.__call__``; with ``decode`` the new tokens continue the recurrent state.
 
         A decoding call takes any number of new tokens (one per step, or a whole prompt at once); its mask,
@@ -188,9 +204,11 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
             raise InputError("Autoregressive cache not initialized, call ``init_cache`` first.")
         deterministic = kwargs.get("deterministic")
         refuse_attention_weights(
-            bias=None, dropout_rate=self.dropout_rate, sow=bool(kwargs.get("sow_weights", False)),
+            bias=None,
+            dropout_rate=self.dropout_rate,
+            sow=bool(kwargs.get("sow_weights", False)),
             deterministic=self.deterministic if deterministic is None else deterministic,
-        )  # fmt: skip
+        )
         cross = inputs_k is not None and inputs_k is not inputs_q
         inputs_k = inputs_q if inputs_k is None else inputs_k
         inputs_v = inputs_k if inputs_v is None else inputs_v
@@ -202,8 +220,9 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
         attend = functools.partial(fn.attention(sequence_parallel=False), precision=self.precision)
         state = self.cached_state.get_value()
         if cross:
-            out, state = cross_attention_step(attend, query, key, value, mask=mask, state=state,
-                                              ready=self.memory_ready[...])  # fmt: skip
+            out, state = cross_attention_step(
+                attend, query, key, value, mask=mask, state=state, ready=self.memory_ready[...]
+            )
             self.memory_ready[...] = jnp.array(True)
         else:
             out, state = self_attention_step(attend, query, key, value, mask=mask, state=state)
@@ -216,14 +235,28 @@ class _StateLayer(nnx.Module):
     """Causal self-attention by one of rfa's model cores between Flax-style q/k/v/output projections, with a
     recurrent state as the decode cache (the base of :class:`DeltaNet` and :class:`GatedLinearAttention`)."""
 
-    def __init__(self, num_heads: int, in_features: int, attention, *, out_features: int | None, decode: bool,
-                 dtype, rngs: nnx.Rngs):  # fmt: skip
+    def __init__(
+        self,
+        num_heads: int,
+        in_features: int,
+        attention,
+        *,
+        out_features: int | None,
+        decode: bool,
+        dtype,
+        rngs: nnx.Rngs,
+    ):
         num_heads = check_positive_int(num_heads, "num_heads")
         in_features = check_positive_int(in_features, "in_features")
         if in_features % num_heads:
             raise InputError(f"in_features ({in_features}) must be divisible by num_heads ({num_heads}).")
-        config = EncoderConfig(d_model=in_features, num_heads=num_heads, mlp_dim=1, num_encoder_layers=0,
-                               dtype=jnp.dtype(dtype or jnp.float32).name)  # fmt: skip
+        config = EncoderConfig(
+            d_model=in_features,
+            num_heads=num_heads,
+            mlp_dim=1,
+            num_encoder_layers=0,
+            dtype=jnp.dtype(dtype or jnp.float32).name,
+        )
         core_class(attention.kind).check_site("attention", attention, config, causal=True, stateful=True)
         heads = (num_heads, config.head_dim)
         self.query, self.key, self.value = (
@@ -309,11 +342,28 @@ class DeltaNet(_StateLayer):
       (2, 1, 32)
     """
 
-    def __init__(self, num_heads: int, in_features: int, out_features: int | None = None, *, gated: bool = True,
-                 chunk_size: int = 64, decode: bool = False, dtype=None, rngs: nnx.Rngs):  # fmt: skip
+    def __init__(
+        self,
+        num_heads: int,
+        in_features: int,
+        out_features: int | None = None,
+        *,
+        gated: bool = True,
+        chunk_size: int = 64,
+        decode: bool = False,
+        dtype=None,
+        rngs: nnx.Rngs,
+    ):
         kind = "gated_deltanet" if gated else "deltanet"
-        super().__init__(num_heads, in_features, AttentionConfig(kind, chunk_size=chunk_size),
-                         out_features=out_features, decode=decode, dtype=dtype, rngs=rngs)  # fmt: skip
+        super().__init__(
+            num_heads,
+            in_features,
+            AttentionConfig(kind, chunk_size=chunk_size),
+            out_features=out_features,
+            decode=decode,
+            dtype=dtype,
+            rngs=rngs,
+        )
 
 
 class GatedLinearAttention(_StateLayer):
@@ -339,9 +389,20 @@ class GatedLinearAttention(_StateLayer):
       (2, 10, 32)
     """
 
-    def __init__(self, num_heads: int, in_features: int, out_features: int | None = None, *,
-                 feature_map: str = "elu", num_features: int = 64, chunk_size: int = 64, decode: bool = False,
-                 dtype=None, rngs: nnx.Rngs):  # fmt: skip
+    def __init__(
+        self,
+        num_heads: int,
+        in_features: int,
+        out_features: int | None = None,
+        *,
+        feature_map: str = "elu",
+        num_features: int = 64,
+        chunk_size: int = 64,
+        decode: bool = False,
+        dtype=None,
+        rngs: nnx.Rngs,
+    ):
         attention = AttentionConfig(feature_map, num_features, chunk_size=chunk_size, gated=True, gate="feature")
-        super().__init__(num_heads, in_features, attention, out_features=out_features, decode=decode, dtype=dtype,
-                         rngs=rngs)  # fmt: skip
+        super().__init__(
+            num_heads, in_features, attention, out_features=out_features, decode=decode, dtype=dtype, rngs=rngs
+        )

@@ -23,9 +23,12 @@ import os
 import sys
 
 _VERSIONS = "-".join(
-    [f"jax{importlib.metadata.version('jax')}", f"jaxlib{importlib.metadata.version('jaxlib')}",
-     f"py{sys.version_info.major}{sys.version_info.minor}"]
-)  # fmt: skip
+    [
+        f"jax{importlib.metadata.version('jax')}",
+        f"jaxlib{importlib.metadata.version('jaxlib')}",
+        f"py{sys.version_info.major}{sys.version_info.minor}",
+    ]
+)
 _CACHE = os.environ.get("RFA_TEST_XLA_CACHE")
 if _CACHE:  # opt-in: writing the cache segfaulted a worker in 2 of 3 fresh-clone runs (jax 0.10.2), see below
     _CACHE = os.path.join(_CACHE, _VERSIONS)
@@ -49,9 +52,14 @@ def data_dir(tmp_path_factory):
 # The files that take longest, first: pytest-xdist hands out whole files in collection order, so a
 # long file collected last (tests/train/ sorts last) would run alone at the end on one worker.
 LONGEST_FIRST = (
-    "train/test_train.py", "experiments/test_runner.py", "models/test_models.py", "test_readme.py",
-    "test_doctests.py", "test_notebooks.py", "attention/test_kernelized.py",
-)  # fmt: skip
+    "train/test_train.py",
+    "experiments/test_runner.py",
+    "models/test_models.py",
+    "test_readme.py",
+    "test_doctests.py",
+    "test_notebooks.py",
+    "attention/test_kernelized.py",
+)
 
 
 def pytest_collection_modifyitems(items):

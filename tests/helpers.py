@@ -16,10 +16,13 @@ def tiered(values, fast, ids=None) -> list:
     """``values`` as pytest parameters, those not in ``fast`` marked slow: the fast tier (``make test-fast``) runs
     a representative of each axis of a matrix, the full suite every cell. A tuple value is several arguments."""
     return [
-        pytest.param(*(value if isinstance(value, tuple) else (value,)), id=None if ids is None else ids[i],
-                     marks=() if value in fast else pytest.mark.slow)
+        pytest.param(
+            *(value if isinstance(value, tuple) else (value,)),
+            id=None if ids is None else ids[i],
+            marks=() if value in fast else pytest.mark.slow,
+        )
         for i, value in enumerate(values)
-    ]  # fmt: skip
+    ]
 
 
 def normal(seed: int, shape, scale: float = 1.0, dtype=np.float32):

@@ -196,9 +196,11 @@ def hybrid_estimate(x, y, W, angular):
 
 # Estimators defined by their estimate (or by a pair of maps), not by one map:
 ESTIMATE_MATRICES = {
-    "hybrid": hybrid_estimate, "rfa": rfa_estimate, "taylor": taylor_estimate,
+    "hybrid": hybrid_estimate,
+    "rfa": rfa_estimate,
+    "taylor": taylor_estimate,
     **{name: derf_estimate for name in DERF_FITS},
-}  # fmt: skip
+}
 NOT_TEMPERATURE_SCALED = {"elu", "rfa", "hedgehog"}  # every other map sees q d^{-1/4} and k d^{-1/4} in attention
 # Per-head parameters of the reference's attention: the axes of one head's value.
 PARAM_EVENT_NDIMS = {"query_transform": 2, "key_transform": 2, "sigma": 1, "key_log_weight": 1, "weight": 2, "bias": 1}
@@ -226,8 +228,21 @@ def oprf_statistic(q, k, keep_q=None, keep_k=None):
     return (mean(_sq(q), keep_q) + mean(_sq(k), keep_k))[..., 0] + 2 * np.sum(mean_q * mean_k, -1)
 
 
-def kernelized_attention(q, k, v, name, W=None, *, keep_k=None, keep_q=None, causal=False, renormalize=True,
-                         log_decay=None, relative_bias=None, **params):  # fmt: skip
+def kernelized_attention(
+    q,
+    k,
+    v,
+    name,
+    W=None,
+    *,
+    keep_k=None,
+    keep_q=None,
+    causal=False,
+    renormalize=True,
+    log_decay=None,
+    relative_bias=None,
+    **params,
+):
     """``D⁻¹ (φ(Q) φ(K)ᵀ ⊙ Γ ⊙ mask) V`` with the Lq × Lk matrix formed, in float64.
 
     With ``log_decay`` g ``[B, L, H]`` (causal), ``Γ_ij = Π_{j<t<=i} exp(g_t)``, the product over the
@@ -270,8 +285,10 @@ def kernelized_attention(q, k, v, name, W=None, *, keep_k=None, keep_q=None, cau
             query_keep = keep_q if keep_q is not None else (keep_k if Lq == Lk else np.ones((B, Lq), bool))
             return DERF_FITS[name](q[b, np.asarray(query_keep[b], bool), h], k[b, keep_k[b], h])
         event = {**PARAM_EVENT_NDIMS, "A": 1 if name in DERF_FITS else 0}
-        return {**params, **{n: np.broadcast_to(p, (B, H) + p.shape[p.ndim - event.get(n, 0):])[b, h]
-                             for n, p in per_head.items()}}  # fmt: skip
+        return {
+            **params,
+            **{n: np.broadcast_to(p, (B, H) + p.shape[p.ndim - event.get(n, 0) :])[b, h] for n, p in per_head.items()},
+        }
 
     def matrix(b, h):  # [Lq, Lk] kernel estimates
         x, y, p = q[b, :, h], k[b, :, h], head_params(b, h)
@@ -289,9 +306,22 @@ def kernelized_attention(q, k, v, name, W=None, *, keep_k=None, keep_q=None, cau
     if log_decay is not None and np.ndim(log_decay) == 4:  # one decay per feature: Σ_f φ_if φ_jf Π exp(g_tf)
         g = np.where(keep_k[:, :, None, None], _f64(log_decay), 0.0)  # [B, L, H, F]
         gamma = np.exp(np.einsum("itj,bthf->bhijf", between, g))
-        a = np.stack([np.stack([np.einsum("if,jf,ijf->ij", features(name, q[b, :, h], W, **head_params(b, h)),
-                                          features(name, k[b, :, h], W, **head_params(b, h)), gamma[b, h])
-                                for h in range(H)]) for b in range(B)])  # fmt: skip
+        a = np.stack(
+            [
+                np.stack(
+                    [
+                        np.einsum(
+                            "if,jf,ijf->ij",
+                            features(name, q[b, :, h], W, **head_params(b, h)),
+                            features(name, k[b, :, h], W, **head_params(b, h)),
+                            gamma[b, h],
+                        )
+                        for h in range(H)
+                    ]
+                )
+                for b in range(B)
+            ]
+        )
     a = np.where(allowed, a, 0.0)
     if log_decay is not None and np.ndim(log_decay) == 3:
         g = np.where(keep_k[:, :, None], _f64(log_decay), 0.0)  # [B, L, H]

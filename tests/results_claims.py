@@ -426,8 +426,11 @@ EIM = "estimators_in_models_cpu"
 
 def est(model: str, state: str, estimator: str, m: int = 256, fit: str = "-") -> dict:
     """One row of the estimators-in-models study."""
-    rows = [r for r in data(EIM) if (r["model"], r["state"], r["estimator"], r["num_features"], r["fit"])
-            == (model, state, estimator, m, fit)]  # fmt: skip
+    rows = [
+        r
+        for r in data(EIM)
+        if (r["model"], r["state"], r["estimator"], r["num_features"], r["fit"]) == (model, state, estimator, m, fit)
+    ]
     assert len(rows) == 1, (model, state, estimator, m, fit)
     return rows[0]
 
@@ -441,8 +444,10 @@ def _changes(model, state, estimator, m=256, fit="-") -> list[float]:
 
 
 def _lowest(model: str, state: str) -> dict:
-    return min((r for r in data(EIM) if (r["model"], r["state"], r["num_features"]) == (model, state, 256)),
-               key=lambda r: r["output_error"]["mean"])  # fmt: skip
+    return min(
+        (r for r in data(EIM) if (r["model"], r["state"], r["num_features"]) == (model, state, 256)),
+        key=lambda r: r["output_error"]["mean"],
+    )
 
 
 _PANELS = [(m, s) for m in ("encoder", "decoder", "vit", "flax") for s in ("init", "trained")]
@@ -648,8 +653,11 @@ def _vision(architecture: str) -> list[dict]:
 
 def _vision_bound(architecture: str) -> float:
     exact = _vision(architecture)[0]
-    return max(max(abs(c.low), abs(c.high)) for r in _vision(architecture)[1:]
-               for c in [compare(per_seed(r, "accuracy"), per_seed(exact, "accuracy"))])  # fmt: skip
+    return max(
+        max(abs(c.low), abs(c.high))
+        for r in _vision(architecture)[1:]
+        for c in [compare(per_seed(r, "accuracy"), per_seed(exact, "accuracy"))]
+    )
 
 
 VISION_CLAIMS = [

@@ -320,8 +320,9 @@ def test_aderf_closed_form_with_coupled_rows_and_a_per_coordinate():
 def test_causal_derf_without_parameters(name):
     q = _x(1, 6, 2, D)
     with pytest.raises(ValueError, match=_msg(f"{name!r} in causal", "feature_params['A']", "fixed in advance")):
-        rfa.kernelized_attention(q, q, q, feature_map=name, projection=rfa.sample_projection(jax.random.key(0), M, D),
-                                 is_causal=True)  # fmt: skip
+        rfa.kernelized_attention(
+            q, q, q, feature_map=name, projection=rfa.sample_projection(jax.random.key(0), M, D), is_causal=True
+        )
 
 
 def test_fit_feature_params_of_a_map_without_a_fit():
@@ -359,9 +360,13 @@ def _kernelized(q, k, v, **kwargs):
 ATTENTIONS = [
     pytest.param(rfa.softmax_attention, id="softmax_attention"),
     pytest.param(_kernelized, id="kernelized_attention"),
-    pytest.param(lambda q, k, v, **kwargs: attention.naive_kernelized_attention(
-        q, k, v, feature_map="positive", projection=_projection(dim=q.shape[-1]), **kwargs), id="naive"),
-]  # fmt: skip
+    pytest.param(
+        lambda q, k, v, **kwargs: attention.naive_kernelized_attention(
+            q, k, v, feature_map="positive", projection=_projection(dim=q.shape[-1]), **kwargs
+        ),
+        id="naive",
+    ),
+]
 
 BSHD = (2, 5, 4, D)  # [batch, length, heads, head_dim]
 
@@ -372,30 +377,68 @@ def _case(case_id, error, pattern, *, q=BSHD, k=None, v=None, q_dtype=jnp.float3
 
 
 ATTENTION_CASES = [
-    _case("q-rank-2", ValueError, _msg("q", "rank >= 3", "[batch..., q_len, heads, d_k]", f"got shape (5, {D})"),
-          q=(5, D), k=BSHD),
-    _case("head-dim-mismatch", ValueError,
-          _msg("q and k", "head dim", f"q.shape=(2, 5, 4, {D})", f"k.shape=(2, 5, 4, {D + 2})"), k=(2, 5, 4, D + 2)),
-    _case("kv-length-mismatch", ValueError,
-          _msg("k and v", "kv_len", f"k.shape=(2, 5, 4, {D})", f"v.shape=(2, 6, 4, {D})"), v=(2, 6, 4, D)),
-    _case("kv-batch-mismatch", ValueError,
-          _msg("k and v", "batch", f"k.shape=(2, 5, 4, {D})", f"v.shape=(3, 5, 4, {D})"), v=(3, 5, 4, D)),
-    _case("qk-batch-mismatch", ValueError,
-          _msg("q and k", "batch", f"q.shape=(2, 5, 4, {D})", f"k.shape=(3, 5, 4, {D})"), k=(3, 5, 4, D)),
-    _case("heads-mismatch", ValueError,
-          _msg("q and k", "heads", f"q.shape=(2, 5, 4, {D})", f"k.shape=(2, 5, 3, {D})"), k=(2, 5, 3, D)),
+    _case(
+        "q-rank-2",
+        ValueError,
+        _msg("q", "rank >= 3", "[batch..., q_len, heads, d_k]", f"got shape (5, {D})"),
+        q=(5, D),
+        k=BSHD,
+    ),
+    _case(
+        "head-dim-mismatch",
+        ValueError,
+        _msg("q and k", "head dim", f"q.shape=(2, 5, 4, {D})", f"k.shape=(2, 5, 4, {D + 2})"),
+        k=(2, 5, 4, D + 2),
+    ),
+    _case(
+        "kv-length-mismatch",
+        ValueError,
+        _msg("k and v", "kv_len", f"k.shape=(2, 5, 4, {D})", f"v.shape=(2, 6, 4, {D})"),
+        v=(2, 6, 4, D),
+    ),
+    _case(
+        "kv-batch-mismatch",
+        ValueError,
+        _msg("k and v", "batch", f"k.shape=(2, 5, 4, {D})", f"v.shape=(3, 5, 4, {D})"),
+        v=(3, 5, 4, D),
+    ),
+    _case(
+        "qk-batch-mismatch",
+        ValueError,
+        _msg("q and k", "batch", f"q.shape=(2, 5, 4, {D})", f"k.shape=(3, 5, 4, {D})"),
+        k=(3, 5, 4, D),
+    ),
+    _case(
+        "heads-mismatch",
+        ValueError,
+        _msg("q and k", "heads", f"q.shape=(2, 5, 4, {D})", f"k.shape=(2, 5, 3, {D})"),
+        k=(2, 5, 3, D),
+    ),
     _case("integer-q", TypeError, _msg("q", "floating", "int32"), q_dtype=jnp.int32),
-    _case("mask-string-dtype", TypeError, _msg("mask", "bool or numeric dtype", "<U1"),
-          mask=np.full((2, 1, 1, 5), "x")),
+    _case(
+        "mask-string-dtype", TypeError, _msg("mask", "bool or numeric dtype", "<U1"), mask=np.full((2, 1, 1, 5), "x")
+    ),
     _case("mask-not-array", TypeError, _msg("mask", "must be an array", "list"), mask=[[True] * 5]),
-    _case("mask-wrong-kv-len", ValueError,
-          _msg("mask", "[batch..., heads, q_len, kv_len] = (2, 4, 5, 5)", "got shape (2, 1, 1, 7)"),
-          mask=jnp.ones((2, 1, 1, 7), jnp.bool_)),
-    _case("mask-too-many-dims", ValueError, _msg("mask", "broadcastable", "got shape (3, 2, 1, 1, 5)"),
-          mask=jnp.ones((3, 2, 1, 1, 5), jnp.bool_)),
-    _case("causal-length-mismatch", ValueError, _msg("is_causal=True", "q_len == kv_len", "q_len=5", "kv_len=6"),
-          k=(2, 6, 4, D), is_causal=True),
-]  # fmt: skip
+    _case(
+        "mask-wrong-kv-len",
+        ValueError,
+        _msg("mask", "[batch..., heads, q_len, kv_len] = (2, 4, 5, 5)", "got shape (2, 1, 1, 7)"),
+        mask=jnp.ones((2, 1, 1, 7), jnp.bool_),
+    ),
+    _case(
+        "mask-too-many-dims",
+        ValueError,
+        _msg("mask", "broadcastable", "got shape (3, 2, 1, 1, 5)"),
+        mask=jnp.ones((3, 2, 1, 1, 5), jnp.bool_),
+    ),
+    _case(
+        "causal-length-mismatch",
+        ValueError,
+        _msg("is_causal=True", "q_len == kv_len", "q_len=5", "kv_len=6"),
+        k=(2, 6, 4, D),
+        is_causal=True,
+    ),
+]
 
 
 @pytest.mark.parametrize("attend", ATTENTIONS)

@@ -91,12 +91,13 @@ def test_nan_only_at_padded_positions_is_ignored_by_the_attention_and_by_the_che
     W = rfa.sample_projection(jax.random.key(1), 16, 8)
     layer = rfa.nnx.MultiHeadAttention(2, 16, num_features=8, decode=False, rngs=nnx.Rngs(0))
     attend = {
-        "kernelized": lambda q, kv: rfa.kernelized_attention(q, kv, kv, feature_map="positive", projection=W,
-                                                             mask=keys),
+        "kernelized": lambda q, kv: rfa.kernelized_attention(
+            q, kv, kv, feature_map="positive", projection=W, mask=keys
+        ),
         "softmax": lambda q, kv: rfa.softmax_attention(q, kv, kv, mask=keys),
         "sliding_window": lambda q, kv: rfa.attention.sliding_window_attention(q, kv, kv, window=3, mask=keys),
         "nnx": lambda q, kv: layer(kv.reshape(2, 6, 16), mask=nnx.make_attention_mask(valid, valid)),
-    }[kind]  # fmt: skip
+    }[kind]
     padded = x.at[1, 5].set(jnp.nan)
     with rfa.checks.nan_checks():
         out = jax.jit(attend)(x, padded)

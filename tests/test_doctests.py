@@ -33,16 +33,28 @@ def _defines_flags(name: str) -> bool:
 
 
 MODULES = sorted(
-    name for name in [*_modules(rfa), "experiments", *_modules(experiments), *_modules(configs)]
+    name
+    for name in [*_modules(rfa), "experiments", *_modules(experiments), *_modules(configs)]
     if not _defines_flags(name)
-)  # fmt: skip
+)
 NAMESPACE = {"rfa": rfa, "jax": jax, "jnp": jnp, "np": np, "nnx": nnx, "flax": flax}
 # Examples that train, decode, build models or attend under several masks (over 4 s each): in the slow tier.
 SLOW = {
-    "rfa.train.loop", "rfa.models.transformer", "rfa.models.decoding", "rfa.models.attention", "rfa.tasks.batches",
-    "rfa.attention.kernelized.api", "rfa.attention.flax_adapter", "rfa.attention.naive", "rfa.models.swin",
-    "rfa.models.vision", "rfa.models.forecaster", "experiments.sweeps.runner", "configs.common", "rfa.data.pipeline",
-}  # fmt: skip
+    "rfa.train.loop",
+    "rfa.models.transformer",
+    "rfa.models.decoding",
+    "rfa.models.attention",
+    "rfa.tasks.batches",
+    "rfa.attention.kernelized.api",
+    "rfa.attention.flax_adapter",
+    "rfa.attention.naive",
+    "rfa.models.swin",
+    "rfa.models.vision",
+    "rfa.models.forecaster",
+    "experiments.sweeps.runner",
+    "configs.common",
+    "rfa.data.pipeline",
+}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in MODULES])

@@ -146,8 +146,18 @@ def outside(tmp_path_factory):
 
 
 def test_a_toy_task_kind_and_estimator_train_through_experiments_train(outside, data_dir):
-    _run(["experiments.train", "--config", "toy_train.py", "--workdir", "train", f"--config.data_dir={data_dir}",
-          "--config.num_train_steps=4"], outside)  # fmt: skip
+    _run(
+        [
+            "experiments.train",
+            "--config",
+            "toy_train.py",
+            "--workdir",
+            "train",
+            f"--config.data_dir={data_dir}",
+            "--config.num_train_steps=4",
+        ],
+        outside,
+    )
     results = json.loads((outside / "train" / "results.json").read_text())
     assert results["kind"] == "first_letter" and results["steps"] == 4
     assert results["test"]["error_rate"] == pytest.approx(1 - results["test"]["accuracy"])
@@ -169,6 +179,11 @@ def test_shipped_configs_run_from_outside_the_checkout(outside):
     _run(["experiments.mse", "--config", "configs/performer_fig2.py:quick", "--workdir", "fig2", *one_cell], outside)
     records = json.loads((outside / "fig2" / "results.json").read_text())
     assert {r["estimator"] for r in records} == {"trig", "positive"} and len(records) == 2
-    done = subprocess.run([sys.executable, "-m", "experiments.mse", "--config", "configs/nope.py", "--workdir", "x"],
-                          cwd=outside, capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments.mse", "--config", "configs/nope.py", "--workdir", "x"],
+        cwd=outside,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode != 0 and "configs/nope.py" in done.stderr

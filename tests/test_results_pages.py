@@ -122,8 +122,9 @@ def _lengths(results):
     first = {}
     for row in results["rows"]:
         first.setdefault(row["attention"], row)
-    return [(longer(row), longer(first[row["attention"]])) for row in results["rows"]
-            if first[row["attention"]] is not row], True  # fmt: skip
+    return [
+        (longer(row), longer(first[row["attention"]])) for row in results["rows"] if first[row["attention"]] is not row
+    ], True
 
 
 def _distill(summary):

@@ -68,8 +68,13 @@ def test_no_private_attribute_of_another_project_module_is_read():
             elif isinstance(node, ast.Import):
                 aliases |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name in MODULES}
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
-                    and node.attr.startswith("_") and not node.attr.startswith("__")):  # fmt: skip
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} reads {node.value.id}.{node.attr}")
     assert not found, "\n".join(found)
 
@@ -140,8 +145,17 @@ def test_no_string_branch_on_a_task_or_experiment_kind(path):
     assert not branches, "\n".join(branches)
 
 
-EXTRAS = ("tensorflow_datasets", "grain", "array_record", "ml_collections", "matplotlib", "sklearn",
-          "statsmodels", "tensorboardX", "tqdm")  # fmt: skip
+EXTRAS = (
+    "tensorflow_datasets",
+    "grain",
+    "array_record",
+    "ml_collections",
+    "matplotlib",
+    "sklearn",
+    "statsmodels",
+    "tensorboardX",
+    "tqdm",
+)
 CORE = """
 import sys
 for name in {extras}:
@@ -166,8 +180,9 @@ def test_the_core_runs_with_jax_flax_and_numpy_only():
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", CORE.format(extras=EXTRAS)], capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", CORE.format(extras=EXTRAS)], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["(1,", "6,", "2,", "8)", "(1,", "5,", "8)", "(1,", "4,", "20)", "True"]
 

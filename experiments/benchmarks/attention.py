@@ -94,9 +94,10 @@ _CHUNK_SIZE = flags.DEFINE_integer("chunk_size", 64, "Tokens per chunk of the ca
 _SKIP_EXACT_ABOVE = flags.DEFINE_integer("skip_exact_above", None, "Skip exact attention for L above this.")
 _MATMUL_SIZE = flags.DEFINE_integer("matmul_size", 8192, "n of the n×n float32 matmul timed as GPU peak.")
 _ESTIMATORS = flags.DEFINE_list(
-    "estimators", ["positive", "trig", "hyperbolic", "oprf", "hybrid", "aderf", "saderf", "sderf"],
+    "estimators",
+    ["positive", "trig", "hyperbolic", "oprf", "hybrid", "aderf", "saderf", "sderf"],
     "Softmax-kernel estimators compared at equal m (empty: none).",
-)  # fmt: skip
+)
 _ESTIMATORS_LENGTH = flags.DEFINE_integer("estimators_length", 4096, "L of the estimator comparison.")
 _HUGE_PAGES = flags.DEFINE_bool(
     "huge_pages", True, "Re-execute with glibc asking for transparent huge pages (see docstring)."
@@ -123,9 +124,15 @@ def exact_attention(q, k, v):
 def kernelized(is_causal: bool, chunk_size: int) -> Callable:
     def attention(q, k, v, W, log_decay=None):
         return rfa.kernelized_attention(
-            q, k, v, feature_map="positive", projection=W, is_causal=is_causal, chunk_size=chunk_size,
+            q,
+            k,
+            v,
+            feature_map="positive",
+            projection=W,
+            is_causal=is_causal,
+            chunk_size=chunk_size,
             log_decay=log_decay,
-        )  # fmt: skip
+        )
 
     return attention
 
@@ -285,15 +292,30 @@ def _percent(value: float | None) -> str:
 
 
 def estimators_table(result: dict) -> str:
-    header = ["estimator", "features", "fwd+bwd ms", "x positive", "fit ms", "forward ms", "fit / forward",
-              "fit / fwd+bwd"]  # fmt: skip
+    header = [
+        "estimator",
+        "features",
+        "fwd+bwd ms",
+        "x positive",
+        "fit ms",
+        "forward ms",
+        "fit / forward",
+        "fit / fwd+bwd",
+    ]
     rows = []
     for name, row in result["estimators"].items():
-        rows.append([
-            name, str(row["features"]), fmt(row["median_ms"], ".1f"), fmt(row.get("over_positive"), ".2f"),
-            fmt(field(row.get("fit"), "median_ms"), ".2f"), fmt(field(row.get("forward"), "median_ms"), ".1f"),
-            _percent(row.get("fit_over_forward")), _percent(row.get("fit_over_training")),
-        ])  # fmt: skip
+        rows.append(
+            [
+                name,
+                str(row["features"]),
+                fmt(row["median_ms"], ".1f"),
+                fmt(row.get("over_positive"), ".2f"),
+                fmt(field(row.get("fit"), "median_ms"), ".2f"),
+                fmt(field(row.get("forward"), "median_ms"), ".1f"),
+                _percent(row.get("fit_over_forward")),
+                _percent(row.get("fit_over_training")),
+            ]
+        )
     return markdown_table(header, rows)
 
 
@@ -320,8 +342,16 @@ def peak_mib(result: dict | None) -> float | None:
 
 
 def main_table(results: list[dict]) -> str:
-    header = ["L", "exact ms", "kernelized bidir ms", "kernelized causal ms", "gated causal ms", "exact/bidir (x)",
-              "causal/bidir (x)", "gated/causal (x)"]  # fmt: skip
+    header = [
+        "L",
+        "exact ms",
+        "kernelized bidir ms",
+        "kernelized causal ms",
+        "gated causal ms",
+        "exact/bidir (x)",
+        "causal/bidir (x)",
+        "gated/causal (x)",
+    ]
     header += [f"{case} peak MiB" for case in CASES]
     rows = []
     for entry in results:

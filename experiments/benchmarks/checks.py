@@ -53,8 +53,9 @@ def workloads(length: int) -> dict:
         return jnp.sum(rfa.kernelized_attention(q, k, v, feature_map="positive", projection=W, mask=mask) ** 2)
 
     def gated(q, k, v, logits):
-        out = rfa.kernelized_attention(q, k, v, feature_map="positive", projection=W, is_causal=True,
-                                       log_decay=jax.nn.log_sigmoid(logits))  # fmt: skip
+        out = rfa.kernelized_attention(
+            q, k, v, feature_map="positive", projection=W, is_causal=True, log_decay=jax.nn.log_sigmoid(logits)
+        )
         return jnp.sum(out**2)
 
     config = ForecastConfig(lookback=length, horizon=24, patch_length=16, attention=AttentionConfig("positive", M))
@@ -97,8 +98,10 @@ def main(argv):
     for name, (function, args) in workloads(_LENGTH.value).items():
         runs = {"with": compiled(function, args, checks=True), "without": compiled(function, args, checks=False)}
         results[name] = alternating_medians(runs, args, _REPEATS.value)
-    rows = [[name, f"{1e3 * t['without']:.2f}", f"{1e3 * t['with']:.2f}", f"{t['with'] / t['without']:.3f}"]
-            for name, t in results.items()]  # fmt: skip
+    rows = [
+        [name, f"{1e3 * t['without']:.2f}", f"{1e3 * t['with']:.2f}", f"{t['with'] / t['without']:.3f}"]
+        for name, t in results.items()
+    ]
     print(markdown_table(["workload", "without checks (ms)", "with checks (ms)", "ratio"], rows))
     output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_checks.json")
     data = {

@@ -80,10 +80,13 @@ def main(argv):
         results[name] = {p: time_per_token(model, p, _STEPS.value, _REPEATS.value) for p in positions}
     first, last = positions[0], positions[-1]
     rows = [
-        [str(p), *(f"{1e6 * results[name][p]:.0f}" for name in KINDS),
-         *(f"{results[name][p] / results[name][first]:.2f}x" for name in RECURRENT)]
+        [
+            str(p),
+            *(f"{1e6 * results[name][p]:.0f}" for name in KINDS),
+            *(f"{results[name][p] / results[name][first]:.2f}x" for name in RECURRENT),
+        ]
         for p in positions
-    ]  # fmt: skip
+    ]
     header = [
         "position",
         *(f"{name} µs/token" for name in KINDS),

@@ -48,8 +48,9 @@ def attend(name: str, q, k, v, beta, log_decay):
         chunk = 1 if name == "delta recurrent" else CHUNK
         return rfa.attention.delta_rule_attention(q, k, v, beta, log_decay=log_decay[..., 0], chunk_size=chunk)
     if name == "gla chunked":
-        return rfa.kernelized_attention(q, k, v, feature_map="elu", projection=None, is_causal=True,
-                                        log_decay=log_decay, chunk_size=CHUNK)  # fmt: skip
+        return rfa.kernelized_attention(
+            q, k, v, feature_map="elu", projection=None, is_causal=True, log_decay=log_decay, chunk_size=CHUNK
+        )
     return jax.nn.dot_product_attention(q, k, v, is_causal=True)
 
 
@@ -86,15 +87,23 @@ def main(argv):
     lengths = [int(x) for x in _LENGTHS.value]
     rows = []
     for length in lengths:
-        names = [n for n in CASES if (n != "delta recurrent" or length <= _RECURRENT_MAX.value)
-                 and (n != "exact" or length <= _EXACT_MAX.value)]  # fmt: skip
+        names = [
+            n
+            for n in CASES
+            if (n != "delta recurrent" or length <= _RECURRENT_MAX.value)
+            and (n != "exact" or length <= _EXACT_MAX.value)
+        ]
         rows.append(measure(length, names, _REPEATS.value))
         print(f"L = {length}: " + ", ".join(f"{n} {rows[-1][n]['median_ms']:.1f} ms" for n in names), flush=True)
     slopes = {n: slope([(r["length"], r[n]["median_ms"]) for r in rows if n in r]) for n in CASES}
     ratios = {r["length"]: r["delta chunked"]["median_ms"] / r["gla chunked"]["median_ms"] for r in rows}
-    results = {"config": {"batch": B, "heads": H, "head_dim": D, "chunk_size": CHUNK, "lengths": lengths},
-               "results": rows, "slopes": slopes, "delta_over_gla": ratios,
-               "environment": environment()}  # fmt: skip
+    results = {
+        "config": {"batch": B, "heads": H, "head_dim": D, "chunk_size": CHUNK, "lengths": lengths},
+        "results": rows,
+        "slopes": slopes,
+        "delta_over_gla": ratios,
+        "environment": environment(),
+    }
 
     def milliseconds(row, name):
         return f"{row[name]['median_ms']:.1f}" if name in row else "-"
@@ -109,10 +118,16 @@ def main(argv):
     print(text)
 
     def plot(path):
-        curves = {n: ([r["length"] for r in rows if n in r], [r[n]["median_ms"] for r in rows if n in r])
-                  for n in CASES}  # fmt: skip
-        loglog_figure(curves, path, xlabel="L", ylabel="forward + backward (ms)",
-                      title="causal attention, [1, L, 8, 64]: the delta rule vs GLA and exact")  # fmt: skip
+        curves = {
+            n: ([r["length"] for r in rows if n in r], [r[n]["median_ms"] for r in rows if n in r]) for n in CASES
+        }
+        loglog_figure(
+            curves,
+            path,
+            xlabel="L",
+            ylabel="forward + backward (ms)",
+            title="causal attention, [1, L, 8, 64]: the delta rule vs GLA and exact",
+        )
 
     output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_delta_rule.json")
     write_report(output, results, text, plot)

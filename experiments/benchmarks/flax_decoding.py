@@ -103,31 +103,49 @@ def main(argv):
     last = positions[-1]
     ratio = results["rfa"][last] / results["rfa"][first]
     faster_from = crossover(list(results["rfa"].items()), results["flax"])
-    rows = [[str(p), f"{1e6 * results['flax'][p]:.1f}", f"{1e6 * results['rfa'][p]:.1f}",
-             f"{results['flax'][p] / results['rfa'][p]:.2f}x"] for p in positions]  # fmt: skip
+    rows = [
+        [
+            str(p),
+            f"{1e6 * results['flax'][p]:.1f}",
+            f"{1e6 * results['rfa'][p]:.1f}",
+            f"{results['flax'][p] / results['rfa'][p]:.2f}x",
+        ]
+        for p in positions
+    ]
     print(markdown_table(["position", "Flax softmax µs/token", "rfa µs/token", "rfa speed-up"], rows))
     verdict = "met" if ratio <= TARGET else "NOT met"
     print(f"\nrfa: time per token at {last} is {ratio:.2f}x its time at {first} (target <= {TARGET}x: {verdict}).")
-    print(f"rfa is faster than Flax's softmax cache from position {faster_from} on." if faster_from else
-          "rfa is not faster than Flax's softmax cache at any measured position.")  # fmt: skip
+    print(
+        f"rfa is faster than Flax's softmax cache from position {faster_from} on."
+        if faster_from
+        else "rfa is not faster than Flax's softmax cache at any measured position."
+    )
     output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_flax_decoding.json")
     figure = output.removesuffix(".json") + ".png"
     data = {
         "layer": f"self-attention, {_FEATURES.value} features, {_HEADS.value} heads, batch {_BATCH.value}; "
-                 f"rfa: positive, m = {_NUM_FEATURES.value}",
+        f"rfa: positive, m = {_NUM_FEATURES.value}",
         "environment": environment(),
         "seconds_per_token": {name: {str(p): t for p, t in times.items()} for name, times in results.items()},
         f"rfa_ratio_{last}_vs_{first}": ratio,
         "rfa_faster_from_position": faster_from,
         "figure": figure,
-    }  # fmt: skip
+    }
     write_json(output, data)
     warn_against_committed(output, data)
     loglog_figure(
-        {f"{name} ({'KV cache' if name == 'flax' else 'recurrent state'})": (positions, [1e6 * t[p] for p in positions])
-         for name, t in results.items()},
-        figure, xlabel="position", ylabel="µs per token", title="Decoding through one Flax attention layer",
-    )  # fmt: skip
+        {
+            f"{name} ({'KV cache' if name == 'flax' else 'recurrent state'})": (
+                positions,
+                [1e6 * t[p] for p in positions],
+            )
+            for name, t in results.items()
+        },
+        figure,
+        xlabel="position",
+        ylabel="µs per token",
+        title="Decoding through one Flax attention layer",
+    )
     print(f"\nwrote {output} and {figure}")
 
 

@@ -67,8 +67,10 @@ def warn_against_committed(output: str, data, backend: str = "cpu") -> list[str]
     the output's name has no backend)."""
     name = os.path.splitext(os.path.basename(output))[0]
     candidates = [name, f"{name}_{backend}"]
-    committed = next((os.path.join(RESULTS, f"{c}.json") for c in candidates
-                      if os.path.exists(os.path.join(RESULTS, f"{c}.json"))), None)  # fmt: skip
+    committed = next(
+        (os.path.join(RESULTS, f"{c}.json") for c in candidates if os.path.exists(os.path.join(RESULTS, f"{c}.json"))),
+        None,
+    )
     if committed is None or os.path.abspath(committed) == os.path.abspath(output):
         return []
     with open(committed) as f:

@@ -64,8 +64,10 @@ def measure(length: int, names: list[str], projection, repeats: int) -> dict:
     for name in names:
         compiled = case(name, projection).lower(*args).compile()
         run_once(compiled, args)  # warm-up
-        row[name] = {**timing_summary([run_once(compiled, args) for _ in range(repeats)]),
-                     "memory": memory_bytes(compiled)}  # fmt: skip
+        row[name] = {
+            **timing_summary([run_once(compiled, args) for _ in range(repeats)]),
+            "memory": memory_bytes(compiled),
+        }
     return row
 
 
@@ -81,8 +83,12 @@ def main(argv):
         print(f"L = {length}: " + ", ".join(f"{n} {rows[-1][n]['median_ms']:.1f} ms" for n in names), flush=True)
     names = ("fft", "dense", "no bias")
     slopes = {n: slope([(r["length"], r[n]["median_ms"]) for r in rows if n in r]) for n in names}
-    results = {"config": {"batch": B, "heads": H, "head_dim": D, "num_features": M, "lengths": lengths},
-               "results": rows, "slopes": slopes, "environment": environment()}  # fmt: skip
+    results = {
+        "config": {"batch": B, "heads": H, "head_dim": D, "num_features": M, "lengths": lengths},
+        "results": rows,
+        "slopes": slopes,
+        "environment": environment(),
+    }
 
     def milliseconds(row, name):
         return f"{row[name]['median_ms']:.1f}" if name in row else "-"
@@ -92,20 +98,35 @@ def main(argv):
 
     text = markdown_table(
         ["L", "fft (ms)", "dense (ms)", "no bias (ms)", "fft / dense", "fft peak (MiB)", "dense peak (MiB)"],
-        [[str(r["length"]), milliseconds(r, "fft"), milliseconds(r, "dense"), milliseconds(r, "no bias"),
-          f"{r['fft']['median_ms'] / r['dense']['median_ms']:.2f}" if "dense" in r else "-",
-          mebibytes(r, "fft"), mebibytes(r, "dense")] for r in rows],
-    )  # fmt: skip
+        [
+            [
+                str(r["length"]),
+                milliseconds(r, "fft"),
+                milliseconds(r, "dense"),
+                milliseconds(r, "no bias"),
+                f"{r['fft']['median_ms'] / r['dense']['median_ms']:.2f}" if "dense" in r else "-",
+                mebibytes(r, "fft"),
+                mebibytes(r, "dense"),
+            ]
+            for r in rows
+        ],
+    )
     text += "\n\nlog-log slope of time against L: " + ", ".join(
         f"{n} {s:.2f}" for n, s in slopes.items() if s is not None
     )
     print(text)
 
     def plot(path):
-        curves = {n: ([r["length"] for r in rows if n in r], [r[n]["median_ms"] for r in rows if n in r])
-                  for n in names}  # fmt: skip
-        loglog_figure(curves, path, xlabel="L", ylabel="forward + backward (ms)",
-                      title="relative bias: FFT vs dense (causal, positive)")  # fmt: skip
+        curves = {
+            n: ([r["length"] for r in rows if n in r], [r[n]["median_ms"] for r in rows if n in r]) for n in names
+        }
+        loglog_figure(
+            curves,
+            path,
+            xlabel="L",
+            ylabel="forward + backward (ms)",
+            title="relative bias: FFT vs dense (causal, positive)",
+        )
 
     output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_relative.json")
     write_report(output, results, text, plot)

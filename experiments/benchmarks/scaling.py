@@ -81,9 +81,19 @@ MODELS = {"decoder": ("exact", "positive", "gated"), "encoder": ("exact", "posit
 def model_config(model: str, kind: str, length: int, *, sequence_axis: str | None = None) -> TransformerConfig:
     attention = KINDS[kind]
     site = {"decoder_attention" if model == "decoder" else "encoder_attention": attention}
-    return TransformerConfig(vocab_size=256, num_classes=2, d_model=64, num_heads=4, mlp_dim=128,
-                             num_encoder_layers=2, num_decoder_layers=2, dropout_rate=0.0, max_length=length,
-                             sequence_axis=sequence_axis, **site)  # fmt: skip
+    return TransformerConfig(
+        vocab_size=256,
+        num_classes=2,
+        d_model=64,
+        num_heads=4,
+        mlp_dim=128,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        dropout_rate=0.0,
+        max_length=length,
+        sequence_axis=sequence_axis,
+        **site,
+    )
 
 
 def train_step(model: str, kind: str, length: int, mesh: jax.sharding.Mesh | None = None):
@@ -137,8 +147,13 @@ def plot_sequence_memory(rows: list[dict], path: str) -> None:
         mine = [r for r in rows if r["kind"] == kind]
         curves[f"decoder {kind}"] = ([r["devices"] for r in mine], [r["memory"]["peak_bytes"] / 2**20 for r in mine])
     title = f"training step, L = {rows[0]['length']}"
-    loglog_figure(curves, path, xlabel="devices splitting the sequence (P)",
-                  ylabel="per-device peak (MiB, XLA estimate)", title=title)  # fmt: skip
+    loglog_figure(
+        curves,
+        path,
+        xlabel="devices splitting the sequence (P)",
+        ylabel="per-device peak (MiB, XLA estimate)",
+        title=title,
+    )
 
 
 def measure(model: str, kind: str, length: int) -> dict:
@@ -171,16 +186,27 @@ def summarize(results: list[dict], fit_from: int) -> dict:
             }
         exact = {r["length"]: r.get("median_ms") for r in results if r["model"] == model and r["kind"] == "exact"}
         for kind in kinds[1:]:
-            rows = [(r["length"], r["median_ms"]) for r in results
-                    if r["model"] == model and r["kind"] == kind and "median_ms" in r]  # fmt: skip
+            rows = [
+                (r["length"], r["median_ms"])
+                for r in results
+                if r["model"] == model and r["kind"] == kind and "median_ms" in r
+            ]
             summary[f"{model}/{kind}"]["faster_than_exact_from"] = crossover(rows, exact)
     return summary
 
 
 def table(results: list[dict]) -> str:
     header = ["model", "kind", "L", "step ms", "peak MiB"]
-    rows = [[r["model"], r["kind"], str(r["length"]), f"{r['median_ms']:.1f}" if "median_ms" in r else r["skipped"],
-             "-" if r["memory"] is None else f"{r['memory']['peak_bytes'] / 2**20:.1f}"] for r in results]  # fmt: skip
+    rows = [
+        [
+            r["model"],
+            r["kind"],
+            str(r["length"]),
+            f"{r['median_ms']:.1f}" if "median_ms" in r else r["skipped"],
+            "-" if r["memory"] is None else f"{r['memory']['peak_bytes'] / 2**20:.1f}",
+        ]
+        for r in results
+    ]
     return markdown_table(header, rows)
 
 
@@ -198,8 +224,13 @@ def plot(results: list[dict], summary: dict, path: str) -> None:
                 [r["length"] for r in timed], [r["median_ms"] for r in timed], style, marker="o", label=label
             )
             sized = [r for r in rows if r["memory"]]
-            memory_axis.plot([r["length"] for r in sized], [r["memory"]["peak_bytes"] / 2**20 for r in sized], style,
-                             marker="o", label=f"{model} {kind}")  # fmt: skip
+            memory_axis.plot(
+                [r["length"] for r in sized],
+                [r["memory"]["peak_bytes"] / 2**20 for r in sized],
+                style,
+                marker="o",
+                label=f"{model} {kind}",
+            )
     for axis, ylabel in ((time_axis, "training step (ms)"), (memory_axis, "peak memory (MiB, XLA estimate)")):
         axis.set(xscale="log", yscale="log", xlabel="sequence length L", ylabel=ylabel)
         axis.grid(alpha=0.3, which="both")

@@ -95,10 +95,18 @@ def run(study, workdir: str) -> list[dict]:
         if study.learning_rates:
             name = os.path.join(name, _rate_dir(config.optimizer.learning_rate))
         row = train_seeds(config, os.path.join(workdir, name), study.seeds)
-        rows.append(row | {"state_bytes": state_bytes(config), "length": config.max_length,
-                           "num_pairs": config.recall.num_pairs, "vocab_size": config.recall.vocab_size,
-                           "learning_rate": config.optimizer.learning_rate, "sweep": sweep,
-                           "swept_at": swept_at})  # fmt: skip
+        rows.append(
+            row
+            | {
+                "state_bytes": state_bytes(config),
+                "length": config.max_length,
+                "num_pairs": config.recall.num_pairs,
+                "vocab_size": config.recall.vocab_size,
+                "learning_rate": config.optimizer.learning_rate,
+                "sweep": sweep,
+                "swept_at": swept_at,
+            }
+        )
     return rows
 
 
@@ -140,10 +148,25 @@ def table(rows: list[dict], *, verdicts: bool = True) -> str:
         m = "-" if r["num_features"] is None else str(r["num_features"])
         comparison = [] if not verdicts else ["-", "-"] if verdict is None else [verdict[0].cell("{:.3f}"), verdict[1]]
         rate = [f"{r['learning_rate']:g}"] if swept else []
-        lines.append([r["attention"], m, f"{r['state_bytes'] / 1024:.1f}", *rate, str(len(r["seeds"])),
-                      metric(r, "accuracy").cell("{:.3f}"), *comparison])  # fmt: skip
-    header = ["attention", "m", "state per layer (KiB)", *(["learning rate"] if swept else []), "seeds",
-              "test accuracy"]  # fmt: skip
+        lines.append(
+            [
+                r["attention"],
+                m,
+                f"{r['state_bytes'] / 1024:.1f}",
+                *rate,
+                str(len(r["seeds"])),
+                metric(r, "accuracy").cell("{:.3f}"),
+                *comparison,
+            ]
+        )
+    header = [
+        "attention",
+        "m",
+        "state per layer (KiB)",
+        *(["learning rate"] if swept else []),
+        "seeds",
+        "test accuracy",
+    ]
     return markdown_table(header + (["Δ vs exact [95% CI]", "verdict"] if verdicts else []), lines)
 
 
@@ -163,12 +186,17 @@ def plot(rows: list[dict], path: str) -> Figure:
         points = sorted((r["state_bytes"], metric(r, "accuracy")) for r in rows if r["attention"] == attention)
         x = [size for size, _ in points]
         look = {**style[attention], "linestyle": style[attention]["linestyle"] if len(points) > 1 else "none"}
-        axis.errorbar(x, [s.mean for _, s in points], yerr=[s.std for _, s in points], label=attention, capsize=3,
-                      **look)  # fmt: skip
+        axis.errorbar(
+            x, [s.mean for _, s in points], yerr=[s.std for _, s in points], label=attention, capsize=3, **look
+        )
     first = rows[0]
-    axis.set(xscale="log", xlabel="decode state per layer (bytes, one sequence)", ylabel="test accuracy (queries)",
-             title=f"MQAR: {first['num_pairs']} pairs, length {first['length']}, vocabulary {first['vocab_size']}",
-             ylim=(-0.02, 1.02))  # fmt: skip
+    axis.set(
+        xscale="log",
+        xlabel="decode state per layer (bytes, one sequence)",
+        ylabel="test accuracy (queries)",
+        title=f"MQAR: {first['num_pairs']} pairs, length {first['length']}, vocabulary {first['vocab_size']}",
+        ylim=(-0.02, 1.02),
+    )
     axis.grid(alpha=0.3, which="both")
     legend_outside(axis)
     figure.tight_layout()

@@ -40,8 +40,12 @@ _OUTPUT = flags.DEFINE_string(
 def pairs(comparison) -> list[tuple[str, str]]:
     """The (task, attention) pairs to train: every task with every attention, less ``comparison.skip``."""
     skip = {tuple(pair) for pair in comparison.skip}
-    return [(task, attention) for task in comparison.tasks for attention in comparison.attention
-            if (task, attention) not in skip]  # fmt: skip
+    return [
+        (task, attention)
+        for task in comparison.tasks
+        for attention in comparison.attention
+        if (task, attention) not in skip
+    ]
 
 
 def run(comparison, workdir: str) -> list[dict]:
@@ -72,8 +76,9 @@ def plot_losses(comparison, workdir: str, path: str) -> Figure:
             steps = [step for step, _ in curves[0]]
             losses = np.array([[loss for _, loss in curve] for curve in curves])
             axis.plot(steps, losses.mean(axis=0), label=attention, linewidth=1.2, markevery=0.2, **style[attention])
-            axis.fill_between(steps, losses.min(axis=0), losses.max(axis=0), color=style[attention]["color"],
-                              alpha=0.15, linewidth=0)  # fmt: skip
+            axis.fill_between(
+                steps, losses.min(axis=0), losses.max(axis=0), color=style[attention]["color"], alpha=0.15, linewidth=0
+            )
         axis.set(title=task, xlabel="step", ylabel="training loss", yscale="log")
         axis.grid(alpha=0.3)
         legend_outside(axis)  # each panel names its own kinds (a skipped pair leaves a kind out)

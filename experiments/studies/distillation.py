@@ -106,8 +106,10 @@ def distill_maps(teacher, student, config, distill, kind: str) -> list[float]:
         return [functools.reduce(lambda node, key: node[key], path, sown)["inputs"][0] for path in paths]
 
     def loss(maps, inputs):
-        losses = [attention_weights_loss(q, k, mask, c, m["weight"], m["bias"])
-                  for (q, k, _, mask), c, m in zip(inputs, causal, maps, strict=True)]  # fmt: skip
+        losses = [
+            attention_weights_loss(q, k, mask, c, m["weight"], m["bias"])
+            for (q, k, _, mask), c, m in zip(inputs, causal, maps, strict=True)
+        ]
         return sum(losses) / len(losses)
 
     tx = optax.adam(distill.distill_learning_rate)
@@ -120,8 +122,15 @@ def distill_maps(teacher, student, config, distill, kind: str) -> list[float]:
 
     maps = [{name: site.core.learned_params[name][...] for name in ("weight", "bias")} for site in student_sites]
     opt_state = tx.init(maps)
-    batches = iter(train_batches(get_task(config.task), data_dir=config.data_dir, batch_size=config.batch_size,
-                                 max_length=config.max_length, seed=config.seed + 7))  # fmt: skip
+    batches = iter(
+        train_batches(
+            get_task(config.task),
+            data_dir=config.data_dir,
+            batch_size=config.batch_size,
+            max_length=config.max_length,
+            seed=config.seed + 7,
+        )
+    )
     losses = []
     for _ in range(distill.distill_steps):
         maps, opt_state, value = update(maps, opt_state, record(teacher, next(batches)))
@@ -251,14 +260,28 @@ def over_seeds(per_seed: list[dict]) -> dict:
 def table(summary: dict) -> str:
     """Markdown: one row per run, mean ± standard deviation over the seeds, and its score against the teacher's
     (difference [95% interval], verdict)."""
-    header = ["run", "steps", summary["metric"], "token accuracy", "recovered of the teacher",
-              "Δ vs teacher [95% CI]", "verdict"]  # fmt: skip
+    header = [
+        "run",
+        "steps",
+        summary["metric"],
+        "token accuracy",
+        "recovered of the teacher",
+        "Δ vs teacher [95% CI]",
+        "verdict",
+    ]
     lines = []
     for name, run in summary["runs"].items():
         recovered = "-" if run["recovered"] is None else Spread(**run["recovered"]).cell("{:.2f}")
         difference = run["difference_from_teacher"]
-        lines.append([name, str(run["steps"]), Spread(**run["score"]).cell("{:.3f}"),
-                      Spread(**run["accuracy"]).cell("{:.3f}"), recovered,
-                      "-" if difference is None else Comparison.from_dict(difference).cell("{:.3f}"),
-                      run["versus_teacher"] or "-"])  # fmt: skip
+        lines.append(
+            [
+                name,
+                str(run["steps"]),
+                Spread(**run["score"]).cell("{:.3f}"),
+                Spread(**run["accuracy"]).cell("{:.3f}"),
+                recovered,
+                "-" if difference is None else Comparison.from_dict(difference).cell("{:.3f}"),
+                run["versus_teacher"] or "-",
+            ]
+        )
     return markdown_table(header, lines)

@@ -82,9 +82,17 @@ class FlaxModel(RfaModel):
 
     def _build(self, config, attention_fns, seed):
         m = config.model
-        return FlaxEncoder(vocab_size=self.task.vocab_size, num_classes=self.task.num_classes, d_model=m.d_model,
-                           num_heads=m.num_heads, mlp_dim=m.mlp_dim, num_layers=m.num_encoder_layers,
-                           max_length=config.max_length, attention_fns=attention_fns, rngs=nnx.Rngs(seed))  # fmt: skip
+        return FlaxEncoder(
+            vocab_size=self.task.vocab_size,
+            num_classes=self.task.num_classes,
+            d_model=m.d_model,
+            num_heads=m.num_heads,
+            mlp_dim=m.mlp_dim,
+            num_layers=m.num_encoder_layers,
+            max_length=config.max_length,
+            attention_fns=attention_fns,
+            rngs=nnx.Rngs(seed),
+        )
 
     def exact(self, state: str, seed: int, workdir: str):
         config = task_run_config(self.study.tasks[self.name], "exact", self.study.scale, self.study.data_dir)
@@ -129,5 +137,11 @@ MODEL_KINDS = {"encoder": RfaModel, "decoder": RfaModel, "vit": RfaModel, "flax"
 
 def metric_batches(config):
     """The first ``config.eval_batches`` batches of the config's test split."""
-    return eval_batches(get_task(config.task), data_dir=config.data_dir, batch_size=config.batch_size,
-                        max_length=config.max_length, split="test", max_batches=config.eval_batches)  # fmt: skip
+    return eval_batches(
+        get_task(config.task),
+        data_dir=config.data_dir,
+        batch_size=config.batch_size,
+        max_length=config.max_length,
+        split="test",
+        max_batches=config.eval_batches,
+    )

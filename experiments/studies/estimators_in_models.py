@@ -100,8 +100,9 @@ def site_measures(q, k, v, key_mask, params, pairs, key, *, estimator, num_featu
     mask = key_mask[:, None, None, :]
     exact = rfa.softmax_attention(q, k, v, mask=mask, is_causal=causal)
     W = rfa.sample_projection(key, num_features, q.shape[-1])
-    approx = rfa.kernelized_attention(q, k, v, feature_map=estimator, projection=W, mask=mask, is_causal=causal,
-                                      feature_params=params or None)  # fmt: skip
+    approx = rfa.kernelized_attention(
+        q, k, v, feature_map=estimator, projection=W, mask=mask, is_causal=causal, feature_params=params or None
+    )
     rows, i, j = pairs
     scale = q.shape[-1] ** -0.25
     x, y = jnp.swapaxes(q[rows, i], 0, 1) * scale, jnp.swapaxes(k[rows, j], 0, 1) * scale  # [heads, pairs, d]
@@ -130,8 +131,12 @@ def cells(study) -> list[tuple[str, int, str | None]]:
     measurement (fit None) for the others."""
     for estimator in study.estimators:
         rfa.feature_map(estimator)  # a clear error for an unknown name
-    return [(e, m, fit) for e in study.estimators for m in study.num_features
-            for fit in (study.fits if rfa.feature_map(e).fit is not None else (None,))]  # fmt: skip
+    return [
+        (e, m, fit)
+        for e in study.estimators
+        for m in study.num_features
+        for fit in (study.fits if rfa.feature_map(e).fit is not None else (None,))
+    ]
 
 
 class Prepared(NamedTuple):
@@ -154,9 +159,17 @@ def prepare(study, model_name: str, state: str, seed: int, workdir: str) -> Prep
     exact, config = kind.exact(state, seed, workdir)
     config.eval_batches = study.eval_batches
     batch = {name: jnp.asarray(value) for name, value in next(iter(metric_batches(config))).items()}
-    calibration = [{name: jnp.asarray(value) for name, value in b.items()} for b in eval_batches(
-        get_task(config.task), data_dir=config.data_dir, batch_size=config.batch_size, max_length=config.max_length,
-        split="validation", max_batches=study.calibration_batches)]  # fmt: skip
+    calibration = [
+        {name: jnp.asarray(value) for name, value in b.items()}
+        for b in eval_batches(
+            get_task(config.task),
+            data_dir=config.data_dir,
+            batch_size=config.batch_size,
+            max_length=config.max_length,
+            split="validation",
+            max_batches=study.calibration_batches,
+        )
+    ]
     causal = kind.causal(exact)
     sites = [(*inputs, c) for inputs, c in zip(kind.site_inputs(exact, batch), causal, strict=True)]
     per_batch = [kind.site_inputs(exact, b) for b in calibration]
@@ -182,10 +195,18 @@ def measure_sites(
     for index, (site, calibration_site) in enumerate(zip(sites, calibration_sites, strict=True)):
         q, k, v, key_mask, causal = site
         error, c, m = site_measures(
-            q, k, v, key_mask, site_params(estimator, site, calibration_site, fit),
-            valid_pairs(np.asarray(key_mask), study.variance_pairs), jax.random.fold_in(key, index),
-            estimator=estimator, num_features=num_features, causal=causal, draws=study.variance_draws,
-        )  # fmt: skip
+            q,
+            k,
+            v,
+            key_mask,
+            site_params(estimator, site, calibration_site, fit),
+            valid_pairs(np.asarray(key_mask), study.variance_pairs),
+            jax.random.fold_in(key, index),
+            estimator=estimator,
+            num_features=num_features,
+            causal=causal,
+            draws=study.variance_draws,
+        )
         errors.append(float(error))
         closed.append(float(c))
         measured.append(float(m))
@@ -194,8 +215,7 @@ def measure_sites(
 
 def measure(study, model_name: str, state: str, seed: int, workdir: str) -> list[dict]:
     """Every cell of one model, state and seed: one record each."""
-    kind, exact, config, batch, calibration, sites, calibration_sites = prepare(study, model_name, state, seed,
-                                                                                workdir)  # fmt: skip
+    kind, exact, config, batch, calibration, sites, calibration_sites = prepare(study, model_name, state, seed, workdir)
     exact_logits, weights = kind.forward(exact, batch)
     metric_name, exact_metric = kind.metric(exact, config)
     records = []
@@ -203,35 +223,58 @@ def measure(study, model_name: str, state: str, seed: int, workdir: str) -> list
         if not fits_sites(fit, sites):
             continue
         key = jax.random.fold_in(jax.random.key(seed), num_features)
-        layer_errors, closed, measured = measure_sites(study, estimator, num_features, fit, sites, calibration_sites,
-                                                       key)  # fmt: skip
+        layer_errors, closed, measured = measure_sites(
+            study, estimator, num_features, fit, sites, calibration_sites, key
+        )
         model = kind.swapped(exact, config, estimator, num_features, seed)
         if fit == "calibrated":
             with rfa.attention.calibrating(model):
                 for b in calibration:
                     kind.outputs(model, b)  # eager calls: each site fits to its own queries and keys
         logits, _ = kind.forward(model, batch)
-        records.append({
-            "model": model_name, "state": state, "seed": seed, "estimator": estimator, "num_features": num_features,
-            "fit": fit or "-", "output_error": float(relative_error(logits, exact_logits, weights)),
-            "layer_errors": layer_errors, "metric": kind.metric(model, config)[1], "exact_metric": exact_metric,
-            "metric_name": metric_name,
-            "closed_form_variance": float(np.mean(closed)), "measured_variance": float(np.mean(measured)),
-        })  # fmt: skip
+        records.append(
+            {
+                "model": model_name,
+                "state": state,
+                "seed": seed,
+                "estimator": estimator,
+                "num_features": num_features,
+                "fit": fit or "-",
+                "output_error": float(relative_error(logits, exact_logits, weights)),
+                "layer_errors": layer_errors,
+                "metric": kind.metric(model, config)[1],
+                "exact_metric": exact_metric,
+                "metric_name": metric_name,
+                "closed_form_variance": float(np.mean(closed)),
+                "measured_variance": float(np.mean(measured)),
+            }
+        )
     return records
 
 
 MEASURE_FIELDS = (  # what the records of one model, state and seed depend on
-    "tasks", "estimators", "num_features", "fits", "scale", "flax_steps", "calibration_batches", "eval_batches",
-    "variance_pairs", "variance_draws",
-)  # fmt: skip
+    "tasks",
+    "estimators",
+    "num_features",
+    "fits",
+    "scale",
+    "flax_steps",
+    "calibration_batches",
+    "eval_batches",
+    "variance_pairs",
+    "variance_draws",
+)
 
 
 def measured(study, model_name: str, state: str, seed: int, workdir: str) -> list[dict]:
     """:func:`measure`'s records, kept in ``<workdir>/measures/<model>_<state>_seed<seed>.json`` (see
     :func:`kept`)."""
-    return kept(study, MEASURE_FIELDS, os.path.join(workdir, "measures", f"{model_name}_{state}_seed{seed}.json"),
-                lambda: measure(study, model_name, state, seed, workdir))  # fmt: skip
+    return kept(
+        study,
+        MEASURE_FIELDS,
+        os.path.join(workdir, "measures", f"{model_name}_{state}_seed{seed}.json"),
+        lambda: measure(study, model_name, state, seed, workdir),
+    )
 
 
 def kept(study, fields: tuple[str, ...], path: str, compute: Callable[[], list[dict]]) -> list[dict]:
@@ -253,8 +296,13 @@ def run(study, workdir: str) -> list[dict]:
     """Measures every model, state and seed of ``study``; one row per (model, state, estimator, m, fit) with the
     measures as :class:`experiments.spread.Spread` dicts over the seeds, and the per-seed ``records``."""
     check(study)
-    records = [record for name in study.models for state in study.states for seed in study.seeds
-               for record in measured(study, name, state, seed, workdir)]  # fmt: skip
+    records = [
+        record
+        for name in study.models
+        for state in study.states
+        for seed in study.seeds
+        for record in measured(study, name, state, seed, workdir)
+    ]
     return over_seeds(records)
 
 
@@ -300,8 +348,9 @@ def by_cell(records: list[dict], identity: tuple[str, ...]) -> list[tuple[dict, 
     groups: dict[tuple, list[dict]] = {}
     for record in records:
         groups.setdefault(tuple(record[f] for f in identity), []).append(record)
-    return [(dict(zip(identity, key, strict=True)), sorted(group, key=lambda r: r["seed"]))
-            for key, group in groups.items()]  # fmt: skip
+    return [
+        (dict(zip(identity, key, strict=True)), sorted(group, key=lambda r: r["seed"])) for key, group in groups.items()
+    ]
 
 
 _IDENTITY = ("model", "state", "estimator", "num_features", "fit")
@@ -311,15 +360,32 @@ def table(rows: list[dict]) -> str:
     """Markdown of :func:`run`'s rows, then one verdict line per model and state."""
     lines = []
     for row in rows:
-        lines.append([
-            row["model"], row["state"], row["estimator"], str(row["num_features"]), row["fit"],
-            str(row["output_error"]["n"]), Spread(**row["output_error"]).cell("{:.3g}"),
-            " / ".join(f"{Spread(**e).mean:.3g}" for e in row["layer_errors"]),
-            f"{row['metric_change']['mean']:+.3f} ± {row['metric_change']['std']:.3f} ({row['metric_name']})",
-            f"{row['closed_form_variance']['mean']:.3g} / {row['measured_variance']['mean']:.3g}",
-        ])  # fmt: skip
-    header = ["model", "state", "estimator", "m", "fit", "seeds", "output error", "layer errors",
-              "metric change", "variance: closed form / measured"]  # fmt: skip
+        lines.append(
+            [
+                row["model"],
+                row["state"],
+                row["estimator"],
+                str(row["num_features"]),
+                row["fit"],
+                str(row["output_error"]["n"]),
+                Spread(**row["output_error"]).cell("{:.3g}"),
+                " / ".join(f"{Spread(**e).mean:.3g}" for e in row["layer_errors"]),
+                f"{row['metric_change']['mean']:+.3f} ± {row['metric_change']['std']:.3f} ({row['metric_name']})",
+                f"{row['closed_form_variance']['mean']:.3g} / {row['measured_variance']['mean']:.3g}",
+            ]
+        )
+    header = [
+        "model",
+        "state",
+        "estimator",
+        "m",
+        "fit",
+        "seeds",
+        "output error",
+        "layer errors",
+        "metric change",
+        "variance: closed form / measured",
+    ]
     return markdown_table(header, lines) + "\n\n" + "\n".join(verdicts(rows))
 
 
@@ -329,8 +395,11 @@ def summary(rows: list[dict]) -> str:
     apply (per-call fits at causal sites)."""
     panels = list(dict.fromkeys((r["model"], r["state"]) for r in rows))
     largest = {panel: max(r["num_features"] for r in rows if (r["model"], r["state"]) == panel) for panel in panels}
-    cells = {(label(r), (r["model"], r["state"])): Spread(**r["output_error"]) for r in rows
-             if r["num_features"] == largest[(r["model"], r["state"])]}  # fmt: skip
+    cells = {
+        (label(r), (r["model"], r["state"])): Spread(**r["output_error"])
+        for r in rows
+        if r["num_features"] == largest[(r["model"], r["state"])]
+    }
     lowest = {panel: min(v.mean for (_, p), v in cells.items() if p == panel) for panel in panels}
     lines = []
     for name in dict.fromkeys(name for name, _ in cells):
@@ -412,10 +481,17 @@ def plot_lines(rows: list[dict], path: str, *, x: str, measure: str, xlabel: str
             values = [[record[measure] for record in r["records"]] for r in line]
             xs = [r[x] for r in line]
             axis.plot(xs, [np.mean(v) for v in values], label=name, **style[name])
-            axis.fill_between(xs, [min(v) for v in values], [max(v) for v in values], alpha=0.12, linewidth=0,
-                              color=style[name]["color"])  # fmt: skip
-        axis.set(title=f"{panel[0]}, {panel[1]}", xlabel=xlabel, ylabel=measure.replace("_", " "), xscale="log",
-                 yscale="log")  # fmt: skip
+            axis.fill_between(
+                xs,
+                [min(v) for v in values],
+                [max(v) for v in values],
+                alpha=0.12,
+                linewidth=0,
+                color=style[name]["color"],
+            )
+        axis.set(
+            title=f"{panel[0]}, {panel[1]}", xlabel=xlabel, ylabel=measure.replace("_", " "), xscale="log", yscale="log"
+        )
         ticks = sorted({r[x] for r in own})
         axis.set_xticks(ticks, [f"{t:g}" for t in ticks], minor=False)
         axis.set_xticks([], minor=True)

@@ -28,8 +28,19 @@ class FlaxEncoder(nnx.Module):
       (4, 3)
     """
 
-    def __init__(self, *, vocab_size, num_classes, d_model, num_heads, mlp_dim, num_layers, max_length,
-                 attention_fns, rngs: nnx.Rngs):  # fmt: skip
+    def __init__(
+        self,
+        *,
+        vocab_size,
+        num_classes,
+        d_model,
+        num_heads,
+        mlp_dim,
+        num_layers,
+        max_length,
+        attention_fns,
+        rngs: nnx.Rngs,
+    ):
         fns = attention_fns or [nnx.dot_product_attention] * num_layers
         self.embed = nnx.Embed(vocab_size, d_model, rngs=rngs)
         self.positions = nnx.Param(nnx.initializers.normal(0.02)(rngs.params(), (max_length, d_model)))
@@ -55,8 +66,7 @@ class FlaxBlock(nnx.Module):
 
     def __init__(self, d_model, num_heads, mlp_dim, attention_fn, *, rngs: nnx.Rngs):
         self.norm_attention = nnx.LayerNorm(d_model, rngs=rngs)
-        self.attention = nnx.MultiHeadAttention(num_heads, d_model, attention_fn=attention_fn, decode=False,
-                                                rngs=rngs)  # fmt: skip
+        self.attention = nnx.MultiHeadAttention(num_heads, d_model, attention_fn=attention_fn, decode=False, rngs=rngs)
         self.norm_mlp = nnx.LayerNorm(d_model, rngs=rngs)
         self.mlp_in, self.mlp_out = nnx.Linear(d_model, mlp_dim, rngs=rngs), nnx.Linear(mlp_dim, d_model, rngs=rngs)
 
@@ -84,7 +94,12 @@ def train_flax(model: FlaxEncoder, config, steps: int, seed: int) -> None:
 
         optimizer.update(model, nnx.grad(loss)(model))
 
-    batches = train_batches(get_task(config.task), data_dir=config.data_dir, batch_size=config.batch_size,
-                            max_length=config.max_length, seed=seed)  # fmt: skip
+    batches = train_batches(
+        get_task(config.task),
+        data_dir=config.data_dir,
+        batch_size=config.batch_size,
+        max_length=config.max_length,
+        seed=seed,
+    )
     for batch in itertools.islice(batches, steps):
         step(model, optimizer, {name: jnp.asarray(value) for name, value in batch.items()})

@@ -63,14 +63,23 @@ def select(comparison, workdir: str) -> tuple[str, list[dict], dict]:
       mean validation MSE}, "chosen"}`` (empty without candidates).
     """
     if not comparison.candidates:
-        rows = [train_seeds(task_config(comparison, a), os.path.join(workdir, a), comparison.seeds)
-                for a in comparison.attention]  # fmt: skip
+        rows = [
+            train_seeds(task_config(comparison, a), os.path.join(workdir, a), comparison.seeds)
+            for a in comparison.attention
+        ]
         return comparison.scale, rows, {}
-    trained = {scale: [train_seeds(task_config(comparison, a, scale), os.path.join(workdir, scale or "default", a),
-                                   comparison.seeds) for a in comparison.attention]
-               for scale in comparison.candidates}  # fmt: skip
-    validation = {scale: float(np.mean([r["validation"]["mse"]["mean"] for r in rows]))
-                  for scale, rows in trained.items()}  # fmt: skip
+    trained = {
+        scale: [
+            train_seeds(
+                task_config(comparison, a, scale), os.path.join(workdir, scale or "default", a), comparison.seeds
+            )
+            for a in comparison.attention
+        ]
+        for scale in comparison.candidates
+    }
+    validation = {
+        scale: float(np.mean([r["validation"]["mse"]["mean"] for r in rows])) for scale, rows in trained.items()
+    }
     chosen = min(validation, key=validation.get)
     return chosen, trained[chosen], {"metric": "validation mse", "candidates": validation, "chosen": chosen}
 
@@ -79,8 +88,14 @@ def seasonal_naive_scores(config) -> dict:
     """MSE and MAE of the seasonal-naive forecast on the test windows the runs are scored on."""
     task = get_task(config.task)
     squared = absolute = count = 0.0
-    batches = eval_batches(task, data_dir=config.data_dir, batch_size=config.batch_size, max_length=config.max_length,
-                           split=task.test_split, horizon=config.model.horizon)  # fmt: skip
+    batches = eval_batches(
+        task,
+        data_dir=config.data_dir,
+        batch_size=config.batch_size,
+        max_length=config.max_length,
+        split=task.test_split,
+        horizon=config.model.horizon,
+    )
     for batch in batches:
         errors = seasonal_naive(batch["inputs"], config.model.horizon, task.season) - batch["targets"]
         weights = np.broadcast_to(batch["weight"][:, None, None], errors.shape)
@@ -123,9 +138,12 @@ def run(comparison, workdir: str) -> dict:
     """Trains (or reads back) every kind, scores seasonal-naive, times the steps; the results."""
     scale, runs, selection = select(comparison, workdir)
     naive = seasonal_naive_scores(task_config(comparison, comparison.attention[0], scale))
-    timing = {kind: [step_time(task_config(comparison, kind), lookback, comparison.repeats)
-                     for lookback in comparison.lookbacks]
-              for kind in (comparison.timing_kinds if comparison.lookbacks else ())}  # fmt: skip
+    timing = {
+        kind: [
+            step_time(task_config(comparison, kind), lookback, comparison.repeats) for lookback in comparison.lookbacks
+        ]
+        for kind in (comparison.timing_kinds if comparison.lookbacks else ())
+    }
     slopes = {kind: slope([(r["lookback"], r["median_ms"]) for r in rows]) for kind, rows in timing.items()}
     return {"runs": runs, "selection": selection, "seasonal_naive": naive, "timing": timing, "slopes": slopes}
 
@@ -141,16 +159,37 @@ def table(results: dict) -> str:
         lambda r: naive["mse"] if r is naive else per_seed(r, "mse"),
         higher_is_better=False,
     )
-    rows = [[r["attention"], "-" if r["num_features"] is None else str(r["num_features"]), str(len(r["seeds"])),
-             metric(r, "mse").cell("{:.4f}"), metric(r, "mae").cell("{:.4f}"), comparison.cell("{:.4f}"), word,
-             number(r["step_time_s"], 1e3, "{:.1f}"), number(r["step_memory_bytes"], 2**-20, "{:.1f}")]
-            for r, (comparison, word) in zip(results["runs"], compared, strict=True)]  # fmt: skip
+    rows = [
+        [
+            r["attention"],
+            "-" if r["num_features"] is None else str(r["num_features"]),
+            str(len(r["seeds"])),
+            metric(r, "mse").cell("{:.4f}"),
+            metric(r, "mae").cell("{:.4f}"),
+            comparison.cell("{:.4f}"),
+            word,
+            number(r["step_time_s"], 1e3, "{:.1f}"),
+            number(r["step_memory_bytes"], 2**-20, "{:.1f}"),
+        ]
+        for r, (comparison, word) in zip(results["runs"], compared, strict=True)
+    ]
     rows.append(["seasonal naive", "-", "-", f"{naive['mse']:.4f}", f"{naive['mae']:.4f}", "-", "-", "-", "-"])
-    header = ["attention", "m", "seeds", "test MSE", "test MAE", "Δ MSE vs seasonal naive [95% CI]", "verdict",
-              "step (ms)", "step memory (MiB)"]  # fmt: skip
+    header = [
+        "attention",
+        "m",
+        "seeds",
+        "test MSE",
+        "test MAE",
+        "Δ MSE vs seasonal naive [95% CI]",
+        "verdict",
+        "step (ms)",
+        "step memory (MiB)",
+    ]
     selection = results.get("selection") or {}
-    candidates = [f"{scale or 'default'} {mse:.4f}" + (" (chosen, tested)" if scale == selection["chosen"] else "")
-                  for scale, mse in selection.get("candidates", {}).items()]  # fmt: skip
+    candidates = [
+        f"{scale or 'default'} {mse:.4f}" + (" (chosen, tested)" if scale == selection["chosen"] else "")
+        for scale, mse in selection.get("candidates", {}).items()
+    ]
     chosen = f"\n\nSelected on validation (mean validation MSE over kinds and seeds): {'; '.join(candidates)}."
     return markdown_table(header, rows) + (chosen if candidates else "")
 
@@ -160,5 +199,10 @@ def plot(results: dict, path: str) -> None:
     for kind, rows in results["timing"].items():
         label = f"{kind} (slope {results['slopes'][kind]:.2f})" if results["slopes"][kind] else kind
         curves[label] = ([r["lookback"] for r in rows], [r["median_ms"] for r in rows])
-    loglog_figure(curves, path, xlabel="lookback (steps = tokens)", ylabel="training step (ms)",
-                  title="forecaster: step time against lookback")  # fmt: skip
+    loglog_figure(
+        curves,
+        path,
+        xlabel="lookback (steps = tokens)",
+        ylabel="training step (ms)",
+        title="forecaster: step time against lookback",
+    )

@@ -57,18 +57,30 @@ def floors(study, batch_size: int) -> dict:
       0.672
     """
     task = get_task(study.longer_task)
-    batches = eval_batches(task, data_dir=study.data_dir, batch_size=batch_size, max_length=study.longer_max_length,
-                           split=task.test_split, max_batches=study.longer_batches or None)  # fmt: skip
+    batches = eval_batches(
+        task,
+        data_dir=study.data_dir,
+        batch_size=batch_size,
+        max_length=study.longer_max_length,
+        split=task.test_split,
+        max_batches=study.longer_batches or None,
+    )
     targets = np.concatenate([np.asarray(batch["targets"]) for batch in batches])
     targets = targets[(targets != PAD_ID).any(-1)]
     weights = targets != PAD_ID
     previous = np.concatenate([np.full_like(targets[:, :1], BOS_ID), targets[:, :-1]], axis=1)
     symbols, counts = np.unique(targets[weights], return_counts=True)
-    predictions = {"repeat the previous symbol": previous,
-                   "the majority symbol": np.full_like(targets, symbols[counts.argmax()])}  # fmt: skip
-    return {rule: {"accuracy": float((predicted == targets)[weights].mean()),
-                   "sequence_accuracy": float(((predicted == targets) | ~weights).all(-1).mean())}
-            for rule, predicted in predictions.items()}  # fmt: skip
+    predictions = {
+        "repeat the previous symbol": previous,
+        "the majority symbol": np.full_like(targets, symbols[counts.argmax()]),
+    }
+    return {
+        rule: {
+            "accuracy": float((predicted == targets)[weights].mean()),
+            "sequence_accuracy": float(((predicted == targets) | ~weights).all(-1).mean()),
+        }
+        for rule, predicted in predictions.items()
+    }
 
 
 def run(study, workdir: str) -> dict:
@@ -93,8 +105,10 @@ def run(study, workdir: str) -> dict:
             longer = [longer_metrics(study, os.path.join(cell, f"seed_{seed}")) for seed in study.seeds]
             row["positional"] = positional
             row["longer"] = {name: Spread.of(m[name] for m in longer).as_dict() for name in METRICS}
-            row["longer_runs"] = [{"seed": seed, **{name: m[name] for name in METRICS}}
-                                  for seed, m in zip(study.seeds, longer, strict=True)]  # fmt: skip
+            row["longer_runs"] = [
+                {"seed": seed, **{name: m[name] for name in METRICS}}
+                for seed, m in zip(study.seeds, longer, strict=True)
+            ]
             rows.append(row)
     return {"rows": rows, "floors": floors(study, config.batch_size)}
 
@@ -115,18 +129,28 @@ def table(results: dict) -> str:
     )
     lines = []
     for row, verdict in zip(rows, compared, strict=True):
-        lines.append([
-            row["attention"],
-            row["positional"],
-            str(len(row["seeds"])),
-            *(metric(row, name).cell("{:.3f}") for name in METRICS),
-            *(Spread(**row["longer"][name]).cell("{:.3f}") for name in METRICS),
-            "-" if verdict is None else f"{verdict[0].cell('{:.3f}')} ({first[row['attention']]['positional']})",
-            "-" if verdict is None else verdict[1],
-        ])  # fmt: skip
+        lines.append(
+            [
+                row["attention"],
+                row["positional"],
+                str(len(row["seeds"])),
+                *(metric(row, name).cell("{:.3f}") for name in METRICS),
+                *(Spread(**row["longer"][name]).cell("{:.3f}") for name in METRICS),
+                "-" if verdict is None else f"{verdict[0].cell('{:.3f}')} ({first[row['attention']]['positional']})",
+                "-" if verdict is None else verdict[1],
+            ]
+        )
     for rule, values in results["floors"].items():
         lines.append([f"floor: {rule}", "-", "-", "-", "-", *(f"{values[name]:.3f}" for name in METRICS), "-", "-"])
-    header = ["attention", "positions", "seeds", "accuracy (train lengths)", "sequence accuracy (train lengths)",
-              "accuracy (longer)", "sequence accuracy (longer)", "Δ longer accuracy vs first [95% CI]",
-              "verdict"]  # fmt: skip
+    header = [
+        "attention",
+        "positions",
+        "seeds",
+        "accuracy (train lengths)",
+        "sequence accuracy (train lengths)",
+        "accuracy (longer)",
+        "sequence accuracy (longer)",
+        "Δ longer accuracy vs first [95% CI]",
+        "verdict",
+    ]
     return markdown_table(header, lines)

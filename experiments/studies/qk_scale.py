@@ -87,12 +87,21 @@ def sweep(study, model_name: str, state: str, seed: int, workdir: str) -> list[d
         calibration_sites = [scaled(site, s) for site in prepared.calibration_sites]
         key = jax.random.fold_in(jax.random.key(seed), num_features)  # the study's features at s = 1
         errors, closed, measured = measure_sites(study, estimator, num_features, fit, sites, calibration_sites, key)
-        records.append({
-            "model": model_name, "state": state, "seed": seed, "estimator": estimator, "num_features": num_features,
-            "fit": fit or "-", "qk_scale": s, "layer_error": float(np.mean(errors)),
-            "closed_form_variance": float(np.mean(closed)), "measured_variance": float(np.mean(measured)),
-            "logit_std": float(np.mean([logit_std(site, study.variance_pairs) for site in sites])),
-        })  # fmt: skip
+        records.append(
+            {
+                "model": model_name,
+                "state": state,
+                "seed": seed,
+                "estimator": estimator,
+                "num_features": num_features,
+                "fit": fit or "-",
+                "qk_scale": s,
+                "layer_error": float(np.mean(errors)),
+                "closed_form_variance": float(np.mean(closed)),
+                "measured_variance": float(np.mean(measured)),
+                "logit_std": float(np.mean([logit_std(site, study.variance_pairs) for site in sites])),
+            }
+        )
     return records
 
 
@@ -121,17 +130,20 @@ def table(rows: list[dict]) -> str:
     estimator; the logits' spread per model, state and s; and per model and state, the lowest error at each s."""
     scales = sorted({r["qk_scale"] for r in rows})
     cell = {(r["model"], r["state"], label(r), r["qk_scale"]): Spread(**r["layer_error"]) for r in rows}
-    lines = [[model, state, name, str(rows[0]["num_features"])]
-             + [cell[model, state, name, s].cell("{:.3g}") if (model, state, name, s) in cell else "-"
-                for s in scales]
-             for model, state, name in dict.fromkeys((r["model"], r["state"], label(r)) for r in rows)]  # fmt: skip
+    lines = [
+        [model, state, name, str(rows[0]["num_features"])]
+        + [cell[model, state, name, s].cell("{:.3g}") if (model, state, name, s) in cell else "-" for s in scales]
+        for model, state, name in dict.fromkeys((r["model"], r["state"], label(r)) for r in rows)
+    ]
     errors = markdown_table(["model", "state", "estimator", "m", *(f"layer error, s = {s:g}" for s in scales)], lines)
     spread = {(r["model"], r["state"], r["qk_scale"]): Spread(**r["logit_std"]) for r in rows}
     logits = markdown_table(
         ["model", "state", *(f"std of qᵀk/√d, s = {s:g}" for s in scales)],
-        [[model, state, *(spread[model, state, s].cell("{:.2f}") for s in scales)]
-         for model, state in dict.fromkeys((r["model"], r["state"]) for r in rows)],
-    )  # fmt: skip
+        [
+            [model, state, *(spread[model, state, s].cell("{:.2f}") for s in scales)]
+            for model, state in dict.fromkeys((r["model"], r["state"]) for r in rows)
+        ],
+    )
     return errors + "\n\n" + logits + "\n\n" + "\n".join(verdicts(rows))
 
 
@@ -144,11 +156,14 @@ def summary(rows: list[dict]) -> str:
     scales = sorted({r["qk_scale"] for r in rows})
     mean = {(r["model"], r["state"], r["estimator"], r["fit"], r["qk_scale"]): r["layer_error"]["mean"] for r in rows}
     number = lambda x: f"{x:.2f}" if x < 10 else f"{x:.0f}"  # noqa: E731
-    lines = [[f"{model}, {state}", *(" / ".join(number(mean[model, state, e, f, s]) for s in scales)
-                                     for e, f in SUMMARY)]
-             for model, state in dict.fromkeys((r["model"], r["state"]) for r in rows)]  # fmt: skip
-    header = ["model, state", *(f"{e}{'' if f == '-' else f' ({f})'}, s = {' / '.join(f'{s:g}' for s in scales)}"
-                                for e, f in SUMMARY)]  # fmt: skip
+    lines = [
+        [f"{model}, {state}", *(" / ".join(number(mean[model, state, e, f, s]) for s in scales) for e, f in SUMMARY)]
+        for model, state in dict.fromkeys((r["model"], r["state"]) for r in rows)
+    ]
+    header = [
+        "model, state",
+        *(f"{e}{'' if f == '-' else f' ({f})'}, s = {' / '.join(f'{s:g}' for s in scales)}" for e, f in SUMMARY),
+    ]
     return markdown_table(header, lines)
 
 

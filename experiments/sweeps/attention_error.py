@@ -111,9 +111,16 @@ def measure(
             # Pad the last batch with the first seeds so every batch has one shape (one compilation).
             index = np.arange(first, first + seeds_per_batch) % config.num_seeds
             error, baseline = _attention_errors(
-                keys[index], q[index], k[index], v[index], exact[index], estimator=estimator, kind=kind, num_features=m,
+                keys[index],
+                q[index],
+                k[index],
+                v[index],
+                exact[index],
+                estimator=estimator,
+                kind=kind,
+                num_features=m,
                 params=tuple(estimator_params(config, estimator).items()),
-            )  # fmt: skip
+            )
             keep = min(seeds_per_batch, config.num_seeds - first)
             errors.append(np.asarray(error, np.float64)[:keep])
             baselines.append(np.asarray(baseline, np.float64)[:keep])
@@ -173,6 +180,13 @@ def analyze(config, records: list[dict], workdir: str) -> Analysis:
 
 
 register_experiment_kind(
-    ExperimentKind("attention_error", check, check_estimator, points, measure, analyze,
-                   context=lambda config, workdir: AttentionInputs(config))
-)  # fmt: skip
+    ExperimentKind(
+        "attention_error",
+        check,
+        check_estimator,
+        points,
+        measure,
+        analyze,
+        context=lambda config, workdir: AttentionInputs(config),
+    )
+)

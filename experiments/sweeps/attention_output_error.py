@@ -81,6 +81,10 @@ def attention_output_error(config, records: list[dict], workdir: str) -> Analysi
 
 
 register_reproduction(
-    Reproduction("attention_output_error", "attention_error", attention_output_error,
-                 requirements={"estimators": {"trig", "positive"}})
-)  # fmt: skip
+    Reproduction(
+        "attention_output_error",
+        "attention_error",
+        attention_output_error,
+        requirements={"estimators": {"trig", "positive"}},
+    )
+)

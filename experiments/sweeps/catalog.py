@@ -17,6 +17,13 @@ from experiments.sweeps import (
 
 KINDS = (kernel_mse, attention_error, estimator_fit)
 REPRODUCTIONS = (
-    performer_lemma2, performer_fig2, orthogonal_vs_iid, oprf_variance, attention_output_error, hybrid_angle,
-    simplex_geometry, which_estimator_wins, derf_variance,
-)  # fmt: skip
+    performer_lemma2,
+    performer_fig2,
+    orthogonal_vs_iid,
+    oprf_variance,
+    attention_output_error,
+    hybrid_angle,
+    simplex_geometry,
+    which_estimator_wins,
+    derf_variance,
+)

@@ -112,8 +112,17 @@ def trained_model(config: ml_collections.ConfigDict, workdir: str) -> tuple[np.n
     model_dir = os.path.join(workdir, "model")
     train_and_evaluate(train_config, model_dir)
     model, train_config, task, _ = load_model(model_dir)
-    batch = next(iter(eval_batches(task, data_dir=config.data_dir, batch_size=train_config.batch_size,
-                                   max_length=train_config.max_length, max_batches=1)))  # fmt: skip
+    batch = next(
+        iter(
+            eval_batches(
+                task,
+                data_dir=config.data_dir,
+                batch_size=train_config.batch_size,
+                max_length=train_config.max_length,
+                max_batches=1,
+            )
+        )
+    )
     source = jnp.asarray(batch["inputs"])
     keep = np.asarray(source != model.config.pad_id)
     encode = (lambda m, x: m.encode(x)) if hasattr(model, "encode") else (lambda m, x: m(x))
@@ -144,8 +153,9 @@ def fitted_params(fm, params: dict, q: np.ndarray, k: np.ndarray) -> dict:
     if params or fm.fit is None:
         return dict(params)
     fitted = fm.fit(jnp.asarray(q), jnp.asarray(k))
-    return {name: np.squeeze(np.asarray(value), axis=value.ndim - 1 - fm.event_ndim(name))
-            for name, value in fitted.items()}  # fmt: skip
+    return {
+        name: np.squeeze(np.asarray(value), axis=value.ndim - 1 - fm.event_ndim(name)) for name, value in fitted.items()
+    }
 
 
 # Measurement.
@@ -185,10 +195,17 @@ def measure(config, cell_group: list[Cell], sets, done=lambda cell: False) -> It
             xc, yc, predicted = xc[checked], yc[checked], predicted[checked]
             exact = np.exp(np.sum(xc.astype(np.float64) * yc, -1))
             theory = np.asarray(rfa.theory.mse(estimator, xc, yc, 1, **params), np.float64)
-            draws = np.asarray(_one_vector_estimates(
-                jax.random.fold_in(base_key, head), xc, yc, {n: jnp.asarray(v) for n, v in params.items()},
-                estimator=estimator, repetitions=config.repetitions,
-            ), np.float64)  # fmt: skip
+            draws = np.asarray(
+                _one_vector_estimates(
+                    jax.random.fold_in(base_key, head),
+                    xc,
+                    yc,
+                    {n: jnp.asarray(v) for n, v in params.items()},
+                    estimator=estimator,
+                    repetitions=config.repetitions,
+                ),
+                np.float64,
+            )
             monte_carlo = np.mean((draws - exact) ** 2, axis=0)
             compared = predicted <= 0.15
             heavy += int(np.sum(~compared))
@@ -248,19 +265,33 @@ def analyze(config, records: list[dict], workdir: str, *, typical: dict | None =
     for ax, (dataset, cells) in zip(axes, table.items(), strict=True):
         positions = np.arange(len(estimators))
         ax.bar(positions - width / 2, [cells[e]["objective"] for e in estimators], width, label="log second moment")
-        ax.bar(positions + width / 2, [cells[e]["mean_log_variance"] for e in estimators], width,
-               label="log-variance")  # fmt: skip
+        ax.bar(positions + width / 2, [cells[e]["mean_log_variance"] for e in estimators], width, label="log-variance")
         ax.set_xticks(positions, estimators)
         ax.set(title=f"{dataset} ({next(iter(cells.values()))['heads']} head(s))", ylabel="mean over query-key pairs")
         ax.legend(fontsize=7)
     figure = save_figure(fig, workdir, "derf_objective.png")
     rows = [
-        [dataset, e, fmt(cells[e]["mean_log_variance"]), fmt(cells[e]["objective"]), fmt((typical or {}).get(e)),
-         f"{cells[e]['pairs_agreeing']}/{cells[e]['pairs_compared']}", fmt(cells[e]["pairs_heavy_tailed"])]
-        for dataset, cells in table.items() for e in estimators
-    ]  # fmt: skip
-    header = ["dataset", "estimator", "mean log V", "mean log second moment", "typical (d = 16)",
-              "MC agrees", "heavy-tailed"]  # fmt: skip
+        [
+            dataset,
+            e,
+            fmt(cells[e]["mean_log_variance"]),
+            fmt(cells[e]["objective"]),
+            fmt((typical or {}).get(e)),
+            f"{cells[e]['pairs_agreeing']}/{cells[e]['pairs_compared']}",
+            fmt(cells[e]["pairs_heavy_tailed"]),
+        ]
+        for dataset, cells in table.items()
+        for e in estimators
+    ]
+    header = [
+        "dataset",
+        "estimator",
+        "mean log V",
+        "mean log second moment",
+        "typical (d = 16)",
+        "MC agrees",
+        "heavy-tailed",
+    ]
     sections = [
         f"## Estimators fitted to queries and keys (d = {config.dim})\n\n"
         "Each estimator is fitted to each head's queries and keys (OPRF: its A; DERF: A and the transforms, "
@@ -278,6 +309,13 @@ def analyze(config, records: list[dict], workdir: str, *, typical: dict | None =
 
 
 register_experiment_kind(
-    ExperimentKind("estimator_fit", check, check_estimator, points, measure, analyze,
-                   context=lambda config, workdir: QueryKeySets(config, workdir))
-)  # fmt: skip
+    ExperimentKind(
+        "estimator_fit",
+        check,
+        check_estimator,
+        points,
+        measure,
+        analyze,
+        context=lambda config, workdir: QueryKeySets(config, workdir),
+    )
+)

@@ -73,13 +73,25 @@ def hybrid_angle(config, records: list[dict], workdir: str) -> Analysis:
     axes = np.atleast_1d(fig.subplots(1, len(norms), sharey=True))
     for ax, norm in zip(axes, norms, strict=True):
         for i, estimator in enumerate(config.estimators):
-            ax.plot(DENSE_ANGLES, relative_mse(estimator, norm, DENSE_ANGLES, m, config.dim), f"C{i}-", lw=1.2,
-                    label=f"{estimator} closed form")  # fmt: skip
+            ax.plot(
+                DENSE_ANGLES,
+                relative_mse(estimator, norm, DENSE_ANGLES, m, config.dim),
+                f"C{i}-",
+                lw=1.2,
+                label=f"{estimator} closed form",
+            )
             cells = [r for r in select(records, estimator=estimator, norm=norm) if r["repetitions"] > 0]
             if cells:
                 mc = np.array([_relative_monte_carlo(r) for r in cells])
-                ax.errorbar([r["angle"] for r in cells], mc[:, 0], yerr=mc[:, 1], fmt="o", color=f"C{i}", ms=4,
-                            label=f"{estimator} Monte Carlo")  # fmt: skip
+                ax.errorbar(
+                    [r["angle"] for r in cells],
+                    mc[:, 0],
+                    yerr=mc[:, 1],
+                    fmt="o",
+                    color=f"C{i}",
+                    ms=4,
+                    label=f"{estimator} Monte Carlo",
+                )
         ax.set(yscale="log", xlabel="angle between x and y (degrees)", title=f"|x| = |y| = {norm:g}, m = {m}")
     axes[0].set_ylabel("MSE / SM²")
     axes[0].legend(fontsize=7)
@@ -88,8 +100,15 @@ def hybrid_angle(config, records: list[dict], workdir: str) -> Analysis:
     rows = []
     for norm, values in worst.items():
         gain = values["hybrid"] / min(values["trig"], values["positive"])
-        rows.append([fmt(norm), *(fmt(values[e]) for e in ("trig", "positive", "hybrid")), fmt(gain),
-                     fmt(HYBRID_WORST_CASE.get(norm)), fmt(gain < 1)])  # fmt: skip
+        rows.append(
+            [
+                fmt(norm),
+                *(fmt(values[e]) for e in ("trig", "positive", "hybrid")),
+                fmt(gain),
+                fmt(HYBRID_WORST_CASE.get(norm)),
+                fmt(gain < 1),
+            ]
+        )
     header = ["norm", "trig worst", "positive worst", "hybrid worst", "hybrid / better base", "derived", "below both"]
     sections = [
         f"## Hybrid vs its bases (m = {m}, one angular feature, d = {config.dim})\n\n"
@@ -105,6 +124,10 @@ def hybrid_angle(config, records: list[dict], workdir: str) -> Analysis:
 
 
 register_reproduction(
-    Reproduction("hybrid_angle", "kernel_mse", hybrid_angle,
-                 requirements={"estimators": {"trig", "positive", "hybrid"}, "projections": {"iid"}})
-)  # fmt: skip
+    Reproduction(
+        "hybrid_angle",
+        "kernel_mse",
+        hybrid_angle,
+        requirements={"estimators": {"trig", "positive", "hybrid"}, "projections": {"iid"}},
+    )
+)

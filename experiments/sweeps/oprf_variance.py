@@ -118,6 +118,7 @@ def oprf_variance(config, records: list[dict], workdir: str) -> Analysis:
 
 
 register_reproduction(
-    Reproduction("oprf_variance", "kernel_mse", oprf_variance,
-                 requirements={"num_features": {1}, "projections": {"iid"}})
-)  # fmt: skip
+    Reproduction(
+        "oprf_variance", "kernel_mse", oprf_variance, requirements={"num_features": {1}, "projections": {"iid"}}
+    )
+)

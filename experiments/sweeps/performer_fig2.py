@@ -130,6 +130,10 @@ def performer_fig2(config, records: list[dict], workdir: str) -> Analysis:
 
 
 register_reproduction(
-    Reproduction("performer_fig2", "kernel_mse", performer_fig2,
-                 requirements={"estimators": {"trig", "positive"}, "projections": {"iid"}})
-)  # fmt: skip
+    Reproduction(
+        "performer_fig2",
+        "kernel_mse",
+        performer_fig2,
+        requirements={"estimators": {"trig", "positive"}, "projections": {"iid"}},
+    )
+)

@@ -163,8 +163,13 @@ def custom_fields(config: ml_collections.ConfigDict, found: Reproduction) -> lis
     differences = []
     for variant in ("quick", "full"):
         shipped = _flatten(found.get_config(variant).to_dict())
-        differences.append(sorted(field for field in flat.keys() | shipped.keys()
-                                  if field not in NOT_MEASURED and flat.get(field) != shipped.get(field)))  # fmt: skip
+        differences.append(
+            sorted(
+                field
+                for field in flat.keys() | shipped.keys()
+                if field not in NOT_MEASURED and flat.get(field) != shipped.get(field)
+            )
+        )
     return min(differences, key=len)
 
 

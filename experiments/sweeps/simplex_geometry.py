@@ -37,10 +37,14 @@ def simplex_ratios(records: list[dict], estimator: str, m: int) -> list[dict]:
     for iid in select(records, estimator=estimator, projection="iid", m=m):
         point = {k: iid[k] for k in ("norm", "angle")}
         cells = {p: select(records, estimator=estimator, projection=p, m=m, **point)[0] for p in PROJECTIONS}
-        rows.append({
-            **point, "sum_norm": _sum_norm(iid), "theory": {p: r["mse_theory"] for p, r in cells.items()},
-            "monte_carlo": {p: _compared_monte_carlo(r) for p, r in cells.items()},
-        })  # fmt: skip
+        rows.append(
+            {
+                **point,
+                "sum_norm": _sum_norm(iid),
+                "theory": {p: r["mse_theory"] for p, r in cells.items()},
+                "monte_carlo": {p: _compared_monte_carlo(r) for p, r in cells.items()},
+            }
+        )
     return sorted(rows, key=lambda r: (r["norm"], r["angle"]))
 
 
@@ -82,8 +86,13 @@ def simplex_geometry(config, records: list[dict], workdir: str) -> Analysis:
         ax.plot(sums, mse["simplex"] / mse["orthogonal"], f"C{i}-", label=f"simplex/orthogonal, |x| = |y| = {norm:g}")
         ax.plot(sums, mse["orthogonal"] / mse["iid"], f"C{i}--", label=f"orthogonal/iid, |x| = |y| = {norm:g}")
         on = [r for r in ratios if r["norm"] == norm and r["monte_carlo"]["orthogonal"] > 0]  # NaN > 0 is False
-        ax.plot([r["sum_norm"] for r in on], [r["monte_carlo"]["simplex"] / r["monte_carlo"]["orthogonal"] for r in on],
-                f"C{i}o", ms=4, label="Monte Carlo")  # fmt: skip
+        ax.plot(
+            [r["sum_norm"] for r in on],
+            [r["monte_carlo"]["simplex"] / r["monte_carlo"]["orthogonal"] for r in on],
+            f"C{i}o",
+            ms=4,
+            label="Monte Carlo",
+        )
     ax.set(xlabel="|x + y|", ylabel="MSE ratio", yscale="log", title=f"{estimator}, m = d = {config.dim}")
     ax.legend(fontsize=7)
     dims = np.array([2, 4, 8, 16, 32, 64, 128])
@@ -97,17 +106,26 @@ def simplex_geometry(config, records: list[dict], workdir: str) -> Analysis:
         c = {p: np.array(v) for p, v in curves.items()}
         ax_d.plot(dims, c["simplex"] / c["orthogonal"], f"C{j}-o", ms=3, label=f"simplex/orthogonal, {angle:g}°")
         ax_d.plot(dims, c["orthogonal"] / c["iid"], f"C{j}--s", ms=3, label=f"orthogonal/iid, {angle:g}°")
-    ax_d.set(xscale="log", xlabel="d (m = d)", ylabel="MSE ratio (closed form)",
-             title=f"|x| = |y| = {max(config.geometry.norms):g}")  # fmt: skip
+    ax_d.set(
+        xscale="log",
+        xlabel="d (m = d)",
+        ylabel="MSE ratio (closed form)",
+        title=f"|x| = |y| = {max(config.geometry.norms):g}",
+    )
     ax_d.legend(fontsize=7)
     figure = save_figure(fig, workdir, "simplex_ratios.png")
     rows = [
-        [fmt(r["norm"]), fmt(r["angle"]), fmt(r["sum_norm"]), *(fmt(r["theory"][p]) for p in PROJECTIONS),
-         fmt(r["theory"]["simplex"] / r["theory"]["orthogonal"]),
-         fmt(r["monte_carlo"]["simplex"] / r["monte_carlo"]["orthogonal"]),
-         fmt(r["theory"]["orthogonal"] / r["theory"]["iid"])]
+        [
+            fmt(r["norm"]),
+            fmt(r["angle"]),
+            fmt(r["sum_norm"]),
+            *(fmt(r["theory"][p]) for p in PROJECTIONS),
+            fmt(r["theory"]["simplex"] / r["theory"]["orthogonal"]),
+            fmt(r["monte_carlo"]["simplex"] / r["monte_carlo"]["orthogonal"]),
+            fmt(r["theory"]["orthogonal"] / r["theory"]["iid"]),
+        ]
         for r in ratios
-    ]  # fmt: skip
+    ]
     header = ["norm", "angle", "‖x + y‖", "iid", "orthogonal", "simplex", "simplex/orth", "MC simplex/orth", "orth/iid"]
     sections = [
         f"## Simplex vs orthogonal vs iid rows ({estimator} features, m = {m}, d = {config.dim})\n\n"
@@ -123,6 +141,10 @@ def simplex_geometry(config, records: list[dict], workdir: str) -> Analysis:
 
 
 register_reproduction(
-    Reproduction("simplex_geometry", "kernel_mse", simplex_geometry,
-                 requirements={"projections": {"iid", "orthogonal", "simplex"}})
-)  # fmt: skip
+    Reproduction(
+        "simplex_geometry",
+        "kernel_mse",
+        simplex_geometry,
+        requirements={"projections": {"iid", "orthogonal", "simplex"}},
+    )
+)

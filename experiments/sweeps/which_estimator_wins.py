@@ -30,15 +30,25 @@ def winners(records: list[dict]) -> list[dict]:
     the Monte Carlo winner where every contender has a Monte Carlo value."""
     table = []
     for norm, angle in sorted({(r["norm"], r["angle"]) for r in records}):
-        cells = {(r["estimator"], r["projection"]): r for r in select(records, norm=norm, angle=angle)
-                 if not math.isnan(r["mse_theory"])}  # fmt: skip
+        cells = {
+            (r["estimator"], r["projection"]): r
+            for r in select(records, norm=norm, angle=angle)
+            if not math.isnan(r["mse_theory"])
+        }
         ranked = sorted(cells, key=lambda c: cells[c]["mse_theory"])
         best, second = cells[ranked[0]]["mse_theory"], cells[ranked[1]]["mse_theory"]
         measured = {c: r["mse_monte_carlo"] for c, r in cells.items() if not math.isnan(r["mse_monte_carlo"])}
         mc_winner = min(measured, key=measured.get) if len(measured) == len(cells) else None
-        table.append({"norm": norm, "angle": angle, "winner": ranked[0], "runner_up": ranked[1],
-                      "margin": second / best if best > 0 else (math.inf if second > 0 else 1.0),  # 1: a tie
-                      "mc_winner": mc_winner})  # fmt: skip
+        table.append(
+            {
+                "norm": norm,
+                "angle": angle,
+                "winner": ranked[0],
+                "runner_up": ranked[1],
+                "margin": second / best if best > 0 else (math.inf if second > 0 else 1.0),  # 1: a tie
+                "mc_winner": mc_winner,
+            }
+        )
     return table
 
 
@@ -87,8 +97,17 @@ def which_estimator_wins(config, records: list[dict], workdir: str) -> Analysis:
     fig.colorbar(image, ax=ax_margin, label="log10(runner-up MSE / winner MSE)")
     ax_margin.set(xlabel="angle between x and y (degrees)", title="margin over the runner-up")
     figure = save_figure(fig, workdir, "winner_map.png")
-    rows = [[fmt(w["norm"]), fmt(w["angle"]), _label(w["winner"]), _label(w["runner_up"]), fmt(w["margin"]),
-             "—" if w["mc_winner"] is None else _label(w["mc_winner"])] for w in table]  # fmt: skip
+    rows = [
+        [
+            fmt(w["norm"]),
+            fmt(w["angle"]),
+            _label(w["winner"]),
+            _label(w["runner_up"]),
+            fmt(w["margin"]),
+            "—" if w["mc_winner"] is None else _label(w["mc_winner"]),
+        ]
+        for w in table
+    ]
     m = config.num_features[0]
     sections = [
         f"## Which estimator wins (m = {m}, d = {config.dim})\n\n"

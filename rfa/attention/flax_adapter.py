@@ -177,9 +177,13 @@ class KernelizedAttention(Calibratable):
         if random and key is None:
             raise InputError(f"feature map {self.feature_map.name!r} needs a key to sample its projection.")
         self.projection, self.random_params = random_variables(
-            self.feature_map, check_key(key) if random else None, self.num_features, self.head_dim,
-            kind=self.projection_kind, scaling=self.scaling,
-        )  # fmt: skip
+            self.feature_map,
+            check_key(key) if random else None,
+            self.num_features,
+            self.head_dim,
+            kind=self.projection_kind,
+            scaling=self.scaling,
+        )
         heads = 1 if num_heads is None else check_positive_int(num_heads, "num_heads")
         self.learned_params = learned_variables(self.feature_map, heads, self.num_features, self.head_dim)
         self.init_calibration()
@@ -188,9 +192,15 @@ class KernelizedAttention(Calibratable):
         """Replaces W (and the map's other random parameters) with a fresh draw from ``key`` (use a new key
         each time, e.g. split per step)."""
         redraw_variables(
-            self.projection, self.random_params, self.feature_map, check_key(key), self.num_features, self.head_dim,
-            kind=self.projection_kind, scaling=self.scaling,
-        )  # fmt: skip
+            self.projection,
+            self.random_params,
+            self.feature_map,
+            check_key(key),
+            self.num_features,
+            self.head_dim,
+            kind=self.projection_kind,
+            scaling=self.scaling,
+        )
 
     def __call__(
         self,

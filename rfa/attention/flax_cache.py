@@ -53,8 +53,7 @@ def self_attention_step(attend: Callable, q: Array, k: Array, v: Array, *, mask,
     return attend(q, k, v, mask=mask, is_causal=True, initial_state=state, return_state=True)
 
 
-def cross_attention_step(attend: Callable, q: Array, k: Array, v: Array, *, mask, state: RecurrentState,
-                         ready: Array):  # fmt: skip
+def cross_attention_step(attend: Callable, q: Array, k: Array, v: Array, *, mask, state: RecurrentState, ready: Array):
     """Queries ``[batch..., n, heads, d]`` attending to the encoder's keys: ``(out, state)``.
 
     While ``ready`` is False the state is computed from ``k, v`` (and ``mask``'s key padding); once it is

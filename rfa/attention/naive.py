@@ -105,9 +105,13 @@ def naive_kernelized_attention(
         initial_state = check_state(initial_state, batch + (heads,), v.shape[-1])
     if relative_bias is not None:
         relative_bias = check_relative_bias(
-            relative_bias, q, k, log_decay=log_decay, stateful=initial_state is not None or bool(return_state),
+            relative_bias,
+            q,
+            k,
+            log_decay=log_decay,
+            stateful=initial_state is not None or bool(return_state),
             sequence_axis=None,
-        )  # fmt: skip
+        )
 
     # M_ij as a dense [batch..., heads, q_len, kv_len] matrix, and the keys and queries it keeps.
     dense = (heads, q_len, kv_len)
@@ -126,9 +130,15 @@ def naive_kernelized_attention(
     stateful = initial_state is not None or bool(return_state)
     why = "in causal mode" if is_causal else "with a state"
     params = _fixed_or_fitted(
-        fm, feature_params, q32, k32, None if key_padding else keep_q[..., None], keep_k[..., None],
-        fixed=is_causal or stateful, why=why,
-    )  # fmt: skip
+        fm,
+        feature_params,
+        q32,
+        k32,
+        None if key_padding else keep_q[..., None],
+        keep_k[..., None],
+        fixed=is_causal or stateful,
+        why=why,
+    )
     phi_q = fm(q32, projection, **params)
     phi_k = fm(k32, projection, side="key", **params)
     if initial_state is not None and initial_state.kv.shape[-2] != phi_q.shape[-1]:
@@ -154,9 +164,13 @@ def naive_kernelized_attention(
         lags = q_len - 1 + jnp.arange(q_len)[:, None] - jnp.arange(kv_len)[None, :]
         log_weights = log_weights + jnp.broadcast_to(relative_bias, (heads, 2 * q_len - 1))[:, lags][..., None]
     log_weights = jnp.where(allowed[..., None], log_weights, -jnp.inf)
-    a = jnp.einsum("...qf,...kf,...qkf->...qk", phi_q, phi_k,
-                   jnp.broadcast_to(jnp.exp(log_weights), log_weights.shape[:-1] + phi_q.shape[-1:]),
-                   precision=precision)  # fmt: skip
+    a = jnp.einsum(
+        "...qf,...kf,...qkf->...qk",
+        phi_q,
+        phi_k,
+        jnp.broadcast_to(jnp.exp(log_weights), log_weights.shape[:-1] + phi_q.shape[-1:]),
+        precision=precision,
+    )
     v_aug = jnp.concatenate([v32, jnp.ones(v32.shape[:-1] + (1,), jnp.float32)], axis=-1)  # [V, 1]
     num_aug = jnp.einsum("...qk,...kd->...qd", a, v_aug, precision=precision)
     if initial_state is not None:

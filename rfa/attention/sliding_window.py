@@ -77,8 +77,11 @@ def _blocks(q, k, v, keep, *, window: int, is_causal: bool) -> Array:
         keep = jnp.ones(q.shape[:-3] + (heads, length), jnp.bool_)
 
     def blocks(x, extra_before, extra_after, fill):  # [..., L, ·] -> [..., N + extra, w, ·]
-        x = jnp.pad(x, [(0, 0)] * (x.ndim - 2) + [(extra_before * window, pad + extra_after * window), (0, 0)],
-                    constant_values=fill)  # fmt: skip
+        x = jnp.pad(
+            x,
+            [(0, 0)] * (x.ndim - 2) + [(extra_before * window, pad + extra_after * window), (0, 0)],
+            constant_values=fill,
+        )
         return x.reshape(x.shape[:-2] + (-1, window, x.shape[-1]))
 
     heads_first = [jnp.swapaxes(x, -2, -3).astype(jnp.float32) for x in (q, k, v)]  # [..., heads, L, ·]

@@ -69,8 +69,15 @@ def check_sizes(vocab_size: int, num_pairs: int, length: int) -> None:
         )
 
 
-def mqar_config(vocab_size: int, num_pairs: int, length: int, *, num_train: int = 20_000, num_eval: int = 1_000,
-                power_a: float = 0.01) -> MqarConfig:  # fmt: skip
+def mqar_config(
+    vocab_size: int,
+    num_pairs: int,
+    length: int,
+    *,
+    num_train: int = 20_000,
+    num_eval: int = 1_000,
+    power_a: float = 0.01,
+) -> MqarConfig:
     """The builder config of these sizes, named by them, after :func:`check_sizes`.
 
     Example:
@@ -79,8 +86,16 @@ def mqar_config(vocab_size: int, num_pairs: int, length: int, *, num_train: int 
     """
     check_sizes(vocab_size, num_pairs, length)
     name = f"v{vocab_size}_p{num_pairs}_l{length}_n{num_train}_e{num_eval}_a{power_a:g}"
-    return MqarConfig(name=name, vocab_size=vocab_size, num_pairs=num_pairs, length=length, num_train=num_train,
-                      num_eval=num_eval, power_a=power_a, description="MQAR at these sizes")  # fmt: skip
+    return MqarConfig(
+        name=name,
+        vocab_size=vocab_size,
+        num_pairs=num_pairs,
+        length=length,
+        num_train=num_train,
+        num_eval=num_eval,
+        power_a=power_a,
+        description="MQAR at these sizes",
+    )
 
 
 def example(rng: np.random.Generator, config: MqarConfig) -> dict[str, np.ndarray]:

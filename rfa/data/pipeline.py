@@ -106,9 +106,15 @@ def pad(ids: np.ndarray, length: int) -> np.ndarray:
 
 
 def batches(
-    source, examples, *, train: bool, batch_size: int, seed: int = 0, shard: tuple[int, int] = (0, 1),
+    source,
+    examples,
+    *,
+    train: bool,
+    batch_size: int,
+    seed: int = 0,
+    shard: tuple[int, int] = (0, 1),
     max_batches: int | None = None,
-) -> grain.IterDataset:  # fmt: skip
+) -> grain.IterDataset:
     """Batches of ``batch_size`` rows from a random-access ``source``.
 
     Args:

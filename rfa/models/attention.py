@@ -72,8 +72,9 @@ class AttentionSite(nnx.Module):
             q, k = rotate(q, q_positions), rotate(k, k_positions)
         return q, k, v
 
-    def __call__(self, x: Array, memory: Array | None = None, *, key_mask: Array, q_positions: Array,
-                 k_positions: Array) -> Array:  # fmt: skip
+    def __call__(
+        self, x: Array, memory: Array | None = None, *, key_mask: Array, q_positions: Array, k_positions: Array
+    ) -> Array:
         """Attention over a whole sequence (training, teacher forcing, encoding).
 
         Args:

@@ -243,9 +243,7 @@ class TransformerConfig(EncoderConfig):
     decoder_attention: AttentionConfig | tuple[AttentionConfig, ...] = AttentionConfig()
     cross_attention: AttentionConfig | tuple[AttentionConfig, ...] = AttentionConfig()
 
-    SITES = (
-        ("encoder_attention", False, False), ("decoder_attention", True, True), ("cross_attention", False, True)
-    )  # fmt: skip
+    SITES = (("encoder_attention", False, False), ("decoder_attention", True, True), ("cross_attention", False, True))
 
     def __post_init__(self):
         for name in ("vocab_size", "num_classes"):

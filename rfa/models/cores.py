@@ -94,20 +94,31 @@ class KernelizedCore(Calibratable):
             fm, key, attention.num_features, config.head_dim, kind=attention.projection, scaling=attention.scaling
         )
         self.learned_params = learned_variables(fm, config.num_heads, attention.num_features, config.head_dim)
-        gates = config.num_heads * (fm.num_outputs(attention.num_features, config.head_dim)
-                                     if attention.gate == "feature" else 1)  # fmt: skip
+        gates = config.num_heads * (
+            fm.num_outputs(attention.num_features, config.head_dim) if attention.gate == "feature" else 1
+        )
         self.gate = (
-            nnx.Linear(config.d_model, gates, bias_init=nnx.initializers.constant(GATE_BIAS),
-                       dtype=jnp.dtype(config.dtype), rngs=rngs)
+            nnx.Linear(
+                config.d_model,
+                gates,
+                bias_init=nnx.initializers.constant(GATE_BIAS),
+                dtype=jnp.dtype(config.dtype),
+                rngs=rngs,
+            )
             if attention.gated
             else None
-        )  # fmt: skip
+        )
         self.relative = (
-            RelativeBias(config.num_heads, num_buckets=config.relative_buckets,
-                         max_distance=config.relative_max_distance, bidirectional=not causal, rngs=rngs)
+            RelativeBias(
+                config.num_heads,
+                num_buckets=config.relative_buckets,
+                max_distance=config.relative_max_distance,
+                bidirectional=not causal,
+                rngs=rngs,
+            )
             if config.positional == "relative" and not cross
             else None
-        )  # fmt: skip
+        )
         self.init_calibration()  # parameters fitted on calibration batches (rfa.attention.calibrating)
 
     @staticmethod
@@ -154,16 +165,25 @@ class KernelizedCore(Calibratable):
     def redraw(self, key: Array) -> None:
         """Replaces the random projection and the map's other random parameters by a fresh draw from ``key``."""
         a = self.attention
-        redraw_variables(self.projection, self.random_params, self.feature_map, key, a.num_features,
-                         self.head_dim, kind=a.projection, scaling=a.scaling)  # fmt: skip
+        redraw_variables(
+            self.projection,
+            self.random_params,
+            self.feature_map,
+            key,
+            a.num_features,
+            self.head_dim,
+            kind=a.projection,
+            scaling=a.scaling,
+        )
 
     def _options(self, x: Array | None = None) -> dict:
         """The attention's keyword arguments; with the queries' input ``x [batch, L, d_model]``, the gate's."""
         params = self.map_params(self.attention.params) or {}
         options = dict(
-            feature_map=self.feature_map, projection=None if self.projection is None else self.projection[...],
+            feature_map=self.feature_map,
+            projection=None if self.projection is None else self.projection[...],
             feature_params=params,
-        )  # fmt: skip
+        )
         if self.gate is not None and x is not None:
             logits = self.gate(x).astype(jnp.float32)  # [batch, L, heads] or, per feature, [batch, L, heads * F]
             if self.attention.gate == "feature":
@@ -183,9 +203,15 @@ class KernelizedCore(Calibratable):
         if self.relative is not None:
             options["relative_bias"] = self.relative.by_lag(q.shape[1])
         return attention_over(self.sequence_axis)(
-            q, k, v, mask=key_mask[:, None, None, :], is_causal=self.causal, chunk_size=self.attention.chunk_size,
-            return_state=return_state, **options,
-        )  # fmt: skip
+            q,
+            k,
+            v,
+            mask=key_mask[:, None, None, :],
+            is_causal=self.causal,
+            chunk_size=self.attention.chunk_size,
+            return_state=return_state,
+            **options,
+        )
 
     def _refuse_relative(self) -> None:
         if self.relative is not None:
@@ -208,9 +234,15 @@ class KernelizedCore(Calibratable):
         """Tokens ``[batch, n, heads, d]`` (``keep [batch, n]``) continuing from the state: ``(out, state)``."""
         self._refuse_relative()
         return kernelized_attention(
-            q, k, v, mask=keep[:, None, None, :], is_causal=True, initial_state=cache, return_state=True,
+            q,
+            k,
+            v,
+            mask=keep[:, None, None, :],
+            is_causal=True,
+            initial_state=cache,
+            return_state=True,
             **self._options(x),
-        )  # fmt: skip
+        )
 
     def decode(self, q, k, v, x, cache, *, position, keep):
         """The causal form on one token from the state: O(F·d) at any position."""

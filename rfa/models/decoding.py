@@ -128,8 +128,16 @@ def generate(
     if top_k is not None and not 1 <= top_k <= model.config.output_vocab_size:
         raise ValueError(f"top_k must be None or in [1, {model.config.output_vocab_size}], got {top_k}.")
     key = jax.random.key(0) if key is None else key
-    return _generate(model, inputs, max_new_tokens=max_new_tokens, bos_id=bos_id, eos_id=eos_id,
-                     temperature=float(temperature), top_k=top_k, key=key)  # fmt: skip
+    return _generate(
+        model,
+        inputs,
+        max_new_tokens=max_new_tokens,
+        bos_id=bos_id,
+        eos_id=eos_id,
+        temperature=float(temperature),
+        top_k=top_k,
+        key=key,
+    )
 
 
 @functools.partial(nnx.jit, static_argnames=("max_new_tokens", "bos_id", "eos_id", "temperature", "top_k"))
@@ -210,8 +218,15 @@ def beam_search(
         raise TypeError(f"length_penalty must be a real number (alpha), got {length_penalty!r}.")
     if not math.isfinite(length_penalty):
         raise ValueError(f"length_penalty must be finite, got {length_penalty}.")
-    return _beam_search(model, inputs, beam_size=beam_size, max_new_tokens=max_new_tokens, bos_id=bos_id,
-                        eos_id=eos_id, length_penalty=float(length_penalty))  # fmt: skip
+    return _beam_search(
+        model,
+        inputs,
+        beam_size=beam_size,
+        max_new_tokens=max_new_tokens,
+        bos_id=bos_id,
+        eos_id=eos_id,
+        length_penalty=float(length_penalty),
+    )
 
 
 def _take(x: Array, index: Array) -> Array:

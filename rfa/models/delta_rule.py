@@ -68,11 +68,12 @@ class DeltaRuleCore(RandomMap):
         random = self.qk_map is not None and (self.qk_map.needs_projection or bool(self.qk_map.sampled))
         key = (rngs.projection() if "projection" in rngs else rngs.params()) if random else None
         self.projection, self.random_params = (
-            random_variables(self.qk_map, key, attention.num_features, dh, kind=attention.projection,
-                             scaling=attention.scaling)
+            random_variables(
+                self.qk_map, key, attention.num_features, dh, kind=attention.projection, scaling=attention.scaling
+            )
             if random
             else (None, nnx.Dict())
-        )  # fmt: skip
+        )
         self.key_dim = dh if self.qk_map is None else self.qk_map.num_outputs(attention.num_features, dh)
         bound = 1 / math.sqrt(CONV_TAPS)  # PyTorch's Conv1d default, as the papers' code
         self.conv = nnx.Param(jax.random.uniform(rngs.params(), (CONV_TAPS, 3 * h * dh), minval=-bound, maxval=bound))
@@ -121,8 +122,16 @@ class DeltaRuleCore(RandomMap):
     def redraw(self, key: Array) -> None:
         """Replaces the random projection of ``qk_map`` by a fresh draw from ``key``."""
         a = self.attention
-        redraw_variables(self.projection, self.random_params, self.qk_map, key, a.num_features, self.head_dim,
-                         kind=a.projection, scaling=a.scaling)  # fmt: skip
+        redraw_variables(
+            self.projection,
+            self.random_params,
+            self.qk_map,
+            key,
+            a.num_features,
+            self.head_dim,
+            kind=a.projection,
+            scaling=a.scaling,
+        )
 
     def _inputs(self, q, k, v, x, keep, history):
         """The papers' map of q, k, v (convolution, SiLU, L2 norm, 1/√d_k), β and g: ``[batch, L, heads, ·]`` and
@@ -155,8 +164,16 @@ class DeltaRuleCore(RandomMap):
 
     def _run(self, q, k, v, x, keep, cache):
         q, k, v, beta, log_decay, history = self._inputs(q, k, v, x, keep, cache["conv"])
-        out, state = delta_rule_attention(q, k, v, beta, log_decay=log_decay, initial_state=cache["state"],
-                                          return_state=True, chunk_size=self.chunk_size)  # fmt: skip
+        out, state = delta_rule_attention(
+            q,
+            k,
+            v,
+            beta,
+            log_decay=log_decay,
+            initial_state=cache["state"],
+            return_state=True,
+            chunk_size=self.chunk_size,
+        )
         return self._output(out, x), {"state": state, "conv": history}
 
     def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions) -> Array:
@@ -166,8 +183,10 @@ class DeltaRuleCore(RandomMap):
         """The empty state and convolution history (``max_length`` plays no part: the cache does not grow)."""
         del max_length
         h, dh = self.num_heads, self.head_dim
-        return {"state": jnp.zeros((batch, h, self.key_dim, dh), jnp.float32),
-                "conv": jnp.zeros((batch, CONV_TAPS - 1, 3 * h * dh), jnp.float32)}  # fmt: skip
+        return {
+            "state": jnp.zeros((batch, h, self.key_dim, dh), jnp.float32),
+            "conv": jnp.zeros((batch, CONV_TAPS - 1, 3 * h * dh), jnp.float32),
+        }
 
     def prefill(self, q, k, v, x, *, key_mask, positions, max_length):
         return self.extend(q, k, v, x, self.init_cache(q.shape[0], max_length), keep=key_mask)

@@ -76,10 +76,16 @@ class ForecastConfig:
     def encoder_config(self) -> EncoderConfig:
         """The encoder stack's config (pre-norm, GELU; patches are embedded, not looked up)."""
         return EncoderConfig(
-            d_model=self.d_model, num_heads=self.num_heads, mlp_dim=self.mlp_dim, num_encoder_layers=self.num_layers,
-            dropout_rate=self.dropout_rate, activation="gelu", norm="pre", max_length=self.num_tokens,
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            mlp_dim=self.mlp_dim,
+            num_encoder_layers=self.num_layers,
+            dropout_rate=self.dropout_rate,
+            activation="gelu",
+            norm="pre",
+            max_length=self.num_tokens,
             encoder_attention=self.attention,
-        )  # fmt: skip
+        )
 
 
 class Forecaster(nnx.Module):

@@ -73,8 +73,17 @@ class PositionalEmbedding(nnx.Module):
       ((5, 8), 0.0)
     """
 
-    def __init__(self, num_positions: int, dim: int, *, kind: str, grid: tuple[int, int] | None = None,
-                 leading: int = 0, init=LEARNED_INIT, rngs: nnx.Rngs | None = None):  # fmt: skip
+    def __init__(
+        self,
+        num_positions: int,
+        dim: int,
+        *,
+        kind: str,
+        grid: tuple[int, int] | None = None,
+        leading: int = 0,
+        init=LEARNED_INIT,
+        rngs: nnx.Rngs | None = None,
+    ):
         if kind not in POSITIONAL_KINDS:
             raise ValueError(f"positions must be one of {list(POSITIONAL_KINDS)}, got {kind!r}.")
         count = leading + (num_positions if grid is None else grid[0] * grid[1])

@@ -45,16 +45,20 @@ class SlidingWindowCore(nnx.Module):
             )
 
     def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions) -> Array:
-        return sliding_window_attention(q, k, v, window=self.window, is_causal=self.causal,
-                                        mask=key_mask[:, None, None, :])  # fmt: skip
+        return sliding_window_attention(
+            q, k, v, window=self.window, is_causal=self.causal, mask=key_mask[:, None, None, :]
+        )
 
     def init_cache(self, batch: int, max_length: int) -> dict:
         """``min(w, max_length)`` empty slots: the cache does not grow, and a window longer than the sequences
         needs no more slots than they have tokens."""
         slots = min(self.window, max_length)
         shape = (batch, slots, self.num_heads, self.head_dim)
-        return {"k": jnp.zeros(shape, self.dtype), "v": jnp.zeros(shape, self.dtype),
-                "keep": jnp.zeros((batch, slots), jnp.bool_)}  # fmt: skip
+        return {
+            "k": jnp.zeros(shape, self.dtype),
+            "v": jnp.zeros(shape, self.dtype),
+            "keep": jnp.zeros((batch, slots), jnp.bool_),
+        }
 
     def prefill(self, q, k, v, x, *, key_mask, positions, max_length):
         """The prompt's outputs, and its last w tokens in their slots."""
@@ -80,6 +84,7 @@ class SlidingWindowCore(nnx.Module):
             "v": jax.lax.dynamic_update_slice_in_dim(cache["v"], v.astype(self.dtype), slot, axis=1),
             "keep": jax.lax.dynamic_update_slice_in_dim(cache["keep"], keep[:, None], slot, axis=1),
         }
-        out = softmax_attention(q, cache["k"].astype(q.dtype), cache["v"].astype(q.dtype),
-                                mask=cache["keep"][:, None, None, :])  # fmt: skip
+        out = softmax_attention(
+            q, cache["k"].astype(q.dtype), cache["v"].astype(q.dtype), mask=cache["keep"][:, None, None, :]
+        )
         return out[:, 0], cache

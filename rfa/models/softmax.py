@@ -75,11 +75,16 @@ class SoftmaxCore(nnx.Module):
         self.num_heads, self.head_dim = config.num_heads, config.head_dim
         relative = config.positional == "relative" and not cross
         self.relative = (
-            RelativeBias(config.num_heads, num_buckets=config.relative_buckets,
-                         max_distance=config.relative_max_distance, bidirectional=not causal, rngs=rngs)
+            RelativeBias(
+                config.num_heads,
+                num_buckets=config.relative_buckets,
+                max_distance=config.relative_max_distance,
+                bidirectional=not causal,
+                rngs=rngs,
+            )
             if relative
             else None
-        )  # fmt: skip
+        )
 
     @staticmethod
     def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
@@ -105,8 +110,11 @@ class SoftmaxCore(nnx.Module):
 
     def init_cache(self, batch: int, max_length: int) -> dict:
         shape = (batch, max_length, self.num_heads, self.head_dim)
-        return {"k": jnp.zeros(shape, self.dtype), "v": jnp.zeros(shape, self.dtype),
-                "mask": jnp.zeros((batch, max_length), jnp.bool_)}  # fmt: skip
+        return {
+            "k": jnp.zeros(shape, self.dtype),
+            "v": jnp.zeros(shape, self.dtype),
+            "mask": jnp.zeros((batch, max_length), jnp.bool_),
+        }
 
     def prefill(self, q, k, v, x, *, key_mask, positions, max_length):
         out = self(q, k, v, x, key_mask=key_mask, q_positions=positions, k_positions=positions)

@@ -128,10 +128,17 @@ class SwinConfig:
         stage, (rows, columns) = self.stages[i], self.stage_sizes()[i]
         width = self.embed_dim * 2**i
         return EncoderConfig(
-            d_model=width, num_heads=stage.num_heads, mlp_dim=self.mlp_ratio * width, num_encoder_layers=stage.depth,
-            dropout_rate=self.dropout_rate, activation="gelu", norm="pre", max_length=rows * columns,
-            encoder_attention=stage.attention, dtype=self.dtype,
-        )  # fmt: skip
+            d_model=width,
+            num_heads=stage.num_heads,
+            mlp_dim=self.mlp_ratio * width,
+            num_encoder_layers=stage.depth,
+            dropout_rate=self.dropout_rate,
+            activation="gelu",
+            norm="pre",
+            max_length=rows * columns,
+            encoder_attention=stage.attention,
+            dtype=self.dtype,
+        )
 
 
 def window_partition(x: Array, window: int) -> Array:
@@ -171,8 +178,9 @@ def shifted_window_mask(height: int, width: int, window: int, shift: int) -> np.
 class WindowAttention(nnx.Module):
     """Exact multi-head attention inside (shifted) windows with a learned relative position bias."""
 
-    def __init__(self, width: int, num_heads: int, window: int, shift: int, size: tuple[int, int], *, dtype,
-                 rngs: nnx.Rngs):  # fmt: skip
+    def __init__(
+        self, width: int, num_heads: int, window: int, shift: int, size: tuple[int, int], *, dtype, rngs: nnx.Rngs
+    ):
         self.num_heads, self.window, self.shift, self.size = num_heads, window, shift, size
         self.qkv = nnx.Linear(width, 3 * width, dtype=dtype, rngs=rngs)
         self.out = nnx.Linear(width, width, dtype=dtype, rngs=rngs)
@@ -191,8 +199,9 @@ class WindowAttention(nnx.Module):
         q, k, v = jnp.split(self.qkv(windows).reshape(batch * count, tokens, 3 * heads, head_dim), 3, axis=2)
         bias = self.bias_table[...][self.index[...]].transpose(2, 0, 1)  # [heads, tokens, tokens]
         mask = jnp.broadcast_to(self.mask[...][None, :, None], (batch, count, heads, tokens, tokens))
-        out = jax.nn.dot_product_attention(q, k, v, bias=bias[None].astype(q.dtype),
-                                           mask=mask.reshape(batch * count, heads, tokens, tokens))  # fmt: skip
+        out = jax.nn.dot_product_attention(
+            q, k, v, bias=bias[None].astype(q.dtype), mask=mask.reshape(batch * count, heads, tokens, tokens)
+        )
         out = window_merge(self.out(out.reshape(batch, count, tokens, channels)), height, width)
         return jnp.roll(out, (self.shift, self.shift), axis=(1, 2)) if self.shift else out
 
@@ -215,14 +224,16 @@ class SwinBlock(nnx.Module):
     """``x + attention(LN(x))`` then ``x + MLP(LN(x))`` on a ``[batch, H, W, C]`` map: the encoder's pre-norm
     residual blocks (:class:`rfa.models.layers.Residual`) around (shifted) window or global attention."""
 
-    def __init__(self, config: EncoderConfig, stage: SwinStage, size: tuple[int, int], window: int, shift: int, *,
-                 rngs: nnx.Rngs):  # fmt: skip
+    def __init__(
+        self, config: EncoderConfig, stage: SwinStage, size: tuple[int, int], window: int, shift: int, *, rngs: nnx.Rngs
+    ):
         self.attention = (
-            WindowAttention(config.d_model, config.num_heads, window, shift, size, dtype=jnp.dtype(config.dtype),
-                            rngs=rngs)
+            WindowAttention(
+                config.d_model, config.num_heads, window, shift, size, dtype=jnp.dtype(config.dtype), rngs=rngs
+            )
             if stage.windowed
             else GlobalAttention(config, rngs=rngs)
-        )  # fmt: skip
+        )
         self.mlp = MLP(config, rngs=rngs)
         self.attention_residual = Residual(config, rngs=rngs)
         self.mlp_residual = Residual(config, rngs=rngs)
@@ -258,19 +269,31 @@ class SwinTransformer(nnx.Module):
         p, rows, columns = config.patch_size, *config.stage_sizes()[0]
         self.embed = nnx.Linear(p * p * config.channels, config.embed_dim, dtype=dtype, rngs=rngs)
         self.embed_norm = nnx.LayerNorm(config.embed_dim, dtype=dtype, rngs=rngs)
-        self.positions = PositionalEmbedding(
-            rows * columns, config.embed_dim, kind="learned", init=nnx.initializers.truncated_normal(0.02), rngs=rngs
-        ) if config.absolute_positions else None  # fmt: skip
+        self.positions = (
+            PositionalEmbedding(
+                rows * columns,
+                config.embed_dim,
+                kind="learned",
+                init=nnx.initializers.truncated_normal(0.02),
+                rngs=rngs,
+            )
+            if config.absolute_positions
+            else None
+        )
         self.dropout = nnx.Dropout(config.dropout_rate, rngs=rngs)
         blocks, merges = [], []
         for i, (stage, size) in enumerate(zip(config.stages, config.stage_sizes(), strict=True)):
             stage_config = config.stage_config(i)
             window = config.window(*size)
             shift = window // 2 if window < min(size) else 0
-            blocks.append(nnx.List([
-                SwinBlock(stage_config, stage, size, window, shift if j % 2 else 0, rngs=rngs)
-                for j in range(stage.depth)
-            ]))  # fmt: skip
+            blocks.append(
+                nnx.List(
+                    [
+                        SwinBlock(stage_config, stage, size, window, shift if j % 2 else 0, rngs=rngs)
+                        for j in range(stage.depth)
+                    ]
+                )
+            )
             if i + 1 < len(config.stages):
                 merges.append(PatchMerging(stage_config.d_model, dtype=dtype, rngs=rngs))
         self.stages, self.merges = nnx.List(blocks), nnx.List(merges)

@@ -96,8 +96,11 @@ class VisionConfig:
 
     def __post_init__(self):
         size = check_patching(self)
-        for name, allowed in (("patch_embedding", PATCH_EMBEDDINGS), ("positional", VISION_POSITIONS),
-                              ("pooling", VISION_POOLINGS)):  # fmt: skip
+        for name, allowed in (
+            ("patch_embedding", PATCH_EMBEDDINGS),
+            ("positional", VISION_POSITIONS),
+            ("pooling", VISION_POOLINGS),
+        ):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"VisionConfig.{name} must be one of {list(allowed)}, got {getattr(self, name)!r}.")
         if self.positional == "sinusoidal" and self.d_model % 4:
@@ -121,10 +124,17 @@ class VisionConfig:
     def encoder_config(self) -> EncoderConfig:
         """The encoder stack's config (pre-norm, GELU; patches are embedded, not looked up)."""
         return EncoderConfig(
-            d_model=self.d_model, num_heads=self.num_heads, mlp_dim=self.mlp_dim, num_encoder_layers=self.num_layers,
-            dropout_rate=self.dropout_rate, activation="gelu", norm="pre", max_length=self.num_tokens,
-            encoder_attention=self.attention, dtype=self.dtype,
-        )  # fmt: skip
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            mlp_dim=self.mlp_dim,
+            num_encoder_layers=self.num_layers,
+            dropout_rate=self.dropout_rate,
+            activation="gelu",
+            norm="pre",
+            max_length=self.num_tokens,
+            encoder_attention=self.attention,
+            dtype=self.dtype,
+        )
 
 
 def patches(images: Array, patch_size: int) -> Array:
@@ -155,13 +165,20 @@ class VisionTransformer(nnx.Module):
         dtype = jnp.dtype(config.dtype)
         p, d = config.patch_size, config.d_model
         if config.patch_embedding == "conv":
-            self.embed = nnx.Conv(config.channels, d, kernel_size=(p, p), strides=(p, p), padding="VALID",
-                                  dtype=dtype, rngs=rngs)  # fmt: skip
+            self.embed = nnx.Conv(
+                config.channels, d, kernel_size=(p, p), strides=(p, p), padding="VALID", dtype=dtype, rngs=rngs
+            )
         else:
             self.embed = nnx.Linear(p * p * config.channels, d, dtype=dtype, rngs=rngs)
         # The class token sits at no patch: a position of its own, before the grid.
-        self.positions = PositionalEmbedding(config.num_patches, d, kind=config.positional, grid=config.grid,
-                                             leading=int(config.pooling == "cls"), rngs=rngs)  # fmt: skip
+        self.positions = PositionalEmbedding(
+            config.num_patches,
+            d,
+            kind=config.positional,
+            grid=config.grid,
+            leading=int(config.pooling == "cls"),
+            rngs=rngs,
+        )
         self.cls = nnx.Param(jnp.zeros((1, 1, d))) if config.pooling == "cls" else None
         self.dropout = nnx.Dropout(config.dropout_rate, rngs=rngs)
         encoder = config.encoder_config()

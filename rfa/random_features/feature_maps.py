@@ -165,8 +165,11 @@ class Estimator:
         names = [p.name for p in self.params]
         if len(set(names)) != len(names):
             raise InputError(f"Estimator {self.name!r}: a parameter is described twice in {names}.")
-        for source, function, field in ((FITTED, self.fit, "fit"), (SAMPLED, self.sample_params, "sample_params"),
-                                        (LEARNED, self.init_learned, "init_learned")):  # fmt: skip
+        for source, function, field in (
+            (FITTED, self.fit, "fit"),
+            (SAMPLED, self.sample_params, "sample_params"),
+            (LEARNED, self.init_learned, "init_learned"),
+        ):
             if bool(self.names(source)) != (function is not None):
                 raise InputError(
                     f"Estimator {self.name!r}: {source} parameters need {field}, and {field} needs {source} parameters."

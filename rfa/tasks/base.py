@@ -147,8 +147,9 @@ class TaskKind(abc.ABC):
 
     # Inference.
 
-    def answer(self, model: nnx.Module, task: Task, text: str, *, max_length: int, max_new_tokens: int,
-               beam_size: int) -> str:  # fmt: skip
+    def answer(
+        self, model: nnx.Module, task: Task, text: str, *, max_length: int, max_new_tokens: int, beam_size: int
+    ) -> str:
         """The trained model's output for one input text (``python -m experiments.decode``)."""
         raise ValueError(f"a {self.name} model does not answer text: decode a text task's workdir.")
 

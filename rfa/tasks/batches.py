@@ -13,15 +13,26 @@ def _batches(task: Task, split: str, *, data_dir, batch_size, max_length, train,
     kind = task_kind(task.kind)
     source = kind.source(task, split, data_dir=data_dir, max_length=max_length, **options)
     return batches(
-        source, lambda dataset: kind.examples(task, dataset, max_length=max_length), train=train,
-        batch_size=batch_size, seed=seed, shard=shard, max_batches=max_batches,
-    )  # fmt: skip
+        source,
+        lambda dataset: kind.examples(task, dataset, max_length=max_length),
+        train=train,
+        batch_size=batch_size,
+        seed=seed,
+        shard=shard,
+        max_batches=max_batches,
+    )
 
 
 def train_batches(
-    task: Task, *, data_dir: str, batch_size: int, max_length: int, seed: int, shard: tuple[int, int] = (0, 1),
+    task: Task,
+    *,
+    data_dir: str,
+    batch_size: int,
+    max_length: int,
+    seed: int,
+    shard: tuple[int, int] = (0, 1),
     **options,
-) -> grain.IterDataset:  # fmt: skip
+) -> grain.IterDataset:
     """Endless shuffled training batches of ``batch_size`` rows of length ``max_length``.
 
     Args:
@@ -44,14 +55,31 @@ def train_batches(
       >>> next(batches)["inputs"].shape
       (32, 40)
     """
-    return _batches(task, task.train_split, data_dir=data_dir, batch_size=batch_size, max_length=max_length,
-                    train=True, seed=seed, shard=shard, max_batches=None, options=options)  # fmt: skip
+    return _batches(
+        task,
+        task.train_split,
+        data_dir=data_dir,
+        batch_size=batch_size,
+        max_length=max_length,
+        train=True,
+        seed=seed,
+        shard=shard,
+        max_batches=None,
+        options=options,
+    )
 
 
 def eval_batches(
-    task: Task, *, data_dir: str, batch_size: int, max_length: int, split: str | None = None,
-    max_batches: int | None = None, shard: tuple[int, int] = (0, 1), **options,
-) -> grain.IterDataset:  # fmt: skip
+    task: Task,
+    *,
+    data_dir: str,
+    batch_size: int,
+    max_length: int,
+    split: str | None = None,
+    max_batches: int | None = None,
+    shard: tuple[int, int] = (0, 1),
+    **options,
+) -> grain.IterDataset:
     """One pass over an evaluation split in file order, stopped after ``max_batches`` (None: all).
 
     Same arguments and batch layout as :func:`train_batches`; ``split`` is a TFDS split name (default: the task's
@@ -59,5 +87,15 @@ def eval_batches(
     empty rows (weight 0) so every batch has ``batch_size`` rows.
     """
     split = task.validation_split if split is None else split
-    return _batches(task, split, data_dir=data_dir, batch_size=batch_size, max_length=max_length,
-                    train=False, seed=0, shard=shard, max_batches=max_batches, options=options)  # fmt: skip
+    return _batches(
+        task,
+        split,
+        data_dir=data_dir,
+        batch_size=batch_size,
+        max_length=max_length,
+        train=False,
+        seed=0,
+        shard=shard,
+        max_batches=max_batches,
+        options=options,
+    )

@@ -50,10 +50,18 @@ class Forecast(TaskKind):
     def model_config(self, config, task, attention, *, sequence_axis):
         m = config.model
         return ForecastConfig(
-            lookback=config.max_length, horizon=m.horizon, channels=task.channels, patch_length=m.patch_length,
-            d_model=m.d_model, num_heads=m.num_heads, mlp_dim=m.mlp_dim, num_layers=m.num_encoder_layers,
-            dropout_rate=m.dropout_rate, positional=m.positional, attention=attention("encoder"),
-        )  # fmt: skip
+            lookback=config.max_length,
+            horizon=m.horizon,
+            channels=task.channels,
+            patch_length=m.patch_length,
+            d_model=m.d_model,
+            num_heads=m.num_heads,
+            mlp_dim=m.mlp_dim,
+            num_layers=m.num_encoder_layers,
+            dropout_rate=m.dropout_rate,
+            positional=m.positional,
+            attention=attention("encoder"),
+        )
 
     def build_model(self, model_config, rngs):
         return Forecaster(model_config, rngs=rngs)

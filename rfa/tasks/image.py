@@ -19,11 +19,20 @@ from rfa.tasks.common import cross_entropy_summary, cross_entropy_sums
 def _vit(config, task, attention: AttentionConfig) -> VisionConfig:
     m = config.model
     return VisionConfig(
-        image_size=task.image_shape[:2], patch_size=m.patch_size, channels=task.image_shape[2],
-        num_classes=task.num_classes, d_model=m.d_model, num_heads=m.num_heads, mlp_dim=m.mlp_dim,
-        num_layers=m.num_encoder_layers, dropout_rate=m.dropout_rate, patch_embedding=m.patch_embedding,
-        positional=m.positional, pooling=m.pooling, attention=attention,
-    )  # fmt: skip
+        image_size=task.image_shape[:2],
+        patch_size=m.patch_size,
+        channels=task.image_shape[2],
+        num_classes=task.num_classes,
+        d_model=m.d_model,
+        num_heads=m.num_heads,
+        mlp_dim=m.mlp_dim,
+        num_layers=m.num_encoder_layers,
+        dropout_rate=m.dropout_rate,
+        patch_embedding=m.patch_embedding,
+        positional=m.positional,
+        pooling=m.pooling,
+        attention=attention,
+    )
 
 
 def _swin(config, task, attention: AttentionConfig) -> SwinConfig:
@@ -38,10 +47,16 @@ def _swin(config, task, attention: AttentionConfig) -> SwinConfig:
         for depth, heads, windowed in zip(m.swin_depths, m.swin_heads, m.swin_windowed, strict=True)
     )
     return SwinConfig(
-        image_size=task.image_shape[:2], patch_size=m.patch_size, channels=task.image_shape[2],
-        num_classes=task.num_classes, embed_dim=m.d_model, window_size=m.window_size, stages=stages,
-        mlp_ratio=max(1, m.mlp_dim // m.d_model), dropout_rate=m.dropout_rate,
-    )  # fmt: skip
+        image_size=task.image_shape[:2],
+        patch_size=m.patch_size,
+        channels=task.image_shape[2],
+        num_classes=task.num_classes,
+        embed_dim=m.d_model,
+        window_size=m.window_size,
+        stages=stages,
+        mlp_ratio=max(1, m.mlp_dim // m.d_model),
+        dropout_rate=m.dropout_rate,
+    )
 
 
 # Image models by config.model.architecture: the config they are built from (the attention of their global sites).
@@ -60,10 +75,13 @@ class ImageClassification(TaskKind):
 
     def examples(self, task, dataset, *, max_length):
         scale, shape = np.float32(1.0 / task.pixel_max), task.image_shape  # [H, W] images gain their channel axis
-        dataset = dataset.map(lambda ex: {
-            "image": ex[task.inputs].reshape(shape).astype(np.float32) * scale, "label": np.int32(ex[task.targets]),
-            "weight": np.float32(1),
-        })  # fmt: skip
+        dataset = dataset.map(
+            lambda ex: {
+                "image": ex[task.inputs].reshape(shape).astype(np.float32) * scale,
+                "label": np.int32(ex[task.targets]),
+                "weight": np.float32(1),
+            }
+        )
         return dataset.to_iter_dataset()
 
     def model_config(self, config, task, attention, *, sequence_axis):

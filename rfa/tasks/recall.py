@@ -42,8 +42,9 @@ class Recall(LanguageModel):
         return dataset.to_iter_dataset().map(lambda ex: {"inputs": ex[task.inputs], "targets": ex[task.targets]})
 
     def model_config(self, config, task, attention, *, sequence_axis):
-        return transformer_config(config, task, attention, sequence_axis=sequence_axis,
-                                  vocab_size=config.recall.vocab_size)  # fmt: skip
+        return transformer_config(
+            config, task, attention, sequence_axis=sequence_axis, vocab_size=config.recall.vocab_size
+        )
 
     def summarize(self, sums):
         return cross_entropy_summary(sums)

@@ -36,9 +36,12 @@ class Seq2Seq(TaskKind):
 
     def examples(self, task, dataset, *, max_length):
         encode = task.tokenizer.encode
-        dataset = dataset.map(lambda ex: {
-            "inputs": encode(ex[task.inputs]), "targets": np.append(encode(ex[task.targets]), np.int32(EOS_ID)),
-        }).filter(lambda ex: len(ex["inputs"]) <= max_length and len(ex["targets"]) <= max_length)  # fmt: skip
+        dataset = dataset.map(
+            lambda ex: {
+                "inputs": encode(ex[task.inputs]),
+                "targets": np.append(encode(ex[task.targets]), np.int32(EOS_ID)),
+            }
+        ).filter(lambda ex: len(ex["inputs"]) <= max_length and len(ex["targets"]) <= max_length)
         return dataset.to_iter_dataset().map(lambda ex: {key: pad(ex[key], max_length) for key in ex})
 
     def model_config(self, config, task, attention, *, sequence_axis):
@@ -71,8 +74,9 @@ class Seq2Seq(TaskKind):
         source[0, : len(ids)] = ids
         new_tokens = max_new_tokens or max_length - 1
         if beam_size > 1:
-            beams, _ = decoding.beam_search(model, jnp.asarray(source), beam_size=beam_size,
-                                            max_new_tokens=new_tokens, bos_id=BOS_ID, eos_id=EOS_ID)  # fmt: skip
+            beams, _ = decoding.beam_search(
+                model, jnp.asarray(source), beam_size=beam_size, max_new_tokens=new_tokens, bos_id=BOS_ID, eos_id=EOS_ID
+            )
             tokens = beams[:, 0]  # beams come best first
         else:
             tokens, _ = decoding.generate(

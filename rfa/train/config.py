@@ -196,8 +196,15 @@ def check_config(config: ml_collections.ConfigDict) -> Task:
         task = get_task(config.task)
     except ValueError as error:
         raise ConfigError(f"config.task: {error}") from error
-    for field in ("max_length", "batch_size", "num_train_steps", "log_every", "eval_every", "checkpoint_every",
-                  "keep_checkpoints"):  # fmt: skip
+    for field in (
+        "max_length",
+        "batch_size",
+        "num_train_steps",
+        "log_every",
+        "eval_every",
+        "checkpoint_every",
+        "keep_checkpoints",
+    ):
         _positive_int(config, field)
     for field in ("eval_batches", "keep_checkpoints_every", "optimizer.warmup_steps"):
         _positive_int(config, field, minimum=0)

@@ -392,8 +392,9 @@ def _with_max_length(trained: nnx.Module, config: ml_collections.ConfigDict, tas
     check_config(config)
     model = build_model(config, task)
     kept = nnx.state(trained, nnx.Not(nnx.Cache))  # nnx.Cache: fixed tables, rebuilt for the new length
-    for (path, old), new in zip(jax.tree.leaves_with_path(kept), jax.tree.leaves(nnx.state(model, nnx.Not(nnx.Cache))),
-                                strict=True):  # fmt: skip
+    for (path, old), new in zip(
+        jax.tree.leaves_with_path(kept), jax.tree.leaves(nnx.state(model, nnx.Not(nnx.Cache))), strict=True
+    ):
         if old.shape != new.shape:
             raise ConfigError(
                 f"the model's trained variable {jax.tree_util.keystr(path)} has shape {old.shape} for "

@@ -27,9 +27,16 @@ B, H, D, M = 2, 2, 8, 16
 L, L_MEMORY, L_QUERIES = 9, 11, 5
 MAPS = ["trig", "positive", "hyperbolic", "gerf", "oprf", "relu", "elu", "hybrid", "sderf", "taylor", "rfa", "hedgehog"]
 MODES = [
-    "bidirectional", "cross", "causal", "causal_decay", "recurrent_decay", "prefill_attend", "continued_decay",
-    "naive_bidirectional", "naive_causal_decay",
-]  # fmt: skip
+    "bidirectional",
+    "cross",
+    "causal",
+    "causal_decay",
+    "recurrent_decay",
+    "prefill_attend",
+    "continued_decay",
+    "naive_bidirectional",
+    "naive_causal_decay",
+]
 DECAY_MODES = {"causal_decay", "recurrent_decay", "continued_decay", "naive_causal_decay"}
 CAUSAL_MODES = {"causal"} | DECAY_MODES
 STATE_MODES = {"causal", "causal_decay", "recurrent_decay", "prefill_attend", "continued_decay"}
@@ -106,15 +113,22 @@ def run_rfa(mode, name, q, k, v, W, A, keep, log_decay):
     options = dict(feature_map=name, projection=W if fm.needs_projection else None, feature_params=params)
 
     def tokens(start, size):  # the options of `size` keys from `start` on: per-token parameters ([B, H, L]) sliced
-        return {**options, "feature_params": params and {
-            n: jax.lax.dynamic_slice_in_dim(p, start, size, -1)
-            if np.ndim(p) == 3 and np.shape(p)[-1] == k.shape[1] else p
-            for n, p in params.items()}}  # fmt: skip
+        return {
+            **options,
+            "feature_params": params
+            and {
+                n: jax.lax.dynamic_slice_in_dim(p, start, size, -1)
+                if np.ndim(p) == 3 and np.shape(p)[-1] == k.shape[1]
+                else p
+                for n, p in params.items()
+            },
+        }
 
     mask, decay = keep[:, None, None, :], log_decay if mode in DECAY_MODES else None
     if mode.startswith("naive"):
-        return naive_kernelized_attention(q, k, v, mask=mask, is_causal=mode in CAUSAL_MODES, log_decay=decay,
-                                          **options), None  # fmt: skip
+        return naive_kernelized_attention(
+            q, k, v, mask=mask, is_causal=mode in CAUSAL_MODES, log_decay=decay, **options
+        ), None
     if mode in ("bidirectional", "cross"):
         return rfa.kernelized_attention(q, k, v, mask=mask, chunk_size=4, **options), None
     if mode in ("causal", "causal_decay"):
@@ -127,10 +141,17 @@ def run_rfa(mode, name, q, k, v, W, A, keep, log_decay):
 
     def causal(state, start, stop, chunk_size):  # tokens [start, stop) from `state`, in one call
         return rfa.kernelized_attention(
-            q[:, start:stop], k[:, start:stop], v[:, start:stop], mask=mask[..., start:stop], is_causal=True,
-            log_decay=decay[:, start:stop], chunk_size=chunk_size, initial_state=state, return_state=True,
+            q[:, start:stop],
+            k[:, start:stop],
+            v[:, start:stop],
+            mask=mask[..., start:stop],
+            is_causal=True,
+            log_decay=decay[:, start:stop],
+            chunk_size=chunk_size,
+            initial_state=state,
+            return_state=True,
             **tokens(start, stop - start),
-        )  # fmt: skip
+        )
 
     if mode == "continued_decay":  # chunked, then one token per call, then chunked: one state throughout
         first, state = causal(None, 0, 4, 3)
@@ -145,9 +166,16 @@ def run_rfa(mode, name, q, k, v, W, A, keep, log_decay):
     def one_token(state, token):  # recurrent: a scan over tokens, one call each
         t, (q_t, k_t, v_t, keep_t, g_t) = token[0], (x[:, None] for x in token[1:])
         out, state = rfa.kernelized_attention(
-            q_t, k_t, v_t, mask=keep_t[:, None, None], is_causal=True, log_decay=g_t, initial_state=state,
-            return_state=True, **tokens(t, 1),
-        )  # fmt: skip
+            q_t,
+            k_t,
+            v_t,
+            mask=keep_t[:, None, None],
+            is_causal=True,
+            log_decay=g_t,
+            initial_state=state,
+            return_state=True,
+            **tokens(t, 1),
+        )
         return state, out[:, 0]
 
     sequence = (jnp.arange(L), *(jnp.swapaxes(x, 0, 1) for x in (q, k, v, keep, decay)))
@@ -207,8 +235,10 @@ def test_outputs_and_gradients_equal_the_reference(mode, name):
     if name == "oprf" and mode in FITTED_MODES:  # the statistic is held at its value
         phi_sq = references.oprf_statistic(q * scale, k * scale, keep_q, keep)
     if name in DERF and mode in FITTED_MODES:  # and so is the DERF fit, per row and head
-        fits = [[references.DERF_FITS[name](q[b, keep_q[b], h] * scale, k[b, keep[b], h] * scale)
-                 for h in range(H)] for b in range(B)]  # fmt: skip
+        fits = [
+            [references.DERF_FITS[name](q[b, keep_q[b], h] * scale, k[b, keep[b], h] * scale) for h in range(H)]
+            for b in range(B)
+        ]
         derf = {n: np.array([[fit[n] for fit in row] for row in fits]) for n in fits[0][0]}  # [B, H, *event]
 
     def loss(q, k, v, W, A, log_decay):
@@ -247,12 +277,21 @@ def compiled_naive_value_and_grad(naive_mode, name, mode):
 
     def loss(q, k, v, W, A, keep, log_decay, G):
         fm = rfa.feature_map(name)
-        options = dict(feature_map=name, projection=W if fm.needs_projection else None,
-                       feature_params=rfa_params(name, mode, A, k.shape[1]))  # fmt: skip
+        options = dict(
+            feature_map=name,
+            projection=W if fm.needs_projection else None,
+            feature_params=rfa_params(name, mode, A, k.shape[1]),
+        )
         out, state = naive_kernelized_attention(
-            q, k, v, mask=keep[:, None, None, :], is_causal=naive_mode != "naive_bidirectional",
-            log_decay=log_decay if naive_mode == "naive_causal_decay" else None, return_state=True, **options,
-        )  # fmt: skip
+            q,
+            k,
+            v,
+            mask=keep[:, None, None, :],
+            is_causal=naive_mode != "naive_bidirectional",
+            log_decay=log_decay if naive_mode == "naive_causal_decay" else None,
+            return_state=True,
+            **options,
+        )
         return jnp.sum(out * G), (out, state)
 
     return jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3, 4, 6), has_aux=True))

@@ -40,9 +40,16 @@ def decode(name, q, k, v, mask=None, log_decay=None, **kwargs):
     def body(state, token):
         q_t, k_t, v_t, keep_t, g_t = (x[:, None] for x in token)
         out, state = rfa.kernelized_attention(
-            q_t, k_t, v_t, mask=keep_t[:, None, None], is_causal=True, log_decay=g_t, initial_state=state,
-            return_state=True, **options(name, **kwargs),
-        )  # fmt: skip
+            q_t,
+            k_t,
+            v_t,
+            mask=keep_t[:, None, None],
+            is_causal=True,
+            log_decay=g_t,
+            initial_state=state,
+            return_state=True,
+            **options(name, **kwargs),
+        )
         return state, out[:, 0]
 
     _, outs = jax.lax.scan(body, state, tuple(jnp.moveaxis(x, 1, 0) for x in (q, k, v, keep, decay)))
@@ -61,8 +68,11 @@ def test_a_total_log_decay_of_minus_1e4_stays_finite_and_exact(form):
     """Decays of -5000 restart the attention: the output equals causal attention over each segment alone."""
     g = reset_decay()
     if form == "chunked":
-        fn = jax.jit(lambda q, k, v, g: rfa.kernelized_attention(q, k, v, is_causal=True, log_decay=g, chunk_size=5,
-                                                                 **options("positive")))  # fmt: skip
+        fn = jax.jit(
+            lambda q, k, v, g: rfa.kernelized_attention(
+                q, k, v, is_causal=True, log_decay=g, chunk_size=5, **options("positive")
+            )
+        )
         out = fn(Q, K, V, g)
     else:
         out = decode("positive", Q, K, V, log_decay=g)
@@ -76,9 +86,14 @@ def test_a_total_log_decay_of_minus_1e4_stays_finite_and_exact(form):
 
 
 def test_gradients_stay_finite_under_extreme_decay():
-    grads = jax.jit(jax.grad(lambda g, k: jnp.sum(rfa.kernelized_attention(
-        Q, k, V, is_causal=True, log_decay=g, chunk_size=5, **options("positive")) ** 2), argnums=(0, 1)))(
-        reset_decay(), K)  # fmt: skip
+    grads = jax.jit(
+        jax.grad(
+            lambda g, k: jnp.sum(
+                rfa.kernelized_attention(Q, k, V, is_causal=True, log_decay=g, chunk_size=5, **options("positive")) ** 2
+            ),
+            argnums=(0, 1),
+        )
+    )(reset_decay(), K)
     assert all(bool(jnp.all(jnp.isfinite(g))) for g in grads)
 
 
@@ -89,8 +104,9 @@ def test_a_large_key_under_decay_rescales_without_overflow(renormalize):
     k[:, 10, :, 0] = 80.0
     g = -jnp.abs(normal(3, (B, L, H))) * 3
     q = Q * 0.5 if not renormalize else Q
-    expected = references.kernelized_attention(q, k, V, "positive", W, causal=True, renormalize=renormalize,
-                                               log_decay=g)  # fmt: skip
+    expected = references.kernelized_attention(
+        q, k, V, "positive", W, causal=True, renormalize=renormalize, log_decay=g
+    )
     for out in (
         rfa.kernelized_attention(
             q, k, V, is_causal=True, log_decay=g, chunk_size=4, **options("positive", renormalize=renormalize)
@@ -103,14 +119,23 @@ def test_a_large_key_under_decay_rescales_without_overflow(renormalize):
 
 def test_gradients_with_respect_to_the_initial_state_equal_the_naive_form():
     """A state from elsewhere (another model, another sequence): d out / d (kv, log_reference)."""
-    _, state = rfa.kernelized_attention(K[:, :6], K[:, :6], V[:, :6], is_causal=True, return_state=True,
-                                        **options("positive"))  # fmt: skip
+    _, state = rfa.kernelized_attention(
+        K[:, :6], K[:, :6], V[:, :6], is_causal=True, return_state=True, **options("positive")
+    )
     g = -0.3 * jax.nn.softplus(normal(4, (B, L, H)))
     G = normal(5, (B, L, H, D))
 
     def loss(fn, kv, log_reference, **kwargs):
-        out = fn(Q, K, V, is_causal=True, log_decay=g, initial_state=rfa.attention.RecurrentState(kv, log_reference),
-                 **options("positive"), **kwargs)  # fmt: skip
+        out = fn(
+            Q,
+            K,
+            V,
+            is_causal=True,
+            log_decay=g,
+            initial_state=rfa.attention.RecurrentState(kv, log_reference),
+            **options("positive"),
+            **kwargs,
+        )
         return jnp.sum(out * G)
 
     grad = jax.jit(jax.grad(lambda kv, r: loss(rfa.kernelized_attention, kv, r, chunk_size=5), argnums=(0, 1)))
@@ -122,8 +147,11 @@ def test_gradients_with_respect_to_the_initial_state_equal_the_naive_form():
 def test_one_token_call_compiles_once_for_every_position():
     """The state has a fixed size: the same compiled step serves every position (O(1) decoding)."""
     state = init_state((B,), H, M, D)
-    jitted = jax.jit(lambda s, q, k, v, g: rfa.kernelized_attention(
-        q, k, v, is_causal=True, log_decay=g, initial_state=s, return_state=True, **options("positive")))  # fmt: skip
+    jitted = jax.jit(
+        lambda s, q, k, v, g: rfa.kernelized_attention(
+            q, k, v, is_causal=True, log_decay=g, initial_state=s, return_state=True, **options("positive")
+        )
+    )
     for t in range(3):
         _, state = jitted(state, Q[:, t : t + 1], K[:, t : t + 1], V[:, t : t + 1], jnp.full((B, 1, H), -0.1))
     assert jitted._cache_size() == 1
@@ -153,8 +181,9 @@ def test_left_out_token_may_hold_non_finite_values_and_its_decay_is_skipped():
     g[:, 3] = -np.inf  # a left-out token's decay is not applied
     out = decode("positive", Q, jnp.asarray(k), jnp.asarray(v), mask=jnp.asarray(keep), log_decay=jnp.asarray(g))
     kept = keep[0]
-    expected = rfa.kernelized_attention(Q[:, kept], K[:, kept], V[:, kept], is_causal=True,
-                                        log_decay=jnp.asarray(g)[:, kept], **options("positive"))  # fmt: skip
+    expected = rfa.kernelized_attention(
+        Q[:, kept], K[:, kept], V[:, kept], is_causal=True, log_decay=jnp.asarray(g)[:, kept], **options("positive")
+    )
     np.testing.assert_allclose(out[:, kept], expected, rtol=1e-5, atol=1e-6)
 
 
@@ -165,8 +194,9 @@ def test_a_traced_causal_mask_returns_the_state():
     g = jnp.full((B, L, H), -0.1)
 
     def run(mask):
-        return rfa.kernelized_attention(Q, K, V, mask=mask, log_decay=g, is_causal=True, return_state=True,
-                                        **options("positive"))  # fmt: skip
+        return rfa.kernelized_attention(
+            Q, K, V, mask=mask, log_decay=g, is_causal=True, return_state=True, **options("positive")
+        )
 
     out, state = jax.jit(run)(mask)
     expected, expected_state = run(keep[:, None, None, :])
@@ -178,8 +208,9 @@ def test_a_bidirectional_call_adds_its_keys_to_the_initial_state():
     """Keys split in two calls (the later ones larger, so the references differ) equal one call over all."""
     k = jnp.concatenate([K[:, :10], 3 * K[:, 10:]], axis=1)
     _, state = rfa.kernelized_attention(Q[:, :0], k[:, :10], V[:, :10], return_state=True, **options("positive"))
-    out, state = rfa.kernelized_attention(Q, k[:, 10:], V[:, 10:], initial_state=state, return_state=True,
-                                          **options("positive"))  # fmt: skip
+    out, state = rfa.kernelized_attention(
+        Q, k[:, 10:], V[:, 10:], initial_state=state, return_state=True, **options("positive")
+    )
     expected, expected_state = rfa.kernelized_attention(Q, k, V, return_state=True, **options("positive"))
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(state.value(), expected_state.value(), rtol=1e-5)

@@ -47,8 +47,9 @@ def loss(fn, **options):
 @pytest.mark.parametrize("chunk_size", tiered([1, 4, 5, 64], {5}))  # the fast tier: chunks of 5 in 13 tokens
 def test_every_form_equals_the_float64_recurrence(chunk_size, gated):
     g = G if gated else None
-    value = jax.jit(jax.value_and_grad(loss(delta_rule_attention, chunk_size=chunk_size), argnums=(0, 1, 2, 3, 4),
-                                       has_aux=True))  # fmt: skip
+    value = jax.jit(
+        jax.value_and_grad(loss(delta_rule_attention, chunk_size=chunk_size), argnums=(0, 1, 2, 3, 4), has_aux=True)
+    )
     (_, (out, state)), grads = value(Q, K, V, BETA, g)
     expected, expected_state = references.delta_rule(Q, K, V, BETA, g, S0)
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
@@ -83,10 +84,18 @@ def test_the_naive_form_is_the_recurrence():
 def test_a_prompt_then_token_by_token_decoding_equals_the_full_pass():
     full = delta_rule_attention(Q, K, V, BETA, log_decay=G, chunk_size=4)
     prompt = 6
-    out, state = delta_rule_attention(Q[:, :prompt], K[:, :prompt], V[:, :prompt], BETA[:, :prompt],
-                                      log_decay=G[:, :prompt], return_state=True, chunk_size=4)  # fmt: skip
-    step = jax.jit(lambda s, *token: delta_rule_attention(*token[:4], log_decay=token[4], initial_state=s,
-                                                          return_state=True))  # fmt: skip
+    out, state = delta_rule_attention(
+        Q[:, :prompt],
+        K[:, :prompt],
+        V[:, :prompt],
+        BETA[:, :prompt],
+        log_decay=G[:, :prompt],
+        return_state=True,
+        chunk_size=4,
+    )
+    step = jax.jit(
+        lambda s, *token: delta_rule_attention(*token[:4], log_decay=token[4], initial_state=s, return_state=True)
+    )
     outputs = [out]
     for t in range(prompt, L):
         token, state = step(state, *(x[:, t : t + 1] for x in (Q, K, V, BETA, G)))
@@ -98,8 +107,9 @@ def test_beta_zero_writes_nothing():
     beta = BETA.copy()
     beta[:, 4:9] = 0.0
     _, before = delta_rule_attention(Q[:, :4], K[:, :4], V[:, :4], BETA[:, :4], initial_state=S0, return_state=True)
-    _, after = delta_rule_attention(Q[:, :9], K[:, :9], V[:, :9], beta[:, :9], initial_state=S0, return_state=True,
-                                    chunk_size=3)  # fmt: skip
+    _, after = delta_rule_attention(
+        Q[:, :9], K[:, :9], V[:, :9], beta[:, :9], initial_state=S0, return_state=True, chunk_size=3
+    )
     np.testing.assert_allclose(after, before, rtol=1e-6, atol=1e-6)
 
 

@@ -40,8 +40,9 @@ def test_a_maps_random_parameters_are_drawn_with_the_projection_and_redrawn():
     expected = rfa.kernelized_attention(q, k, v, feature_map="hybrid", projection=W, feature_params=sampled)
     np.testing.assert_allclose(fn(q, k, v), expected, rtol=1e-6)
     fn.redraw(jax.random.key(1))
-    np.testing.assert_array_equal(fn.random_params["angular"][...], rfa.feature_map("hybrid").draw(
-        jax.random.key(1), 16, HEAD_DIM)[1]["angular"])  # fmt: skip
+    np.testing.assert_array_equal(
+        fn.random_params["angular"][...], rfa.feature_map("hybrid").draw(jax.random.key(1), 16, HEAD_DIM)[1]["angular"]
+    )
 
 
 def test_projection_is_a_non_trainable_variable_of_the_model():
@@ -112,8 +113,9 @@ def test_gradients_are_those_of_kernelized_attention():
     def loss(attention):
         return lambda q, k, v: jnp.sum(jnp.sin(attention(q, k, v)))
 
-    direct = functools.partial(rfa.kernelized_attention, feature_map="positive", projection=fn.projection[...],
-                               is_causal=True)  # fmt: skip
+    direct = functools.partial(
+        rfa.kernelized_attention, feature_map="positive", projection=fn.projection[...], is_causal=True
+    )
     through_adapter = jax.jit(jax.grad(loss(functools.partial(fn, is_causal=True)), argnums=(0, 1, 2)))(q, k, v)
     for got, want in zip(through_adapter, jax.grad(loss(direct), argnums=(0, 1, 2))(q, k, v), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
@@ -263,9 +265,15 @@ def test_linen_passes_every_keyword_it_has():
     """Dropout configured but off (deterministic), a dtype and a precision: all accepted by the attention_fn."""
     fn = rfa.make_attention_fn("positive", 64, head_dim=HEAD_DIM, key=jax.random.key(0))
     layer = nn.MultiHeadDotProductAttention(
-        num_heads=HEADS, qkv_features=FEATURES, attention_fn=fn, dropout_rate=0.1, deterministic=True,
-        dtype=jnp.float32, precision=jax.lax.Precision.HIGHEST, broadcast_dropout=False,
-    )  # fmt: skip
+        num_heads=HEADS,
+        qkv_features=FEATURES,
+        attention_fn=fn,
+        dropout_rate=0.1,
+        deterministic=True,
+        dtype=jnp.float32,
+        precision=jax.lax.Precision.HIGHEST,
+        broadcast_dropout=False,
+    )
     variables = layer.init(jax.random.key(0), X)
     expected = LinenSite(fn)
     np.testing.assert_allclose(layer.apply(variables, X), expected.layer.apply(variables, X), rtol=1e-5, atol=1e-6)
@@ -288,10 +296,12 @@ def test_hedgehog_learns_its_map_inside_nnx_multi_head_attention(num_heads):
     assert isinstance(weight, nnx.Param) and weight[...].shape == (num_heads or 1, 1, HEAD_DIM, 6)
     weight[...] = normal(5, weight[...].shape)  # away from the identity start
     q, k, v = (np.asarray(layer(X)) for layer in (mha.query, mha.key, mha.value))
-    expected = references.kernelized_attention(q, k, v, "hedgehog", causal=True, weight=weight[...][:, 0],
-                                               bias=fn.learned_params["bias"][...][:, 0])  # fmt: skip
-    np.testing.assert_allclose(mha.out(jnp.asarray(expected, jnp.float32)), mha(X, is_causal=True), rtol=1e-4,
-                               atol=1e-5)  # fmt: skip
+    expected = references.kernelized_attention(
+        q, k, v, "hedgehog", causal=True, weight=weight[...][:, 0], bias=fn.learned_params["bias"][...][:, 0]
+    )
+    np.testing.assert_allclose(
+        mha.out(jnp.asarray(expected, jnp.float32)), mha(X, is_causal=True), rtol=1e-4, atol=1e-5
+    )
     optimizer = nnx.Optimizer(mha, optax.sgd(0.1), wrt=nnx.Param)
     before = np.asarray(weight[...])
     grads = nnx.grad(lambda m: jnp.sum(m(X, is_causal=True) ** 2))(mha)

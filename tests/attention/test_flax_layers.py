@@ -85,8 +85,9 @@ def test_nnx_has_flax_weights_and_approaches_flax_exact_attention_as_m_grows():
     reference = exact(TOKENS, MEMORY, mask=CAUSAL, cross_mask=CROSS)
     params = jax.tree.map(jnp.shape, nnx.state(nnx_block(), nnx.Param))
     assert params == jax.tree.map(jnp.shape, nnx.state(exact, nnx.Param))  # swapping the class keeps the weights
-    errors = [relative_error(nnx_block(m)(TOKENS, MEMORY, mask=CAUSAL, cross_mask=CROSS), reference)
-              for m in (8, 128, 2048)]  # fmt: skip
+    errors = [
+        relative_error(nnx_block(m)(TOKENS, MEMORY, mask=CAUSAL, cross_mask=CROSS), reference) for m in (8, 128, 2048)
+    ]
     assert errors[0] > errors[1] > errors[2] and errors[2] < min(0.03, errors[0] / 4), errors
 
 
@@ -97,8 +98,9 @@ def test_nnx_decoding_token_by_token_equals_the_full_causal_pass(feature_map):
     model.init_cache((B, L, F))
     step = nnx.jit(lambda model, token, memory, cross_mask: model(token, memory, cross_mask=cross_mask, decode=True))
     # The encoder's state is computed on the first step and read afterwards: later steps never see the memory.
-    steps = [step(model, TOKENS[:, t : t + 1], MEMORY if t == 0 else 0 * MEMORY, CROSS[:, :, t : t + 1])
-             for t in range(L)]  # fmt: skip
+    steps = [
+        step(model, TOKENS[:, t : t + 1], MEMORY if t == 0 else 0 * MEMORY, CROSS[:, :, t : t + 1]) for t in range(L)
+    ]
     np.testing.assert_allclose(jnp.concatenate(steps, axis=1), full, atol=2e-5)
     assert int(model.self_attention.cache_index[...]) == L
     model.init_cache((B, L, F))  # a prompt in one call, then one token at a time
@@ -145,8 +147,9 @@ def test_nnx_grouped_query_heads_pair_as_flax_pairs_them_and_decode_as_the_full_
     full = layer(x, mask=CAUSAL)
     assert relative_error(full, exact) < 0.02
     layer.init_cache(x.shape)
-    np.testing.assert_allclose(jnp.concatenate([layer(x[:, t : t + 1], decode=True) for t in range(L)], 1), full,
-                               atol=2e-5)  # fmt: skip
+    np.testing.assert_allclose(
+        jnp.concatenate([layer(x[:, t : t + 1], decode=True) for t in range(L)], 1), full, atol=2e-5
+    )
 
 
 # Linen
@@ -186,8 +189,12 @@ def test_linen_decoding_token_by_token_equals_the_full_causal_pass():
 
 def test_linen_cache_size_does_not_depend_on_the_maximum_length():
     decoder = linen_block(decode=True)
-    shapes = [jax.tree.map(jnp.shape, jax.eval_shape(decoder.init, jax.random.key(0), jnp.zeros((B, n), int),
-                                                     MEMORY)["cache"]) for n in (16, 4096)]  # fmt: skip
+    shapes = [
+        jax.tree.map(
+            jnp.shape, jax.eval_shape(decoder.init, jax.random.key(0), jnp.zeros((B, n), int), MEMORY)["cache"]
+        )
+        for n in (16, 4096)
+    ]
     assert shapes[0] == shapes[1]
     assert shapes[0]["MultiHeadDotProductAttention_0"]["state"].kv == (B, HEADS, 64, F // HEADS + 1)
 
@@ -199,8 +206,9 @@ def test_linen_redraw_under_jit_changes_the_output_and_the_projection_survives_a
     forward = jax.jit(lambda variables: model.apply(variables, TOKENS, MEMORY, mask=CAUSAL))
 
     def redraw(variables, key):
-        return model.apply(variables, TOKENS, MEMORY, mask=CAUSAL, rngs={"random_features": key},
-                           mutable=["random_features"])  # fmt: skip
+        return model.apply(
+            variables, TOKENS, MEMORY, mask=CAUSAL, rngs={"random_features": key}, mutable=["random_features"]
+        )
 
     redraw = jax.jit(redraw)
     before = forward(variables)
@@ -293,8 +301,11 @@ def test_attention_weight_dropout_and_a_custom_attention_fn_are_refused():
 def test_linen_and_nnx_refuse_what_flax_would_not_do_silently():
     """A custom attention_fn or force_fp32_for_softmax raises in Linen as attention_fn does in NNX; a call without
     ``decode`` anywhere raises as Flax's does; a redraw rng without ``mutable`` raises instead of keeping W."""
-    for fields in ({"attention_fn": lambda *a, **k: None}, {"force_fp32_for_softmax": True},
-                   {"qk_attn_weights_einsum_cls": lambda: jnp.einsum}):  # fmt: skip
+    for fields in (
+        {"attention_fn": lambda *a, **k: None},
+        {"force_fp32_for_softmax": True},
+        {"qk_attn_weights_einsum_cls": lambda: jnp.einsum},
+    ):
         with pytest.raises(TypeError, match=r"attention_fn|no softmax|no attention weights"):
             rfa.linen.MultiHeadDotProductAttention(num_heads=HEADS, **fields)
     calls = []
@@ -303,8 +314,9 @@ def test_linen_and_nnx_refuse_what_flax_would_not_do_silently():
         calls.append(1)
         return jax.lax.dot_general(*args, **kwargs)
 
-    hooked = rfa.linen.MultiHeadDotProductAttention(num_heads=HEADS, num_features=16, qkv_dot_general=counted,
-                                                    out_dot_general=counted)  # fmt: skip
+    hooked = rfa.linen.MultiHeadDotProductAttention(
+        num_heads=HEADS, num_features=16, qkv_dot_general=counted, out_dot_general=counted
+    )
     hooked.init(jax.random.key(0), X)
     assert len(calls) == 4  # query, key, value, out
     flax_layer = nnx.MultiHeadAttention(HEADS, F, rngs=nnx.Rngs(0))

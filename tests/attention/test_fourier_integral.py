@@ -18,8 +18,11 @@ KEEP[1, -2:] = False  # the second row's last two keys are padding
 @pytest.mark.parametrize("is_causal", [False, True])
 @pytest.mark.parametrize("radius", [1.0, 3.0])
 def test_matches_the_product_formula_with_padding_under_jit(is_causal, radius):
-    fn = jax.jit(lambda q, k, v: fourier_integral_attention(q, k, v, radius=radius, mask=KEEP[:, None, None, :],
-                                                            is_causal=is_causal))  # fmt: skip
+    fn = jax.jit(
+        lambda q, k, v: fourier_integral_attention(
+            q, k, v, radius=radius, mask=KEEP[:, None, None, :], is_causal=is_causal
+        )
+    )
     expected = references.fourier_integral_attention(Q, K, V, radius, keep_k=KEEP, causal=is_causal)
     np.testing.assert_allclose(fn(Q, K, V), expected, rtol=2e-4, atol=2e-5)
 

@@ -173,9 +173,12 @@ def test_inputs_with_norm_10_in_low_precision_equal_the_reference(name, is_causa
         assert out.dtype == dtype
         # The reference sees the same rounded inputs: what is measured is rfa's computation, not the rounding.
         expected = references.kernelized_attention(
-            *(np.asarray(x.astype(jnp.float32)) for x in (q, k, v)), name, W if fm.needs_projection else None,
-            causal=is_causal, **PARAMS.get(name, {}),
-        )  # fmt: skip
+            *(np.asarray(x.astype(jnp.float32)) for x in (q, k, v)),
+            name,
+            W if fm.needs_projection else None,
+            causal=is_causal,
+            **PARAMS.get(name, {}),
+        )
         eps32 = float(jnp.finfo(jnp.float32).eps)
         computation = 2 * COMPUTATION_ERROR.get(name, DEFAULT_COMPUTATION_ERROR) * eps32 * np.abs(expected).max()
         rounding = float(jnp.finfo(dtype).eps) * np.abs(expected)

@@ -37,9 +37,16 @@ def run(name, form, q, k, v, g):
     mask = KEEP[:, None, None, :]
 
     def part(state, start, stop, chunk_size=4):
-        return rfa.kernelized_attention(q[:, start:stop], k[:, start:stop], v[:, start:stop],
-                                        mask=mask[..., start:stop], log_decay=g[:, start:stop], chunk_size=chunk_size,
-                                        initial_state=state, **options)  # fmt: skip
+        return rfa.kernelized_attention(
+            q[:, start:stop],
+            k[:, start:stop],
+            v[:, start:stop],
+            mask=mask[..., start:stop],
+            log_decay=g[:, start:stop],
+            chunk_size=chunk_size,
+            initial_state=state,
+            **options,
+        )
 
     if form == "chunked":
         return part(None, 0, L)
@@ -72,9 +79,17 @@ def test_outputs_states_and_gradients_equal_the_float64_reference(name, form):
         return references.kernelized_attention(q, k, v, name, projection(name), keep_k=KEEP, causal=True, log_decay=g)
 
     np.testing.assert_allclose(out, reference(*args), rtol=2e-4, atol=2e-5)
-    _, naive_state = naive_kernelized_attention(Q, K, V, feature_map=name, projection=projection(name),
-                                                mask=KEEP[:, None, None, :], is_causal=True, log_decay=g,
-                                                return_state=True)  # fmt: skip
+    _, naive_state = naive_kernelized_attention(
+        Q,
+        K,
+        V,
+        feature_map=name,
+        projection=projection(name),
+        mask=KEEP[:, None, None, :],
+        is_causal=True,
+        log_decay=g,
+        return_state=True,
+    )
     np.testing.assert_allclose(state.value(), naive_state.value(), rtol=2e-4, atol=2e-5)
     for i in range(4):  # directional derivatives against central differences of the reference (the decays too)
         direction = np.random.default_rng(30 + i).standard_normal(np.shape(args[i]))
@@ -85,10 +100,12 @@ def test_outputs_states_and_gradients_equal_the_float64_reference(name, form):
 
 def test_one_decay_repeated_over_the_features_is_the_per_token_decay():
     g = decays("positive")[..., :1]
-    per_token = rfa.kernelized_attention(Q, K, V, feature_map="positive", projection=W, is_causal=True,
-                                         log_decay=g[..., 0], chunk_size=4)  # fmt: skip
-    per_feature = rfa.kernelized_attention(Q, K, V, feature_map="positive", projection=W, is_causal=True,
-                                           log_decay=np.repeat(g, M, axis=-1), chunk_size=4)  # fmt: skip
+    per_token = rfa.kernelized_attention(
+        Q, K, V, feature_map="positive", projection=W, is_causal=True, log_decay=g[..., 0], chunk_size=4
+    )
+    per_feature = rfa.kernelized_attention(
+        Q, K, V, feature_map="positive", projection=W, is_causal=True, log_decay=np.repeat(g, M, axis=-1), chunk_size=4
+    )
     np.testing.assert_allclose(per_feature, per_token, rtol=1e-5, atol=1e-6)
 
 
@@ -97,8 +114,17 @@ def test_a_feature_that_forgets_at_once_leaves_the_others_intact():
     is the reference's, finite, with a total log-decay of -1e5 on the decayed features."""
     g = np.zeros((B, L, H, M), np.float32)
     g[..., : M // 2] = -1e4
-    out = rfa.kernelized_attention(Q, K, V, feature_map="positive", projection=W, is_causal=True, log_decay=g,
-                                   mask=KEEP[:, None, None, :], chunk_size=4)  # fmt: skip
+    out = rfa.kernelized_attention(
+        Q,
+        K,
+        V,
+        feature_map="positive",
+        projection=W,
+        is_causal=True,
+        log_decay=g,
+        mask=KEEP[:, None, None, :],
+        chunk_size=4,
+    )
     expected = references.kernelized_attention(Q, K, V, "positive", W, keep_k=KEEP, causal=True, log_decay=g)
     assert bool(jnp.all(jnp.isfinite(out)))
     np.testing.assert_allclose(out, expected, rtol=2e-4, atol=2e-5)

@@ -36,9 +36,16 @@ def sums(request, monkeypatch):
 def compiled(name, is_causal, sums):
     def loss(q, k, v, w, b, g):
         out = rfa.kernelized_attention(
-            q, k, v, feature_map=name, projection=w if rfa.feature_map(name).needs_projection else None,
-            feature_params=MAPS[name], mask=KEEP[:, None, None, :], is_causal=is_causal, relative_bias=b,
-        )  # fmt: skip
+            q,
+            k,
+            v,
+            feature_map=name,
+            projection=w if rfa.feature_map(name).needs_projection else None,
+            feature_params=MAPS[name],
+            mask=KEEP[:, None, None, :],
+            is_causal=is_causal,
+            relative_bias=b,
+        )
         return jnp.sum(out * g), out
 
     return jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3, 4), has_aux=True))
@@ -46,9 +53,16 @@ def compiled(name, is_causal, sums):
 
 def reference(name, is_causal, q, k, v, w, b):
     return references.kernelized_attention(
-        q, k, v, name, w if rfa.feature_map(name).needs_projection else None, keep_k=KEEP, causal=is_causal,
-        relative_bias=b, **(MAPS[name] or {}),
-    )  # fmt: skip
+        q,
+        k,
+        v,
+        name,
+        w if rfa.feature_map(name).needs_projection else None,
+        keep_k=KEEP,
+        causal=is_causal,
+        relative_bias=b,
+        **(MAPS[name] or {}),
+    )
 
 
 @pytest.mark.parametrize("is_causal", [False, True], ids=["bidirectional", "causal"])
@@ -61,9 +75,16 @@ def test_outputs_and_gradients_equal_the_float64_reference(name, is_causal, sums
     np.testing.assert_allclose(out, expected, rtol=2e-4, atol=2e-5)
     w = W if rfa.feature_map(name).needs_projection else None
     naive = naive_kernelized_attention(
-        Q, K, V, feature_map=name, projection=w, feature_params=MAPS[name], mask=KEEP[:, None, None, :],
-        is_causal=is_causal, relative_bias=BIAS,
-    )  # fmt: skip
+        Q,
+        K,
+        V,
+        feature_map=name,
+        projection=w,
+        feature_params=MAPS[name],
+        mask=KEEP[:, None, None, :],
+        is_causal=is_causal,
+        relative_bias=BIAS,
+    )
     np.testing.assert_allclose(out, naive, rtol=2e-4, atol=2e-5)
 
     def loss64(*xs):
@@ -102,8 +123,9 @@ def test_fft_round_off_is_relative_to_the_largest_sum(sums):
     length = 64
     q, k, v = normal(6, (1, length, 1, D), 0.5), normal(7, (1, length, 1, D), 0.5), normal(8, (1, length, 1, 1))
     b = np.where(np.arange(2 * length - 1) - (length - 1) >= 32, 0.0, -20.0)[None]  # lag >= 32: weight 1, else e^-20
-    out = np.asarray(rfa.kernelized_attention(q, k, v, feature_map="elu", projection=None, relative_bias=b,
-                                              is_causal=True))  # fmt: skip
+    out = np.asarray(
+        rfa.kernelized_attention(q, k, v, feature_map="elu", projection=None, relative_bias=b, is_causal=True)
+    )
     expected = references.kernelized_attention(q, k, v, "elu", causal=True, relative_bias=b)
     error = np.abs(out - expected)[0, :, 0, 0]
     assert np.max(error[32:]) < 1e-4  # queries that see a key at weight 1

@@ -145,8 +145,13 @@ def test_eval_batches_are_one_padded_pass(data_dir):
 
 def test_real_tfds_datasets_load_through_the_same_pipeline():
     with tfds.testing.mock_data(num_examples=6):
-        batch = next(iter(tasks.train_batches(tasks.get_task("imdb_reviews"), data_dir="unused", batch_size=3,
-                                             max_length=16, seed=0)))  # fmt: skip
+        batch = next(
+            iter(
+                tasks.train_batches(
+                    tasks.get_task("imdb_reviews"), data_dir="unused", batch_size=3, max_length=16, seed=0
+                )
+            )
+        )
         assert batch["inputs"].shape == (3, 16) and set(np.unique(batch["label"])) <= {0, 1}
         lm = next(iter(tasks.eval_batches(tasks.get_task("lm1b"), data_dir="unused", batch_size=2, max_length=8)))
         assert lm["inputs"].shape == (2, 8)

@@ -45,8 +45,10 @@ def test_pathfinder_images_hide_the_label_from_counts_and_distances(name):
         assert all(im.shape == size and im.dtype == np.uint8 and set(np.unique(im)) == {0, 255} for im in batch)
     ink = {label: np.mean([np.count_nonzero(im) for im in batch]) for label, batch in images.items()}
     assert abs(ink[True] - ink[False]) < 0.05 * ink[False], ink  # same curves and dots either way
-    distances = {label: [np.linalg.norm(np.subtract(*pathfinder_data.layout(rng, config, label)[1]))
-                         for _ in range(150)] for label in (False, True)}  # fmt: skip
+    distances = {
+        label: [np.linalg.norm(np.subtract(*pathfinder_data.layout(rng, config, label)[1])) for _ in range(150)]
+        for label in (False, True)
+    }
     values, labels = np.concatenate([distances[False], distances[True]]), np.repeat([False, True], 150)
     best = max(max(np.mean((values >= t) == labels), np.mean((values < t) == labels)) for t in values)
     assert best < 0.62, best  # no threshold on the dots' distance reads the label (version 1.0.0: 0.83-0.85)
@@ -98,8 +100,14 @@ def test_lra_tasks_at_full_size_say_how_to_prepare_them(tmp_path):
 
 @pytest.mark.slow
 def test_prepare_data_command_prepares_once(tmp_path):
-    command = [sys.executable, "-m", "experiments.prepare_data", "--dataset", "pathfinder/32_sample",
-               f"--data_dir={tmp_path}"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "experiments.prepare_data",
+        "--dataset",
+        "pathfinder/32_sample",
+        f"--data_dir={tmp_path}",
+    ]
     first = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
     assert first.stdout.startswith("pathfinder/32_sample: prepared in ")
     again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
@@ -110,8 +118,11 @@ def test_lra_configs_mirror_the_published_setup_and_scale_down_by_name():
     full = listops_lra.get_config("positive")
     assert (full.max_length, full.batch_size, full.num_train_steps) == (2000, 32, 5000)
     assert (full.model.num_encoder_layers, full.model.d_model, full.model.num_heads, full.model.mlp_dim) == (
-        4, 512, 8, 1024,
-    )  # fmt: skip
+        4,
+        512,
+        8,
+        1024,
+    )
     cpu, quick = listops_lra.get_config("positive,cpu"), listops_lra.get_config("exact,quick")
     assert cpu.max_length == quick.max_length == 2000 and cpu.task == "listops_lra"
     assert quick.task == "listops_lra_sample" and quick.num_train_steps < cpu.num_train_steps
@@ -127,16 +138,29 @@ def test_lra_configs_mirror_the_published_setup_and_scale_down_by_name():
 def test_lra_quick_comparison_trains_at_the_real_lengths(data_dir, tmp_path):
     output = tmp_path / "lra.json"
     subprocess.run(
-        [sys.executable, "-m", "experiments.studies.compare_kernels", "--config",
-         "configs/compare_kernels.py:lra_quick", "--workdir", str(tmp_path), f"--config.data_dir={data_dir}",
-         f"--output={output}"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "experiments.studies.compare_kernels",
+            "--config",
+            "configs/compare_kernels.py:lra_quick",
+            "--workdir",
+            str(tmp_path),
+            f"--config.data_dir={data_dir}",
+            f"--output={output}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     results = json.loads(output.read_text())
     assert [(r["task"], r["attention"]) for r in results] == [
-        ("listops_lra_sample", "exact"), ("listops_lra_sample", "positive"),
-        ("pathfinder32_sample", "exact"), ("pathfinder32_sample", "positive"),
-    ]  # fmt: skip
+        ("listops_lra_sample", "exact"),
+        ("listops_lra_sample", "positive"),
+        ("pathfinder32_sample", "exact"),
+        ("pathfinder32_sample", "positive"),
+    ]
     assert all(r["steps"] == 4 and 0.0 <= r["test"]["accuracy"]["mean"] <= 1.0 for r in results)
     config = json.loads((tmp_path / "listops_lra" / "positive" / "seed_0" / "config.json").read_text())
     assert config["max_length"] == 2000  # LRA's length, on the sample's expressions

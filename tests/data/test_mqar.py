@@ -62,8 +62,10 @@ def test_sizes_that_cannot_hold_the_task_are_clear_errors():
 def test_batches_come_from_the_configured_sizes_split_by_split(data_dir):
     task, sizes = get_task("mqar"), {"vocab_size": 40, "num_pairs": 5, "num_train": 64, "num_eval": 16}
     train = next(iter(train_batches(task, data_dir=data_dir, batch_size=8, max_length=24, seed=0, **sizes)))
-    validation, test = (next(iter(eval_batches(task, data_dir=data_dir, batch_size=8, max_length=24, split=s, **sizes)))
-                        for s in ("validation", "test"))  # fmt: skip
+    validation, test = (
+        next(iter(eval_batches(task, data_dir=data_dir, batch_size=8, max_length=24, split=s, **sizes)))
+        for s in ("validation", "test")
+    )
     for batch in (train, validation, test):
         assert batch["inputs"].shape == batch["targets"].shape == (8, 24)
         for inputs, targets in zip(batch["inputs"], batch["targets"], strict=True):

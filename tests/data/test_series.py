@@ -62,8 +62,9 @@ def test_forecasting_windows_are_normalised_by_the_training_years(data_dir):
     whole = data.load_source(task, "test", data_dir)[0]
     train = data.load_source(task, "train", data_dir)[0]["values"]
     mean, std = train.mean(), train.std()
-    batch = next(iter(tasks.eval_batches(task, data_dir=data_dir, batch_size=4, max_length=100, split="test",
-                                         horizon=10)))  # fmt: skip
+    batch = next(
+        iter(tasks.eval_batches(task, data_dir=data_dir, batch_size=4, max_length=100, split="test", horizon=10))
+    )
     first = int(whole["start"])  # the test split's first point is the first window's first target
     values = whole["values"][:, 0]
     np.testing.assert_allclose(batch["targets"][0, :, 0] * std + mean, values[first : first + 10], rtol=1e-5)

@@ -49,8 +49,12 @@ def test_the_quick_distillation_trains_three_runs_and_reads_them_back(data_dir, 
     config = distill_config.get_config("quick")
     config.data_dir = data_dir
     summary = distillation.run(config, str(tmp_path))
-    assert list(summary["runs"]) == ["teacher (exact)", "student after stage 1 (maps distilled)",
-                                     "student after stage 2 (fine-tuned)", "hedgehog from scratch"]  # fmt: skip
+    assert list(summary["runs"]) == [
+        "teacher (exact)",
+        "student after stage 1 (maps distilled)",
+        "student after stage 2 (fine-tuned)",
+        "hedgehog from scratch",
+    ]
     (seed,) = summary["per_seed"]
     first, last = seed["stage1_loss_first_last"]
     assert last < first  # stage 1 lowers the attention cross-entropy
@@ -66,11 +70,17 @@ def test_the_quick_distillation_trains_three_runs_and_reads_them_back(data_dir, 
 def test_seeds_combine_into_means_spreads_and_verdicts_against_the_teacher():
     teacher, student = [0.80, 0.70, 0.75], [0.60, 0.56, 0.62]
     per_seed = [
-        {"seed": s, "metric": "accuracy", "stage1_loss_first_last": [2.0 + s, 1.0],
-         "runs": {"teacher (exact)": distillation.run_summary({"accuracy": t}, 600, t),
-                  "student": distillation.run_summary({"accuracy": a}, 300, t)}}
+        {
+            "seed": s,
+            "metric": "accuracy",
+            "stage1_loss_first_last": [2.0 + s, 1.0],
+            "runs": {
+                "teacher (exact)": distillation.run_summary({"accuracy": t}, 600, t),
+                "student": distillation.run_summary({"accuracy": a}, 300, t),
+            },
+        }
         for s, t, a in zip(range(3), teacher, student, strict=True)
-    ]  # fmt: skip
+    ]
     summary = distillation.over_seeds(per_seed)
     run = summary["runs"]["student"]
     assert run["score"]["mean"] == pytest.approx(np.mean(student))

@@ -55,8 +55,9 @@ def test_site_measures_equal_the_float64_attention_and_the_closed_form_variance_
     pairs = valid_pairs(key_mask, 24)
     rows, i, j = pairs
     assert key_mask[rows, i].all() and key_mask[rows, j].all()
-    error, closed, measured = site_measures(q, k, v, key_mask, {}, pairs, key, estimator="positive", num_features=m,
-                                            causal=causal, draws=4000)  # fmt: skip
+    error, closed, measured = site_measures(
+        q, k, v, key_mask, {}, pairs, key, estimator="positive", num_features=m, causal=causal, draws=4000
+    )
     W = np.asarray(rfa.sample_projection(key, m, D))
     approx = references.kernelized_attention(q, k, v, "positive", W, keep_k=key_mask, keep_q=key_mask, causal=causal)
     exact = references.softmax_attention(q, k, v, keep_k=key_mask, keep_q=key_mask, causal=causal)
@@ -71,25 +72,51 @@ def test_site_measures_take_a_fitted_estimators_parameters():
     q, k, v, key_mask = _inputs()
     params = rfa.attention.fit_feature_params("saderf", q, k, mask=key_mask[:, None, None, :])
     key, m = jax.random.key(5), 32
-    error, _, _ = site_measures(q, k, v, key_mask, params, valid_pairs(key_mask, 8), key, estimator="saderf",
-                                num_features=m, causal=True, draws=8)  # fmt: skip
+    error, _, _ = site_measures(
+        q,
+        k,
+        v,
+        key_mask,
+        params,
+        valid_pairs(key_mask, 8),
+        key,
+        estimator="saderf",
+        num_features=m,
+        causal=True,
+        draws=8,
+    )
     W = np.asarray(rfa.sample_projection(key, m, D))
     per_head = {name: np.asarray(value)[:, 0] for name, value in params.items()}  # [H, *event]
-    approx = references.kernelized_attention(q, k, v, "saderf", W, keep_k=key_mask, keep_q=key_mask, causal=True,
-                                             **per_head)  # fmt: skip
+    approx = references.kernelized_attention(
+        q, k, v, "saderf", W, keep_k=key_mask, keep_q=key_mask, causal=True, **per_head
+    )
     exact = references.softmax_attention(q, k, v, keep_k=key_mask, keep_q=key_mask, causal=True)
     assert float(error) == pytest.approx(_relative_error(approx, exact, key_mask), rel=1e-3)
 
 
 def test_rows_gather_every_seed_of_a_cell_however_the_records_are_ordered():
     def record(seed, estimator, error):
-        return {"model": "encoder", "state": "init", "seed": seed, "estimator": estimator, "num_features": 64,
-                "fit": "-", "output_error": error, "layer_errors": [error, 2 * error], "metric": 0.5,
-                "exact_metric": 0.6, "metric_name": "accuracy", "closed_form_variance": 1.0,
-                "measured_variance": 0.5}  # fmt: skip
+        return {
+            "model": "encoder",
+            "state": "init",
+            "seed": seed,
+            "estimator": estimator,
+            "num_features": 64,
+            "fit": "-",
+            "output_error": error,
+            "layer_errors": [error, 2 * error],
+            "metric": 0.5,
+            "exact_metric": 0.6,
+            "metric_name": "accuracy",
+            "closed_form_variance": 1.0,
+            "measured_variance": 0.5,
+        }
 
-    records = [record(seed, e, error) for seed in (0, 1, 2)  # measured seed by seed, every estimator in each
-               for e, error in (("positive", 0.1 * (seed + 1)), ("trig", 10.0 + seed))]  # fmt: skip
+    records = [
+        record(seed, e, error)
+        for seed in (0, 1, 2)  # measured seed by seed, every estimator in each
+        for e, error in (("positive", 0.1 * (seed + 1)), ("trig", 10.0 + seed))
+    ]
     rows = over_seeds(records)
     assert [(r["estimator"], r["output_error"]["n"]) for r in rows] == [("positive", 3), ("trig", 3)]
     assert rows[0]["output_error"]["mean"] == pytest.approx(0.2) and rows[1]["output_error"]["mean"] == 11.0
@@ -104,10 +131,13 @@ def test_the_quick_study_measures_every_model_state_and_fit(data_dir, tmp_path):
     rows = run(study, str(tmp_path))
     cells = [(r["model"], r["state"], r["fit"]) for r in rows]
     assert cells == [
-        ("decoder", "init", "calibrated"), ("decoder", "trained", "calibrated"),  # causal: calibrated only
-        ("flax", "init", "per_call"), ("flax", "init", "calibrated"),
-        ("flax", "trained", "per_call"), ("flax", "trained", "calibrated"),
-    ]  # fmt: skip
+        ("decoder", "init", "calibrated"),
+        ("decoder", "trained", "calibrated"),  # causal: calibrated only
+        ("flax", "init", "per_call"),
+        ("flax", "init", "calibrated"),
+        ("flax", "trained", "per_call"),
+        ("flax", "trained", "calibrated"),
+    ]
     for row in rows:
         assert len(row["layer_errors"]) == 1  # the quick models have one layer
         assert all(0 < e["mean"] < 10 for e in row["layer_errors"]) and 0 < row["output_error"]["mean"] < 10
@@ -118,8 +148,12 @@ def test_the_quick_study_measures_every_model_state_and_fit(data_dir, tmp_path):
     assert per_call["layer_errors"][0]["mean"] != calibrated["layer_errors"][0]["mean"]  # fitted to other batches
     assert (tmp_path / "decoder" / "seed_0" / "results.json").exists()  # the exact training run, read back later
     kept = sorted(os.listdir(tmp_path / "measures"))
-    assert kept == ["decoder_init_seed0.json", "decoder_trained_seed0.json", "flax_init_seed0.json",
-                    "flax_trained_seed0.json"]  # fmt: skip
+    assert kept == [
+        "decoder_init_seed0.json",
+        "decoder_trained_seed0.json",
+        "flax_init_seed0.json",
+        "flax_trained_seed0.json",
+    ]
     path = tmp_path / "measures" / "flax_init_seed0.json"
     saved = json.loads(path.read_text())
     saved["records"][0]["output_error"] = 123.0
@@ -150,10 +184,21 @@ def test_the_quick_study_measures_every_model_state_and_fit(data_dir, tmp_path):
 
     output = tmp_path / "report" / "study.json"  # the command: everything read back from the measures above
     done = subprocess.run(
-        [sys.executable, "-m", "experiments.studies.estimators", "--config", "configs/estimators_in_models.py:quick",
-         "--workdir", str(tmp_path), f"--config.data_dir={data_dir}", f"--output={output}"],
-        cwd=ROOT, capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "experiments.studies.estimators",
+            "--config",
+            "configs/estimators_in_models.py:quick",
+            "--workdir",
+            str(tmp_path),
+            f"--config.data_dir={data_dir}",
+            f"--output={output}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(output.read_text())[2]["output_error"]["mean"] == 123.0
     assert (tmp_path / "report" / "study_qk_scale.md").read_text().splitlines()[:2] == scale_lines[:2]

@@ -21,10 +21,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def test_the_quick_forecasting_comparison_writes_its_table_and_figure(data_dir, tmp_path):
     output = tmp_path / "forecast.json"
     subprocess.run(
-        [sys.executable, "-m", "experiments.studies.forecast", "--config", "configs/forecast.py:quick", "--workdir",
-         str(tmp_path), f"--config.data_dir={data_dir}", f"--output={output}"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "experiments.studies.forecast",
+            "--config",
+            "configs/forecast.py:quick",
+            "--workdir",
+            str(tmp_path),
+            f"--config.data_dir={data_dir}",
+            f"--output={output}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     results = json.loads(output.read_text())
     assert [(r["attention"], r["seeds"]) for r in results["runs"]] == [("exact", [0]), ("positive", [0])]
     assert set(results["timing"]) == {"exact", "positive"} and all(len(v) == 2 for v in results["timing"].values())
@@ -40,8 +52,9 @@ def test_seasonal_naive_scores_average_over_every_evaluation_window(data_dir):
     scores = seasonal_naive_scores(config)
     task = get_task("co2")
     errors = []  # the same windows, one by one, without the padding rows
-    for batch in eval_batches(task, data_dir=data_dir, batch_size=5, max_length=config.max_length, split="test",
-                              horizon=config.model.horizon):  # fmt: skip
+    for batch in eval_batches(
+        task, data_dir=data_dir, batch_size=5, max_length=config.max_length, split="test", horizon=config.model.horizon
+    ):
         kept = batch["weight"] > 0
         errors.append((seasonal_naive(batch["inputs"], config.model.horizon, 52) - batch["targets"])[kept])
     errors = np.concatenate(errors)

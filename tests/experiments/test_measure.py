@@ -12,8 +12,14 @@ from experiments.sweeps import attention_error, kernel_mse
 from experiments.sweeps.cells import Cell, cells
 
 PAIRS = [(0.5, 30.0), (1.0, 60.0), (1.0, 150.0), (1.25, 180.0)]
-MOMENT_CASES = [("trig", {}), ("positive", {}), ("hyperbolic", {}), ("oprf", {}), ("gerf", {"A": -0.2}),
-                ("gaussian_trig", {})]  # fmt: skip
+MOMENT_CASES = [
+    ("trig", {}),
+    ("positive", {}),
+    ("hyperbolic", {}),
+    ("oprf", {}),
+    ("gerf", {"A": -0.2}),
+    ("gaussian_trig", {}),
+]
 
 
 def _pairs(dim=8, pairs=PAIRS):
@@ -44,8 +50,13 @@ def test_moments_are_unbiased_and_give_the_closed_form_variance(estimator, param
 def test_third_and_fourth_moments_match_monte_carlo(estimator, params):
     x, y = _pairs(pairs=[(0.3, 30.0), (0.5, 150.0), (0.7, 120.0)])  # light tails: 2·10^5 draws suffice
     keys = jax.random.split(jax.random.key(3), 200_000)
-    one_vector = jax.jit(jax.vmap(lambda key: rfa.estimate_softmax_kernel(
-        x, y, rfa.sample_projection(key, 1, x.shape[-1], kind="iid"), estimator)))  # fmt: skip
+    one_vector = jax.jit(
+        jax.vmap(
+            lambda key: rfa.estimate_softmax_kernel(
+                x, y, rfa.sample_projection(key, 1, x.shape[-1], kind="iid"), estimator
+            )
+        )
+    )
     ratio = np.asarray(one_vector(keys), np.float64) / np.asarray(rfa.softmax_kernel(x, y), np.float64)
     expected = np.exp(rfa.feature_map(estimator).theory.log_relative_moments(x, y, **params))
     for k in (3, 4):

@@ -33,8 +33,9 @@ def test_state_bytes_are_the_kv_cache_for_exact_attention_and_the_recurrent_stat
 
 def test_a_hybrid_stacks_state_is_the_mean_of_its_layers_caches():
     study = recall_configs.get_config("pairs4_l64")
-    hybrid, delta, exact = (state_bytes(training_config(study, a, None))
-                            for a in ("hybrid_gated_deltanet", "gated_deltanet", "exact"))  # fmt: skip
+    hybrid, delta, exact = (
+        state_bytes(training_config(study, a, None)) for a in ("hybrid_gated_deltanet", "gated_deltanet", "exact")
+    )
     assert hybrid == (delta + exact) / 2 and delta < exact
 
 
@@ -58,8 +59,12 @@ def test_each_setting_trains_its_seeds_at_the_rate_of_the_best_validation_accura
     study = recall_configs.get_config("pairs8_v256")
     study.attention, study.seeds = ("exact",), (0, 1, 2)
     (row,) = associative_recall.run(study, str(tmp_path))
-    assert trained == [("exact/lr_0.0003", (0,), 64), ("exact/lr_0.001", (0,), 64), ("exact/lr_0.003", (0,), 64),
-                       ("exact/lr_0.001", (0, 1, 2), 64)]  # fmt: skip
+    assert trained == [
+        ("exact/lr_0.0003", (0,), 64),
+        ("exact/lr_0.001", (0,), 64),
+        ("exact/lr_0.003", (0,), 64),
+        ("exact/lr_0.001", (0, 1, 2), 64),
+    ]
     assert row["learning_rate"] == 1e-3 and row["sweep"] == {"0.0003": 0.4, "0.001": 0.9, "0.003": 0.5}
     assert (row["num_pairs"], row["vocab_size"], row["length"]) == (8, 256, 64)
     row |= {"attention": "exact", "num_features": None, "seeds": [0, 1, 2], "runs": []}
@@ -80,16 +85,29 @@ def test_a_sweep_per_kind_runs_at_its_middle_feature_count_and_its_rate_serves_e
     monkeypatch.setattr(associative_recall, "state_bytes", lambda config: 1)
     study = recall_configs.get_config("pairs4_l64")
     study.attention = ("positive", "hedgehog", "sliding_window")
-    assert settings(study) == [("positive", 16), ("positive", 64), ("positive", 256), ("hedgehog", 16),
-                               ("hedgehog", 64), ("sliding_window", 16)]  # fmt: skip
+    assert settings(study) == [
+        ("positive", 16),
+        ("positive", 64),
+        ("positive", 256),
+        ("hedgehog", 16),
+        ("hedgehog", 64),
+        ("sliding_window", 16),
+    ]
     rows = associative_recall.run(study, str(tmp_path))
     sweeps = [name for name, seeds in trained if seeds == (0,)]
-    assert sweeps == [f"{kind}_m{m}/lr_{rate}" for kind, m in (("positive", 64), ("hedgehog", 64),
-                      ("sliding_window", 16)) for rate in ("0.001", "0.003", "0.01")]  # fmt: skip
+    assert sweeps == [
+        f"{kind}_m{m}/lr_{rate}"
+        for kind, m in (("positive", 64), ("hedgehog", 64), ("sliding_window", 16))
+        for rate in ("0.001", "0.003", "0.01")
+    ]
     assert [name for name, seeds in trained if seeds == (0, 1, 2)] == [
-        "positive_m16/lr_0.01", "positive_m64/lr_0.01", "positive_m256/lr_0.01", "hedgehog_m16/lr_0.01",
-        "hedgehog_m64/lr_0.01", "sliding_window_m16/lr_0.001",
-    ]  # fmt: skip
+        "positive_m16/lr_0.01",
+        "positive_m64/lr_0.01",
+        "positive_m256/lr_0.01",
+        "hedgehog_m16/lr_0.01",
+        "hedgehog_m64/lr_0.01",
+        "sliding_window_m16/lr_0.001",
+    ]
     assert [(r["learning_rate"], r["swept_at"]) for r in rows] == [(1e-2, 64)] * 5 + [(1e-3, 16)]
 
 
@@ -97,10 +115,21 @@ def test_a_sweep_per_kind_runs_at_its_middle_feature_count_and_its_rate_serves_e
 def test_the_quick_recall_study_writes_its_table_and_figure(data_dir, tmp_path):
     output = tmp_path / "recall.json"
     done = subprocess.run(
-        [sys.executable, "-m", "experiments.studies.recall", "--config", "configs/recall.py:quick", "--workdir",
-         str(tmp_path), f"--config.data_dir={data_dir}", f"--output={output}"],
-        cwd=ROOT, capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "experiments.studies.recall",
+            "--config",
+            "configs/recall.py:quick",
+            "--workdir",
+            str(tmp_path),
+            f"--config.data_dir={data_dir}",
+            f"--output={output}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     rows = json.loads(output.read_text())
     assert [(r["attention"], r["num_features"], r["seeds"]) for r in rows] == [

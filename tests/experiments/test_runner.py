@@ -239,12 +239,22 @@ OFF_CASES = [
     # simplex MSEs 30x larger: no longer below orthogonal rows
     ("simplex_geometry", {"projection": "simplex"}, 30.0, MEASURED, r"at (\d+)/(?!\1 )\d+ pairs"),
     # Monte Carlo of a winner 10x off: the measured winner changes
-    ("which_estimator_wins", {"estimator": "oprf", "projection": "simplex", "norm": 0.5, "angle": 90.0}, 10.0,
-     ["mse_monte_carlo", "standard_error"], r"Monte Carlo at (\d+)/(?!\1 )\d+ points"),
+    (
+        "which_estimator_wins",
+        {"estimator": "oprf", "projection": "simplex", "norm": 0.5, "angle": 90.0},
+        10.0,
+        ["mse_monte_carlo", "standard_error"],
+        r"Monte Carlo at (\d+)/(?!\1 )\d+ points",
+    ),
     # ADERF's objective doubled on the anisotropic set: above SADERF's, which nests inside it
-    ("derf_variance", {"estimator": "aderf", "dataset_name": "anisotropic"}, 2.0, ["objective"],
-     r"anisotropic: aderf [\d.]+ > positive"),
-]  # fmt: skip
+    (
+        "derf_variance",
+        {"estimator": "aderf", "dataset_name": "anisotropic"},
+        2.0,
+        ["objective"],
+        r"anisotropic: aderf [\d.]+ > positive",
+    ),
+]
 
 
 @pytest.mark.slow
@@ -275,7 +285,7 @@ def test_rerun_resumes_without_recomputing(tmp_path, monkeypatch):
     assert computed == ["trig_iid_m64_norm1_angle150"]
     for record in first.records + second.records:
         record.pop("seconds")
-    assert second.records == first.records  # the group's chunk is recomputed whole: the same bits  # fmt: skip
+    assert second.records == first.records  # the group's chunk is recomputed whole: the same bits
 
 
 @pytest.mark.slow
@@ -305,8 +315,11 @@ def test_kill_9_loses_no_finished_cell_and_resuming_gives_the_uninterrupted_numb
 def test_main_job_command_prints_verdicts_and_where_the_reports_are_without_library_noise(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "experiments.reproduce", f"--workdir={tmp_path}", "--only=performer_fig2"],
-        cwd=REPO, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     index = tmp_path / "quick" / "report.md"
     verdict, report, blank, last = result.stdout.split("\n")[:4]
     assert verdict.startswith("performer_fig2 — reproduced: ratio MSE_trig / MSE_positive 0.432 at l = 1, 90°")
@@ -327,8 +340,12 @@ def test_command_line_refuses_a_workdir_of_another_config(tmp_path):
     first = ["--config.geometry.norms=(1.0,)", "--config.geometry.angles=(90.0,)"]
     subprocess.run([*base, *first], cwd=REPO, check=True, capture_output=True)
     before = sorted(p.name for p in (tmp_path / "cells").iterdir())
-    result = subprocess.run([*base, "--config.geometry.norms=(2.0,)", "--config.geometry.angles=(90.0,)"], cwd=REPO,
-                            capture_output=True, text=True)  # fmt: skip
+    result = subprocess.run(
+        [*base, "--config.geometry.norms=(2.0,)", "--config.geometry.angles=(90.0,)"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 1
     assert "holds results of a different config" in result.stderr and "geometry.norms" in result.stderr
     assert sorted(p.name for p in (tmp_path / "cells").iterdir()) == before
@@ -344,10 +361,23 @@ def test_an_override_that_drops_what_the_published_comparison_needs_gets_the_gen
 
 @pytest.mark.slow
 def test_benchmarks_write_json(tmp_path):
-    subprocess.run([sys.executable, "-m", "experiments.benchmarks.attention", "--lengths=64,128", "--repeats=1",
-                    "--min_repeats=1", f"--output={tmp_path / 'attention.json'}", "--huge_pages=false",
-                    "--estimators=positive,hybrid,aderf", "--estimators_length=64"],
-                   cwd=REPO, check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "experiments.benchmarks.attention",
+            "--lengths=64,128",
+            "--repeats=1",
+            "--min_repeats=1",
+            f"--output={tmp_path / 'attention.json'}",
+            "--huge_pages=false",
+            "--estimators=positive,hybrid,aderf",
+            "--estimators_length=64",
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
     attention = json.loads((tmp_path / "attention.json").read_text())
     assert [r["length"] for r in attention["results"]] == [64, 128]
     for result in attention["results"]:
@@ -358,38 +388,102 @@ def test_benchmarks_write_json(tmp_path):
     assert {name: row["features"] for name, row in rows.items()} == {"positive": 256, "hybrid": 1536, "aderf": 256}
     assert rows["positive"]["over_positive"] == 1.0 and "fit" not in rows["positive"]
     assert rows["aderf"]["fit"]["median_ms"] > 0 and rows["aderf"]["fit_over_forward"] > 0
-    subprocess.run([sys.executable, "-m", "experiments.benchmarks.mse", "--variant=quick",
-                    f"--output={tmp_path / 'mse.json'}"], cwd=REPO, check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "experiments.benchmarks.mse", "--variant=quick", f"--output={tmp_path / 'mse.json'}"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
     mse = json.loads((tmp_path / "mse.json").read_text())
     assert mse["feature_evaluations"] == 2000 * 14 * 2 * (128 + 64) and mse["feature_evaluations_per_second"] > 0
-    subprocess.run([sys.executable, "-m", "experiments.benchmarks.decoding", "--positions=8,32", "--steps=2",
-                    "--repeats=1", f"--output={tmp_path / 'decoding.json'}"], cwd=REPO, check=True,
-                   capture_output=True)  # fmt: skip
-    subprocess.run([sys.executable, "-m", "experiments.benchmarks.flax_decoding", "--positions=8,128", "--steps=2",
-                    "--repeats=1", "--features=16", "--heads=2", "--num_features=8",
-                    f"--output={tmp_path / 'flax_decoding.json'}"],
-                   cwd=REPO, check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "experiments.benchmarks.decoding",
+            "--positions=8,32",
+            "--steps=2",
+            "--repeats=1",
+            f"--output={tmp_path / 'decoding.json'}",
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "experiments.benchmarks.flax_decoding",
+            "--positions=8,128",
+            "--steps=2",
+            "--repeats=1",
+            "--features=16",
+            "--heads=2",
+            "--num_features=8",
+            f"--output={tmp_path / 'flax_decoding.json'}",
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
     flax_decoding = json.loads((tmp_path / "flax_decoding.json").read_text())
     assert set(flax_decoding["seconds_per_token"]) == {"flax", "rfa"} and "rfa_ratio_128_vs_128" in flax_decoding
     assert (tmp_path / "flax_decoding.png").exists()
-    subprocess.run([sys.executable, "-m", "experiments.benchmarks.checks", "--length=32", "--repeats=1",
-                    f"--output={tmp_path / 'checks.json'}"], cwd=REPO, check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "experiments.benchmarks.checks",
+            "--length=32",
+            "--repeats=1",
+            f"--output={tmp_path / 'checks.json'}",
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
     checks = json.loads((tmp_path / "checks.json").read_text())
     assert set(checks["ratio_with_vs_without"]) == {"traced mask", "traced log_decay", "forecaster"}
-    subprocess.run([sys.executable, "-m", "experiments.benchmarks.scaling", "--lengths=32,64", "--repeats=1",
-                    "--fit_from=32", f"--output={tmp_path / 'scaling.json'}"], cwd=REPO, check=True,
-                   capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "experiments.benchmarks.scaling",
+            "--lengths=32,64",
+            "--repeats=1",
+            "--fit_from=32",
+            f"--output={tmp_path / 'scaling.json'}",
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
     scaling = json.loads((tmp_path / "scaling.json").read_text())
     assert {(r["model"], r["kind"]) for r in scaling["results"]} == {
-        ("decoder", "exact"), ("decoder", "positive"), ("decoder", "gated"), ("encoder", "exact"),
+        ("decoder", "exact"),
+        ("decoder", "positive"),
+        ("decoder", "gated"),
+        ("encoder", "exact"),
         ("encoder", "positive"),
-    }  # fmt: skip
+    }
     assert all(r["median_ms"] > 0 and r["memory"]["peak_bytes"] > 0 for r in scaling["results"])
     assert all(isinstance(fit["time_slope"], float) for fit in scaling["summary"].values())
     assert (tmp_path / "scaling.png").stat().st_size > 10_000
-    subprocess.run([sys.executable, "-m", "experiments.benchmarks.relative", "--lengths=16,32", "--repeats=1",
-                    "--dense_max=16", f"--output={tmp_path / 'relative.json'}"], cwd=REPO, check=True,
-                   capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "experiments.benchmarks.relative",
+            "--lengths=16,32",
+            "--repeats=1",
+            "--dense_max=16",
+            f"--output={tmp_path / 'relative.json'}",
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
     relative = json.loads((tmp_path / "relative.json").read_text())
     assert [sorted(set(r) - {"length"}) for r in relative["results"]] == [
         ["dense", "fft", "no bias"],
@@ -397,9 +491,21 @@ def test_benchmarks_write_json(tmp_path):
     ]
     assert relative["slopes"]["dense"] is None and isinstance(relative["slopes"]["fft"], float)
     assert (tmp_path / "relative.png").stat().st_size > 10_000
-    subprocess.run([sys.executable, "-m", "experiments.benchmarks.delta_rule", "--lengths=16,32", "--repeats=1",
-                    "--recurrent_max=16", "--exact_max=16", f"--output={tmp_path / 'delta.json'}"], cwd=REPO,
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "experiments.benchmarks.delta_rule",
+            "--lengths=16,32",
+            "--repeats=1",
+            "--recurrent_max=16",
+            "--exact_max=16",
+            f"--output={tmp_path / 'delta.json'}",
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
     delta = json.loads((tmp_path / "delta.json").read_text())
     assert [sorted(set(r) - {"length"}) for r in delta["results"]] == [
         ["delta chunked", "delta recurrent", "exact", "gla chunked"],

@@ -79,8 +79,15 @@ def test_the_words_name_the_side_and_never_call_a_difference_a_tie():
 
 
 def _run(seed, accuracy, **fields):
-    common = {"task": "sort", "attention": "exact", "num_features": None, "steps": 10, "step_memory_bytes": 3 * 2**20,
-              "step_time_s": 0.01 + seed / 1000, "tokens_per_s": 25_000.0}  # fmt: skip
+    common = {
+        "task": "sort",
+        "attention": "exact",
+        "num_features": None,
+        "steps": 10,
+        "step_memory_bytes": 3 * 2**20,
+        "step_time_s": 0.01 + seed / 1000,
+        "tokens_per_s": 25_000.0,
+    }
     metrics = {"step": 10, "accuracy": accuracy, "sequence_accuracy": accuracy / 2}
     return {**common, "seed": seed, "validation": metrics, "test": metrics, **fields}
 
@@ -95,8 +102,10 @@ def test_the_training_table_reports_mean_and_spread_and_compares_with_the_first_
     rows = training_table([exact, close, far, digits]).splitlines()
     assert rows[2] == "| sort | exact | - | 3 | 0.910 ± 0.010 | - | - | 0.455 ± 0.005 | - | 11.0 | 25k | 3.0 |"
     low, high = stats.ttest_rel([0.89, 0.91, 0.93], [0.90, 0.91, 0.92]).confidence_interval(0.95)
-    assert rows[3].startswith(f"| sort | elu | 64 | 3 | 0.910 ± 0.020 | +0.000 [{low:+.3f}, {high:+.3f}] (exact) | "
-                              "not separated (3 seeds) | 0.455 ± 0.010 | - |")  # fmt: skip
+    assert rows[3].startswith(
+        f"| sort | elu | 64 | 3 | 0.910 ± 0.020 | +0.000 [{low:+.3f}, {high:+.3f}] (exact) | "
+        "not separated (3 seeds) | 0.455 ± 0.010 | - |"
+    )
     assert rows[4].startswith("| sort | trig | 64 | 3 | 0.310 ± 0.010 | -0.600 [-0.600, -0.600] (exact) | worse |")
     assert rows[5].startswith("| digits (swin) | exact | - | 1 | 0.500 | - | - |")
 

@@ -37,8 +37,10 @@ def test_no_two_series_of_a_committed_figure_share_a_style(name, tmp_path):
 def test_a_kind_has_one_style_in_every_figure_and_every_known_name_its_own():
     shipped = subprocess.run(  # a fresh process: other tests register estimators of their own in this one
         [sys.executable, "-c", "import rfa; print(*rfa.random_features.registered_feature_maps())"],
-        capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert set(ATTENTION_VARIANTS) <= set(KNOWN) and "positive" in shipped and set(shipped) <= set(KNOWN)
     fixed = styles(KNOWN)
     assert len({tuple(s.values()) for s in fixed.values()}) == len(KNOWN)

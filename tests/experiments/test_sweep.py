@@ -174,10 +174,17 @@ def test_write_atomic_interrupted_mid_write_leaves_the_old_file(tmp_path, monkey
 @pytest.mark.slow
 def test_command_line_rejects_a_misspelt_override(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "experiments.mse", "--config=configs/performer_fig2.py:quick",
-         "--config.repetiton=5", f"--workdir={tmp_path}"],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "experiments.mse",
+            "--config=configs/performer_fig2.py:quick",
+            "--config.repetiton=5",
+            f"--workdir={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode != 0
     assert "repetiton" in result.stderr
     assert not os.listdir(tmp_path)
@@ -198,5 +205,8 @@ def test_shipped_configs_are_found_by_name_where_no_such_file_exists(tmp_path, m
     (tmp_path / "configs" / "sort.py").write_text("")
     assert resolve_config("configs/sort.py:x") == "configs/sort.py:x"  # the user's own file wins
     assert resolve_config_arguments(["prog", "--config", "fig.py", "--config=performer_fig2.py:quick"]) == [
-        "prog", "--config", "fig.py", "--config=" + shipped_config("performer_fig2.py") + ":quick"
-    ]  # fmt: skip
+        "prog",
+        "--config",
+        "fig.py",
+        "--config=" + shipped_config("performer_fig2.py") + ":quick",
+    ]

@@ -32,8 +32,15 @@ def config(kind, **overrides):
     """The kind at every site where it can run: gates at the decoder's self-attention only."""
     site = SITES[kind]
     ungated = dataclasses.replace(site, gated=False)
-    return preset("tiny", vocab_size=VOCAB, encoder_attention=ungated, decoder_attention=site,
-                  cross_attention=ungated, max_length=32, **overrides)  # fmt: skip
+    return preset(
+        "tiny",
+        vocab_size=VOCAB,
+        encoder_attention=ungated,
+        decoder_attention=site,
+        cross_attention=ungated,
+        max_length=32,
+        **overrides,
+    )
 
 
 @pytest.mark.parametrize("kind", tiered(list(SITES), {"taylor", "gla"}))
@@ -80,10 +87,17 @@ def test_gated_rfa_is_the_papers_recurrence():
     q, k, v = (np.asarray(layer(x)) for layer in (attention.query, attention.key, attention.value))
     logits = np.asarray(core.gate(x), np.float64)  # [batch, L, heads]
     expected = references.kernelized_attention(
-        q, k, v, "rfa", np.asarray(core.projection[...]), keep_k=np.asarray(mask), causal=True,
-        log_decay=-np.log1p(np.exp(-logits)), sigma=np.asarray(core.learned_params["sigma"][...])[:, 0],
+        q,
+        k,
+        v,
+        "rfa",
+        np.asarray(core.projection[...]),
+        keep_k=np.asarray(mask),
+        causal=True,
+        log_decay=-np.log1p(np.exp(-logits)),
+        sigma=np.asarray(core.learned_params["sigma"][...])[:, 0],
         key_log_weight=np.swapaxes(-np.log1p(np.exp(logits)), 1, 2),
-    )  # fmt: skip
+    )
     np.testing.assert_allclose(out, attention.out(jnp.asarray(expected, jnp.float32)), rtol=1e-4, atol=1e-5)
 
 
@@ -99,9 +113,16 @@ def test_a_gate_per_feature_is_gated_linear_attentions_recurrence():
     out = attention(x, key_mask=mask, q_positions=positions, k_positions=positions)
     q, k, v = (np.asarray(layer(x)) for layer in (attention.query, attention.key, attention.value))
     logits = np.asarray(core.gate(x), np.float64).reshape(2, 9, 4, 16)  # [batch, L, heads, F]
-    expected = references.kernelized_attention(q, k, v, "positive", np.asarray(core.projection[...]),
-                                               keep_k=np.asarray(mask), causal=True,
-                                               log_decay=-np.log1p(np.exp(-logits)))  # fmt: skip
+    expected = references.kernelized_attention(
+        q,
+        k,
+        v,
+        "positive",
+        np.asarray(core.projection[...]),
+        keep_k=np.asarray(mask),
+        causal=True,
+        log_decay=-np.log1p(np.exp(-logits)),
+    )
     np.testing.assert_allclose(out, attention.out(jnp.asarray(expected, jnp.float32)), rtol=1e-4, atol=1e-5)
 
     def loss(site):
@@ -153,8 +174,9 @@ def test_linformer_excludes_padded_keys():
     classifier = Encoder(site, rngs=nnx.Rngs(0))
     np.testing.assert_allclose(forward(classifier, padded), forward(classifier, source), rtol=1e-5, atol=1e-5)
     translation = EncoderDecoder(site, rngs=nnx.Rngs(0))
-    np.testing.assert_allclose(forward(translation, padded, target), forward(translation, source, target),
-                               rtol=1e-5, atol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(
+        forward(translation, padded, target), forward(translation, source, target), rtol=1e-5, atol=1e-5
+    )
     stepped = step_by_step(translation, target, encode(translation, padded)[2])  # cross-attention while decoding
     np.testing.assert_allclose(stepped, forward(translation, source, target), rtol=1e-4, atol=1e-4)
 
@@ -168,8 +190,9 @@ def test_linformer_equals_softmax_over_projected_keys():
     positions = jnp.broadcast_to(jnp.arange(10), (2, 10))
     out = attention(x, key_mask=mask, q_positions=positions, k_positions=positions)
     q, k, v = (np.asarray(layer(x), np.float64) for layer in (attention.query, attention.key, attention.value))
-    E, F = (np.asarray(p[...], np.float64)[:, :10] for p in (attention.core.key_projection,
-                                                             attention.core.value_projection))  # fmt: skip
+    E, F = (
+        np.asarray(p[...], np.float64)[:, :10] for p in (attention.core.key_projection, attention.core.value_projection)
+    )
     keep = np.asarray(mask)[:, :, None, None]
     k, v = np.einsum("nl,blhd->bnhd", E, k * keep), np.einsum("nl,blhd->bnhd", F, v * keep)
     logits = np.einsum("bqhd,bnhd->bhqn", q, k) / np.sqrt(q.shape[-1])

@@ -38,8 +38,15 @@ KINDS = {
 
 def config(kind="softmax", positional="sinusoidal", **overrides):
     attention = KINDS[kind]
-    return preset("tiny", vocab_size=VOCAB, positional=positional, encoder_attention=attention,
-                  decoder_attention=attention, cross_attention=attention, **overrides)  # fmt: skip
+    return preset(
+        "tiny",
+        vocab_size=VOCAB,
+        positional=positional,
+        encoder_attention=attention,
+        decoder_attention=attention,
+        cross_attention=attention,
+        **overrides,
+    )
 
 
 @functools.partial(nnx.jit, static_argnames="max_length")
@@ -158,8 +165,16 @@ def test_a_kernelized_site_with_relative_positions_is_the_biased_formula_and_tra
     bias = np.asarray(attention.core.relative.by_lag(10), np.float64)
     offsets = np.arange(10)[None, :] - np.arange(10)[:, None]  # key - query position: the buckets' argument
     np.testing.assert_allclose(bias[:, 9 - offsets], np.asarray(attention.core.relative(positions, positions))[0])
-    weighted = references.kernelized_attention(q, k, v, "positive", np.asarray(attention.core.projection[...]),
-                                               keep_k=np.asarray(mask), causal=causal, relative_bias=bias)  # fmt: skip
+    weighted = references.kernelized_attention(
+        q,
+        k,
+        v,
+        "positive",
+        np.asarray(attention.core.projection[...]),
+        keep_k=np.asarray(mask),
+        causal=causal,
+        relative_bias=bias,
+    )
     np.testing.assert_allclose(out, attention.out(jnp.asarray(weighted, jnp.float32)), rtol=1e-4, atol=1e-5)
 
     def loss(site):
@@ -201,8 +216,7 @@ def test_kernelized_model_approaches_the_exact_one_as_m_grows():
     errors = []
     for m in (4, 32, 512):
         attention = AttentionConfig("positive", m)
-        model = Encoder(preset("tiny", vocab_size=VOCAB, num_classes=5, encoder_attention=attention),
-                        rngs=nnx.Rngs(0))  # fmt: skip
+        model = Encoder(preset("tiny", vocab_size=VOCAB, num_classes=5, encoder_attention=attention), rngs=nnx.Rngs(0))
         nnx.update(model, nnx.state(exact, nnx.Param))
         draws = []
         for seed in range(4):
@@ -301,8 +315,9 @@ def test_beam_search_scores_are_the_penalized_log_probabilities_finished_first()
     translation = EncoderDecoder(config("softmax"), rngs=nnx.Rngs(0))
     # With eos = 7 one input's pool fills and the other's keeps one hypothesis, the rest being live ones.
     source, eos, alpha = tokens(23, (2, 5)), 7, 0.6
-    beams, scores = decoding.beam_search(translation, source, beam_size=4, max_new_tokens=6, eos_id=eos,
-                                         length_penalty=alpha)  # fmt: skip
+    beams, scores = decoding.beam_search(
+        translation, source, beam_size=4, max_new_tokens=6, eos_id=eos, length_penalty=alpha
+    )
     hypotheses = np.asarray(beams).reshape(8, 6)
     target_in = np.concatenate([np.ones((8, 1), hypotheses.dtype), hypotheses[:, :-1]], axis=1)
     log_probs = jax.nn.log_softmax(forward(translation, jnp.repeat(source, 4, 0), jnp.asarray(target_in)))
@@ -345,8 +360,9 @@ def test_the_length_penalty_steers_the_search(alpha):
     probs[1, b] = probs[4, a] = [1e-9, 1e-9, 1.0, 1e-9, 1e-9]
     probs[1:4, a] = [1e-9, 1e-9, 1e-9, 1.0, 1e-9]
     model = ScriptedDecoder(np.log(probs))
-    beams, scores = decoding.beam_search(model, jnp.array([[bos]]), beam_size=2, max_new_tokens=steps, eos_id=eos,
-                                         length_penalty=alpha)  # fmt: skip
+    beams, scores = decoding.beam_search(
+        model, jnp.array([[bos]]), beam_size=2, max_new_tokens=steps, eos_id=eos, length_penalty=alpha
+    )
     # Reference: every hypothesis that ends with eos within the steps, scored log P / ((5 + length) / 6)^alpha.
     log_probs = np.asarray(jax.nn.log_softmax(jnp.log(probs)))
     hypotheses = []

@@ -125,7 +125,10 @@ def test_queries_and_keys_are_captured_only_inside_nnx_capture():
     q, k, _, key_mask = sown["encoder"]["layers"][1]["attention"]["inputs"][0]
     np.testing.assert_array_equal(key_mask, tokens != 0)
     layer0 = model.encoder.layers[0]
-    x = layer0(model.embed(tokens, jnp.broadcast_to(jnp.arange(4), (2, 4))), key_mask=tokens != 0,
-               positions=jnp.broadcast_to(jnp.arange(4), (2, 4)))  # fmt: skip
+    x = layer0(
+        model.embed(tokens, jnp.broadcast_to(jnp.arange(4), (2, 4))),
+        key_mask=tokens != 0,
+        positions=jnp.broadcast_to(jnp.arange(4), (2, 4)),
+    )
     np.testing.assert_allclose(q, model.encoder.layers[1].attention.query(x), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(k, model.encoder.layers[1].attention.key(x), rtol=1e-5, atol=1e-6)

@@ -113,13 +113,17 @@ def test_a_map_no_larger_than_the_window_is_one_unshifted_window():
     [
         ({"image_size": (8, 9), "patch_size": 2}, "image_size 8x9 is not divisible by patch_size = 2"),
         ({"window_size": 3}, "window_size = 3 does not divide stage 0's 8x8 map of patches"),
-        ({"stages": (SwinStage(windowed=True, attention=AttentionConfig("positive", 16)),)},
-         "stage 0 is windowed with attention 'positive': the shifted windows need a mask"),
-        ({"image_size": (6, 6), "window_size": 3, "stages": (SwinStage(), SwinStage(), SwinStage())},
-         "stage 1 has a 3x3 map: patch merging needs even sides"),
+        (
+            {"stages": (SwinStage(windowed=True, attention=AttentionConfig("positive", 16)),)},
+            "stage 0 is windowed with attention 'positive': the shifted windows need a mask",
+        ),
+        (
+            {"image_size": (6, 6), "window_size": 3, "stages": (SwinStage(), SwinStage(), SwinStage())},
+            "stage 1 has a 3x3 map: patch merging needs even sides",
+        ),
         ({"stages": ()}, "at least one SwinStage"),
     ],
-)  # fmt: skip
+)
 def test_bad_swin_configs_say_what_is_wrong(fields, message):
     with pytest.raises(ValueError, match=message):
         SwinConfig(**{"image_size": (8, 8), "patch_size": 1, "window_size": 4, **fields})

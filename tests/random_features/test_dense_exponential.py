@@ -73,8 +73,9 @@ def test_long_sequences_take_their_second_moments_from_strided_tokens(name):
     if name == "sderf":
         cross = np.outer(q.mean(0), k.mean(0))
         values = np.linalg.eigvalsh(M1 + M2 + cross + cross.T)
-        np.testing.assert_allclose(np.sort(long_fit["A"]), np.sort(references.optimal_gerf_parameter(values, 1)),
-                                   rtol=1e-3)  # fmt: skip
+        np.testing.assert_allclose(
+            np.sort(long_fit["A"]), np.sort(references.optimal_gerf_parameter(values, 1)), rtol=1e-3
+        )
     else:
         K_ = long_fit["query_transform"].T.astype(np.float64) @ long_fit["query_transform"]
         np.testing.assert_allclose(K_ @ M1 @ K_, M2, rtol=2e-3, atol=2e-5)  # stationarity on the strided moments
@@ -259,8 +260,12 @@ def test_calibrating_keeps_one_fit_per_site_and_refuses_a_module_shared_by_sites
     x = normal(4, (2, 6, 2 * D))
 
     def encoder(fns):
-        layers = nnx.List([nnx.MultiHeadAttention(2, 2 * D, attention_fn=fn, decode=False, rngs=nnx.Rngs(i))
-                           for i, fn in enumerate(fns)])  # fmt: skip
+        layers = nnx.List(
+            [
+                nnx.MultiHeadAttention(2, 2 * D, attention_fn=fn, decode=False, rngs=nnx.Rngs(i))
+                for i, fn in enumerate(fns)
+            ]
+        )
 
         def forward(x):
             for layer in layers:

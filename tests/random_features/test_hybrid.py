@@ -104,8 +104,10 @@ def test_worst_case_over_angles_beats_both_bases(radius, published):
     y = np.zeros_like(x)
     x[:, 0], y[:, 0], y[:, 1] = radius, radius * np.cos(angles), radius * np.sin(angles)
     log_sm_sq = 2 * np.sum(x.astype(np.float64) * y, -1)
-    worst = {e: np.max(np.asarray(rfa.theory.log_mse(e, x, y, 10), np.float64) - log_sm_sq) for e in
-             ("hybrid", "trig", "positive")}  # fmt: skip
+    worst = {
+        e: np.max(np.asarray(rfa.theory.log_mse(e, x, y, 10), np.float64) - log_sm_sq)
+        for e in ("hybrid", "trig", "positive")
+    }
     ratio = math.exp(worst["hybrid"] - min(worst["trig"], worst["positive"]))
     assert abs(ratio - published) < 0.01, ratio
 

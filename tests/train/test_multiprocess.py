@@ -40,17 +40,33 @@ def free_port() -> int:
 def launch(workdir, data_dir, *extra, processes=2, devices=2, port=None, ids=None, env=None):
     """Starts ``processes`` training processes of ``devices`` CPU devices each; returns the ``Popen`` s."""
     port = port or free_port()
-    command = [sys.executable, "-m", "experiments.train", "--config", "configs/sort.py:positive,quick",
-               "--workdir", str(workdir), f"--config.data_dir={data_dir}", *STEPS, *extra]  # fmt: skip
-    base = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1",
-            "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}", **(env or {})}  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "experiments.train",
+        "--config",
+        "configs/sort.py:positive,quick",
+        "--workdir",
+        str(workdir),
+        f"--config.data_dir={data_dir}",
+        *STEPS,
+        *extra,
+    ]
+    base = {
+        **os.environ,
+        "JAX_PLATFORMS": "cpu",
+        "PYTHONUNBUFFERED": "1",
+        "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
+        **(env or {}),
+    }
     if processes > 1:
         base |= {"JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}", "JAX_NUM_PROCESSES": str(processes)}
     procs = []
     for i in range(processes) if ids is None else ids:
         env = base | ({"JAX_PROCESS_ID": str(i)} if processes > 1 else {})
-        procs.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True))  # fmt: skip
+        procs.append(
+            subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        )
     return procs
 
 

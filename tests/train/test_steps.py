@@ -36,8 +36,12 @@ def numpy_sums(logits, labels, weights, smoothing):
     nll = -np.sum(onehot * log_p, -1)
     loss = -np.sum(smoothed * log_p, -1)
     correct = np.argmax(logits, -1) == labels
-    return {"loss": (loss * weights).sum(), "nll": (nll * weights).sum(), "correct": (correct * weights).sum(),
-            "weight": weights.sum()}  # fmt: skip
+    return {
+        "loss": (loss * weights).sum(),
+        "nll": (nll * weights).sum(),
+        "correct": (correct * weights).sum(),
+        "weight": weights.sum(),
+    }
 
 
 def check(sums, expected):
@@ -48,8 +52,11 @@ def check(sums, expected):
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
 def test_classification_sums(smoothing):
     logits = np.random.default_rng(0).standard_normal((4, VOCAB)).astype(np.float32)
-    batch = {"inputs": np.array([[3, 4, 0], [5, 0, 0], [6, 6, 6], [2, 0, 0]], np.int32),
-             "label": np.array([0, 3, 6, 1], np.int32), "weight": np.array([1, 1, 1, 0], np.float32)}  # fmt: skip
+    batch = {
+        "inputs": np.array([[3, 4, 0], [5, 0, 0], [6, 6, 6], [2, 0, 0]], np.int32),
+        "label": np.array([0, 3, 6, 1], np.int32),
+        "weight": np.array([1, 1, 1, 0], np.float32),
+    }
     sums = jax.jit(lambda b: metric_sums(FixedLogits(logits), b, kind="classification", label_smoothing=smoothing))(
         batch
     )

@@ -127,8 +127,10 @@ def test_validation_is_evaluated_while_training_and_test_once_on_the_final_check
 
     assert results["test"]["accuracy"] == pytest.approx(token_accuracy("test"), rel=1e-5)
     assert results["validation"]["accuracy"] == pytest.approx(token_accuracy("validation"), rel=1e-5)
-    first = {split: next(iter(eval_batches(task, data_dir=config.data_dir, batch_size=4, max_length=8, split=split)))
-             for split in ("validation", "test")}  # fmt: skip
+    first = {
+        split: next(iter(eval_batches(task, data_dir=config.data_dir, batch_size=4, max_length=8, split=split)))
+        for split in ("validation", "test")
+    }
     assert not np.array_equal(first["validation"]["inputs"], first["test"]["inputs"])  # two different splits
 
 
@@ -161,11 +163,24 @@ def test_a_seq2seq_run_trains_logs_checkpoints_and_plots(sort_run):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("module", "attention"),
-    [(listops, "exact"), (python_source, "oprf"), (sort, "gated_rfa"), (listops, "hedgehog"), (sort, "linformer"),
-     (python_source, "taylor"), (digits, "exact"), (digits, "positive"), (pathfinder_vit, "positive"),
-     (digits_swin, "exact"), (digits_swin, "positive"), (co2, "exact"), (co2, "positive"),
-     (python_source, "hybrid_gated_deltanet"), (sort, "based")],
-)  # fmt: skip
+    [
+        (listops, "exact"),
+        (python_source, "oprf"),
+        (sort, "gated_rfa"),
+        (listops, "hedgehog"),
+        (sort, "linformer"),
+        (python_source, "taylor"),
+        (digits, "exact"),
+        (digits, "positive"),
+        (pathfinder_vit, "positive"),
+        (digits_swin, "exact"),
+        (digits_swin, "positive"),
+        (co2, "exact"),
+        (co2, "positive"),
+        (python_source, "hybrid_gated_deltanet"),
+        (sort, "based"),
+    ],
+)
 def test_classifier_language_model_and_vision_runs(module, attention, data_dir, tmp_path):
     results = train_and_evaluate(_quick(module, attention, data_dir), str(tmp_path), progress=False)
     _check_run(results, str(tmp_path))
@@ -180,10 +195,12 @@ def test_classifier_language_model_and_vision_runs(module, attention, data_dir, 
 
 @pytest.mark.parametrize(
     ("module", "attention", "message"),
-    [(listops, "gated_rfa", "the gate decays the decoder's causal state, and 'listops' trains a classification"),
-     (python_source, "linformer", "'linformer' cannot be causal, and 'python_source' trains a language model"),
-     (listops, "deltanet", "'deltanet' cannot be bidirectional, and 'listops' trains a classifier")],
-)  # fmt: skip
+    [
+        (listops, "gated_rfa", "the gate decays the decoder's causal state, and 'listops' trains a classification"),
+        (python_source, "linformer", "'linformer' cannot be causal, and 'python_source' trains a language model"),
+        (listops, "deltanet", "'deltanet' cannot be bidirectional, and 'listops' trains a classifier"),
+    ],
+)
 def test_kinds_that_cannot_train_a_task_say_why(module, attention, message, data_dir):
     with pytest.raises(ConfigError, match=re.escape(message)):
         check_config(_quick(module, attention, data_dir))
@@ -191,11 +208,13 @@ def test_kinds_that_cannot_train_a_task_say_why(module, attention, message, data
 
 @pytest.mark.parametrize(
     ("overrides", "message"),
-    [({"model__architecture": "resnet"}, "model.architecture must be one of ['vit', 'swin'], got 'resnet'"),
-     ({"model__swin_heads": (2,)}, "one value per stage; got 2, 1 and 2 values"),
-     ({"model__window_size": 3}, "window_size = 3 does not divide stage 0's 8x8 map of patches"),
-     ({"mesh__sequence": 2}, "'digits' trains a model of kind 'image_classification', which does not split its")],
-)  # fmt: skip
+    [
+        ({"model__architecture": "resnet"}, "model.architecture must be one of ['vit', 'swin'], got 'resnet'"),
+        ({"model__swin_heads": (2,)}, "one value per stage; got 2, 1 and 2 values"),
+        ({"model__window_size": 3}, "window_size = 3 does not divide stage 0's 8x8 map of patches"),
+        ({"mesh__sequence": 2}, "'digits' trains a model of kind 'image_classification', which does not split its"),
+    ],
+)
 def test_bad_image_model_configs_say_what_is_wrong(overrides, message, data_dir):
     with pytest.raises(ConfigError, match=re.escape(message)):
         check_config(_quick(digits_swin, "exact", data_dir, **overrides))
@@ -373,8 +392,14 @@ def test_eight_devices_match_one_device(sort_run, data_dir, tmp_path):
     """A data- and model-parallel run on 8 host devices reproduces the metrics of the in-process 1-device run."""
     flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=8"
     env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}
-    done = subprocess.run([sys.executable, "-c", SHARDED_RUNS, data_dir, str(tmp_path)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", SHARDED_RUNS, data_dir, str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     losses = json.loads(done.stdout.strip().splitlines()[-1])
     assert "batch_size = 12 must be divisible by the 8 data-parallel devices" in losses.pop("error")
     assert losses.pop("specs") == [  # heads of q/k/v/out and the MLP's hidden units over "model"
@@ -400,8 +425,17 @@ def test_decode_answers_inputs_from_the_command_line_and_a_file(sort_run, tmp_pa
     workdir = sort_run[1]
     (tmp_path / "inputs.txt").write_text("dcba\nhello\n")
     for extra in ([], ["--beam_size", "2"]):
-        done = _run("experiments.decode", "--workdir", workdir, "--input", "abc",
-                    "--input_file", str(tmp_path / "inputs.txt"), *extra, check=True)  # fmt: skip
+        done = _run(
+            "experiments.decode",
+            "--workdir",
+            workdir,
+            "--input",
+            "abc",
+            "--input_file",
+            str(tmp_path / "inputs.txt"),
+            *extra,
+            check=True,
+        )
         lines = done.stdout.splitlines()
         assert [line.split("\t")[0] for line in lines] == ["abc", "dcba", "hello"]
         assert all(len(line.split("\t")) == 2 for line in lines)
@@ -412,23 +446,44 @@ def test_decode_answers_inputs_from_the_command_line_and_a_file(sort_run, tmp_pa
 def test_entry_points_report_bad_input_without_a_traceback(data_dir, tmp_path):
     done = _run("experiments.decode", "--workdir", str(tmp_path), "--input", "abc")
     assert done.returncode != 0 and "is not a training workdir: it has no config.json" in done.stderr
-    done = _run("experiments.train", "--config", "configs/sort.py:positive,quick", "--workdir", str(tmp_path / "w"),
-                "--config.task=nope")  # fmt: skip
+    done = _run(
+        "experiments.train",
+        "--config",
+        "configs/sort.py:positive,quick",
+        "--workdir",
+        str(tmp_path / "w"),
+        "--config.task=nope",
+    )
     assert done.returncode != 0 and "error: config.task: unknown task 'nope'" in done.stderr
-    done = _run("experiments.train", "--config", "configs/sort.py:positive,quick", "--workdir", str(tmp_path / "w"),
-                "--config.task=imdb_reviews", f"--config.data_dir={tmp_path / 'empty'}")  # fmt: skip
+    done = _run(
+        "experiments.train",
+        "--config",
+        "configs/sort.py:positive,quick",
+        "--workdir",
+        str(tmp_path / "w"),
+        "--config.task=imdb_reviews",
+        f"--config.data_dir={tmp_path / 'empty'}",
+    )
     (line,) = _lines(done.stderr)  # the error alone: no TFDS warning about the missing dataset before it
     assert done.returncode != 0 and "error: dataset 'imdb_reviews' (split 'train[:90%]') is not prepared" in line
     for typo, expected in (
         ("--config.num_trian_steps=3", "the config has no field 'num_trian_steps'"),
         ("--config.model.d_modle=3", 'Did you mean "d_model"'),
     ):
-        done = _run("experiments.train", "--config", "configs/sort.py:positive,quick", "--workdir",
-                    str(tmp_path / "w"), typo)  # fmt: skip
+        done = _run(
+            "experiments.train", "--config", "configs/sort.py:positive,quick", "--workdir", str(tmp_path / "w"), typo
+        )
         (line,) = _lines(done.stderr)
         assert done.returncode != 0 and line.startswith(f"error: {typo}: ") and expected in line, done.stderr
-    done = _run("experiments.train", "--config", "configs/sunspots.py:positive,quick", "--workdir",
-                str(tmp_path / "s"), "--config.max_length=400", f"--config.data_dir={data_dir}")  # fmt: skip
+    done = _run(
+        "experiments.train",
+        "--config",
+        "configs/sunspots.py:positive,quick",
+        "--workdir",
+        str(tmp_path / "s"),
+        "--config.max_length=400",
+        f"--config.data_dir={data_dir}",
+    )
     line = _lines(done.stderr)[-1]  # after the line that says the series is being prepared
     assert done.returncode != 0 and "config.max_length = 400 plus config.model.horizon = 4" in line, done.stderr
     assert "Traceback" not in done.stderr
@@ -437,8 +492,16 @@ def test_entry_points_report_bad_input_without_a_traceback(data_dir, tmp_path):
 @pytest.mark.slow
 def test_compare_kernels_trains_every_pair_and_writes_the_table(data_dir, tmp_path):
     output = tmp_path / "table.json"
-    _run("experiments.studies.compare_kernels", "--config", "configs/compare_kernels.py:quick", "--workdir",
-         str(tmp_path), f"--config.data_dir={data_dir}", f"--output={output}", check=True)  # fmt: skip
+    _run(
+        "experiments.studies.compare_kernels",
+        "--config",
+        "configs/compare_kernels.py:quick",
+        "--workdir",
+        str(tmp_path),
+        f"--config.data_dir={data_dir}",
+        f"--output={output}",
+        check=True,
+    )
     rows = (tmp_path / "table.md").read_text().splitlines()
     assert [row.split(" | ")[:4] for row in rows[2:]] == [
         ["| sort", "exact", "-", "2"],
@@ -451,6 +514,13 @@ def test_compare_kernels_trains_every_pair_and_writes_the_table(data_dir, tmp_pa
     assert results[1]["test"]["accuracy"]["mean"] == pytest.approx(np.mean(accuracies))
     assert (tmp_path / "sort" / "positive" / "seed_1" / "results.json").exists()
     assert (tmp_path / "table.png").stat().st_size > 10_000
-    done = _run("experiments.studies.compare_kernels", "--config", "configs/compare_kernels.py:quick", "--workdir",
-                str(tmp_path), "--config.tasks=nope", "--output=")  # fmt: skip
+    done = _run(
+        "experiments.studies.compare_kernels",
+        "--config",
+        "configs/compare_kernels.py:quick",
+        "--workdir",
+        str(tmp_path),
+        "--config.tasks=nope",
+        "--output=",
+    )
     assert done.returncode != 0 and "the study names the task 'nope', which has no configs/nope.py" in done.stderr

@@ -115,11 +115,23 @@ def kernelized_attention(
     if sequence_axis is not None:
         check_key_padding(mask)
     call, plan = check_call(
-        q, k, v, feature_map=feature_map, projection=projection, mask=mask, is_causal=is_causal, log_decay=log_decay,
-        feature_params=feature_params, initial_state=initial_state, return_state=return_state,
-        renormalize=renormalize, chunk_size=chunk_size, precision=precision, sequence_axis=sequence_axis,
+        q,
+        k,
+        v,
+        feature_map=feature_map,
+        projection=projection,
+        mask=mask,
+        is_causal=is_causal,
+        log_decay=log_decay,
+        feature_params=feature_params,
+        initial_state=initial_state,
+        return_state=return_state,
+        renormalize=renormalize,
+        chunk_size=chunk_size,
+        precision=precision,
+        sequence_axis=sequence_axis,
         relative_bias=relative_bias,
-    )  # fmt: skip
+    )
     keys = call.keep_keys
     check_finite(q=call.q, k=call.k, v=call.v, keep={"q": call.keep_queries, "k": keys, "v": keys})
     out, state = _dispatch(call, plan)
@@ -182,8 +194,9 @@ def _dense_mask_sequence_parallel(q, k, v, *, mask, return_state: bool, **argume
         q = jnp.where(keep_q, q, 0)
 
     def attend(causal: bool):
-        return sequence_parallel_attention(q, k, v, mask=plan.keep_keys[..., None, :], is_causal=causal,
-                                           return_state=True, **arguments)  # fmt: skip
+        return sequence_parallel_attention(
+            q, k, v, mask=plan.keep_keys[..., None, :], is_causal=causal, return_state=True, **arguments
+        )
 
     if isinstance(plan.pattern, int):
         out, state = attend(plan.pattern == CAUSAL)
@@ -207,10 +220,20 @@ def _token_spec(fm, name: str, value, axis: str):
 
 
 def sequence_parallel_attention(
-    q, k, v, *, axis: str, mesh: jax.sharding.Mesh | None = None, mask=None, log_decay=None, projection=None,
-    feature_params: dict | None = None, initial_state: RecurrentState | None = None, return_state: bool = False,
+    q,
+    k,
+    v,
+    *,
+    axis: str,
+    mesh: jax.sharding.Mesh | None = None,
+    mask=None,
+    log_decay=None,
+    projection=None,
+    feature_params: dict | None = None,
+    initial_state: RecurrentState | None = None,
+    return_state: bool = False,
     **options,
-):  # fmt: skip
+):
     """``rfa.kernelized_attention`` with the sequence split over the mesh axis ``axis`` (it shards for you).
 
     Only ``axis`` is manual inside: the other axes of the mesh (data, model) keep the shardings XLA gives
@@ -251,10 +274,19 @@ def sequence_parallel_attention(
         raise InputError(f"mesh has no axis {axis!r}; its axes are {tuple(mesh.axis_names)} ({where}).")
     if mask is not None and jnp.ndim(mask) >= 2 and jnp.shape(mask)[-2] != 1:  # Flax's dense masks
         return _dense_mask_sequence_parallel(
-            q, k, v, axis=axis, mesh=mesh if given_mesh else None, mask=mask, log_decay=log_decay,
-            projection=projection, feature_params=feature_params, initial_state=initial_state,
-            return_state=return_state, **options,
-        )  # fmt: skip
+            q,
+            k,
+            v,
+            axis=axis,
+            mesh=mesh if given_mesh else None,
+            mask=mask,
+            log_decay=log_decay,
+            projection=projection,
+            feature_params=feature_params,
+            initial_state=initial_state,
+            return_state=return_state,
+            **options,
+        )
     check_key_padding(mask)
     if mask is not None:  # the values' checks, on the global arrays: none can run inside shard_map (rfa.checks)
         mask = as_bool_mask(mask)
@@ -272,14 +304,26 @@ def sequence_parallel_attention(
     feature_params = dict(feature_params or {})
     numbers = {name: value for name, value in feature_params.items() if isinstance(value, int | float)}  # static
     arrays = {name: value for name, value in feature_params.items() if name not in numbers}
-    args = {"q": q, "k": k, "v": v, "mask": mask, "log_decay": log_decay, "initial_state": initial_state,
-            "projection": projection, "feature_params": arrays or None}  # fmt: skip
+    args = {
+        "q": q,
+        "k": k,
+        "v": v,
+        "mask": mask,
+        "log_decay": log_decay,
+        "initial_state": initial_state,
+        "projection": projection,
+        "feature_params": arrays or None,
+    }
     specs = {
-        "q": tokens, "k": tokens, "v": tokens, "log_decay": tokens,
-        "mask": None if mask is None else spec(*([None] * (jnp.ndim(mask) - 1)), axis), "initial_state": spec(),
+        "q": tokens,
+        "k": tokens,
+        "v": tokens,
+        "log_decay": tokens,
+        "mask": None if mask is None else spec(*([None] * (jnp.ndim(mask) - 1)), axis),
+        "initial_state": spec(),
         "projection": spec(),
         "feature_params": {name: _token_spec(fm, name, value, axis) for name, value in arrays.items()},
-    }  # fmt: skip
+    }
     given = {name: value for name, value in args.items() if value is not None}
     in_specs = {name: specs[name] for name in given}
     # Arrays committed elsewhere (or nowhere) are laid out on the mesh first: on the given one, or on the mesh
@@ -291,20 +335,34 @@ def sequence_parallel_attention(
             lambda s, value: jax.tree.map(
                 lambda x: jax.reshard(x, jax.sharding.NamedSharding(mesh, s) if given_mesh else s), value
             ),
-            in_specs, given, is_leaf=lambda x: isinstance(x, jax.sharding.PartitionSpec),
-        )  # fmt: skip
+            in_specs,
+            given,
+            is_leaf=lambda x: isinstance(x, jax.sharding.PartitionSpec),
+        )
 
     def local(given):
         return kernelized_attention(
-            given["q"], given["k"], given["v"], mask=given.get("mask"), log_decay=given.get("log_decay"),
-            projection=given.get("projection"), feature_params={**numbers, **given.get("feature_params", {})},
-            initial_state=given.get("initial_state"), return_state=True, sequence_axis=axis, **options,
-        )  # fmt: skip
+            given["q"],
+            given["k"],
+            given["v"],
+            mask=given.get("mask"),
+            log_decay=given.get("log_decay"),
+            projection=given.get("projection"),
+            feature_params={**numbers, **given.get("feature_params", {})},
+            initial_state=given.get("initial_state"),
+            return_state=True,
+            sequence_axis=axis,
+            **options,
+        )
 
     # The state is the same on every device by construction (sums of gathered states), which shard_map's
     # replication check cannot infer through axis_index; the tests compare it with one device's.
     out, state = jax.shard_map(
-        local, mesh=mesh, in_specs=(in_specs,), out_specs=(tokens, spec()),
-        axis_names={axis}, check_vma=False,
-    )(given)  # fmt: skip
+        local,
+        mesh=mesh,
+        in_specs=(in_specs,),
+        out_specs=(tokens, spec()),
+        axis_names={axis},
+        check_vma=False,
+    )(given)
     return (out, state) if return_state else out

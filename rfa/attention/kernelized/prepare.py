@@ -143,11 +143,14 @@ def check_relative_bias(relative_bias, q: Array, k: Array, *, log_decay, statefu
             f"the bias of query i on key j), got {tuple(relative_bias.shape)}."
         )
     why = (
-        "a recurrent state (initial_state, return_state: decoding)" if stateful
-        else "log_decay" if log_decay is not None
-        else "a sequence split over devices (sequence_axis)" if sequence_axis is not None
+        "a recurrent state (initial_state, return_state: decoding)"
+        if stateful
+        else "log_decay"
+        if log_decay is not None
+        else "a sequence split over devices (sequence_axis)"
+        if sequence_axis is not None
         else None
-    )  # fmt: skip
+    )
     if why is not None:
         raise InputError(
             f"relative_bias cannot be combined with {why}: a bias of the distance i - j has no recurrent form "
@@ -158,9 +161,24 @@ def check_relative_bias(relative_bias, q: Array, k: Array, *, log_decay, statefu
 
 
 def check_call(
-    q, k, v, *, feature_map, projection, mask, is_causal, log_decay, feature_params, initial_state, return_state,
-    renormalize, chunk_size, precision, sequence_axis, relative_bias=None,
-) -> tuple[Call, MaskPlan]:  # fmt: skip
+    q,
+    k,
+    v,
+    *,
+    feature_map,
+    projection,
+    mask,
+    is_causal,
+    log_decay,
+    feature_params,
+    initial_state,
+    return_state,
+    renormalize,
+    chunk_size,
+    precision,
+    sequence_axis,
+    relative_bias=None,
+) -> tuple[Call, MaskPlan]:
     """The checks every mode's call makes, before tracing: the :class:`Call` and the mask's plan."""
     q, k, v = check_qkv(q, k, v)
     fm = lookup_feature_map(feature_map)
@@ -178,10 +196,24 @@ def check_call(
     plan = plan_mask(mask, q, k, is_causal=is_causal)
     fm.check_params(feature_params or {})  # here, where concrete values can still be checked
     call = Call(
-        q, k, v, projection, plan.keep_keys, plan.keep_queries, log_decay, initial_state, feature_params,
-        relative_bias, fm=fm, is_causal=is_causal, stateful=stateful, renormalize=renormalize, chunk_size=chunk_size,
-        precision=precision, sequence_axis=sequence_axis,
-    )  # fmt: skip
+        q,
+        k,
+        v,
+        projection,
+        plan.keep_keys,
+        plan.keep_queries,
+        log_decay,
+        initial_state,
+        feature_params,
+        relative_bias,
+        fm=fm,
+        is_causal=is_causal,
+        stateful=stateful,
+        renormalize=renormalize,
+        chunk_size=chunk_size,
+        precision=precision,
+        sequence_axis=sequence_axis,
+    )
     return call, plan
 
 

@@ -77,8 +77,10 @@ def _bidirectional(call: Call, axis: str) -> tuple[Array, RecurrentState]:
     kv = jax.lax.psum(local.kv * jnp.exp(local.log_reference - ref)[..., None, None], axis)
     state = RecurrentState(kv, ref)
     if call.initial_state is not None:  # the same on every device: counted once
-        state = _sum_states(jnp.stack([state.kv, call.initial_state.kv]),
-                            jnp.stack([state.log_reference, call.initial_state.log_reference])[..., None])  # fmt: skip
+        state = _sum_states(
+            jnp.stack([state.kv, call.initial_state.kv]),
+            jnp.stack([state.log_reference, call.initial_state.log_reference])[..., None],
+        )
     no_key = call.k[..., :0, :, :]
     out, _ = bidirectional(call.replace(k=no_key, v=call.v[..., :0, :, :], keep_keys=None, initial_state=state))
     return out, state
@@ -94,8 +96,11 @@ def _causal(call: Call, axis: str) -> tuple[Array, RecurrentState]:
     else:
         decay = jnp.broadcast_to(decay, q.shape[:-1])[..., None]
     if call.keep_keys is not None:  # [batch..., heads or 1, L] -> [batch..., L, heads or 1, 1]
-        decay = jnp.where(jnp.swapaxes(jnp.broadcast_to(call.keep_keys, q.shape[:-3] + call.keep_keys.shape[-2:]),
-                                       -1, -2)[..., None], decay, 0.0)  # fmt: skip
+        decay = jnp.where(
+            jnp.swapaxes(jnp.broadcast_to(call.keep_keys, q.shape[:-3] + call.keep_keys.shape[-2:]), -1, -2)[..., None],
+            decay,
+            0.0,
+        )
     block_decay = jnp.sum(decay, axis=-3)  # Γ_p over this block's kept keys, [batch..., heads, 1 or F]
     local = _local_state(call)
     kvs, refs, totals = (jax.lax.all_gather(x, axis) for x in (local.kv, local.log_reference, block_decay))

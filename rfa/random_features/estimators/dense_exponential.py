@@ -197,8 +197,11 @@ def _power(eigen: tuple[Array, Array], p: float) -> Array:
 def _with_oprf_parameter(query_transform, key_transform, mean_sq) -> dict:
     """OPRF's A at ``ρ = mean |T₁x + T₂y|²/d`` over pairs (``mean_sq`` the mean), with the transforms, per token."""
     A = optimal_gerf_parameter(mean_sq, query_transform.shape[-1])
-    return {"A": A[..., None, None], "query_transform": query_transform[..., None, :, :],
-            "key_transform": key_transform[..., None, :, :]}  # fmt: skip
+    return {
+        "A": A[..., None, None],
+        "query_transform": query_transform[..., None, :, :],
+        "key_transform": key_transform[..., None, :, :],
+    }
 
 
 def _aderf_fit(q, k, keep_q=None, keep_k=None) -> dict:
@@ -317,15 +320,22 @@ def _derf_log_mse(x, y, num_features, *, projection, num_terms, A=None, query_tr
 
 def _derf(name: str, fit, projections: tuple[str, ...]) -> Estimator:
     return Estimator(
-        name, _derf_terms("query"), "softmax", 1, temperature_scaled=True, positive=True,
+        name,
+        _derf_terms("query"),
+        "softmax",
+        1,
+        temperature_scaled=True,
+        positive=True,
         params=(
             Param("A", FITTED, required=True, per_token=True, event_ndim=1, check=check_gerf_parameter),
             Param("query_transform", FITTED, per_token=True, event_ndim=2),
             Param("key_transform", FITTED, per_token=True, event_ndim=2),
         ),
-        key_terms_fn=_derf_terms("key"), fit=fit, standard_params=_standard_params,
+        key_terms_fn=_derf_terms("key"),
+        fit=fit,
+        standard_params=_standard_params,
         theory=Theory(_derf_log_mse, projections, log_relative_moments=_derf_log_relative_moments),
-    )  # fmt: skip
+    )
 
 
 _ALL_COUPLINGS = ("iid",) + COUPLED_PROJECTIONS

@@ -51,15 +51,23 @@ def _gaussian_trig_moments(x, y):
 
 register_feature_map(
     Estimator(
-        "gaussian_trig", _gaussian_trig, "gaussian", 2, temperature_scaled=True,
+        "gaussian_trig",
+        _gaussian_trig,
+        "gaussian",
+        2,
+        temperature_scaled=True,
         theory=Theory(_gaussian_trig_log_mse, log_relative_moments=_gaussian_trig_moments),
     )
-)  # fmt: skip
+)
 register_feature_map(
     Estimator(
-        "gaussian_cosine", _gaussian_cosine, "gaussian", 1, temperature_scaled=True,
+        "gaussian_cosine",
+        _gaussian_cosine,
+        "gaussian",
+        1,
+        temperature_scaled=True,
         params=(Param("phases", SAMPLED, required=True),),
         sample_params=lambda key, num_features, dim: {"phases": sample_phases(key, num_features)},
         theory=Theory(_gaussian_cosine_log_mse),
     )
-)  # fmt: skip
+)

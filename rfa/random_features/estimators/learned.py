@@ -73,18 +73,29 @@ def _hedgehog_init(num_heads, num_features, dim):
 
 register_feature_map(
     Estimator(
-        "rfa", _rfa_query, None, 2, temperature_scaled=False, key_terms_fn=_rfa_key,
+        "rfa",
+        _rfa_query,
+        None,
+        2,
+        temperature_scaled=False,
+        key_terms_fn=_rfa_key,
         params=(Param("sigma", LEARNED, per_token=True, event_ndim=1), Param("key_log_weight", per_token=True)),
         init_learned=_rfa_init,
     )
-)  # fmt: skip
+)
 register_feature_map(
     Estimator(
-        "hedgehog", _hedgehog, None, 0, temperature_scaled=False, positive=True,
+        "hedgehog",
+        _hedgehog,
+        None,
+        0,
+        temperature_scaled=False,
+        positive=True,
         params=(
             Param("weight", LEARNED, required=True, per_token=True, event_ndim=2, check=_check_hedgehog_weight),
             Param("bias", LEARNED, per_token=True, event_ndim=1),
         ),
-        outputs=lambda num_features, dim: 2 * num_features, init_learned=_hedgehog_init,
+        outputs=lambda num_features, dim: 2 * num_features,
+        init_learned=_hedgehog_init,
     )
-)  # fmt: skip
+)

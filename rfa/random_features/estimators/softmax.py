@@ -247,38 +247,67 @@ _ALL_COUPLINGS = ("iid",) + COUPLED_PROJECTIONS
 
 for _fm in (
     Estimator(
-        "trig", _trig, "softmax", 2, temperature_scaled=True,
+        "trig",
+        _trig,
+        "softmax",
+        2,
+        temperature_scaled=True,
         theory=Theory(_trig_log_mse, log_relative_moments=_trig_moments),
     ),
     Estimator(
-        "positive", _positive, "softmax", 1, temperature_scaled=True, positive=True,
+        "positive",
+        _positive,
+        "softmax",
+        1,
+        temperature_scaled=True,
+        positive=True,
         theory=Theory(
-            _gerf_family_log_mse(lambda s: 0.0), _ALL_COUPLINGS,
-            log_relative_moments=_gerf_family_moments(lambda z_sq, dim: 0.0), bound=_positive_bound,
+            _gerf_family_log_mse(lambda s: 0.0),
+            _ALL_COUPLINGS,
+            log_relative_moments=_gerf_family_moments(lambda z_sq, dim: 0.0),
+            bound=_positive_bound,
         ),
     ),
     Estimator(
-        "hyperbolic", _hyperbolic, "softmax", 2, temperature_scaled=True, positive=True,
+        "hyperbolic",
+        _hyperbolic,
+        "softmax",
+        2,
+        temperature_scaled=True,
+        positive=True,
         theory=Theory(_hyperbolic_log_mse, log_relative_moments=_hyperbolic_moments),
     ),
     Estimator(
-        "gerf", _gerf, "softmax", 1, temperature_scaled=True, positive=True,
+        "gerf",
+        _gerf,
+        "softmax",
+        1,
+        temperature_scaled=True,
+        positive=True,
         params=(Param("A", required=True, per_token=True, check=check_gerf_parameter),),
         theory=Theory(
-            _gerf_family_log_mse(lambda s, A: check_gerf_parameter(A)), _ALL_COUPLINGS,
+            _gerf_family_log_mse(lambda s, A: check_gerf_parameter(A)),
+            _ALL_COUPLINGS,
             log_relative_moments=_gerf_family_moments(lambda z_sq, dim, A: A),
         ),
     ),
     Estimator(
-        "oprf", _oprf, "softmax", 1, temperature_scaled=True, positive=True,
+        "oprf",
+        _oprf,
+        "softmax",
+        1,
+        temperature_scaled=True,
+        positive=True,
         params=(Param("phi_sq", FITTED, required=True, per_token=True, check=check_phi_sq),),
-        fit=_oprf_fit, standard_params=_oprf_standard_params,
+        fit=_oprf_fit,
+        standard_params=_oprf_standard_params,
         theory=Theory(
-            _gerf_family_log_mse(_pair_optimal_parameter), _ALL_COUPLINGS,
+            _gerf_family_log_mse(_pair_optimal_parameter),
+            _ALL_COUPLINGS,
             log_relative_moments=_gerf_family_moments(
                 lambda z_sq, dim, phi_sq=None: optimal_gerf_parameter(z_sq if phi_sq is None else phi_sq, dim)
             ),
         ),
     ),
-):  # fmt: skip
+):
     register_feature_map(_fm)
