@@ -34,12 +34,23 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax._src import config as jax_config
 
 from rfa._validation import InputError, is_concrete
 
 Array = jax.Array
 
-_nan_checks = [False]  # read while tracing: a function traced inside nan_checks() has the checks compiled in
+# Read while tracing, and part of every jit cache key (as jax_debug_nans is), so a function called inside
+# nan_checks() is traced with the checks and outside without them, with no jax.clear_caches (whose use, JAX's own
+# issues note, can leave the compiler's caches in a state that crashes a later compilation). JAX offers no
+# public way to define such a flag; jax._src.config.bool_state is the one its own flags use.
+_NAN_CHECKS = jax_config.bool_state(
+    "rfa_nan_checks",
+    False,
+    "rfa.checks.nan_checks: check attention inputs for NaN and inf.",
+    include_in_jit_key=True,
+    include_in_trace_context=True,
+)
 _failures: list[Exception] = []  # the errors raised by failed run-time checks, for checked()
 
 
@@ -129,8 +140,8 @@ def checked(fn: Callable) -> Callable:
 def nan_checks(enabled: bool = True):
     """Within the block, attention entry points and rfa models raise on NaN or inf input, under ``jit`` too.
 
-    The flag is read while a function is traced, so entering and leaving the block clears JAX's compile
-    caches (``jax.clear_caches``): functions called inside retrace with the checks, and without them after.
+    The flag is read while a function is traced and is part of JAX's jit cache key (as ``jax_debug_nans`` is):
+    functions called inside are traced with the checks, and outside without them, each compiled once.
     Each check costs a reduction over the array and one host callback per call.
 
     Example:
@@ -141,19 +152,13 @@ def nan_checks(enabled: bool = True):
       ...
       rfa.InputError: q holds NaN or inf ...
     """
-    previous = _nan_checks[0]
-    _nan_checks[0] = bool(enabled)
-    jax.clear_caches()
-    try:
+    with _NAN_CHECKS(bool(enabled)):
         yield
-    finally:
-        _nan_checks[0] = previous
-        jax.clear_caches()
 
 
 def nan_checks_enabled() -> bool:
     """True inside :func:`nan_checks`."""
-    return _nan_checks[0]
+    return bool(_NAN_CHECKS.value)
 
 
 def check_finite(*, keep: dict | None = None, **arrays) -> None:
@@ -163,7 +168,7 @@ def check_finite(*, keep: dict | None = None, **arrays) -> None:
     ``keep`` maps an array's name to the positions that reach an output, ``[batch..., heads or 1, L]`` bools
     (a mask's key or query padding) for an array ``[batch..., L, heads, d]``; entries at other positions are not
     checked, as the attention ignores them."""
-    if not _nan_checks[0]:
+    if not _NAN_CHECKS.value:
         return
     keep = keep or {}
     for name, x in arrays.items():

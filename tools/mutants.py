@@ -807,7 +807,7 @@ MUTANTS = [
     Mutant(
         "nan-checks-never-on",
         "rfa/checks.py",
-        "    if not _nan_checks[0]:\n        return\n",
+        "    if not _NAN_CHECKS.value:\n        return\n",
         "    return\n",
         ("tests/test_checks.py",),
         "nan_checks() checks nothing",
