@@ -25,7 +25,7 @@ from experiments.cli import run_main
 from experiments.studies import (
     associative_recall,
     distillation,
-    estimators_in_models,
+    estimators_in_models_report,
     forecasting,
     length_generalization,
     qk_scale,
@@ -48,17 +48,17 @@ TABLES: dict[str, Callable[[object], str]] = {
     "forecast_co2_cpu": forecasting.table,
     "forecast_sunspots_cpu": forecasting.table,
     "length_generalization_cpu": length_generalization.table,
-    "estimators_in_models_cpu": estimators_in_models.table,
+    "estimators_in_models_cpu": estimators_in_models_report.table,
     "distill_cpu": _distillation,
 }
 """``results/<name>.json`` → the function that renders its table (the study's own), written to ``<name>.md``."""
 
 PARTS: dict[str, tuple[str, Callable[[object], str]]] = {
-    "estimators_in_models_cpu:summary": ("estimators_in_models_cpu", estimators_in_models.summary),
+    "estimators_in_models_cpu:summary": ("estimators_in_models_cpu", estimators_in_models_report.summary),
     "estimators_in_models_cpu_qk_scale:summary": ("estimators_in_models_cpu_qk_scale", qk_scale.summary),
     "estimators_in_models_cpu:verdicts": (
         "estimators_in_models_cpu",
-        lambda rows: "\n".join(estimators_in_models.verdicts(rows)),
+        lambda rows: "\n".join(estimators_in_models_report.verdicts(rows)),
     ),
 }
 """Parts of a JSON's results that a page quotes on their own: ``"<name>:<part>"`` → (name, renderer)."""
@@ -67,7 +67,7 @@ FIGURES: dict[str, Callable[[object, str], None]] = {
     **{name: report.differences_figure for name in TABLES if name.startswith("train_cpu_")},
     "recall_cpu": associative_recall.plot,
     "recall_pairs8_exact_cpu": associative_recall.plot,
-    "estimators_in_models_cpu": estimators_in_models.plot,
+    "estimators_in_models_cpu": estimators_in_models_report.plot,
     "estimators_in_models_cpu_qk_scale": qk_scale.plot,
 }
 """``results/<name>.json`` → the function that draws ``results/<name>.png`` from it alone."""

@@ -18,7 +18,8 @@ from ml_collections import config_flags
 from experiments.cli import run_main, run_training, shipped_config
 from experiments.report import output_path, write_report
 from experiments.studies import qk_scale
-from experiments.studies.estimators_in_models import plot, run, table
+from experiments.studies.estimators_in_models import run
+from experiments.studies.estimators_in_models_report import plot, table
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", shipped_config("estimators_in_models.py"), "Which models, estimators, m and seeds."

@@ -34,12 +34,11 @@ from experiments.studies.estimators_in_models import (
     check,
     fits_sites,
     kept,
-    label,
     measure_sites,
-    plot_lines,
     prepare,
     valid_pairs,
 )
+from experiments.studies.estimators_in_models_report import label, plot_lines
 from rfa.workdir import ConfigError
 
 SCALE_FIELDS = (*MEASURE_FIELDS, "qk_scales")  # what the records of one model, state and seed depend on

@@ -4,4 +4,9 @@ An experiment kind (:mod:`~experiments.sweeps.kernel_mse`, :mod:`~experiments.sw
 :mod:`~experiments.sweeps.estimator_fit`) says what a cell measures; a reproduction (one module each, e.g.
 :mod:`~experiments.sweeps.performer_fig2`) holds its published values and analysis. Both are one registration
 in :mod:`~experiments.sweeps.registry`; :func:`experiments.sweeps.runner.run` runs any sweep config.
+
+Importing any module of this package registers the shipped kinds and reproductions first (through
+:mod:`~experiments.sweeps.catalog`), so a user's module that registers a reproduction of a shipped kind finds it.
 """
+
+from experiments.sweeps import catalog  # noqa: F401 (registers the shipped kinds and reproductions)

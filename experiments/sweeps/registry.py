@@ -6,8 +6,8 @@ its analysis (figures, report sections, verdict), what its sweep must hold, and 
 :func:`analyze` picks a sweep's analysis by ``config.name``; a sweep of another name gets its kind's.
 
 Each shipped kind and reproduction registers itself when its module is imported; ``experiments.sweeps.catalog``
-imports them all, and the runner imports the catalog. This module imports none of them, so the registry sits
-below every sweep in the import graph.
+imports them all, and the package's ``__init__`` imports the catalog. This module imports none of them, so the
+registry sits below every sweep in the import graph.
 """
 
 from __future__ import annotations
@@ -153,7 +153,6 @@ def custom_fields(config: ml_collections.ConfigDict, found: Reproduction) -> lis
     shipped configuration, however seeded, batched or extended with modules (:data:`NOT_MEASURED`).
 
     Example:
-      >>> import experiments.sweeps.catalog  # registers the shipped reproductions
       >>> config = reproduction("performer_lemma2").get_config("quick")
       >>> config.seed, config.repetitions = 7, 10
       >>> custom_fields(config, reproduction("performer_lemma2"))

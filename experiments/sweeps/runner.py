@@ -19,7 +19,6 @@ import time
 import ml_collections
 from tqdm import tqdm
 
-import experiments.sweeps.catalog  # noqa: F401 (registers the shipped kinds and reproductions)
 from experiments.report import Verdict
 from experiments.sweeps import registry
 from experiments.sweeps.cells import ResultStore, cells

@@ -15,15 +15,8 @@ import references
 import rfa
 from configs import estimators_in_models
 from experiments.studies import qk_scale
-from experiments.studies.estimators_in_models import (
-    over_seeds,
-    plot,
-    relative_error,
-    run,
-    site_measures,
-    table,
-    valid_pairs,
-)
+from experiments.studies.estimators_in_models import over_seeds, relative_error, run, site_measures, valid_pairs
+from experiments.studies.estimators_in_models_report import plot, table
 from rfa.workdir import ConfigError
 
 B, L, H, D = 2, 12, 2, 8
