@@ -23,7 +23,7 @@ $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
 	touch $@ $(VENV)/.installed-experiments
 
 reproduce: $(VENV)/.installed-experiments
-	$(PY) -m experiments.reproduce --workdir $(WORKDIR)/reproduce
+	$(PY) -m rfa.experiments.reproduce --workdir $(WORKDIR)/reproduce
 
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check .
@@ -41,13 +41,13 @@ docs: $(VENV)/.installed-test
 	$(PY) -m sphinx -W --keep-going -q -b html docs $(WORKDIR)/docs/html
 
 benchmark: $(VENV)/.installed-experiments
-	$(PY) -m experiments.benchmarks.attention
-	$(PY) -m experiments.benchmarks.mse
-	$(PY) -m experiments.benchmarks.decoding
-	$(PY) -m experiments.benchmarks.flax_decoding
-	$(PY) -m experiments.benchmarks.checks
-	$(PY) -m experiments.benchmarks.relative
-	$(PY) -m experiments.benchmarks.delta_rule
+	$(PY) -m rfa.experiments.benchmarks.attention
+	$(PY) -m rfa.experiments.benchmarks.mse
+	$(PY) -m rfa.experiments.benchmarks.decoding
+	$(PY) -m rfa.experiments.benchmarks.flax_decoding
+	$(PY) -m rfa.experiments.benchmarks.checks
+	$(PY) -m rfa.experiments.benchmarks.relative
+	$(PY) -m rfa.experiments.benchmarks.delta_rule
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check --fix .

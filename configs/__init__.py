@@ -1,1 +1,6 @@
-"""ml-collections configs, one per experiment or reproduction: ``get_config(arg)`` with variants."""
+"""rfa 0.2's ``configs`` package, kept for one release: the configs are ``rfa.configs.{tasks,sweeps,studies}`` now
+(``rfa configs`` lists them); ``configs.<name>`` still imports from a checkout (:mod:`rfa.experiments.legacy`)."""
+
+from rfa.experiments.legacy import alias
+
+alias(__name__)

@@ -1,5 +1,6 @@
-"""rfa's experiments, by family: sweeps and reproductions (``experiments.sweeps``), benchmarks
-(``experiments.benchmarks``) and training studies (``experiments.studies``); the general command lines
-(``train``, ``decode``, ``prepare_data``, ``mse``, ``reproduce``) sit here, with what they share
-(``experiments.cli``) and the report helpers (``experiments.report``). Importing this package imports nothing.
-"""
+"""rfa 0.2's ``experiments`` package, kept for one release: its modules are ``rfa.experiments.*`` now (commands:
+``rfa --help``); ``python -m experiments.<module>`` still runs from a checkout (:mod:`rfa.experiments.legacy`)."""
+
+from rfa.experiments.legacy import alias
+
+alias(__name__)

@@ -30,7 +30,7 @@ from rfa.random_features import (
     theory,
 )
 
-__version__ = "0.2.0"
+__version__ = "0.3.0.dev0"
 
 __all__ = [
     "Estimator",

@@ -11,7 +11,7 @@ only values can tell: a traced mask that kernelized attention cannot apply, a tr
 a positive ``log_decay``, NaN input to the forecaster.
 
 The callback's cost is one scalar copied to the host per call; the benchmark
-``python -m experiments.benchmarks.checks`` measures it against the same step without the check.
+``rfa benchmark checks`` measures it against the same step without the check.
 
 In a program over several devices (data- or sequence-parallel) the callback runs beside the device
 threads: a failing check logs its message (``jax.debug.callback failed ... InputError: ...``), and JAX

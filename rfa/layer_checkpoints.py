@@ -16,7 +16,7 @@ import jax
 from flax import nnx
 
 from rfa._validation import InputError
-from rfa.attention.flax_adapter import RandomProjection
+from rfa.attention.map_variables import RandomProjection
 
 SAVED = nnx.Not(nnx.Any(nnx.Cache, nnx.RngState))  # what a checkpoint of a model holds
 

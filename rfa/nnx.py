@@ -25,14 +25,13 @@ from flax.nnx.module import first_from
 
 from rfa._validation import InputError, InputTypeError, check_positive_int
 from rfa.attention.flax_adapter import KernelizedAttention, refuse_attention_weights, repeat_kv_heads
-from rfa.attention.flax_adapter import redraw as redraw  # rfa.nnx.redraw
 from rfa.attention.flax_cache import cross_attention_step, empty_state, self_attention_step
-from rfa.attention.masks import UNSUPPORTED, plan_mask, unsupported_message
-from rfa.checks import raise_if
+from rfa.attention.map_variables import projection_key
+from rfa.attention.map_variables import redraw as redraw  # rfa.nnx.redraw
 from rfa.layer_checkpoints import restore as restore  # rfa.nnx.restore
 from rfa.layer_checkpoints import save as save  # rfa.nnx.save
-from rfa.models.config import AttentionConfig, EncoderConfig
-from rfa.models.cores import core_class
+from rfa.nnx_state_layers import DeltaNet as DeltaNet  # rfa.nnx.DeltaNet
+from rfa.nnx_state_layers import GatedLinearAttention as GatedLinearAttention
 from rfa.random_features.feature_maps import Estimator
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 
@@ -42,16 +41,6 @@ NO_DECODE = (  # flax.nnx.MultiHeadAttention's message
     "No `decode` argument was provided to MultiHeadAttention as either a __call__ argument, class attribute, or "
     "nnx.flag."
 )
-
-
-def projection_key(rngs: nnx.Rngs) -> Array:
-    """The key of the projection: the ``projection`` stream's next key, else one derived from the ``params``
-    stream's next key without advancing it, so every weight drawn after the layer is the one ``nnx`` layers
-    would draw from the same ``rngs``."""
-    if "projection" in rngs:
-        return rngs.projection()
-    stream = rngs.params
-    return jax.random.fold_in(jax.random.fold_in(stream.key[...], stream.count[...]), 0x5EED)
 
 
 class MultiHeadAttention(nnx.MultiHeadAttention):
@@ -77,7 +66,7 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
       sequence_axis: a mesh axis: where the mesh set by ``jax.set_mesh`` has it, full-sequence calls run
         sequence-parallel along it.
       rngs: ``params`` initializes the weights (the same ones as ``nnx.MultiHeadAttention`` from the same
-        ``rngs``, and every later layer's too); W is drawn from :func:`projection_key`.
+        ``rngs``, and every later layer's too); W is drawn from :func:`rfa.attention.map_variables.projection_key`.
       **kwargs: Flax's other keywords, passed to ``nnx.MultiHeadAttention``. What rfa does with each:
         ``decode`` makes the cache the recurrent state (given here or in the call, as Flax requires);
         ``dtype``, ``param_dtype``, ``precision`` apply to the projections and the attention's contractions
@@ -229,180 +218,3 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
             self.cache_index[...] += query.shape[-3]
         self.cached_state.set_value(state)
         return self.out(out.astype(self.dtype or out.dtype))
-
-
-class _StateLayer(nnx.Module):
-    """Causal self-attention by one of rfa's model cores between Flax-style q/k/v/output projections, with a
-    recurrent state as the decode cache (the base of :class:`DeltaNet` and :class:`GatedLinearAttention`)."""
-
-    def __init__(
-        self,
-        num_heads: int,
-        in_features: int,
-        attention,
-        *,
-        out_features: int | None,
-        decode: bool,
-        dtype,
-        rngs: nnx.Rngs,
-    ):
-        num_heads = check_positive_int(num_heads, "num_heads")
-        in_features = check_positive_int(in_features, "in_features")
-        if in_features % num_heads:
-            raise InputError(f"in_features ({in_features}) must be divisible by num_heads ({num_heads}).")
-        config = EncoderConfig(
-            d_model=in_features,
-            num_heads=num_heads,
-            mlp_dim=1,
-            num_encoder_layers=0,
-            dtype=jnp.dtype(dtype or jnp.float32).name,
-        )
-        core_class(attention.kind).check_site("attention", attention, config, causal=True, stateful=True)
-        heads = (num_heads, config.head_dim)
-        self.query, self.key, self.value = (
-            nnx.LinearGeneral(in_features, heads, dtype=dtype, rngs=rngs) for _ in range(3)
-        )
-        self.out = nnx.LinearGeneral(heads, out_features or in_features, axis=(-2, -1), dtype=dtype, rngs=rngs)
-        self.core = core_class(attention.kind)(config, attention, causal=True, cross=False, rngs=rngs)
-        self.decode = decode
-        self.cached_state = nnx.data(None)
-
-    def init_cache(self, input_shape: tuple[int, ...], dtype=jnp.float32) -> None:
-        """The empty state for inputs ``[batch, length, features]`` (its size does not depend on ``length``)."""
-        del dtype
-        self.cached_state = nnx.Cache(self.empty_state(input_shape[0]))
-
-    def empty_state(self, batch: int):
-        """The state of no token for ``batch`` sequences (a pytree of arrays)."""
-        return self.core.init_cache(batch, 1)
-
-    def __call__(self, inputs: Array, *, mask: Array | None = None, decode: bool | None = None) -> Array:
-        """``inputs [batch, L, in_features]`` → ``[batch, L, out_features]``, causal. ``mask`` (Flax's, nonzero =
-        attend) is key padding or causal ∧ padding (``nnx.make_causal_mask``, ``make_attention_mask``); other
-        masks raise. With ``decode`` the tokens continue the cached state (one or several at a time)."""
-        decode = self.decode if decode is None else decode
-        if not decode:
-            return self.step(inputs, None, mask=mask)
-        if self.cached_state is None:
-            raise InputError("Autoregressive cache not initialized, call ``init_cache`` first.")
-        out, state = self.step(inputs, self.cached_state.get_value(), mask=mask)
-        self.cached_state.set_value(state)
-        return out
-
-    def step(self, inputs: Array, state, *, mask: Array | None = None):
-        """The layer as a function of the state: ``(outputs, state after the tokens)`` from ``state`` (a state of
-        :meth:`empty_state`), or the outputs of a whole sequence when ``state`` is None."""
-        q, k, v = self.query(inputs), self.key(inputs), self.value(inputs)
-        plan = plan_mask(mask, q, k, is_causal=True)
-        if not isinstance(plan.pattern, int):
-            shape, found = plan.found
-            raise_if(plan.pattern == UNSUPPORTED, lambda found: unsupported_message(shape, found), values=(found,))
-        batch, length = inputs.shape[0], inputs.shape[-2]
-        keep = jnp.ones((batch, length), jnp.bool_)
-        if plan.keep_keys is not None:
-            keep = jnp.broadcast_to(jnp.any(plan.keep_keys, axis=-2), (batch, length))
-        if state is None:
-            positions = jnp.broadcast_to(jnp.arange(length), (batch, length))
-            out = self.core(q, k, v, inputs, key_mask=keep, q_positions=positions, k_positions=positions)
-        else:
-            out, state = self.core.extend(q, k, v, inputs, state, keep=keep)
-        if plan.keep_queries is not None:  # a padded query outputs 0, as in every rfa attention
-            keep_q = jnp.broadcast_to(jnp.any(plan.keep_queries, axis=-2), (batch, length))
-            out = jnp.where(keep_q[..., None, None], out, 0.0)
-        out = self.out(out.astype(self.out.dtype or out.dtype))
-        return out if state is None else (out, state)
-
-
-class DeltaNet(_StateLayer):
-    """DeltaNet or Gated DeltaNet as a Flax NNX layer: causal self-attention by the (gated) delta rule.
-
-    The papers' layer (:mod:`rfa.models.delta_rule`: short convolutions, L2-normalized q and k, β by a sigmoid,
-    with ``gated`` Mamba2's decay and the output gate; Yang, Wang, Zhang, Shen, Kim, NeurIPS 2024; Yang, Kautz,
-    Hatamizadeh, ICLR 2025) between q/k/v projections and an output projection as ``nnx.MultiHeadAttention``'s
-    (head size ``in_features // num_heads``). With ``decode=True`` the cache is the state ``[batch, heads, d, d]``
-    and the convolution's last inputs: O(1) per token at any position.
-
-    Args:
-      num_heads: the number of heads, as in ``nnx.MultiHeadAttention``.
-      in_features: the input's features.
-      out_features: the output's features (default ``in_features``).
-      gated: Gated DeltaNet (a learned decay and output gate) or DeltaNet.
-      chunk_size: tokens per chunk of the chunked form.
-      decode: with True the call continues the cached state (``init_cache`` first), as Flax's ``decode``.
-      dtype: the computation dtype of the projections (the state stays float32).
-      rngs: ``params`` initializes the weights.
-
-    Example:
-      >>> layer = rfa.nnx.DeltaNet(4, 32, rngs=nnx.Rngs(0))
-      >>> x = jnp.ones((2, 10, 32))
-      >>> layer(x).shape
-      (2, 10, 32)
-      >>> layer.init_cache(x.shape)
-      >>> layer(x[:, :1], decode=True).shape  # one token from the state
-      (2, 1, 32)
-    """
-
-    def __init__(
-        self,
-        num_heads: int,
-        in_features: int,
-        out_features: int | None = None,
-        *,
-        gated: bool = True,
-        chunk_size: int = 64,
-        decode: bool = False,
-        dtype=None,
-        rngs: nnx.Rngs,
-    ):
-        kind = "gated_deltanet" if gated else "deltanet"
-        super().__init__(
-            num_heads,
-            in_features,
-            AttentionConfig(kind, chunk_size=chunk_size),
-            out_features=out_features,
-            decode=decode,
-            dtype=dtype,
-            rngs=rngs,
-        )
-
-
-class GatedLinearAttention(_StateLayer):
-    """Gated linear attention as a Flax NNX layer: ``S_t = diag(g_t) S_{t−1} + φ(k_t)v_tᵀ`` with a data-dependent
-    gate per head and feature, ``g_t = sigmoid(W x_t + b)`` (Yang et al., "Gated Linear Attention Transformers with
-    Hardware-Efficient Training", ICML 2024, with a full-rank gate), normalized as rfa's kernelized attention.
-
-    Args:
-      num_heads: the number of heads, as in ``nnx.MultiHeadAttention``.
-      in_features: the input's features.
-      out_features: the output's features (default ``in_features``).
-      feature_map: the map φ, a registered estimator (default elu+1, as GLA); one with a projection draws it from
-        ``rngs`` and is redrawn by :func:`redraw` like every rfa layer's.
-      num_features: m of a map that takes one.
-      chunk_size: tokens per chunk of the chunked form.
-      decode: with True the call continues the cached state (``init_cache`` first), as Flax's ``decode``.
-      dtype: the computation dtype of the projections (the state stays float32).
-      rngs: ``params`` initializes the weights (and the projection of a map that has one).
-
-    Example:
-      >>> layer = rfa.nnx.GatedLinearAttention(4, 32, rngs=nnx.Rngs(0))
-      >>> layer(jnp.ones((2, 10, 32)), mask=nnx.make_causal_mask(jnp.ones((2, 10)))).shape
-      (2, 10, 32)
-    """
-
-    def __init__(
-        self,
-        num_heads: int,
-        in_features: int,
-        out_features: int | None = None,
-        *,
-        feature_map: str = "elu",
-        num_features: int = 64,
-        chunk_size: int = 64,
-        decode: bool = False,
-        dtype=None,
-        rngs: nnx.Rngs,
-    ):
-        attention = AttentionConfig(feature_map, num_features, chunk_size=chunk_size, gated=True, gate="feature")
-        super().__init__(
-            num_heads, in_features, attention, out_features=out_features, decode=decode, dtype=dtype, rngs=rngs
-        )

@@ -6,7 +6,7 @@ The suite runs thousands of small programs, so compiling them is most of its tim
   installed jax and jaxlib versions. Off by default since two fresh-clone runs (jax 0.10.2) each lost a worker to
   a segfault inside the cache write (``put_executable_and_time``, compiling the attention-error sweep of
   tests/experiments/test_measure.py), after which pytest-xdist hung. The entry-point tests start
-  ``python -m experiments...`` subprocesses that compile the programs the in-process tests already
+  ``rfa ...`` subprocesses that compile the programs the in-process tests already
   compiled, and pytest-xdist workers and later runs (e.g. ``tools/mutants.py``) compile the same
   programs again; through the cache they skip it. XLA keys every entry by the program and the
   compiler flags, so a stale entry is never used; the version in the folder name lets old ones be
@@ -53,7 +53,7 @@ def data_dir(tmp_path_factory):
 # long file collected last (tests/train/ sorts last) would run alone at the end on one worker.
 LONGEST_FIRST = (
     "train/test_train.py",
-    "experiments/test_runner.py",
+    "rfa/experiments/test_runner.py",
     "models/test_models.py",
     "test_readme.py",
     "test_doctests.py",

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from scipy import stats
 
-from experiments import tables
-from experiments.spread import Spread, compare, per_seed
+from rfa.experiments import tables
+from rfa.experiments.spread import Spread, compare, per_seed
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -44,7 +44,7 @@ def data(name: str):
 
 @functools.cache
 def table(key: str) -> list[dict]:
-    """The rows of the rendered table ``key`` (``experiments.tables``), as ``{column: cell}``."""
+    """The rows of the rendered table ``key`` (``rfa.experiments.tables``), as ``{column: cell}``."""
     lines = [line for line in tables.render(key).splitlines() if line.startswith("|")]
     header = [cell.strip() for cell in lines[0].strip("|").split("|")]
     return [dict(zip(header, (c.strip() for c in line.strip("|").split("|")), strict=True)) for line in lines[2:]]

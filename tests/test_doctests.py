@@ -17,8 +17,6 @@ import numpy as np
 import pytest
 from flax import nnx
 
-import configs
-import experiments
 import rfa
 
 
@@ -32,11 +30,7 @@ def _defines_flags(name: str) -> bool:
     return "flags.DEFINE_" in source
 
 
-MODULES = sorted(
-    name
-    for name in [*_modules(rfa), "experiments", *_modules(experiments), *_modules(configs)]
-    if not _defines_flags(name)
-)
+MODULES = sorted(name for name in _modules(rfa) if not _defines_flags(name) and not name.endswith("__main__"))
 NAMESPACE = {"rfa": rfa, "jax": jax, "jnp": jnp, "np": np, "nnx": nnx, "flax": flax}
 # Examples that train, decode, build models or attend under several masks (over 4 s each): in the slow tier.
 SLOW = {
@@ -51,8 +45,8 @@ SLOW = {
     "rfa.models.swin",
     "rfa.models.vision",
     "rfa.models.forecaster",
-    "experiments.sweeps.runner",
-    "configs.common",
+    "rfa.experiments.sweeps.runner",
+    "rfa.configs.common",
     "rfa.data.pipeline",
 }
 

@@ -23,8 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import rfa
-from experiments.report import Analysis, Verdict, select
-from experiments.sweeps.registry import Reproduction, register_reproduction
+from rfa.experiments.report import Analysis, Verdict, select
+from rfa.experiments.sweeps.registry import Reproduction, register_reproduction
 from rfa.data.pipeline import pad
 from rfa.data.tokenizers import PAD_ID, ByteTokenizer
 from rfa.models import Encoder
@@ -99,7 +99,7 @@ register_reproduction(Reproduction("toy_agreement", "kernel_mse", analyze, confi
 '''
 
 SWEEP_CONFIG = """
-from configs.common import apply_variant, sweep_config
+from rfa.configs.common import apply_variant, sweep_config
 
 
 def get_config(arg=None):
@@ -115,7 +115,7 @@ def get_config(arg=None):
 """
 
 TRAIN_CONFIG = """
-from configs.common import task_config
+from rfa.configs.common import task_config
 
 
 def get_config(arg=None):
@@ -148,7 +148,7 @@ def outside(tmp_path_factory):
 def test_a_toy_task_kind_and_estimator_train_through_experiments_train(outside, data_dir):
     _run(
         [
-            "experiments.train",
+            "rfa.experiments.train",
             "--config",
             "toy_train.py",
             "--workdir",
@@ -165,10 +165,13 @@ def test_a_toy_task_kind_and_estimator_train_through_experiments_train(outside, 
 
 
 def test_a_toy_reproduction_runs_through_experiments_mse_and_reproduce(outside):
-    _run(["experiments.mse", "--config", "toy_sweep.py:quick", "--workdir", "sweep"], outside)
+    _run(["rfa.experiments.sweep", "--config", "toy_sweep.py:quick", "--workdir", "sweep"], outside)
     report = (outside / "sweep" / "report.md").read_text()
     assert "toy_agreement — reproduced: scaled_positive's Monte Carlo within 4 SE" in report
-    _run(["experiments.reproduce", "--modules=toy_extensions", "--only=toy_agreement", "--workdir=reproduce"], outside)
+    _run(
+        ["rfa.experiments.reproduce", "--modules=toy_extensions", "--only=toy_agreement", "--workdir=reproduce"],
+        outside,
+    )
     index = (outside / "reproduce" / "quick" / "report.md").read_text()
     assert "- toy_agreement — reproduced" in index
 
@@ -176,11 +179,21 @@ def test_a_toy_reproduction_runs_through_experiments_mse_and_reproduce(outside):
 def test_shipped_configs_run_from_outside_the_checkout(outside):
     """The README's commands name configs/<name>.py; outside the checkout the installed configs answer."""
     one_cell = ["--config.repetitions=20", "--config.geometry.norms=(1.0,)", "--config.geometry.angles=(90.0,)"]
-    _run(["experiments.mse", "--config", "configs/performer_fig2.py:quick", "--workdir", "fig2", *one_cell], outside)
+    _run(
+        [
+            "rfa.experiments.sweep",
+            "--config",
+            "performer_fig2:quick",
+            "--workdir",
+            "fig2",
+            *one_cell,
+        ],
+        outside,
+    )
     records = json.loads((outside / "fig2" / "results.json").read_text())
     assert {r["estimator"] for r in records} == {"trig", "positive"} and len(records) == 2
     done = subprocess.run(
-        [sys.executable, "-m", "experiments.mse", "--config", "configs/nope.py", "--workdir", "x"],
+        [sys.executable, "-m", "rfa.experiments.sweep", "--config", "configs/nope.py", "--workdir", "x"],
         cwd=outside,
         capture_output=True,
         text=True,

@@ -1,7 +1,7 @@
 """The results pages against their data.
 
 Every comparison table on ``docs/results`` is rendered from its ``results/*.json`` by the study's own code
-(``experiments.tables``), and every verdict in it is recomputed here from the per-seed values with the documented
+(``rfa.experiments.tables``), and every verdict in it is recomputed here from the per-seed values with the documented
 rule, by an independent implementation: scipy's paired, Welch and one-sample t-tests and statsmodels' Holm
 correction, across each table's comparisons. The sentences with numbers are held by ``tests/results_claims.py``.
 """
@@ -17,7 +17,7 @@ from results_claims import CLAIMS, COVERED, SETUP
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from experiments import tables
+from rfa.experiments import tables
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -32,14 +32,14 @@ def load(name):
 def test_every_marked_table_of_a_page_is_rendered_from_its_json(page):
     for key, body in tables.page_sections(page.read_text()):
         assert body == tables.render(key), (
-            f"{page.name}: the table {key!r} is not what its JSON gives; run `python -m experiments.tables`."
+            f"{page.name}: the table {key!r} is not what its JSON gives; run `rfa tables`."
         )
 
 
 @pytest.mark.parametrize("name", sorted(tables.TABLES))
 def test_every_committed_table_is_its_json_under_the_current_rule(name):
     assert (RESULTS / f"{name}.md").read_text() == tables.render(name) + "\n", (
-        f"results/{name}.md is stale; run `python -m experiments.tables`."
+        f"results/{name}.md is stale; run `rfa tables`."
     )
 
 
@@ -48,7 +48,7 @@ def test_every_table_with_a_verdict_on_the_pages_is_rendered_from_json():
     for page in PAGES:
         text = tables.SECTION.sub("", page.read_text())
         loose += [f"{page.name}: {line}" for line in text.splitlines() if line.startswith("|") and "verdict" in line]
-    assert not loose, f"write these tables with experiments.tables (marked sections): {loose}"
+    assert not loose, f"write these tables with rfa.experiments.tables (marked sections): {loose}"
 
 
 def _p(values, reference):

@@ -10,9 +10,9 @@ import re
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PACKAGES = ("rfa", "experiments", "configs")
+PACKAGES = ("rfa", "experiments", "configs")  # rfa, and the 0.2 names a checkout keeps for one release
 SOURCES = sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py"))
-MAX_LINES = 450
+MAX_LINES = 400
 
 
 def module_name(path: pathlib.Path) -> str:
@@ -41,7 +41,7 @@ def imports(path: pathlib.Path) -> list[tuple[str, list[str], int]]:
     return found
 
 
-def test_every_module_is_at_most_450_lines():
+def test_every_module_is_at_most_400_lines():
     long = {str(p.relative_to(ROOT)): n for p in SOURCES if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert not long, f"split these modules (over {MAX_LINES} lines): {long}"
 
@@ -108,17 +108,31 @@ def test_there_is_no_import_cycle():
     assert not cycles, "\n".join(cycles)
 
 
+OUTSIDE_CORE = ("rfa.experiments", "rfa.configs")  # installed with rfa, imported only with rfa[experiments]
+
+
+def _in(module: str, *packages: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
 def test_the_layers_point_one_way():
-    """random_features <- attention <- models <- tasks <- train <- experiments; rfa never imports experiments or
-    configs, and configs import only configs.common (and rfa, for the commons)."""
+    """random_features <- attention <- models <- tasks <- train <- experiments; rfa's core never imports
+    rfa.experiments or rfa.configs, and a config imports only rfa.configs.common (and the core, for the commons)."""
     order = ["rfa.random_features", "rfa.attention", "rfa.models", "rfa.tasks", "rfa.train"]
     upward = []
     for name, targets in _graph().items():
         for target in targets:
-            if name.startswith("rfa") and target.split(".")[0] in ("experiments", "configs"):
-                upward.append(f"{name} -> {target}")
-            if name.startswith("configs.") and name != "configs.common" and target != "configs.common":
-                upward.append(f"{name} -> {target} (configs import only configs.common)")
+            if _in(name, "rfa") and not _in(name, *OUTSIDE_CORE) and _in(target, *OUTSIDE_CORE, *PACKAGES[1:]):
+                upward.append(f"{name} -> {target} (the core imports no experiment and no config)")
+            if _in(name, "rfa.configs") and _in(target, "rfa.experiments", *PACKAGES[1:]):
+                upward.append(f"{name} -> {target} (configs import only rfa.configs.common and the core)")
+            if (
+                _in(name, "rfa.configs")
+                and name.count(".") == 3
+                and _in(target, "rfa.configs")
+                and target != "rfa.configs.common"
+            ):
+                upward.append(f"{name} -> {target} (configs import only rfa.configs.common and the core)")
             rank = {layer: i for i, layer in enumerate(order)}
             mine = next((rank[layer] for layer in order if name.startswith(layer)), None)
             theirs = next((rank[layer] for layer in order if target.startswith(layer)), None)
@@ -195,8 +209,8 @@ def test_every_shipped_task_has_a_config():
     from rfa.tasks import SHIPPED
 
     named = set()
-    for path in sorted((ROOT / "configs").glob("*.py")):
-        module = importlib.import_module(f"configs.{path.stem}")
+    for path in sorted((ROOT / "rfa" / "configs").glob("*/*.py")):
+        module = importlib.import_module(module_name(path))
         for arg in ("exact", "exact,quick"):
             try:
                 named.add(module.get_config(arg).task)
@@ -215,6 +229,6 @@ def test_one_class_per_name():
         for node in ast.parse(path.read_text()).body:
             if isinstance(node, ast.ClassDef):
                 defined.setdefault(node.name, []).append(str(path.relative_to(ROOT)))
-    twins = {"rfa/linen.py", "rfa/nnx.py"}
-    shared = {name: paths for name, paths in defined.items() if len(paths) > 1 and set(paths) != twins}
+    twins = ({"rfa/linen.py", "rfa/nnx.py"}, {"rfa/linen.py", "rfa/nnx_state_layers.py"})
+    shared = {name: paths for name, paths in defined.items() if len(paths) > 1 and set(paths) not in twins}
     assert not shared, f"classes of the same name: {shared}"

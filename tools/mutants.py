@@ -54,7 +54,7 @@ MULTIPROCESS = (
 RELATIVE_TESTS = ("tests/attention/test_relative_bias.py",)
 FOURIER_TESTS = ("tests/attention/test_fourier_integral.py",)
 LONGER_TEST = "tests/train/test_train.py::test_a_trained_model_is_rebuilt_for_longer_sequences_and_evaluated_on_them"
-ESTIMATORS_IN_MODELS = "experiments/studies/estimators_in_models.py"
+ESTIMATORS_IN_MODELS = "rfa/experiments/studies/estimators_in_models/measure.py"
 ESTIMATORS_TESTS = "tests/experiments/test_estimators_in_models.py"
 DELTA_CHUNKED = "rfa/attention/delta_rule/chunked.py"
 DELTA_RECURRENT = "rfa/attention/delta_rule/recurrent.py"
@@ -586,10 +586,10 @@ MUTANTS = [
     ),
     Mutant(
         "linformer-padding-projected",
-        "rfa/models/linformer.py",
+        "rfa/attention/linformer.py",
         "        k, v = jnp.where(keep, k, 0), jnp.where(keep, v, 0)\n",
         "",
-        ("tests/models/test_attention_kinds.py",),
+        ("tests/models/test_attention_kinds.py", "tests/attention/test_linformer.py"),
         "Linformer projects padded keys and values",
     ),
     Mutant(
@@ -660,7 +660,7 @@ MUTANTS = [
     ),
     Mutant(
         "fig2-verdict-ignores-published",
-        "experiments/sweeps/performer_fig2.py",
+        "rfa/experiments/sweeps/performer_fig2.py",
         "    return abs(theory / published - 1) <= FIG2_TOLERANCE",
         "    return True",
         ("tests/experiments/test_runner.py",),
@@ -710,7 +710,7 @@ MUTANTS = [
     ),
     Mutant(
         "output-flag-ignored",
-        "experiments/report.py",
+        "rfa/experiments/report.py",
         "    return output or os.path.join(workdir, name)",
         "    return os.path.join(workdir, name)",
         ("tests/train/test_train.py::test_compare_kernels_trains_every_pair_and_writes_the_table",),
@@ -718,15 +718,15 @@ MUTANTS = [
     ),
     Mutant(
         "shipped-configs-not-found",
-        "experiments/cli.py",
-        "        return shipped_config(name) + colon + arg\n",
-        "        return value\n",
+        "rfa/experiments/cli.py",
+        "    return value if shipped is None else shipped + colon + arg\n",
+        "    return value\n",
         ("tests/experiments/test_sweep.py::test_shipped_configs_are_found_by_name_where_no_such_file_exists",),
-        "configs/<name>.py works only inside the checkout",
+        "--config <name> works only where a file of that name is",
     ),
     Mutant(
         "reproduction-requirements-ignored",
-        "experiments/sweeps/registry.py",
+        "rfa/experiments/sweeps/registry.py",
         "    if missing:\n",
         "    if False:\n",
         ("tests/experiments/test_runner.py",),
@@ -750,7 +750,7 @@ MUTANTS = [
     ),
     Mutant(
         "nnx-layer-shifts-the-weights",
-        "rfa/nnx.py",
+        "rfa/attention/map_variables.py",
         "    return jax.random.fold_in(jax.random.fold_in(stream.key[...], stream.count[...]), 0x5EED)\n",
         "    return rngs.params()\n",
         ("tests/attention/test_flax_layers.py",),
@@ -830,7 +830,7 @@ MUTANTS = [
     ),
     Mutant(
         "config-typo-traceback",
-        "experiments/cli.py",
+        "rfa/experiments/cli.py",
         '        sys.exit(f"error: {override_error(argv, error)}")\n',
         "        raise\n",
         ("tests/train/test_train.py::test_entry_points_report_bad_input_without_a_traceback",),
@@ -846,7 +846,7 @@ MUTANTS = [
     ),
     Mutant(
         "results-printed-by-every-process",
-        "experiments/train.py",
+        "rfa/experiments/train.py",
         "    if jax.process_index() == 0:  # one copy of the results, however many processes\n",
         "    if True:  # one copy of the results, however many processes\n",
         (MULTIPROCESS,),
@@ -899,7 +899,7 @@ MUTANTS = [
     ),
     Mutant(
         "population-standard-deviation",
-        "experiments/spread.py",
+        "rfa/experiments/spread.py",
         "values.std(ddof=1)",
         "values.std(ddof=0)",
         ("tests/experiments/test_spread.py",),
@@ -908,7 +908,7 @@ MUTANTS = [
     # Evidence that holds up (issue 40).
     Mutant(
         "verdicts-without-holm",
-        "experiments/spread.py",
+        "rfa/experiments/spread.py",
         "        if p > alpha / (len(tested) - rank):\n",
         "        if p > alpha:\n",
         ("tests/experiments/test_spread.py", "tests/test_results_pages.py"),
@@ -916,7 +916,7 @@ MUTANTS = [
     ),
     Mutant(
         "verdicts-unpaired",
-        "experiments/spread.py",
+        "rfa/experiments/spread.py",
         "        if set(values) <= set(reference):\n",
         "        if False:\n",
         ("tests/experiments/test_spread.py", "tests/test_results_pages.py"),
@@ -924,7 +924,7 @@ MUTANTS = [
     ),
     Mutant(
         "normal-quantile",
-        "experiments/spread.py",
+        "rfa/experiments/spread.py",
         "    half = float(stats.t.ppf(0.5 + LEVEL / 2, dof)) * error\n",
         "    half = 1.96 * error\n",
         ("tests/experiments/test_spread.py",),
@@ -948,7 +948,7 @@ MUTANTS = [
     ),
     Mutant(
         "forecast-selected-on-test",
-        "experiments/studies/forecasting.py",
+        "rfa/experiments/studies/forecasting.py",
         'scale: float(np.mean([r["validation"]["mse"]["mean"] for r in rows])) for scale',
         'scale: float(np.mean([r["test"]["mse"]["mean"] for r in rows])) for scale',
         (
@@ -958,7 +958,7 @@ MUTANTS = [
     ),
     Mutant(
         "recall-rate-chosen-on-test",
-        "experiments/studies/associative_recall.py",
+        "rfa/experiments/studies/recall.py",
         '        sweep[f"{rate:g}"] = row["validation"]["accuracy"]["mean"]',
         '        sweep[f"{rate:g}"] = row["test"]["accuracy"]["mean"]',
         (
@@ -968,7 +968,7 @@ MUTANTS = [
     ),
     Mutant(
         "custom-sweep-gets-a-verdict",
-        "experiments/sweeps/registry.py",
+        "rfa/experiments/sweeps/registry.py",
         "    if not changed:\n",
         "    if True:\n",
         ("tests/experiments/test_runner.py::test_a_users_estimators_run_from_a_module_named_in_the_config",),
@@ -976,7 +976,7 @@ MUTANTS = [
     ),
     Mutant(
         "figure-styles-cycle-ten",
-        "experiments/styles.py",
+        "rfa/experiments/styles.py",
         "    known = {name: (COLORS[i], MARKERS[i % len(MARKERS)]) for i, name in enumerate(KNOWN)}",
         '    known = {name: (COLORS[i % 10], "o") for i, name in enumerate(KNOWN)}',
         ("tests/experiments/test_styles.py",),
@@ -984,7 +984,7 @@ MUTANTS = [
     ),
     Mutant(
         "length-floor-counts-padding",
-        "experiments/studies/length_generalization.py",
+        "rfa/experiments/studies/length_generalization.py",
         "    weights = targets != PAD_ID\n",
         "    weights = np.ones_like(targets, dtype=bool)\n",
         ("tests/experiments/test_length_generalization.py",),
@@ -1032,7 +1032,7 @@ MUTANTS = [
     ),
     Mutant(
         "every-seed-trains-the-first",
-        "experiments/studies/seeded.py",
+        "rfa/experiments/seeded.py",
         "        seeded.seed = seed\n",
         "        seeded.seed = seeds[0]\n",
         ("tests/train/test_train.py::test_compare_kernels_trains_every_pair_and_writes_the_table",),
@@ -1040,7 +1040,7 @@ MUTANTS = [
     ),
     Mutant(
         "state-bytes-of-every-layer",
-        "experiments/studies/associative_recall.py",
+        "rfa/experiments/studies/recall.py",
         "jax.tree.leaves(caches)) / len(caches))",
         "jax.tree.leaves(caches)))",
         ("tests/experiments/test_recall.py",),
@@ -1149,7 +1149,7 @@ MUTANTS = [
     # Length generalization and estimators inside models (issues 30 and 31).
     Mutant(
         "longer-model-keeps-its-initialization",
-        "rfa/train/loop.py",
+        "rfa/train/trained.py",
         "    nnx.update(model, kept)\n    return model\n",
         "    return model\n",
         (LONGER_TEST,),
@@ -1157,7 +1157,7 @@ MUTANTS = [
     ),
     Mutant(
         "longer-model-shapes-unchecked",
-        "rfa/train/loop.py",
+        "rfa/train/trained.py",
         "        if old.shape != new.shape:\n",
         "        if False:\n",
         (LONGER_TEST,),
@@ -1173,7 +1173,7 @@ MUTANTS = [
     ),
     Mutant(
         "length-study-evaluates-the-training-task",
-        "experiments/studies/length_generalization.py",
+        "rfa/experiments/studies/length_generalization.py",
         "    config.task, config.eval_batches = study.longer_task, study.longer_batches",
         "    config.eval_batches = study.longer_batches",
         ("tests/experiments/test_length_generalization.py",),
@@ -1213,7 +1213,7 @@ MUTANTS = [
     ),
     Mutant(
         "qk-scale-queries-only",
-        "experiments/studies/qk_scale.py",
+        "rfa/experiments/studies/estimators_in_models/qk_scale.py",
         "    return (q * s, k * s, *rest)",
         "    return (q * s, k, *rest)",
         (ESTIMATORS_TESTS,),
@@ -1221,7 +1221,7 @@ MUTANTS = [
     ),
     Mutant(
         "qk-scale-sweep-unscaled",
-        "experiments/studies/qk_scale.py",
+        "rfa/experiments/studies/estimators_in_models/qk_scale.py",
         "        sites = [scaled(site, s) for site in prepared.sites]\n",
         "        sites = list(prepared.sites)\n",
         (ESTIMATORS_TESTS,),
@@ -1229,7 +1229,7 @@ MUTANTS = [
     ),
     Mutant(
         "shared-attention-calibrated",
-        "rfa/attention/flax_adapter.py",
+        "rfa/attention/map_variables.py",
         "        if uses[id(fn)] > 1:\n",
         "        if uses[id(fn)] > 2:\n",
         ("tests/random_features/test_dense_exponential.py",),
@@ -1245,7 +1245,7 @@ MUTANTS = [
     ),
     Mutant(
         "distill-first-seed-only",
-        "experiments/studies/distillation.py",
+        "rfa/experiments/studies/distillation.py",
         "Spread.of(result[field] for result in results)",
         "Spread.of(results[0][field] for result in results)",
         ("tests/experiments/test_distill.py",),
@@ -1328,7 +1328,7 @@ MUTANTS = [
     ),
     Mutant(
         "recall-sweep-at-the-smallest-m",
-        "experiments/studies/associative_recall.py",
+        "rfa/experiments/studies/recall.py",
         "swept_at = counts[len(counts) // 2] if study.sweep_per_kind else m",
         "swept_at = counts[0] if study.sweep_per_kind else m",
         ("tests/experiments/test_recall.py",),

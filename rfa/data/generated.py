@@ -23,7 +23,7 @@ class PreparedLocally:
     TFDS's ``download_and_prepare`` reports a download on stdout ("Downloading and preparing
     dataset Unknown size ...", then "... downloaded and prepared") and draws a progress bar per
     split and per shuffle pass; for data generated on this machine none of it says anything, and
-    stdout is where ``experiments.train`` prints its results. Errors still raise as usual.
+    stdout is where ``rfa.experiments.train`` prints its results. Errors still raise as usual.
 
     Example:
       >>> class MyData(PreparedLocally, tfds.core.GeneratorBasedBuilder): ...

@@ -6,7 +6,7 @@ answer 9. Operators take 2 to ``max_args`` arguments; nesting is at most ``max_d
 ``int(median)`` and SM is the sum mod 10, as in LRA. LRA writes the same trees with extra
 parentheses; this version leaves them out, so a length here counts operators, digits and ``]``.
 The ``lra`` config has LRA's sizes (lengths 500-2000, 96k training examples; preparing it takes
-minutes: ``python -m experiments.prepare_data --dataset listops/lra``), ``lra_sample`` the same
+minutes: ``rfa prepare-data --dataset listops/lra``), ``lra_sample`` the same
 expressions in small splits (the first 2048 training and 256 evaluation ones of ``lra``), and
 ``short`` keeps the task and shortens the sequences to 16-128 tokens, and ``cpu`` keeps only MAX and MIN at
 depth at most 3 with at most 4 arguments and 8-32 tokens: the scale at which exact attention learns ListOps on a

@@ -19,7 +19,7 @@ own code, after the paper's recipe:
 
 Pixels are 0 (background) or 255 (curves and dots), stored as ``image [resolution, resolution] uint8``
 with its ``label``. The ``32`` config has LRA's sizes (160k training images, 20k validation and test);
-preparing it takes minutes (``python -m experiments.prepare_data --dataset pathfinder/32``), and the
+preparing it takes minutes (``rfa prepare-data --dataset pathfinder/32``), and the
 ``32_sample`` config (the same images, 2k training) is what quick runs and tests use. The ``cpu`` config
 (16x16, two curves of three dashes, 20k training images) is the smallest tried on a 2-core CPU.
 """

@@ -74,7 +74,7 @@ def load_source(task, split: str, data_dir: str, config: tfds.core.BuilderConfig
         if not task.prepare_on_first_use and not _is_prepared(_builder(task.dataset, data_dir)):
             raise DatasetMissingError(
                 f"dataset {task.dataset!r} is not prepared in data_dir {data_dir!r}; it takes minutes to generate, so "
-                f"it is not prepared on first use. Prepare it once with `python -m experiments.prepare_data "
+                f"it is not prepared on first use. Prepare it once with `rfa prepare-data "
                 f"--dataset {task.dataset} --data_dir {data_dir}` (its small sample task, '<task>_sample', needs "
                 "no preparation)."
             )

@@ -44,8 +44,14 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from rfa.attention.flax_adapter import Calibratable, learned_variables, random_variables, redraw_variables
 from rfa.attention.kernelized import attention_over, kernelized_attention
+from rfa.attention.map_variables import (
+    Calibratable,
+    learned_variables,
+    projection_key,
+    random_variables,
+    redraw_variables,
+)
 from rfa.attention.state import init_state
 from rfa.models.delta_rule import DeltaRuleCore
 from rfa.models.linformer import LinformerCore
@@ -89,7 +95,7 @@ class KernelizedCore(Calibratable):
         self.num_heads, self.head_dim = config.num_heads, config.head_dim
         self.sequence_axis = config.sequence_axis
         random = fm.needs_projection or bool(fm.sampled)
-        key = (rngs.projection() if "projection" in rngs else rngs.params()) if random else None
+        key = projection_key(rngs) if random else None
         self.projection, self.random_params = random_variables(
             fm, key, attention.num_features, config.head_dim, kind=attention.projection, scaling=attention.scaling
         )

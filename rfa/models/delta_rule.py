@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from rfa.attention.delta_rule import delta_rule_attention, normalized_features
-from rfa.attention.flax_adapter import RandomMap, random_variables, redraw_variables
+from rfa.attention.map_variables import RandomMap, projection_key, random_variables, redraw_variables
 from rfa.random_features.feature_maps import feature_map as lookup_feature_map
 
 Array = jax.Array
@@ -66,7 +66,7 @@ class DeltaRuleCore(RandomMap):
         self.gated, self.attention = attention.kind == "gated_deltanet", attention
         self.qk_map = None if attention.qk_map is None else lookup_feature_map(attention.qk_map)
         random = self.qk_map is not None and (self.qk_map.needs_projection or bool(self.qk_map.sampled))
-        key = (rngs.projection() if "projection" in rngs else rngs.params()) if random else None
+        key = projection_key(rngs) if random else None
         self.projection, self.random_params = (
             random_variables(
                 self.qk_map, key, attention.num_features, dh, kind=attention.projection, scaling=attention.scaling

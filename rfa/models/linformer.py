@@ -8,20 +8,16 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rfa.attention.linformer import project_keys_values
 from rfa.models.softmax import attend_one, refuse_gate, softmax_attention
 
 Array = jax.Array
 
 
 class LinformerCore(nnx.Module):
-    """Softmax attention over keys and values projected along the length: ``softmax(Q(EK)ᵀ/√d) FV``.
-
-    ``E, F [k, max_length]`` are learned and shared by the heads (Wang et al., "Linformer: Self-Attention
-    with Linear Complexity", 2020, Sec. 4); ``k = AttentionConfig.num_features``. Padded keys and
-    values are zeroed before the projection, so they enter no projected key; a sequence shorter than
-    ``max_length`` uses the first columns (the zero padding of the rest). Bidirectional only: each
-    projected key mixes every position, future ones included.
-    """
+    """Softmax attention over keys and values projected along the length, ``softmax(Q(EK)ᵀ/√d) FV``
+    (:mod:`rfa.attention.linformer`, Wang et al. 2020), with ``E, F [k, max_length]`` learned parameters shared by
+    the heads; ``k = AttentionConfig.num_features``. Bidirectional only."""
 
     causal, bidirectional, cross, dense_masks, uses_num_features = False, True, True, False, True
     takes_qk_map = False
@@ -53,10 +49,7 @@ class LinformerCore(nnx.Module):
                 f"linformer was built for sequences of at most max_length = {self.max_length} tokens (its E and F "
                 f"are [k, max_length]), got {length}; build the model with a larger max_length."
             )
-        keep = key_mask[:, :, None, None]
-        k, v = jnp.where(keep, k, 0), jnp.where(keep, v, 0)
-        E, F = (p[...][:, :length].astype(k.dtype) for p in (self.key_projection, self.value_projection))
-        return jnp.einsum("nl,blhd->bnhd", E, k), jnp.einsum("nl,blhd->bnhd", F, v)
+        return project_keys_values(k, v, self.key_projection[...], self.value_projection[...], key_mask)
 
     def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions) -> Array:
         return softmax_attention(q, *self._project(k, v, key_mask))

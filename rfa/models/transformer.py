@@ -16,7 +16,7 @@ import numpy as np
 from flax import nnx
 
 from rfa._validation import is_concrete
-from rfa.attention.flax_adapter import redraw
+from rfa.attention.map_variables import redraw
 from rfa.models.config import EncoderConfig, TransformerConfig
 from rfa.models.layers import DecoderLayer, EncoderLayer
 from rfa.models.positional import PositionalEmbedding

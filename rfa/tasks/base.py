@@ -38,7 +38,7 @@ class Task:
       num_classes: labels of a classification task.
       generated: True for the project's own builders.
       prepare_on_first_use: a generated dataset is prepared by the first run that needs it; False for
-        those that take minutes (``python -m experiments.prepare_data`` prepares them).
+        those that take minutes (``rfa prepare-data`` prepares them).
       train_split, validation_split, test_split: TFDS split names (slices such as ``"train[:90%]"`` work). Training
         evaluates on the validation split as it runs, for model selection, and on the test split once, at the
         end (``rfa.train.train_and_evaluate``).
@@ -150,7 +150,7 @@ class TaskKind(abc.ABC):
     def answer(
         self, model: nnx.Module, task: Task, text: str, *, max_length: int, max_new_tokens: int, beam_size: int
     ) -> str:
-        """The trained model's output for one input text (``python -m experiments.decode``)."""
+        """The trained model's output for one input text (``rfa decode``)."""
         raise ValueError(f"a {self.name} model does not answer text: decode a text task's workdir.")
 
 

@@ -1,7 +1,7 @@
 """The shipped tasks: the project's own datasets and a few real TFDS ones, each registered by name.
 
 The project's own datasets are prepared on first use, except the Long Range Arena ones at their real
-sizes, which take minutes and are prepared once by ``python -m experiments.prepare_data``; each of those
+sizes, which take minutes and are prepared once by ``rfa prepare-data``; each of those
 has a ``_sample`` task with the same examples in small splits, prepared on first use (quick runs and
 tests). Real TFDS datasets must already be prepared (``array_record``) in the data_dir. Register your own
 with :func:`rfa.tasks.register_task`.
@@ -23,7 +23,8 @@ SHIPPED: dict[str, Task] = {
         name: Task(f"algorithmic/{name}", "seq2seq", "inputs", "targets", _BYTES, generated=True)
         for name in ("copy", "reverse", "sort")
     },
-    # Sort on strings of 33-64 letters, beyond the 2-32 of "sort": evaluated by configs/length_generalization.py
+    # Sort on strings of 33-64 letters, beyond the 2-32 of "sort": evaluated by
+    # rfa/configs/studies/length_generalization.py
     # (the builder also has copy_longer and reverse_longer, to register the same way).
     "sort_longer": Task("algorithmic/sort_longer", "seq2seq", "inputs", "targets", _BYTES, generated=True),
     "listops": Task("listops/short", "classification", "source", "label", _LISTOPS, num_classes=10, generated=True),

@@ -2,7 +2,7 @@
 
 ``configs/<task>.py`` calls :func:`task_config` with the task's sizes; its config string
 selects the attention kind and, optionally, the quick variant used by the tests:
-``--config configs/sort.py:positive`` or ``--config configs/sort.py:positive,quick``. The same
+``--config sort:positive`` or ``--config sort:positive,quick``. The same
 attention goes to every site (encoder self-attention, masked decoder self-attention,
 cross-attention), with three exceptions: a gate (``gated_rfa``) decays the decoder's self-attention
 only, Linformer, which cannot be causal, leaves the decoder's self-attention exact (a language

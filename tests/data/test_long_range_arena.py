@@ -10,7 +10,7 @@ import pytest
 
 import rfa.data as data
 import rfa.tasks as tasks
-from configs import listops_lra, pathfinder
+from rfa.configs.tasks import listops_lra, pathfinder
 from rfa.data import listops
 from rfa.data import pathfinder as pathfinder_data
 from rfa.workdir import ConfigError
@@ -94,7 +94,7 @@ def test_lra_tasks_at_full_size_say_how_to_prepare_them(tmp_path):
             data.load_source(tasks.get_task(name), "train", str(tmp_path))
         message = str(error.value)
         assert f"dataset '{dataset}' is not prepared in data_dir '{tmp_path}'" in message
-        assert f"python -m experiments.prepare_data --dataset {dataset} --data_dir {tmp_path}" in message
+        assert f"rfa prepare-data --dataset {dataset} --data_dir {tmp_path}" in message
     assert not os.listdir(tmp_path)  # nothing was generated
 
 
@@ -103,7 +103,7 @@ def test_prepare_data_command_prepares_once(tmp_path):
     command = [
         sys.executable,
         "-m",
-        "experiments.prepare_data",
+        "rfa.experiments.prepare_data",
         "--dataset",
         "pathfinder/32_sample",
         f"--data_dir={tmp_path}",
@@ -141,9 +141,9 @@ def test_lra_quick_comparison_trains_at_the_real_lengths(data_dir, tmp_path):
         [
             sys.executable,
             "-m",
-            "experiments.studies.compare_kernels",
+            "rfa.experiments.studies.compare_kernels",
             "--config",
-            "configs/compare_kernels.py:lra_quick",
+            "compare_kernels:lra_quick",
             "--workdir",
             str(tmp_path),
             f"--config.data_dir={data_dir}",

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from configs import mqar as mqar_configs
+from rfa.configs.tasks import mqar as mqar_configs
 from rfa.data.mqar import check_sizes, example, mqar_config
 from rfa.tasks import eval_batches, get_task, task_kind, train_batches
 from rfa.train import check_config

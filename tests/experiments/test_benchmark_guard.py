@@ -4,7 +4,7 @@ import copy
 import json
 import pathlib
 
-from experiments.benchmarks import guard
+from rfa.experiments.benchmarks import guard
 
 
 def test_the_committed_attention_figures_pass_against_themselves_and_a_slower_rfa_is_named(tmp_path, capsys):

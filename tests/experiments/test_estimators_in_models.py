@@ -13,10 +13,16 @@ import pytest
 import references
 
 import rfa
-from configs import estimators_in_models
-from experiments.studies import qk_scale
-from experiments.studies.estimators_in_models import over_seeds, relative_error, run, site_measures, valid_pairs
-from experiments.studies.estimators_in_models_report import plot, table
+from rfa.configs.studies import estimators_in_models
+from rfa.experiments.studies.estimators_in_models import qk_scale
+from rfa.experiments.studies.estimators_in_models.measure import (
+    over_seeds,
+    relative_error,
+    run,
+    site_measures,
+    valid_pairs,
+)
+from rfa.experiments.studies.estimators_in_models.report import plot, table
 from rfa.workdir import ConfigError
 
 B, L, H, D = 2, 12, 2, 8
@@ -180,9 +186,9 @@ def test_the_quick_study_measures_every_model_state_and_fit(data_dir, tmp_path):
         [
             sys.executable,
             "-m",
-            "experiments.studies.estimators",
+            "rfa.experiments.studies.estimators_in_models",
             "--config",
-            "configs/estimators_in_models.py:quick",
+            "estimators_in_models:quick",
             "--workdir",
             str(tmp_path),
             f"--config.data_dir={data_dir}",

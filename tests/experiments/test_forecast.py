@@ -8,10 +8,11 @@ import sys
 import numpy as np
 import pytest
 
-from configs import co2, forecast
-from experiments.studies import forecasting
-from experiments.studies.forecasting import seasonal_naive_scores
+from rfa.configs.studies import forecasting as forecast
+from rfa.configs.tasks import co2
 from rfa.data.series import seasonal_naive
+from rfa.experiments.studies import forecasting
+from rfa.experiments.studies.forecasting import seasonal_naive_scores
 from rfa.tasks import eval_batches, get_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -24,9 +25,9 @@ def test_the_quick_forecasting_comparison_writes_its_table_and_figure(data_dir, 
         [
             sys.executable,
             "-m",
-            "experiments.studies.forecast",
+            "rfa.experiments.studies.forecasting",
             "--config",
-            "configs/forecast.py:quick",
+            "forecasting:quick",
             "--workdir",
             str(tmp_path),
             f"--config.data_dir={data_dir}",

@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from configs import length_generalization
-from experiments.studies.length_generalization import run, table
+from rfa.configs.studies import length_generalization
+from rfa.experiments.studies.length_generalization import run, table
 from rfa.tasks import eval_batches, get_task, shift_right
 from rfa.train import load_model
 from rfa.workdir import ConfigError

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import rfa
-from configs import attention_output_error, performer_lemma2
-from experiments.sweeps import attention_error, kernel_mse
-from experiments.sweeps.cells import Cell, cells
+from rfa.configs.sweeps import attention_output_error, performer_lemma2
+from rfa.experiments.sweeps import attention_error, kernel_mse
+from rfa.experiments.sweeps.cells import Cell, cells
 
 PAIRS = [(0.5, 30.0), (1.0, 60.0), (1.0, 150.0), (1.25, 180.0)]
 MOMENT_CASES = [
@@ -128,7 +128,7 @@ def test_attention_error_falls_with_m_and_shares_inputs_across_estimators():
     config = attention_output_error.get_config("quick")
     config.length, config.num_seeds, config.num_features, config.input_scales = 256, 3, (8, 128), (0.5,)
     config.batch_elements = 256 * 128 * 2 * 2  # two seeds per batch: the last batch is padded
-    inputs = attention_error.AttentionInputs(config)
+    inputs = attention_error.ScaledInputs(config)
     records = {}
     for estimator in ("positive", "oprf"):
         for m in config.num_features:

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from configs import recall as recall_configs
-from experiments.studies import associative_recall
-from experiments.studies.associative_recall import settings, state_bytes, training_config
+from rfa.configs.studies import recall as recall_configs
+from rfa.experiments.studies import recall
+from rfa.experiments.studies.recall import settings, state_bytes, training_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -54,11 +54,11 @@ def test_each_setting_trains_its_seeds_at_the_rate_of_the_best_validation_accura
         validation, test = {3e-4: (0.4, 0.1), 1e-3: (0.9, 0.2), 3e-3: (0.5, 0.99)}[rate]
         return {"validation": {"accuracy": {"mean": validation}}, "test": {"accuracy": {"mean": test}}}
 
-    monkeypatch.setattr(associative_recall, "train_seeds", fake_train_seeds)
-    monkeypatch.setattr(associative_recall, "state_bytes", lambda config: 1)
+    monkeypatch.setattr(recall, "train_seeds", fake_train_seeds)
+    monkeypatch.setattr(recall, "state_bytes", lambda config: 1)
     study = recall_configs.get_config("pairs8_v256")
     study.attention, study.seeds = ("exact",), (0, 1, 2)
-    (row,) = associative_recall.run(study, str(tmp_path))
+    (row,) = recall.run(study, str(tmp_path))
     assert trained == [
         ("exact/lr_0.0003", (0,), 64),
         ("exact/lr_0.001", (0,), 64),
@@ -69,7 +69,7 @@ def test_each_setting_trains_its_seeds_at_the_rate_of_the_best_validation_accura
     assert (row["num_pairs"], row["vocab_size"], row["length"]) == (8, 256, 64)
     row |= {"attention": "exact", "num_features": None, "seeds": [0, 1, 2], "runs": []}
     row["test"]["accuracy"] |= {"std": 0.0, "n": 3}
-    assert associative_recall.table([row]).splitlines()[2] == "| exact | - | 0.0 | 0.001 | 3 | 0.200 ± 0.000 | - | - |"
+    assert recall.table([row]).splitlines()[2] == "| exact | - | 0.0 | 0.001 | 3 | 0.200 ± 0.000 | - | - |"
 
 
 def test_a_sweep_per_kind_runs_at_its_middle_feature_count_and_its_rate_serves_every_count(tmp_path, monkeypatch):
@@ -81,8 +81,8 @@ def test_a_sweep_per_kind_runs_at_its_middle_feature_count_and_its_rate_serves_e
         best = 1e-2 if m == 64 else 1e-3
         return {"validation": {"accuracy": {"mean": 1.0 if rate == best else 0.5}}}
 
-    monkeypatch.setattr(associative_recall, "train_seeds", fake_train_seeds)
-    monkeypatch.setattr(associative_recall, "state_bytes", lambda config: 1)
+    monkeypatch.setattr(recall, "train_seeds", fake_train_seeds)
+    monkeypatch.setattr(recall, "state_bytes", lambda config: 1)
     study = recall_configs.get_config("pairs4_l64")
     study.attention = ("positive", "hedgehog", "sliding_window")
     assert settings(study) == [
@@ -93,7 +93,7 @@ def test_a_sweep_per_kind_runs_at_its_middle_feature_count_and_its_rate_serves_e
         ("hedgehog", 64),
         ("sliding_window", 16),
     ]
-    rows = associative_recall.run(study, str(tmp_path))
+    rows = recall.run(study, str(tmp_path))
     sweeps = [name for name, seeds in trained if seeds == (0,)]
     assert sweeps == [
         f"{kind}_m{m}/lr_{rate}"
@@ -118,9 +118,9 @@ def test_the_quick_recall_study_writes_its_table_and_figure(data_dir, tmp_path):
         [
             sys.executable,
             "-m",
-            "experiments.studies.recall",
+            "rfa.experiments.studies.recall",
             "--config",
-            "configs/recall.py:quick",
+            "recall:quick",
             "--workdir",
             str(tmp_path),
             f"--config.data_dir={data_dir}",

@@ -14,10 +14,10 @@ import time
 import pytest
 from helpers import non_progress_lines
 
-from configs import performer_fig2 as fig2_config
-from experiments import reproduce
-from experiments.report import fmt, select
-from experiments.sweeps import (
+from rfa.configs.sweeps import performer_fig2 as fig2_config
+from rfa.experiments import reproduce
+from rfa.experiments.report import fmt, select
+from rfa.experiments.sweeps import (
     attention_output_error,
     derf_variance,
     hybrid_angle,
@@ -35,7 +35,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _config(name):
-    return __import__(f"configs.{name}", fromlist=["get_config"]).get_config("quick")
+    return __import__(f"rfa.configs.sweeps.{name}", fromlist=["get_config"]).get_config("quick")
 
 
 def _agreement(report):
@@ -291,7 +291,7 @@ def test_rerun_resumes_without_recomputing(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_kill_9_loses_no_finished_cell_and_resuming_gives_the_uninterrupted_numbers(tmp_path):
     overrides = ["--config.estimators=('positive',)", "--config.num_features=(2,4,8,16,32,64)"]
-    command = [sys.executable, "-m", "experiments.mse", "--config=configs/performer_lemma2.py:quick", *overrides]
+    command = [sys.executable, "-m", "rfa.experiments.sweep", "--config=performer_lemma2:quick", *overrides]
     process = subprocess.Popen([*command, f"--workdir={tmp_path / 'killed'}"], cwd=REPO, stderr=subprocess.DEVNULL)
     cells = tmp_path / "killed" / "cells"
     deadline = time.monotonic() + 120
@@ -314,7 +314,7 @@ def test_kill_9_loses_no_finished_cell_and_resuming_gives_the_uninterrupted_numb
 @pytest.mark.slow
 def test_main_job_command_prints_verdicts_and_where_the_reports_are_without_library_noise(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "experiments.reproduce", f"--workdir={tmp_path}", "--only=performer_fig2"],
+        [sys.executable, "-m", "rfa.experiments.reproduce", f"--workdir={tmp_path}", "--only=performer_fig2"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -335,7 +335,7 @@ def test_main_job_command_prints_verdicts_and_where_the_reports_are_without_libr
 
 @pytest.mark.slow
 def test_command_line_refuses_a_workdir_of_another_config(tmp_path):
-    base = [sys.executable, "-m", "experiments.mse", "--config=configs/performer_fig2.py:quick"]
+    base = [sys.executable, "-m", "rfa.experiments.sweep", "--config=performer_fig2:quick"]
     base.append(f"--workdir={tmp_path}")
     first = ["--config.geometry.norms=(1.0,)", "--config.geometry.angles=(90.0,)"]
     subprocess.run([*base, *first], cwd=REPO, check=True, capture_output=True)
@@ -365,7 +365,7 @@ def test_benchmarks_write_json(tmp_path):
         [
             sys.executable,
             "-m",
-            "experiments.benchmarks.attention",
+            "rfa.experiments.benchmarks.attention",
             "--lengths=64,128",
             "--repeats=1",
             "--min_repeats=1",
@@ -389,7 +389,13 @@ def test_benchmarks_write_json(tmp_path):
     assert rows["positive"]["over_positive"] == 1.0 and "fit" not in rows["positive"]
     assert rows["aderf"]["fit"]["median_ms"] > 0 and rows["aderf"]["fit_over_forward"] > 0
     subprocess.run(
-        [sys.executable, "-m", "experiments.benchmarks.mse", "--variant=quick", f"--output={tmp_path / 'mse.json'}"],
+        [
+            sys.executable,
+            "-m",
+            "rfa.experiments.benchmarks.mse",
+            "--variant=quick",
+            f"--output={tmp_path / 'mse.json'}",
+        ],
         cwd=REPO,
         check=True,
         capture_output=True,
@@ -400,7 +406,7 @@ def test_benchmarks_write_json(tmp_path):
         [
             sys.executable,
             "-m",
-            "experiments.benchmarks.decoding",
+            "rfa.experiments.benchmarks.decoding",
             "--positions=8,32",
             "--steps=2",
             "--repeats=1",
@@ -414,7 +420,7 @@ def test_benchmarks_write_json(tmp_path):
         [
             sys.executable,
             "-m",
-            "experiments.benchmarks.flax_decoding",
+            "rfa.experiments.benchmarks.flax_decoding",
             "--positions=8,128",
             "--steps=2",
             "--repeats=1",
@@ -434,7 +440,7 @@ def test_benchmarks_write_json(tmp_path):
         [
             sys.executable,
             "-m",
-            "experiments.benchmarks.checks",
+            "rfa.experiments.benchmarks.checks",
             "--length=32",
             "--repeats=1",
             f"--output={tmp_path / 'checks.json'}",
@@ -449,7 +455,7 @@ def test_benchmarks_write_json(tmp_path):
         [
             sys.executable,
             "-m",
-            "experiments.benchmarks.scaling",
+            "rfa.experiments.benchmarks.scaling",
             "--lengths=32,64",
             "--repeats=1",
             "--fit_from=32",
@@ -474,7 +480,7 @@ def test_benchmarks_write_json(tmp_path):
         [
             sys.executable,
             "-m",
-            "experiments.benchmarks.relative",
+            "rfa.experiments.benchmarks.relative",
             "--lengths=16,32",
             "--repeats=1",
             "--dense_max=16",
@@ -495,7 +501,7 @@ def test_benchmarks_write_json(tmp_path):
         [
             sys.executable,
             "-m",
-            "experiments.benchmarks.delta_rule",
+            "rfa.experiments.benchmarks.delta_rule",
             "--lengths=16,32",
             "--repeats=1",
             "--recurrent_max=16",

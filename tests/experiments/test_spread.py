@@ -8,10 +8,10 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from configs import sort
-from experiments.report import training_table
-from experiments.spread import Spread, compare, holm, over_seeds, verdicts
-from experiments.studies.seeded import train_seeds
+from rfa.configs.tasks import sort
+from rfa.experiments.report import training_table
+from rfa.experiments.seeded import train_seeds
+from rfa.experiments.spread import Spread, compare, holm, over_seeds, verdicts
 from rfa.workdir import ConfigError
 
 

@@ -1,5 +1,6 @@
 """Figures a reader can read: no two series of one figure share a style, a kind looks the same in every figure, and
-legends stay off the data. The figures are drawn from the committed results, as ``experiments.tables`` draws them."""
+legends stay off the data. The figures are drawn from the committed results, as ``rfa.experiments.tables`` draws
+them."""
 
 import json
 import subprocess
@@ -9,8 +10,8 @@ from pathlib import Path
 import pytest
 from matplotlib.colors import to_hex
 
-from experiments.styles import KNOWN, styles
-from experiments.tables import FIGURES
+from rfa.experiments.styles import KNOWN, styles
+from rfa.experiments.tables import FIGURES
 from rfa.train import ATTENTION_VARIANTS
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"

@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from configs import attention_output_error, derf_variance, orthogonal_vs_iid, performer_fig2
-from configs.common import sweep_config
-from experiments.sweeps import cells as sweep_cells
-from experiments.sweeps.cells import ResultStore
-from experiments.sweeps.checks import check_config
 from rfa import workdir
+from rfa.configs.common import sweep_config
+from rfa.configs.sweeps import attention_output_error, derf_variance, orthogonal_vs_iid, performer_fig2
+from rfa.experiments.sweeps import cells as sweep_cells
+from rfa.experiments.sweeps.cells import ResultStore
+from rfa.experiments.sweeps.checks import check_config
 
 
 def test_cells_cover_the_sweep_once_grouped_by_projection_draws():
@@ -177,8 +177,8 @@ def test_command_line_rejects_a_misspelt_override(tmp_path):
         [
             sys.executable,
             "-m",
-            "experiments.mse",
-            "--config=configs/performer_fig2.py:quick",
+            "rfa.experiments.sweep",
+            "--config=performer_fig2:quick",
             "--config.repetiton=5",
             f"--workdir={tmp_path}",
         ],
@@ -188,25 +188,29 @@ def test_command_line_rejects_a_misspelt_override(tmp_path):
     assert result.returncode != 0
     assert "repetiton" in result.stderr
     assert not os.listdir(tmp_path)
-    helped = subprocess.run([sys.executable, "-m", "experiments.mse", "--help"], capture_output=True, text=True)
+    helped = subprocess.run([sys.executable, "-m", "rfa.experiments.sweep", "--help"], capture_output=True, text=True)
     assert helped.returncode == 0 and "--workdir" in helped.stdout  # absl's own --help exits 1
 
 
 def test_shipped_configs_are_found_by_name_where_no_such_file_exists(tmp_path, monkeypatch):
-    """``--config configs/<name>.py[:arg]`` names the installed config outside the checkout; a file that exists
-    where the command runs, or a name nothing ships, is passed on as it is."""
-    from experiments.cli import resolve_config, resolve_config_arguments, shipped_config
+    """``--config <name>[:arg]`` (and 0.2's ``configs/<name>.py``) names the installed config, in whichever group
+    holds it; a file that exists where the command runs, or a name nothing ships, is passed on as it is."""
+    from rfa.experiments.cli import SHIPPED_CONFIGS, resolve_config, resolve_config_arguments, shipped_config
 
     monkeypatch.chdir(tmp_path)
-    assert resolve_config("configs/sort.py:positive,quick") == shipped_config("sort.py") + ":positive,quick"
-    assert resolve_config("sort.py") == shipped_config("sort.py") and os.path.isfile(shipped_config("sort.py"))
+    sort = os.path.join(SHIPPED_CONFIGS, "tasks", "sort.py")
+    assert os.path.isfile(sort) and shipped_config("sort") == shipped_config("sort.py") == sort
+    assert resolve_config("sort:positive,quick") == sort + ":positive,quick"
+    assert resolve_config("configs/sort.py:positive") == sort + ":positive"  # the 0.2 form, for one release
+    assert resolve_config("distill:quick") == os.path.join(SHIPPED_CONFIGS, "studies", "distillation.py") + ":quick"
+    assert resolve_config("performer_fig2") == os.path.join(SHIPPED_CONFIGS, "sweeps", "performer_fig2.py")
     assert resolve_config("configs/nope.py:quick") == "configs/nope.py:quick"
-    (tmp_path / "configs").mkdir()
-    (tmp_path / "configs" / "sort.py").write_text("")
-    assert resolve_config("configs/sort.py:x") == "configs/sort.py:x"  # the user's own file wins
-    assert resolve_config_arguments(["prog", "--config", "fig.py", "--config=performer_fig2.py:quick"]) == [
+    assert resolve_config("../sort:x") == "../sort:x"
+    (tmp_path / "sort").write_text("")
+    assert resolve_config("sort:x") == "sort:x"  # the user's own file wins
+    assert resolve_config_arguments(["prog", "--config", "fig.py", "--config=performer_fig2:quick"]) == [
         "prog",
         "--config",
         "fig.py",
-        "--config=" + shipped_config("performer_fig2.py") + ":quick",
+        "--config=" + shipped_config("performer_fig2") + ":quick",
     ]

@@ -1,6 +1,6 @@
 """Multi-process training on one host: 2 processes of 2 CPU devices, jax.distributed over 127.0.0.1.
 
-Each test launches ``python -m experiments.train`` as a user would (``JAX_COORDINATOR_ADDRESS`` on a free port
+Each test launches ``rfa train`` as a user would (``JAX_COORDINATOR_ADDRESS`` on a free port
 the test chooses, ``JAX_NUM_PROCESSES=2``, ``JAX_PROCESS_ID``), bounded in time, and holds the run to a single
 process with the same 4 devices: the same metrics at every logged step, written once, after one process is
 stopped with SIGTERM and both are killed after a later checkpoint and relaunched; and it starts one process
@@ -43,9 +43,9 @@ def launch(workdir, data_dir, *extra, processes=2, devices=2, port=None, ids=Non
     command = [
         sys.executable,
         "-m",
-        "experiments.train",
+        "rfa.experiments.train",
         "--config",
-        "configs/sort.py:positive,quick",
+        "sort:positive,quick",
         "--workdir",
         str(workdir),
         f"--config.data_dir={data_dir}",

@@ -19,7 +19,7 @@ from helpers import run_on_devices
 CHECKS = r"""
 import json, sys, tempfile
 import jax, jax.numpy as jnp, numpy as np
-from configs import listops, python_source, sort
+from rfa.configs.tasks import listops, python_source, sort
 import rfa.attention.kernelized.api as api
 from rfa.tasks import train_batches
 from rfa.train import sharding, train_and_evaluate

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from helpers import non_progress_lines
 
-from configs import co2, digits, digits_swin, listops, pathfinder_vit, python_source, sort
+from rfa.configs.tasks import co2, digits, digits_swin, listops, pathfinder_vit, python_source, sort
 from rfa.tasks import eval_batches, get_task
 from rfa.train import (
     CheckpointError,
@@ -237,11 +237,11 @@ def test_a_finished_workdir_is_not_retrained(sort_run):
     assert read_metrics(workdir) == records
 
 
-# experiments.train whose run sends itself signal argv[1] once step argv[2] is done (via on_step).
+# rfa.experiments.train whose run sends itself signal argv[1] once step argv[2] is done (via on_step).
 TRAIN_SIGNALLED_AT = """
 import functools, os, signal, sys
-from experiments import train
-from experiments.cli import run_main
+from rfa.experiments import train
+from rfa.experiments.cli import run_main
 
 signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C as in a terminal (a pytest-xdist worker ignores it)
 
@@ -260,7 +260,7 @@ def _lines(text: str) -> list[str]:
 def test_ctrl_c_then_kill_9_then_resume_ends_with_the_metrics_of_an_uninterrupted_run(sort_run, tmp_path):
     config, whole, results = sort_run  # 12 steps, logs every 4, checkpoints every 4, keeps 2
     workdir, data_dir = tmp_path / "run", tmp_path / "tfds"  # a data_dir to prepare: its output is checked too
-    arguments = ["--config=configs/sort.py:positive,quick", f"--workdir={workdir}", f"--config.data_dir={data_dir}"]
+    arguments = ["--config=sort:positive,quick", f"--workdir={workdir}", f"--config.data_dir={data_dir}"]
 
     def run_until(signum, step):
         command = [sys.executable, "-c", TRAIN_SIGNALLED_AT, str(int(signum)), str(step), *arguments]
@@ -361,7 +361,7 @@ def test_unknown_attention_variant_is_refused():
 SHARDED_RUNS = """
 import json, sys
 import jax
-from configs import sort
+from rfa.configs.tasks import sort
 from rfa.train import read_metrics, train_and_evaluate
 from rfa.workdir import ConfigError
 
@@ -426,7 +426,7 @@ def test_decode_answers_inputs_from_the_command_line_and_a_file(sort_run, tmp_pa
     (tmp_path / "inputs.txt").write_text("dcba\nhello\n")
     for extra in ([], ["--beam_size", "2"]):
         done = _run(
-            "experiments.decode",
+            "rfa.experiments.decode",
             "--workdir",
             workdir,
             "--input",
@@ -444,21 +444,21 @@ def test_decode_answers_inputs_from_the_command_line_and_a_file(sort_run, tmp_pa
 
 @pytest.mark.slow
 def test_entry_points_report_bad_input_without_a_traceback(data_dir, tmp_path):
-    done = _run("experiments.decode", "--workdir", str(tmp_path), "--input", "abc")
+    done = _run("rfa.experiments.decode", "--workdir", str(tmp_path), "--input", "abc")
     assert done.returncode != 0 and "is not a training workdir: it has no config.json" in done.stderr
     done = _run(
-        "experiments.train",
+        "rfa.experiments.train",
         "--config",
-        "configs/sort.py:positive,quick",
+        "sort:positive,quick",
         "--workdir",
         str(tmp_path / "w"),
         "--config.task=nope",
     )
     assert done.returncode != 0 and "error: config.task: unknown task 'nope'" in done.stderr
     done = _run(
-        "experiments.train",
+        "rfa.experiments.train",
         "--config",
-        "configs/sort.py:positive,quick",
+        "sort:positive,quick",
         "--workdir",
         str(tmp_path / "w"),
         "--config.task=imdb_reviews",
@@ -471,14 +471,19 @@ def test_entry_points_report_bad_input_without_a_traceback(data_dir, tmp_path):
         ("--config.model.d_modle=3", 'Did you mean "d_model"'),
     ):
         done = _run(
-            "experiments.train", "--config", "configs/sort.py:positive,quick", "--workdir", str(tmp_path / "w"), typo
+            "rfa.experiments.train",
+            "--config",
+            "sort:positive,quick",
+            "--workdir",
+            str(tmp_path / "w"),
+            typo,
         )
         (line,) = _lines(done.stderr)
         assert done.returncode != 0 and line.startswith(f"error: {typo}: ") and expected in line, done.stderr
     done = _run(
-        "experiments.train",
+        "rfa.experiments.train",
         "--config",
-        "configs/sunspots.py:positive,quick",
+        "sunspots:positive,quick",
         "--workdir",
         str(tmp_path / "s"),
         "--config.max_length=400",
@@ -493,9 +498,9 @@ def test_entry_points_report_bad_input_without_a_traceback(data_dir, tmp_path):
 def test_compare_kernels_trains_every_pair_and_writes_the_table(data_dir, tmp_path):
     output = tmp_path / "table.json"
     _run(
-        "experiments.studies.compare_kernels",
+        "rfa.experiments.studies.compare_kernels",
         "--config",
-        "configs/compare_kernels.py:quick",
+        "compare_kernels:quick",
         "--workdir",
         str(tmp_path),
         f"--config.data_dir={data_dir}",
@@ -515,12 +520,12 @@ def test_compare_kernels_trains_every_pair_and_writes_the_table(data_dir, tmp_pa
     assert (tmp_path / "sort" / "positive" / "seed_1" / "results.json").exists()
     assert (tmp_path / "table.png").stat().st_size > 10_000
     done = _run(
-        "experiments.studies.compare_kernels",
+        "rfa.experiments.studies.compare_kernels",
         "--config",
-        "configs/compare_kernels.py:quick",
+        "compare_kernels:quick",
         "--workdir",
         str(tmp_path),
         "--config.tasks=nope",
         "--output=",
     )
-    assert done.returncode != 0 and "the study names the task 'nope', which has no configs/nope.py" in done.stderr
+    assert done.returncode != 0 and "rfa ships no task config 'nope'" in done.stderr

@@ -38,7 +38,7 @@ Array = jax.Array
 
 FFT_FROM_LENGTH = 512
 """The length from which the Toeplitz sums run by FFT; shorter sequences form the L × L weights
-``φ(q_i)ᵀφ(k_j) c_{i−j}``, which cost fewer operations there (``experiments.benchmarks.relative``)."""
+``φ(q_i)ᵀφ(k_j) c_{i−j}``, which cost fewer operations there (``rfa.experiments.benchmarks.relative``)."""
 
 
 def toeplitz(kernel: Array, length: int) -> Array:

@@ -10,7 +10,7 @@
 - hedgehog: Zhang et al., "The Hedgehog & the Porcupine: Expressive Linear Attentions with Softmax
   Mimicry", ICLR 2024, Sec. 4. ``φ(x) = [softmax(Wx + b), softmax(-(Wx + b))]`` with a learned
   ``W [d, d']`` and ``b [d']`` per head (2d' features, all positive), initialised to the identity
-  and trained by attention distillation (``experiments.studies.distill``).
+  and trained by attention distillation (``rfa.experiments.studies.distillation``).
 
 Neither estimates a fixed kernel (``kernel=None``); both are trained with the model.
 """

@@ -1,0 +1,87 @@
+"""Associative recall against recurrent state size: which kinds ``rfa.experiments.studies.recall`` trains on MQAR.
+
+Run:
+  rfa study recall --config recall --workdir workdir/recall
+Variants: ``:quick`` is a smoke test: the quick variants of two kinds, two seeds (seconds; the tests run it), at
+a size where nothing recalls; its output says so and compares nothing. ``:pairs4_l64`` and ``:pairs4_l128``
+are the harder settings (4 pairs in 64 and in 128 tokens over 128 ids; ``rfa/configs/tasks/mqar.py``'s scales of those
+names): one kind per family, random features at m = 16, 64 and 256, Hedgehog at d' = 16 and 64 (OPRF, the
+second softmax-kernel map, and Hedgehog at 256 are left out for CPU time), the delta rule, a sliding window of 16
+tokens (a window of 64 covers a whole sequence of 64) and a hybrid stack. Each kind's learning rate is chosen on
+validation among three (one seed per rate, at its middle m), then every setting of the kind trains three seeds at
+that rate. ``:pairs8_v256`` is a first try at 8
+pairs, over 256 ids. Linformer is not among the kinds: it cannot be
+causal, and MQAR is read by a causal decoder.
+"""
+
+import ml_collections
+
+from rfa.configs.common import apply_variant
+
+
+def get_config(arg: str | None = None):
+    config = ml_collections.ConfigDict()
+    config.task = "mqar"  # a configs/<task>.py of a recall task
+    config.attention = (  # exact first: the reference of the verdicts
+        "exact",
+        "positive",
+        "oprf",
+        "saderf",
+        "gated_rfa",
+        "hedgehog",
+        "elu",
+        "relu",
+        "taylor",
+        "fourier",
+        "gla",
+    )
+    config.num_features = (4, 32)  # m of the kinds that take one (random features, Hedgehog's d', a window)
+    config.num_features_of = {}  # {attention: its own m}, in place of num_features
+    config.seeds = (0, 1, 2)
+    config.scale = ""  # each run's "<attention>,<scale>" ("": the task config's own)
+    config.data_dir = "data"
+    config.smoke_test = False  # True: the output says so and compares nothing (the quick variant)
+    config.learning_rates = ()  # (): the task config's rate; else each setting keeps the best on validation
+    config.sweep_seed = 0  # the seed of the learning-rate sweep's runs
+    config.sweep_per_kind = False  # True: one sweep per kind, at its middle m, whose rate serves all its m
+    return apply_variant(
+        config,
+        arg,
+        {
+            "full": {},
+            "quick": {
+                "attention": ("exact", "positive"),
+                "num_features": (8,),
+                "seeds": (0, 1),
+                "scale": "quick",
+                "smoke_test": True,
+            },
+            **{
+                name: {
+                    "attention": (
+                        "exact",
+                        "positive",
+                        "elu",
+                        "taylor",
+                        "hedgehog",
+                        "gla",
+                        "deltanet",
+                        "gated_deltanet",
+                        "sliding_window",
+                        "hybrid_gated_deltanet",
+                    ),
+                    "num_features": (16, 64, 256),
+                    # a window of 64 or more covers the whole of pairs4_l64's sequences: exact attention
+                    "num_features_of": {"hedgehog": (16, 64), "sliding_window": (16,)},
+                    "scale": name,
+                    "learning_rates": rates,
+                    "sweep_per_kind": True,
+                }
+                for name, rates in (
+                    ("pairs4_l64", (1e-3, 3e-3, 1e-2)),
+                    ("pairs4_l128", (1e-3, 3e-3, 1e-2)),
+                    ("pairs8_v256", (3e-4, 1e-3, 3e-3)),
+                )
+            },
+        },
+    )

@@ -1,0 +1,138 @@
+"""The delta rule's chunked form against its recurrent form, gated linear attention and exact attention, over L.
+
+Run: ``rfa benchmark delta_rule``. For each length, the forward and backward pass (gradients
+to q, k, v, and to β and the log-decays where a case has them) at ``[1, L, 8, 64]``, timed as compiled programs
+(median of ``--repeats``, the cases in turns so that a drift of a shared machine falls on all), with XLA's
+memory estimate:
+
+- ``delta chunked``: ``rfa.attention.delta_rule_attention`` with a decay (Gated DeltaNet), chunks of 64: a
+  64 × 64 unit-triangular solve per chunk, then a scan over chunks;
+- ``delta recurrent``: the same with ``chunk_size=1``, one token per scan step (the decoding form), up to
+  ``--recurrent_max``;
+- ``gla chunked``: ``rfa.kernelized_attention`` causal with elu+1 features and one decay per feature (GLA's
+  form, F = d = 64), chunks of 64: the same head sizes;
+- ``exact``: ``jax.nn.dot_product_attention(..., is_causal=True)``, up to ``--exact_max``.
+
+Writes JSON (``--output``, default ``<workdir>/benchmark_delta_rule.json``) with the log-log slopes of time against
+L and the ratio of the chunked delta rule to GLA at each length, and a figure beside it. CPU timings are ratios
+within one run; absolute ones count on a GPU.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from absl import flags
+
+import rfa
+from rfa.experiments.benchmarks.common import environment, loglog_figure, memory_bytes, run_once, slope, timing_summary
+from rfa.experiments.benchmarks.guard import warn_against_committed
+from rfa.experiments.cli import run_main
+from rfa.experiments.report import markdown_table, output_path, write_report
+
+_LENGTHS = flags.DEFINE_list("lengths", ["512", "1024", "2048", "4096"], "Sequence lengths L.")
+_RECURRENT_MAX = flags.DEFINE_integer("recurrent_max", 2048, "Longest L the recurrent form runs at.")
+_EXACT_MAX = flags.DEFINE_integer("exact_max", 4096, "Longest L exact attention runs at (its memory is O(L²)).")
+_REPEATS = flags.DEFINE_integer("repeats", 5, "Timed calls per case and length (median reported).")
+_OUTPUT = flags.DEFINE_string("output", None, "JSON path; default <workdir>/benchmark_delta_rule.json.")
+_WORKDIR = flags.DEFINE_string("workdir", "workdir/benchmarks", "Where the JSON and figure go.")
+
+B, H, D, CHUNK = 1, 8, 64, 64  # batch, heads, head dimension, chunk length
+CASES = ("delta chunked", "delta recurrent", "gla chunked", "exact")
+
+
+def attend(name: str, q, k, v, beta, log_decay):
+    """The case's causal attention; the delta rule gets unit keys and queries, as its models give it."""
+    if name.startswith("delta"):
+        q, k = (x / jnp.linalg.norm(x, axis=-1, keepdims=True) for x in (q, k))
+        chunk = 1 if name == "delta recurrent" else CHUNK
+        return rfa.attention.delta_rule_attention(q, k, v, beta, log_decay=log_decay[..., 0], chunk_size=chunk)
+    if name == "gla chunked":
+        return rfa.kernelized_attention(
+            q, k, v, feature_map="elu", projection=None, is_causal=True, log_decay=log_decay, chunk_size=CHUNK
+        )
+    return jax.nn.dot_product_attention(q, k, v, is_causal=True)
+
+
+def loss(name: str):
+    """``loss(q, k, v, beta, log_decay)``: the output against a fixed direction, differentiated in every input."""
+
+    def value(q, k, v, beta, log_decay):
+        out = attend(name, q, k, v, beta, log_decay)
+        return jnp.sum(out * jnp.cos(jnp.arange(out.size).reshape(out.shape)))
+
+    return jax.jit(jax.value_and_grad(value, argnums=(0, 1, 2, 3, 4)))
+
+
+def measure(length: int, names: list[str], repeats: int) -> dict:
+    keys = jax.random.split(jax.random.key(length), 5)
+    q, k, v = (0.5 * jax.random.normal(key, (B, length, H, D)) for key in keys[:3])
+    beta = jax.nn.sigmoid(jax.random.normal(keys[3], (B, length, H)))
+    log_decay = jax.nn.log_sigmoid(3.0 + jax.random.normal(keys[4], (B, length, H, D)))  # GLA: one per feature
+    args = (q, k, v, beta, log_decay)
+    compiled = {name: loss(name).lower(*args).compile() for name in names}
+    for name in names:
+        run_once(compiled[name], args)  # warm-up
+    seconds = {name: [] for name in names}
+    for _ in range(repeats):
+        for name in names:
+            seconds[name].append(run_once(compiled[name], args))
+    return {"length": length} | {
+        name: {**timing_summary(seconds[name]), "memory": memory_bytes(compiled[name])} for name in names
+    }
+
+
+def main(argv):
+    del argv
+    lengths = [int(x) for x in _LENGTHS.value]
+    rows = []
+    for length in lengths:
+        names = [
+            n
+            for n in CASES
+            if (n != "delta recurrent" or length <= _RECURRENT_MAX.value)
+            and (n != "exact" or length <= _EXACT_MAX.value)
+        ]
+        rows.append(measure(length, names, _REPEATS.value))
+        print(f"L = {length}: " + ", ".join(f"{n} {rows[-1][n]['median_ms']:.1f} ms" for n in names), flush=True)
+    slopes = {n: slope([(r["length"], r[n]["median_ms"]) for r in rows if n in r]) for n in CASES}
+    ratios = {r["length"]: r["delta chunked"]["median_ms"] / r["gla chunked"]["median_ms"] for r in rows}
+    results = {
+        "config": {"batch": B, "heads": H, "head_dim": D, "chunk_size": CHUNK, "lengths": lengths},
+        "results": rows,
+        "slopes": slopes,
+        "delta_over_gla": ratios,
+        "environment": environment(),
+    }
+
+    def milliseconds(row, name):
+        return f"{row[name]['median_ms']:.1f}" if name in row else "-"
+
+    text = markdown_table(
+        ["L", *(f"{n} (ms)" for n in CASES), "delta chunked / gla chunked"],
+        [[str(r["length"]), *(milliseconds(r, n) for n in CASES), f"{ratios[r['length']]:.2f}"] for r in rows],
+    )
+    text += "\n\nlog-log slope of time against L: " + ", ".join(
+        f"{n} {s:.2f}" for n, s in slopes.items() if s is not None
+    )
+    print(text)
+
+    def plot(path):
+        curves = {
+            n: ([r["length"] for r in rows if n in r], [r[n]["median_ms"] for r in rows if n in r]) for n in CASES
+        }
+        loglog_figure(
+            curves,
+            path,
+            xlabel="L",
+            ylabel="forward + backward (ms)",
+            title="causal attention, [1, L, 8, 64]: the delta rule vs GLA and exact",
+        )
+
+    output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_delta_rule.json")
+    write_report(output, results, text, plot)
+    warn_against_committed(output, results)
+
+
+if __name__ == "__main__":
+    run_main(main)

@@ -1,0 +1,153 @@
+"""Time per decoded token through one Flax attention layer: rfa's recurrent cache vs Flax's softmax KV cache.
+
+Run: ``rfa benchmark flax_decoding`` (``make benchmark``). One self-attention layer
+(``--features`` wide, ``--heads`` heads, batch ``--batch``) decodes ``--steps`` tokens from each position in one
+jitted ``lax.scan`` (Python dispatch not counted; median of ``--repeats`` calls, every (layer, position)
+timed in turn, in a new random order each round, so that the machine's noise falls on all alike):
+
+- ``flax``: ``nnx.MultiHeadAttention`` with ``decode=True``: its cache holds ``position + steps`` keys and values
+  and each token attends to all of its slots, so a token costs O(position).
+- ``rfa``: ``rfa.nnx.MultiHeadAttention`` (positive features, m = ``--num-features``) with ``decode=True``: its
+  cache is the recurrent state, the same size at any position, so a token should cost the same at any position
+  (target: 16k vs 128 <= 1.2x; the ratio is taken between the first position >= 128 and the last).
+
+It reports the crossover, the first position from which rfa is faster at every longer position, and writes
+JSON and a log-log figure to the workdir.
+"""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from absl import flags
+from flax import nnx
+
+import rfa
+from rfa.experiments.benchmarks.common import crossover, environment, loglog_figure
+from rfa.experiments.benchmarks.guard import warn_against_committed
+from rfa.experiments.cli import run_main
+from rfa.experiments.report import markdown_table, output_path, write_json
+
+_POSITIONS = flags.DEFINE_list(
+    "positions", ["16", "32", "64", "128", "256", "512", "1024", "2048", "8192", "16384"], "Decoding positions to time."
+)
+_FEATURES = flags.DEFINE_integer("features", 256, "Layer width (in_features = qkv_features).")
+_HEADS = flags.DEFINE_integer("heads", 8, "Attention heads.")
+_NUM_FEATURES = flags.DEFINE_integer("num_features", 256, "m, the random features of rfa's layer.")
+_BATCH = flags.DEFINE_integer("batch", 1, "Sequences decoded at once.")
+_STEPS = flags.DEFINE_integer("steps", 32, "Tokens decoded per timed call (one jitted scan).")
+_REPEATS = flags.DEFINE_integer("repeats", 10, "Timed calls per position (median reported).")
+_OUTPUT = flags.DEFINE_string("output", None, "JSON path; default <workdir>/benchmark_flax_decoding.json.")
+_WORKDIR = flags.DEFINE_string("workdir", "workdir/benchmarks", "Where the JSON and the figure go.")
+
+TARGET = 1.2  # rfa's time per token at the last position over its time at the first
+
+
+def layers(features: int, heads: int, num_features: int) -> dict[str, nnx.MultiHeadAttention]:
+    """Flax's softmax layer and rfa's, with the same weights (same rngs)."""
+    return {
+        "flax": nnx.MultiHeadAttention(heads, features, decode=True, rngs=nnx.Rngs(0)),
+        "rfa": rfa.nnx.MultiHeadAttention(heads, features, num_features=num_features, decode=True, rngs=nnx.Rngs(0)),
+    }
+
+
+def decoder(layer: nnx.MultiHeadAttention, position: int, *, batch: int, steps: int):
+    """A compiled call decoding ``steps`` tokens from ``position`` in one ``lax.scan``, and its argument."""
+    layer.init_cache((batch, position + steps, layer.in_features))
+    layer.cache_index[...] = jnp.array(position, jnp.int32)  # Flax attends to every slot: only the size matters
+    graphdef, state = nnx.split(layer)
+    tokens = 0.1 * jax.random.normal(jax.random.key(1), (steps, batch, 1, layer.in_features))
+
+    def decode(state):
+        def body(state, token):
+            layer = nnx.merge(graphdef, state)
+            y = layer(token, decode=True)
+            return nnx.state(layer), y[:, 0, 0]
+
+        return jax.lax.scan(body, state, tokens)[1]
+
+    return jax.jit(decode).lower(state).compile(), state
+
+
+def seconds_per_token(runs: dict, *, steps: int, repeats: int) -> dict:
+    """Median seconds per token of each compiled run ``{name: (compiled, state)}``, timed in turns, in a new random
+    order each round, so that the machine's noise (and the cache a long run leaves behind) falls on every run alike."""
+    times = {name: [] for name in runs}
+    for compiled, state in runs.values():
+        jax.block_until_ready(compiled(state))
+    names, order = list(runs), np.random.default_rng(0)
+    for _ in range(repeats):
+        for i in order.permutation(len(names)):
+            name = names[i]
+            compiled, state = runs[name]
+            began = time.perf_counter()
+            jax.block_until_ready(compiled(state))
+            times[name].append(time.perf_counter() - began)
+    return {name: float(np.median(t)) / steps for name, t in times.items()}
+
+
+def main(argv):
+    del argv
+    positions = [int(p) for p in _POSITIONS.value]
+    runs = {
+        (name, p): decoder(layer, p, batch=_BATCH.value, steps=_STEPS.value)
+        for name, layer in layers(_FEATURES.value, _HEADS.value, _NUM_FEATURES.value).items()
+        for p in positions
+    }
+    timed = seconds_per_token(runs, steps=_STEPS.value, repeats=_REPEATS.value)
+    results = {name: {p: timed[(name, p)] for p in positions} for name in ("flax", "rfa")}
+    first = min((p for p in positions if p >= 128), default=positions[0])  # the target's reference position
+    last = positions[-1]
+    ratio = results["rfa"][last] / results["rfa"][first]
+    faster_from = crossover(list(results["rfa"].items()), results["flax"])
+    rows = [
+        [
+            str(p),
+            f"{1e6 * results['flax'][p]:.1f}",
+            f"{1e6 * results['rfa'][p]:.1f}",
+            f"{results['flax'][p] / results['rfa'][p]:.2f}x",
+        ]
+        for p in positions
+    ]
+    print(markdown_table(["position", "Flax softmax µs/token", "rfa µs/token", "rfa speed-up"], rows))
+    verdict = "met" if ratio <= TARGET else "NOT met"
+    print(f"\nrfa: time per token at {last} is {ratio:.2f}x its time at {first} (target <= {TARGET}x: {verdict}).")
+    print(
+        f"rfa is faster than Flax's softmax cache from position {faster_from} on."
+        if faster_from
+        else "rfa is not faster than Flax's softmax cache at any measured position."
+    )
+    output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_flax_decoding.json")
+    figure = output.removesuffix(".json") + ".png"
+    data = {
+        "layer": f"self-attention, {_FEATURES.value} features, {_HEADS.value} heads, batch {_BATCH.value}; "
+        f"rfa: positive, m = {_NUM_FEATURES.value}",
+        "environment": environment(),
+        "seconds_per_token": {name: {str(p): t for p, t in times.items()} for name, times in results.items()},
+        f"rfa_ratio_{last}_vs_{first}": ratio,
+        "rfa_faster_from_position": faster_from,
+        "figure": figure,
+    }
+    write_json(output, data)
+    warn_against_committed(output, data)
+    loglog_figure(
+        {
+            f"{name} ({'KV cache' if name == 'flax' else 'recurrent state'})": (
+                positions,
+                [1e6 * t[p] for p in positions],
+            )
+            for name, t in results.items()
+        },
+        figure,
+        xlabel="position",
+        ylabel="µs per token",
+        title="Decoding through one Flax attention layer",
+    )
+    print(f"\nwrote {output} and {figure}")
+
+
+if __name__ == "__main__":
+    run_main(main)

@@ -1,0 +1,274 @@
+"""Model-level cost against length: one training step of exact vs kernelized Transformers.
+
+Run:
+  rfa benchmark scaling
+  rfa benchmark scaling --lengths 1024,2048,4096 --output /tmp/scaling.json
+
+Models (batch 1, float32, d_model 64, 4 heads of 16, MLP 128, 2 layers, vocabulary 256): a decoder
+language model (causal self-attention) and an encoder classifier (bidirectional, mean pooling).
+Kinds: ``exact`` (softmax), ``positive`` (m = 64 positive random features) and, for the decoder,
+``gated`` (positive features with a learned decay gate). A step is the jitted, donated
+``value_and_grad`` of the cross-entropy plus an Adam update (``nnx.Optimizer``), compiled ahead of
+time; peak memory is XLA's estimate for that program (arguments + outputs + temporaries − aliased),
+time the median of ``--repeats`` calls after a warm-up. A case whose estimated peak exceeds
+``--max_memory_gib`` is skipped, not run (exact attention stores L² scores per head and layer).
+
+Slopes are least-squares fits of log(time) and log(memory) against log(L) over the lengths from
+``--fit_from`` on (the small lengths are dominated by fixed costs): about 1 for linear cost, 2 for
+quadratic. The crossover is the first length from which a kernelized kind's step is faster than
+exact's at every longer length (where exact was skipped for memory, kernelized counts as faster).
+Writes JSON (``--output``) and a log-log figure beside it (``.png``).
+
+Per-device memory against the number of devices P that split the sequence (``--sequence_devices``):
+  XLA_FLAGS=--xla_force_host_platform_device_count=8 rfa benchmark scaling \
+      --sequence_devices 1,2,4,8 --sequence_length 16384
+compiles the same steps of the decoder at one length on a mesh whose ``sequence`` axis has P devices
+(kernelized sites exchange states, :func:`rfa.attention.sequence_parallel_attention`; XLA splits the
+rest, exact attention included) and reports XLA's per-device peak for each P. It times nothing: the
+host-platform devices share this machine's cores. Writes ``--sequence_output`` and a figure beside it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+
+import jax
+import jax.numpy as jnp
+import optax
+from absl import flags
+from flax import nnx
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+from matplotlib.figure import Figure
+
+from rfa.experiments.benchmarks.common import crossover, environment, loglog_figure, memory_bytes, slope, timing_summary
+from rfa.experiments.benchmarks.guard import warn_against_committed
+from rfa.experiments.cli import run_main
+from rfa.experiments.report import markdown_table, output_path, write_json
+from rfa.models import AttentionConfig, Decoder, Encoder, TransformerConfig
+from rfa.train.sharding import SEQUENCE_AXIS, make_mesh
+
+_LENGTHS = flags.DEFINE_list(
+    "lengths", ["128", "256", "512", "1024", "2048", "4096", "8192", "16384", "32768"], "Sequence lengths L."
+)
+_REPEATS = flags.DEFINE_integer("repeats", 3, "Timed steps per case (median reported).")
+_MAX_MEMORY = flags.DEFINE_float("max_memory_gib", 8.0, "Skip a case whose estimated peak memory exceeds this.")
+_FIT_FROM = flags.DEFINE_integer("fit_from", 2048, "Fit slopes over the lengths from this one on.")
+_OUTPUT = flags.DEFINE_string(
+    "output", None, "JSON path (figure: .png beside); default <workdir>/benchmark_scaling.json."
+)
+_WORKDIR = flags.DEFINE_string(
+    "workdir", "workdir/benchmarks", "Where the JSON (and figure) go unless --output is given."
+)
+_SEQUENCE_DEVICES = flags.DEFINE_list(
+    "sequence_devices", [], "Device counts P splitting the sequence: per-device memory instead of time."
+)
+_SEQUENCE_LENGTH = flags.DEFINE_integer("sequence_length", 16384, "L of the per-device memory study.")
+_SEQUENCE_OUTPUT = flags.DEFINE_string(
+    "sequence_output", None, "JSON of the per-device memory study; default <workdir>/benchmark_sequence_parallel.json."
+)
+
+KINDS = {
+    "exact": AttentionConfig(),
+    "positive": AttentionConfig("positive", 64),
+    "gated": AttentionConfig("positive", 64, gated=True),
+}
+MODELS = {"decoder": ("exact", "positive", "gated"), "encoder": ("exact", "positive")}  # gates need a causal site
+
+
+def model_config(model: str, kind: str, length: int, *, sequence_axis: str | None = None) -> TransformerConfig:
+    attention = KINDS[kind]
+    site = {"decoder_attention" if model == "decoder" else "encoder_attention": attention}
+    return TransformerConfig(
+        vocab_size=256,
+        num_classes=2,
+        d_model=64,
+        num_heads=4,
+        mlp_dim=128,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        dropout_rate=0.0,
+        max_length=length,
+        sequence_axis=sequence_axis,
+        **site,
+    )
+
+
+def train_step(model: str, kind: str, length: int, mesh: jax.sharding.Mesh | None = None):
+    """The compiled step, its arguments and its memory analysis; with ``mesh``, the sequence split over its
+    ``sequence`` axis (per-device memory)."""
+    config = model_config(model, kind, length, sequence_axis=None if mesh is None else SEQUENCE_AXIS)
+    network = (Decoder if model == "decoder" else Encoder)(config, rngs=nnx.Rngs(0))
+    graphdef, state = nnx.split((network, nnx.Optimizer(network, optax.adam(1e-3), wrt=nnx.Param)))
+    tokens = jax.random.randint(jax.random.key(length), (1, length), 1, config.vocab_size)
+    labels = tokens if model == "decoder" else jnp.zeros((1,), jnp.int32)
+    if mesh is not None:
+        split, replicated = (NamedSharding(mesh, spec) for spec in (P(None, SEQUENCE_AXIS), P()))
+        state, tokens = jax.device_put(state, replicated), jax.device_put(tokens, split)
+        labels = tokens if model == "decoder" else jax.device_put(labels, replicated)
+
+    def step(state, tokens, labels):
+        network, optimizer = nnx.merge(graphdef, state)
+
+        def loss(network):
+            return optax.softmax_cross_entropy_with_integer_labels(network(tokens), labels).mean()
+
+        value, grads = nnx.value_and_grad(loss)(network)
+        optimizer.update(network, grads)
+        return nnx.state((network, optimizer)), value
+
+    with contextlib.nullcontext() if mesh is None else jax.set_mesh(mesh):
+        compiled = jax.jit(step, donate_argnums=0).lower(state, tokens, labels).compile()
+    return compiled, (state, tokens, labels), memory_bytes(compiled)
+
+
+def sequence_memory(devices: list[int], length: int) -> list[dict]:
+    """XLA's per-device peak of the decoder's training step at ``length`` with the sequence split over P devices."""
+    if max(devices) > jax.device_count():
+        raise ValueError(
+            f"--sequence_devices needs {max(devices)} devices, {jax.device_count()} are present; on a CPU set "
+            f"XLA_FLAGS=--xla_force_host_platform_device_count={max(devices)} before the command."
+        )
+    rows = []
+    for count in devices:
+        mesh = make_mesh(1, 1, sequence=count)
+        for kind in MODELS["decoder"]:
+            _, _, memory = train_step("decoder", kind, length, mesh)
+            rows.append({"model": "decoder", "kind": kind, "length": length, "devices": count, "memory": memory})
+            print(f"P={count} {kind:9s} per-device peak {memory['peak_bytes'] / 2**20:.1f} MiB", flush=True)
+    return rows
+
+
+def plot_sequence_memory(rows: list[dict], path: str) -> None:
+    curves = {}
+    for kind in MODELS["decoder"]:
+        mine = [r for r in rows if r["kind"] == kind]
+        curves[f"decoder {kind}"] = ([r["devices"] for r in mine], [r["memory"]["peak_bytes"] / 2**20 for r in mine])
+    title = f"training step, L = {rows[0]['length']}"
+    loglog_figure(
+        curves,
+        path,
+        xlabel="devices splitting the sequence (P)",
+        ylabel="per-device peak (MiB, XLA estimate)",
+        title=title,
+    )
+
+
+def measure(model: str, kind: str, length: int) -> dict:
+    compiled, (state, tokens, labels), memory = train_step(model, kind, length)
+    result = {"model": model, "kind": kind, "length": length, "memory": memory}
+    if memory is not None and memory["peak_bytes"] > _MAX_MEMORY.value * 2**30:
+        return {**result, "skipped": f"estimated peak {memory['peak_bytes'] / 2**30:.1f} GiB"}
+    state, loss = compiled(state, tokens, labels)  # warm-up
+    jax.block_until_ready(loss)
+    seconds = []
+    for _ in range(_REPEATS.value):  # the state is donated: each step takes the previous one's
+        start = time.perf_counter()
+        state, loss = compiled(state, tokens, labels)
+        jax.block_until_ready(loss)
+        seconds.append(time.perf_counter() - start)
+    return {**result, **timing_summary(seconds)}
+
+
+def summarize(results: list[dict], fit_from: int) -> dict:
+    """Per model and kind: the fitted slopes of time and memory; per kernelized kind: the crossover length."""
+    summary = {}
+    for model, kinds in MODELS.items():
+        for kind in kinds:
+            rows = [r for r in results if r["model"] == model and r["kind"] == kind and "median_ms" in r]
+            fitted = [r for r in rows if r["length"] >= fit_from]
+            summary[f"{model}/{kind}"] = {
+                "time_slope": slope([(r["length"], r["median_ms"]) for r in fitted]),
+                "memory_slope": slope([(r["length"], r["memory"]["peak_bytes"]) for r in fitted if r["memory"]]),
+                "longest": max((r["length"] for r in rows), default=None),
+            }
+        exact = {r["length"]: r.get("median_ms") for r in results if r["model"] == model and r["kind"] == "exact"}
+        for kind in kinds[1:]:
+            rows = [
+                (r["length"], r["median_ms"])
+                for r in results
+                if r["model"] == model and r["kind"] == kind and "median_ms" in r
+            ]
+            summary[f"{model}/{kind}"]["faster_than_exact_from"] = crossover(rows, exact)
+    return summary
+
+
+def table(results: list[dict]) -> str:
+    header = ["model", "kind", "L", "step ms", "peak MiB"]
+    rows = [
+        [
+            r["model"],
+            r["kind"],
+            str(r["length"]),
+            f"{r['median_ms']:.1f}" if "median_ms" in r else r["skipped"],
+            "-" if r["memory"] is None else f"{r['memory']['peak_bytes'] / 2**20:.1f}",
+        ]
+        for r in results
+    ]
+    return markdown_table(header, rows)
+
+
+def plot(results: list[dict], summary: dict, path: str) -> None:
+    figure = Figure(figsize=(10, 4))
+    time_axis, memory_axis = figure.subplots(1, 2)
+    for model, kinds in MODELS.items():
+        for kind in kinds:
+            rows = [r for r in results if r["model"] == model and r["kind"] == kind]
+            timed = [r for r in rows if "median_ms" in r]
+            fit = summary[f"{model}/{kind}"]
+            label = f"{model} {kind} (slope {fit['time_slope']:.2f})" if fit["time_slope"] else f"{model} {kind}"
+            style = "-" if model == "decoder" else "--"
+            time_axis.plot(
+                [r["length"] for r in timed], [r["median_ms"] for r in timed], style, marker="o", label=label
+            )
+            sized = [r for r in rows if r["memory"]]
+            memory_axis.plot(
+                [r["length"] for r in sized],
+                [r["memory"]["peak_bytes"] / 2**20 for r in sized],
+                style,
+                marker="o",
+                label=f"{model} {kind}",
+            )
+    for axis, ylabel in ((time_axis, "training step (ms)"), (memory_axis, "peak memory (MiB, XLA estimate)")):
+        axis.set(xscale="log", yscale="log", xlabel="sequence length L", ylabel=ylabel)
+        axis.grid(alpha=0.3, which="both")
+        axis.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def main(argv):
+    del argv
+    env = environment()
+    print(f"backend {env['backend']} ({env['device_kind']}), jax {env['jax_version']}", flush=True)
+    if _SEQUENCE_DEVICES.value:
+        rows = sequence_memory([int(x) for x in _SEQUENCE_DEVICES.value], _SEQUENCE_LENGTH.value)
+        output = output_path(_SEQUENCE_OUTPUT.value, _WORKDIR.value, "benchmark_sequence_parallel.json")
+        write_json(output, {"environment": env, "results": rows})
+        plot_sequence_memory(rows, os.path.splitext(output)[0] + ".png")
+        print(f"\nwrote {output}")
+        return
+    results = []
+    for length in (int(x) for x in _LENGTHS.value):
+        for model, kinds in MODELS.items():
+            for kind in kinds:
+                result = measure(model, kind, length)
+                results.append(result)
+                shown = f"{result['median_ms']:.1f} ms" if "median_ms" in result else f"skipped ({result['skipped']})"
+                print(f"L={length:6d} {model:8s} {kind:9s} {shown}", flush=True)
+    summary = summarize(results, _FIT_FROM.value)
+    print("\n" + table(results))
+    for name, fit in summary.items():
+        print(f"{name}: {fit}")
+    output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_scaling.json")
+    data = {"environment": env, "fit_from": _FIT_FROM.value, "results": results, "summary": summary}
+    write_json(output, data)
+    warn_against_committed(output, data)
+    plot(results, summary, os.path.splitext(output)[0] + ".png")
+    print(f"\nwrote {output}")
+
+
+if __name__ == "__main__":
+    run_main(main)

@@ -1,0 +1,135 @@
+"""The committed comparison tables of ``results/``, each re-rendered from its JSON by the study that wrote it.
+
+  rfa tables           # rewrite results/<name>.{md,png} and the pages' marked tables from the JSON
+  rfa tables --check   # exit 1 naming every file whose tables are not their JSON's
+
+A study writes its JSON and its table together; when the table's rule changes (the verdict rule of
+:mod:`rfa.experiments.spread`, a column), the tables are rendered again from the stored per-seed values, with no
+retraining; so are the figures that need nothing but the JSON (:data:`FIGURES`). The results pages
+(``docs/results``) quote them between ``<!-- table: NAME -->`` and ``<!-- /table -->`` markers, which this command
+rewrites too, and a test holds every page to them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+
+from absl import flags
+
+from rfa.experiments import report
+from rfa.experiments.cli import run_main
+from rfa.experiments.studies import distillation, forecasting, length_generalization, recall
+from rfa.experiments.studies.estimators_in_models import qk_scale
+from rfa.experiments.studies.estimators_in_models import report as estimators_in_models_report
+
+RESULTS = report.CHECKOUT_RESULTS
+
+
+def _distillation(summary: dict) -> str:
+    return distillation.table(distillation.over_seeds(summary["per_seed"]))
+
+
+TABLES: dict[str, Callable[[object], str]] = {
+    "train_cpu_sort_seeded": report.training_table,
+    "train_cpu_listops_cpu_seeded": report.training_table,
+    "train_cpu_python_source_seeded": report.training_table,
+    "train_cpu_vision_seeded": report.training_table,
+    "recall_cpu": recall.table,
+    "recall_pairs8_exact_cpu": recall.table,
+    "forecast_co2_cpu": forecasting.table,
+    "forecast_sunspots_cpu": forecasting.table,
+    "length_generalization_cpu": length_generalization.table,
+    "estimators_in_models_cpu": estimators_in_models_report.table,
+    "distill_cpu": _distillation,
+}
+"""``results/<name>.json`` → the function that renders its table (the study's own), written to ``<name>.md``."""
+
+PARTS: dict[str, tuple[str, Callable[[object], str]]] = {
+    "estimators_in_models_cpu:summary": ("estimators_in_models_cpu", estimators_in_models_report.summary),
+    "estimators_in_models_cpu_qk_scale:summary": ("estimators_in_models_cpu_qk_scale", qk_scale.summary),
+    "estimators_in_models_cpu:verdicts": (
+        "estimators_in_models_cpu",
+        lambda rows: "\n".join(estimators_in_models_report.verdicts(rows)),
+    ),
+}
+"""Parts of a JSON's results that a page quotes on their own: ``"<name>:<part>"`` → (name, renderer)."""
+
+FIGURES: dict[str, Callable[[object, str], None]] = {
+    **{name: report.differences_figure for name in TABLES if name.startswith("train_cpu_")},
+    "recall_cpu": recall.plot,
+    "recall_pairs8_exact_cpu": recall.plot,
+    "estimators_in_models_cpu": estimators_in_models_report.plot,
+    "estimators_in_models_cpu_qk_scale": qk_scale.plot,
+}
+"""``results/<name>.json`` → the function that draws ``results/<name>.png`` from it alone."""
+
+DOCS = os.path.join(os.path.dirname(RESULTS), "docs", "results")
+SECTION = re.compile(r"(<!-- table: (?P<key>[\w:]+) -->\n)(?P<body>.*?)(\n<!-- /table -->)", re.DOTALL)
+
+
+def render(key: str, results_dir: str = RESULTS) -> str:
+    """The table ``key`` — a name of :data:`TABLES` or :data:`PARTS` — from ``results/<name>.json`` under today's
+    rule.
+
+    Example:
+      >>> render("recall_cpu").splitlines()[0]  # doctest: +ELLIPSIS
+      '| attention | m | state per layer (KiB) | seeds | test accuracy | Δ vs exact [95% CI] | verdict |'
+    """
+    name, renderer = PARTS.get(key, (key, TABLES.get(key)))
+    if renderer is None:
+        raise KeyError(f"no results table {key!r}; known: {sorted(TABLES) + sorted(PARTS)}.")
+    with open(os.path.join(results_dir, name + ".json")) as f:
+        return renderer(json.load(f))
+
+
+def page_sections(text: str) -> list[tuple[str, str]]:
+    r"""The ``(key, body)`` of every section of a page between ``<!-- table: KEY -->`` and ``<!-- /table -->``
+    (markers the site does not show).
+
+    Example:
+      >>> page_sections("x\n<!-- table: recall_cpu -->\n| a |\n<!-- /table -->\ny")
+      [('recall_cpu', '| a |')]
+    """
+    return [(match["key"], match["body"]) for match in SECTION.finditer(text)]
+
+
+def synced(text: str, results_dir: str = RESULTS) -> str:
+    """``text`` with every marked section replaced by its table rendered anew."""
+    return SECTION.sub(lambda m: m.group(1) + render(m["key"], results_dir) + m.group(4), text)
+
+
+_CHECK = flags.DEFINE_bool("check", False, "Only compare: exit 1 if a committed table differs from its JSON.")
+
+
+def main(argv):
+    del argv
+    for name, plot in FIGURES.items():
+        if not _CHECK.value:
+            with open(os.path.join(RESULTS, name + ".json")) as f:
+                plot(json.load(f), os.path.join(RESULTS, name + ".png"))
+    targets = [(os.path.join(RESULTS, name + ".md"), lambda _, name=name: render(name) + "\n") for name in TABLES]
+    targets += [(os.path.join(DOCS, page), synced) for page in sorted(os.listdir(DOCS)) if page.endswith(".md")]
+    stale = []
+    for path, make in targets:
+        old = ""
+        if os.path.exists(path):
+            with open(path) as f:
+                old = f.read()
+        new = make(old)
+        if new == old:
+            continue
+        stale.append(path)
+        if not _CHECK.value:
+            with open(path, "w") as f:
+                f.write(new)
+        print(f"{'differs' if _CHECK.value else 'rewrote'}: {path}")
+    if _CHECK.value and stale:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    run_main(main)

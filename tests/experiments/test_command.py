@@ -1,0 +1,68 @@
+"""The ``rfa`` command: its subcommands, the studies and benchmarks it finds by name, and the 0.2 module names a
+checkout keeps for one release."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from rfa.experiments import command
+from rfa.experiments.legacy import new_name
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+STUDIES = {"compare_kernels", "distillation", "estimators_in_models", "forecasting", "length_generalization", "recall"}
+
+
+def test_studies_and_benchmarks_are_the_runnable_modules_of_their_packages():
+    studies = command.runnable_modules("rfa.experiments.studies")
+    assert set(studies) == STUDIES
+    assert studies["recall"].startswith("Associative recall against recurrent state size")
+    benchmarks = command.runnable_modules("rfa.experiments.benchmarks")
+    assert {"attention", "decoding", "delta_rule", "mse"} <= set(benchmarks)
+    assert not {"common", "guard", "attention_tables"} & set(benchmarks)  # helpers, not commands
+
+
+@pytest.mark.parametrize(
+    ("argv", "status", "says"),
+    [
+        ([], command.USAGE_STATUS, "usage: rfa SUBCOMMAND"),
+        (["nope"], "rfa: no subcommand 'nope'", None),
+        (["study"], command.USAGE_STATUS, "length_generalization"),
+        (["study", "lengths"], "rfa study: no study 'lengths'", None),
+    ],
+)
+def test_a_wrong_invocation_says_what_there_is(argv, status, says, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        command.main(argv)
+    code = exit_.value.code  # a status, or the message (status 1) that begins with what is wrong
+    assert code == status if isinstance(status, int) else code.startswith(status)
+    if says is not None:
+        assert says in capsys.readouterr().err
+
+
+def test_the_old_module_names_map_to_the_new_ones():
+    assert new_name("experiments.studies.lengths") == "rfa.experiments.studies.length_generalization"
+    assert (
+        new_name("experiments.studies.estimators_in_models") == "rfa.experiments.studies.estimators_in_models.measure"
+    )
+    assert new_name("experiments.studies.estimators") == "rfa.experiments.studies.estimators_in_models"
+    assert new_name("configs.forecast") == "rfa.configs.studies.forecasting"
+    assert new_name("configs.common") == "rfa.configs.common"
+    assert new_name("configs.mqar") == "rfa.configs.tasks.mqar"
+
+
+@pytest.mark.slow
+def test_the_old_commands_and_imports_still_work_from_a_checkout():
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+
+    def run(*args):
+        return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+    done = run("-m", "experiments.studies.lengths", "--help")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "length_generalization" in done.stdout and "--workdir" in done.stdout
+    same = "import configs.sort, rfa.configs.tasks.sort as new; print(configs.sort is new)"
+    done = run("-W", "always::DeprecationWarning", "-c", same)
+    assert done.stdout.strip() == "True" and "rfa.configs.*` since rfa 0.3" in done.stderr
