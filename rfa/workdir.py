@@ -12,6 +12,7 @@ import importlib
 import json
 import os
 import sys
+from collections.abc import Callable
 
 import ml_collections
 
@@ -90,18 +91,27 @@ def config_differences(old: dict, new: dict, *, execution_fields: tuple[str, ...
 
 
 def record_config(
-    workdir: str, config: ml_collections.ConfigDict, *, execution_fields: tuple[str, ...] = (), write: bool = True
+    workdir: str,
+    config: ml_collections.ConfigDict,
+    *,
+    execution_fields: tuple[str, ...] = (),
+    write: bool = True,
+    upgrade: Callable[[dict], dict] | None = None,
 ) -> None:
     """Records ``config`` in ``<workdir>/config.json``, or raises ``ConfigError`` if the workdir holds another.
 
     The error lists the differing fields; nothing in the workdir is touched then. ``write=False``
-    only checks (the non-primary processes of a multi-process run).
+    only checks (the non-primary processes of a multi-process run). ``upgrade`` reads a config saved by an
+    earlier release in today's schema before comparing (renamed and added fields).
     """
     path = os.path.join(workdir, "config.json")
     config_dict = json.loads(config.to_json())
     if os.path.exists(path):
         with open(path) as f:
-            differences = config_differences(json.load(f), config_dict, execution_fields=execution_fields)
+            saved = json.load(f)
+        differences = config_differences(
+            upgrade(saved) if upgrade else saved, config_dict, execution_fields=execution_fields
+        )
         if differences:
             raise ConfigError(
                 f"workdir {workdir!r} holds results of a different config; use another --workdir, or delete it "

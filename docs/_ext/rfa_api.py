@@ -181,6 +181,20 @@ class PackageModulesDirective(_Rst):
         return self.parse(lines)
 
 
+class AttentionVariantsDirective(_Rst):
+    """The table of ``rfa.train.ATTENTION_VARIANTS``, from the registry itself: every variant a config string
+    names, with the attention fields it sets."""
+
+    def run(self):
+        from rfa.train import ATTENTION_VARIANTS
+
+        lines = [".. list-table::", "   :header-rows: 1", "   :widths: 25 75", "", "   * - variant", "     - fields"]
+        for name, fields in ATTENTION_VARIANTS.items():
+            shown = ", ".join(f"``{field}={value!r}``" for field, value in fields.items())
+            lines += [f"   * - ``{name}``", f"     - {shown}"]
+        return self.parse([*lines, ""])
+
+
 class ExportedNamesDirective(_Rst):
     required_arguments = 1
 
@@ -212,4 +226,5 @@ def setup(app):
     app.connect("autodoc-process-signature", _constructor_signature)
     app.add_directive("package-modules", PackageModulesDirective)
     app.add_directive("exported-names", ExportedNamesDirective)
+    app.add_directive("attention-variants", AttentionVariantsDirective)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -65,7 +65,7 @@ def usage() -> str:
     """The text of ``rfa --help``."""
     lines = ["usage: rfa SUBCOMMAND [ARGS]   (rfa SUBCOMMAND --help: its flags)", "", "subcommands:"]
     lines += [f"  {name:<13} {about}" for name, (_, about) in COMMANDS.items()]
-    lines.append(f"  {'configs':<13} list the shipped configs, by group")
+    lines.append(f"  {'configs':<13} list the shipped configs, by group, and the attention variants")
     return "\n".join(lines)
 
 
@@ -78,8 +78,10 @@ def _group_usage(subcommand: str, package: str) -> str:
 
 def _configs() -> str:
     from rfa.experiments.cli import shipped_config_names
+    from rfa.train import ATTENTION_VARIANTS
 
-    return "\n".join(f"{group}: {' '.join(names)}" for group, names in shipped_config_names().items())
+    lines = [f"{group}: {' '.join(names)}" for group, names in shipped_config_names().items()]
+    return "\n".join([*lines, f"attention variants (tasks' NAME:VARIANT): {' '.join(ATTENTION_VARIANTS)}"])
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -30,7 +30,7 @@ def run_all(names, variant: str, workdir: str, *, progress: bool = True) -> tupl
 
     Args:
       names: registered reproductions to run (``rfa.experiments.sweeps.registry``; the shipped ones have
-        ``configs/<name>.py``).
+        ``rfa/configs/sweeps/<name>.py``).
       variant: the config variant, ``"quick"`` or ``"full"``.
       workdir: parent of the variant's directory.
       progress: show a progress bar per reproduction.

@@ -1,6 +1,6 @@
 """Train a model on a task from a config.
 
-  rfa train --config configs/<task>.py:<attention> --workdir DIR
+  rfa train --config <task>:<attention> --workdir DIR   (a shipped task config, or a file of yours)
 
 
 Re-running on the same workdir resumes from its newest checkpoint; a workdir written by another
@@ -20,7 +20,9 @@ from ml_collections import config_flags
 from rfa.experiments.cli import run_main, run_training
 from rfa.train import initialize_distributed, train_and_evaluate
 
-_CONFIG = config_flags.DEFINE_config_file("config", None, "Training config file (configs/<task>.py:<attention>).")
+_CONFIG = config_flags.DEFINE_config_file(
+    "config", None, "Training config: a shipped task (sort:positive) or a file (mine.py:positive)."
+)
 _WORKDIR = flags.DEFINE_string("workdir", None, "Directory for checkpoints, metrics and results.")
 flags.mark_flags_as_required(["config", "workdir"])
 

@@ -8,6 +8,7 @@ cross-attention) is chosen independently: exact softmax or a registered random-f
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 from rfa.models.cores import attention_kinds, core_class
 from rfa.random_features.feature_maps import registered_feature_maps
@@ -33,7 +34,9 @@ class AttentionConfig:
         see :mod:`rfa.models.cores`.
       num_features: m, random vectors of the projection (kernelized kinds with a projection); Hedgehog's
         feature dimension d'; Linformer's projected length k.
-      projection: ``"orthogonal"`` or ``"iid"`` rows.
+      projection_kind: how the rows of the projection W are drawn, a kind of ``rfa.sample_projection``
+        (``"orthogonal"``, ``"iid"``, ``"simplex"`` or a registered one). ``projection=`` is its 0.2 name, accepted
+        by the constructor for one release.
       scaling: row norms, ``"chi"`` or ``"sqrt_d"``.
       chunk_size: chunk length of the causal kernelized form.
       feature_params: scalar feature-map parameters as ``((name, value), ...)``, e.g.
@@ -51,7 +54,7 @@ class AttentionConfig:
 
     kind: str = "softmax"
     num_features: int = 256
-    projection: str = "orthogonal"
+    projection_kind: str = "orthogonal"
     scaling: str = "chi"
     chunk_size: int = 64
     feature_params: tuple[tuple[str, float], ...] = ()
@@ -59,8 +62,16 @@ class AttentionConfig:
     gated: bool = False
     gate: str = "head"
     qk_map: str | None = None
+    projection: dataclasses.InitVar[str | None] = None  # the 0.2 name of projection_kind, for one release
 
-    def __post_init__(self):
+    def __post_init__(self, projection: str | None):
+        if projection is not None:
+            warnings.warn(
+                "AttentionConfig(projection=...) is AttentionConfig(projection_kind=...) since rfa 0.3",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            object.__setattr__(self, "projection_kind", projection)
         if self.kind not in attention_kinds():
             raise ValueError(
                 f"attention kind must be one of {list(attention_kinds())} ('softmax', 'linformer' or a registered "
@@ -75,10 +86,10 @@ class AttentionConfig:
                 f"AttentionConfig.qk_map must be None or a registered estimator {list(registered_feature_maps())}, "
                 f"got {self.qk_map!r}."
             )
-        if self.projection not in PROJECTION_KINDS or self.scaling not in ROW_SCALINGS:
+        if self.projection_kind not in PROJECTION_KINDS or self.scaling not in ROW_SCALINGS:
             raise ValueError(
-                f"projection must be one of {list(PROJECTION_KINDS)} and scaling one of {list(ROW_SCALINGS)}, "
-                f"got {self.projection!r} and {self.scaling!r}."
+                f"projection_kind must be one of {list(PROJECTION_KINDS)} and scaling one of {list(ROW_SCALINGS)}, "
+                f"got {self.projection_kind!r} and {self.scaling!r}."
             )
         for name, value in (("num_features", self.num_features), ("chunk_size", self.chunk_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -69,7 +69,7 @@ class DeltaRuleCore(RandomMap):
         key = projection_key(rngs) if random else None
         self.projection, self.random_params = (
             random_variables(
-                self.qk_map, key, attention.num_features, dh, kind=attention.projection, scaling=attention.scaling
+                self.qk_map, key, attention.num_features, dh, kind=attention.projection_kind, scaling=attention.scaling
             )
             if random
             else (None, nnx.Dict())
@@ -129,7 +129,7 @@ class DeltaRuleCore(RandomMap):
             key,
             a.num_features,
             self.head_dim,
-            kind=a.projection,
+            kind=a.projection_kind,
             scaling=a.scaling,
         )
 

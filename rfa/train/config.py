@@ -1,6 +1,6 @@
 """The training config: its schema, per-task configs with attention variants, checks, and the model it builds.
 
-``configs/<task>.py`` calls :func:`task_config` with the task's sizes; its config string
+``rfa/configs/tasks/<task>.py`` calls :func:`task_config` with the task's sizes; its config string
 selects the attention kind and, optionally, the quick variant used by the tests:
 ``--config sort:positive`` or ``--config sort:positive,quick``. The same
 attention goes to every site (encoder self-attention, masked decoder self-attention,
@@ -18,6 +18,8 @@ They default to the estimator's ``standard_params(head_dim)``, its fit to unit-v
 
 from __future__ import annotations
 
+import json
+
 import ml_collections
 from flax import nnx
 
@@ -33,10 +35,10 @@ ATTENTION_VARIANTS = {
     "exact": {"kind": "softmax"},
     "trig": {"kind": "trig"},
     "positive": {"kind": "positive"},
-    "positive_iid": {"kind": "positive", "projection": "iid"},
+    "positive_iid": {"kind": "positive", "projection_kind": "iid"},
     "hyperbolic": {"kind": "hyperbolic"},
     "oprf": {"kind": "oprf"},
-    "simplex_positive": {"kind": "positive", "projection": "simplex"},
+    "simplex_positive": {"kind": "positive", "projection_kind": "simplex"},
     "hybrid": {"kind": "hybrid"},
     "saderf": {"kind": "saderf"},
     "elu": {"kind": "elu"},
@@ -108,11 +110,13 @@ def base_config() -> ml_collections.ConfigDict:
     config.attention.variant = "exact"  # a name of ATTENTION_VARIANTS (what the config string chose)
     config.attention.kind = "softmax"  # "softmax", "linformer" or a feature map of rfa.feature_map
     config.attention.num_features = 64  # m, random vectors per projection (Hedgehog: d'; Linformer: k)
-    config.attention.projection = "orthogonal"  # "orthogonal", "iid" or "simplex"
+    config.attention.projection_kind = "orthogonal"  # how W's rows are drawn: "orthogonal", "iid", "simplex", ...
     config.attention.scaling = "chi"  # row norms: "chi" or "sqrt_d"
     config.attention.chunk_size = 32  # causal kernelized chunk length
     config.attention.redraw_every = 0  # draw new projections every this many steps (0: never)
-    config.attention.phi_sq = 0.0  # OPRF at decoder sites: |x+y|² for A* (0: 2 sqrt(head_dim))
+    # the estimator's fixed parameters, ((name, value), ...), at every site; a fitted one given here is not fitted
+    # (OPRF: (("phi_sq", 8.0),)); decoder sites fix the others at the estimator's standard_params(head_dim)
+    config.attention.feature_params = ()
     config.attention.gated = False  # a learned decay gate at the decoder's self-attention (needs a decoder)
     config.attention.gate = "head"  # what the gate decays: "head" (the state) or "feature" (each row of it: GLA)
     config.attention.layers = ()  # variants per layer, cycled (a hybrid stack); (): every layer is kind
@@ -189,6 +193,55 @@ def _positive_int(config, field: str, minimum: int = 1) -> None:
         raise ConfigError(f"config.{field} must be an integer >= {minimum}, got {value!r}.")
 
 
+def upgrade_saved(saved: dict) -> dict:
+    """A training config as an earlier release saved it (a workdir's ``config.json``), in today's schema, so the
+    run resumes and reads back: ``attention.projection`` is ``attention.projection_kind``, ``attention.phi_sq``
+    (OPRF's fixed ``|x + y|²``, 0 for the default) is ``attention.feature_params``, and a field added since takes
+    its default (what the earlier release computed with).
+
+    Example:
+      >>> old = {"attention": {"kind": "oprf", "projection": "iid", "phi_sq": 8.0}}
+      >>> upgraded = upgrade_saved(old)["attention"]
+      >>> upgraded["projection_kind"], upgraded["feature_params"], "phi_sq" in upgraded
+      ('iid', [['phi_sq', 8.0]], False)
+    """
+    saved = json.loads(json.dumps(saved))
+    attention = saved.setdefault("attention", {})
+    if "projection" in attention:
+        attention["projection_kind"] = attention.pop("projection")
+    if "phi_sq" in attention:
+        phi_sq = attention.pop("phi_sq")
+        attention.setdefault("feature_params", [["phi_sq", phi_sq]] if phi_sq else [])
+
+    def with_defaults(values: dict, defaults: dict) -> dict:
+        for name, default in defaults.items():
+            if name not in values:
+                values[name] = default
+            elif isinstance(default, dict) and isinstance(values[name], dict):
+                with_defaults(values[name], default)
+        return values
+
+    return with_defaults(saved, json.loads(base_config().to_json()))
+
+
+def _check_feature_params(layer: dict) -> None:
+    """``config.attention.feature_params``: ``((name, number), ...)`` of parameters the layer's estimator has."""
+    given = layer["feature_params"]
+    if not all(isinstance(pair, tuple | list) and len(pair) == 2 for pair in given):
+        raise ConfigError(f"config.attention.feature_params must be ((name, value), ...), got {given!r}.")
+    if not given:
+        return
+    if layer["kind"] not in registered_feature_maps():
+        raise ConfigError(f"config.attention.feature_params: {layer['kind']!r} is not an estimator, it takes none.")
+    names = {param.name for param in feature_map(layer["kind"]).params}
+    for name, value in given:
+        if name not in names or isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(
+                f"config.attention.feature_params: {layer['kind']} has the parameters {sorted(names)}, each a "
+                f"number; got {name}={value!r}."
+            )
+
+
 def check_config(config: ml_collections.ConfigDict) -> Task:
     """Raises ``ConfigError`` naming the first invalid field; returns the config's task."""
     import_modules(config.get("modules", ()))  # (a workdir of an earlier release has no such field)
@@ -248,6 +301,7 @@ def check_config(config: ml_collections.ConfigDict) -> Task:
             f"{task.kind} model without a decoder."
         )
     for layer in layer_variants(config):
+        _check_feature_params(layer)
         core = core_class(layer["kind"]) if layer["kind"] in attention_kinds() else None
         for sites, able in ((("decoder",), "causal"), (("encoder",), "bidirectional")):
             if kind.sites == sites and core is not None and not getattr(core, able):
@@ -276,7 +330,8 @@ def layer_variants(config: ml_collections.ConfigDict) -> tuple[dict, ...]:
             f"config.attention.layers: {unknown} are not variants; choose from {sorted(ATTENTION_VARIANTS)}."
         )
     defaults = base_config().attention.to_dict() | {
-        name: a[name] for name in ("num_features", "projection", "scaling", "chunk_size", "redraw_every", "phi_sq")
+        name: a[name]
+        for name in ("num_features", "projection_kind", "scaling", "chunk_size", "redraw_every", "feature_params")
     }
     nested = [name for name in names if "layers" in ATTENTION_VARIANTS[name]]
     if nested:
@@ -292,17 +347,15 @@ def _site(a: dict, head_dim: int, site: str) -> AttentionConfig:
     able = {"decoder": "causal", "encoder": "bidirectional", "cross": "cross"}[site]
     if a["kind"] in attention_kinds() and not getattr(core_class(a["kind"]), able):
         return AttentionConfig()
-    params = ()
+    given = {name: float(value) for name, value in a["feature_params"]}
     fm = feature_map(a["kind"]) if a["kind"] in registered_feature_maps() else None
     if site != "encoder" and fm is not None and fm.fitted:  # decoded with a state: fixed, not fitted
-        fixed = fm.standard_params(head_dim)
-        if a["phi_sq"] and "phi_sq" in fixed:
-            fixed["phi_sq"] = float(a["phi_sq"])
-        params = tuple(fixed.items())
+        given = fm.standard_params(head_dim) | given
+    params = tuple(given.items())
     return AttentionConfig(
         kind=a["kind"],
         num_features=a["num_features"],
-        projection=a["projection"],
+        projection_kind=a["projection_kind"],
         scaling=a["scaling"],
         chunk_size=a["chunk_size"],
         feature_params=params,

@@ -41,7 +41,7 @@ from rfa.models.cores import attention_kinds, uses_num_features
 from rfa.tasks import Task, eval_batches, task_kind, train_batches
 from rfa.train import sharding
 from rfa.train.checkpoint import Checkpoints
-from rfa.train.config import EXECUTION_FIELDS, build_model, check_config
+from rfa.train.config import EXECUTION_FIELDS, build_model, check_config, upgrade_saved
 from rfa.train.metrics import MetricWriter, plot_curves, read_metrics
 from rfa.train.optim import make_optimizer, make_schedule
 from rfa.train.steps import make_eval_step, make_train_step, summarize
@@ -231,7 +231,9 @@ def train_and_evaluate(
         )
     )
     primary = jax.process_index() == 0
-    record_config(workdir, config, execution_fields=EXECUTION_FIELDS, write=primary)  # data and model exist
+    record_config(
+        workdir, config, execution_fields=EXECUTION_FIELDS, write=primary, upgrade=upgrade_saved
+    )  # data and model exist
     checkpoints = Checkpoints(
         os.path.join(workdir, "checkpoints"), keep=config.keep_checkpoints, keep_every=config.keep_checkpoints_every
     )

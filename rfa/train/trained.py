@@ -14,7 +14,7 @@ from flax import nnx
 from rfa.tasks import Task
 from rfa.train import sharding
 from rfa.train.checkpoint import CheckpointError, Checkpoints
-from rfa.train.config import build_model, check_config
+from rfa.train.config import build_model, check_config, upgrade_saved
 from rfa.train.loop import evaluate, initial_state
 from rfa.train.steps import make_eval_step
 from rfa.workdir import ConfigError
@@ -38,7 +38,7 @@ def load_model(
     if not os.path.exists(path):
         raise ConfigError(f"{workdir!r} is not a training workdir: it has no config.json.")
     with open(path) as f:
-        config = ml_collections.ConfigDict(json.load(f))
+        config = ml_collections.ConfigDict(upgrade_saved(json.load(f)))
     task = check_config(config)
     graphdef, state = initial_state(config, task)
     checkpoints = Checkpoints(os.path.join(workdir, "checkpoints"))

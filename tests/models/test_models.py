@@ -27,7 +27,7 @@ from rfa.models.transformer import EncoderStack
 KINDS = {
     "softmax": AttentionConfig(),
     "positive": AttentionConfig("positive", 32),
-    "trig": AttentionConfig("trig", 32, projection="iid"),
+    "trig": AttentionConfig("trig", 32, projection_kind="iid"),
     "hyperbolic": AttentionConfig("hyperbolic", 16),
     "oprf": AttentionConfig("oprf", 32, feature_params=(("phi_sq", 1.0),)),
     "saderf": AttentionConfig("saderf", 32, feature_params=(("A", -0.05),)),
@@ -594,3 +594,9 @@ def test_models_train_under_jit_with_nnx_optimizer():
     losses = [float(train_step(model, optimizer, source, target)) for _ in range(20)]
     assert losses[-1] < 0.7 * losses[0]
     np.testing.assert_array_equal(jax.tree.leaves(nnx.state(model, rfa.attention.RandomProjection))[0], projection)
+
+
+def test_the_0_2_name_of_projection_kind_still_builds_a_config_with_a_warning():
+    with pytest.warns(DeprecationWarning, match="projection_kind"):
+        old = AttentionConfig("positive", 32, projection="iid")
+    assert old == AttentionConfig("positive", 32, projection_kind="iid")

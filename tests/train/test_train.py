@@ -25,6 +25,7 @@ from rfa.train import (
     load_model,
     make_schedule,
     metric_sums,
+    model_config,
     read_metrics,
     shift_right,
     summarize,
@@ -314,6 +315,48 @@ def test_a_workdir_of_another_config_is_refused_and_left_alone(sort_run, data_di
         train_and_evaluate(_quick(sort, "trig", data_dir), workdir, progress=False)
     after = {p: os.path.getmtime(os.path.join(r, p)) for r, _, files in os.walk(workdir) for p in files}
     assert after == before
+
+
+@pytest.mark.slow
+def test_a_workdir_of_release_0_2_reads_back_in_todays_schema(sort_run, tmp_path):
+    """0.2 saved ``attention.projection`` and ``attention.phi_sq`` and no ``feature_params``: the finished run is
+    read back, not refused, and ``load_model`` builds the model it trained."""
+    config, workdir, results = sort_run
+    old = tmp_path / "old"
+    shutil.copytree(workdir, old)
+    saved = json.loads((old / "config.json").read_text())
+    attention = saved["attention"]
+    attention["projection"] = attention.pop("projection_kind")
+    del attention["feature_params"]
+    attention["phi_sq"] = 0.0
+    (old / "config.json").write_text(json.dumps(saved))
+    assert train_and_evaluate(config, str(old), progress=False) == results
+    _, loaded, _, step = load_model(str(old))
+    assert loaded.attention.projection_kind == "orthogonal" and list(loaded.attention.feature_params) == []
+    assert step == 12
+
+
+@pytest.mark.parametrize(
+    ("feature_params", "message"),
+    [
+        ((("phi_sqq", 2.0),), "oprf has the parameters ['phi_sq'], each a number; got phi_sqq=2.0"),
+        ((("phi_sq", "big"),), "got phi_sq='big'"),
+        (("phi_sq",), "must be ((name, value), ...)"),
+    ],
+)
+def test_feature_params_of_the_training_config_are_checked(feature_params, message, data_dir):
+    config = _quick(sort, "oprf", data_dir)
+    config.attention.feature_params = feature_params
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_config(config)
+
+
+def test_a_fixed_feature_param_reaches_every_site(data_dir):
+    config = _quick(sort, "oprf", data_dir)
+    config.attention.feature_params = (("phi_sq", 8.0),)
+    model = model_config(config, check_config(config))
+    sites = (model.encoder_attention, model.decoder_attention, model.cross_attention)
+    assert [site.params for site in sites] == [{"phi_sq": 8.0}] * 3
 
 
 @pytest.mark.slow

@@ -2,9 +2,8 @@
 
 Run:
   rfa train --config listops:positive --workdir workdir/train/listops/positive
-Variants: ``:<attention>`` with <attention> in rfa.train.ATTENTION_VARIANTS (exact, trig, positive,
-positive_iid, simplex_positive, hyperbolic, oprf, hybrid, saderf, elu, relu, taylor, rfa, gated_rfa, hedgehog,
-linformer, fourier, gla), ``:<attention>,short`` with 300 steps (the seeded tables of compare_kernels) and
+Variants: ``:<attention>`` with <attention> a variant of rfa.train.ATTENTION_VARIANTS (``rfa configs`` lists
+them), ``:<attention>,short`` with 300 steps (the seeded tables of compare_kernels) and
 ``:<attention>,quick`` for a seconds-long test run.
 LRA's own lengths (500-2000) are the task ``listops_lra``: ``--config.task=listops_lra --config.max_length=2000``.
 """

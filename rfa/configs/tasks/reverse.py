@@ -2,9 +2,8 @@
 
 Run:
   rfa train --config reverse:positive --workdir workdir/train/reverse/positive
-Variants: ``:<attention>`` with <attention> in rfa.train.ATTENTION_VARIANTS (exact, trig, positive,
-positive_iid, simplex_positive, hyperbolic, oprf, hybrid, saderf, elu, relu, taylor, rfa, gated_rfa, hedgehog,
-linformer, fourier, gla), ``:<attention>,short`` with 300 steps (the seeded tables of compare_kernels) and
+Variants: ``:<attention>`` with <attention> a variant of rfa.train.ATTENTION_VARIANTS (``rfa configs`` lists
+them), ``:<attention>,short`` with 300 steps (the seeded tables of compare_kernels) and
 ``:<attention>,quick`` for a seconds-long test run.
 """
 

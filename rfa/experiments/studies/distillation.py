@@ -6,7 +6,7 @@
 Zhang et al., "The Hedgehog & the Porcupine: Expressive Linear Attentions with Softmax Mimicry",
 ICLR 2024, Sec. 4. Per seed of ``config.seeds``, three runs in ``<workdir>/seed_<seed>/``, each resumable:
 
-- ``teacher/``: ``configs/<task>.py:exact`` trained by the training runner (read back when finished).
+- ``teacher/``: ``tasks/<task>.py:exact`` trained by the training runner (read back when finished).
 - ``student/``: the teacher's weights with a Hedgehog map ``φ(x) = [softmax(Wx + b), softmax(-(Wx + b))]``
   at every attention site. Stage 1 trains only the maps (W, b per head), each site on the teacher's
   own queries and keys at that site, to minimise the cross-entropy between the teacher's softmax
@@ -15,7 +15,7 @@ ICLR 2024, Sec. 4. Per seed of ``config.seeds``, three runs in ``<workdir>/seed_
   inputs, not the student's, so the sites are distilled layer by layer independently (here in
   one loop: their losses share no parameter). Stage 2 fine-tunes the whole student on the task
   (the training runner, starting from the distilled weights).
-- ``scratch/``: ``configs/<task>.py:hedgehog`` trained from scratch for the teacher's steps.
+- ``scratch/``: ``tasks/<task>.py:hedgehog`` trained from scratch for the teacher's steps.
 
 ``--output`` (default ``<workdir>/distillation.json``) and the ``.md`` beside it hold the evaluation of the
 teacher, the student after stage 1 and after stage 2, and the scratch run, with the accuracy each

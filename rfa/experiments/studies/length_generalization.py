@@ -6,7 +6,7 @@ Relative positional bias in kernelized attention (Luo et al., "Stable, Fast and 
 with Relative Positional Encoding", NeurIPS 2021; ``rfa.kernelized_attention(..., relative_bias=b)``) makes a
 query's weights depend on ``i − j`` only, so nothing in the attention names an absolute position the model never
 saw. This study asks whether that carries a trained model beyond its training lengths. Every attention kind of
-``config.attention`` trains ``configs/<task>.py:<attention>[,<scale>]`` with every encoding of
+``config.attention`` trains ``tasks/<task>.py:<attention>[,<scale>]`` with every encoding of
 ``config.positional`` (``model.positional``: absolute sinusoids, rotary, or the bucketed relative bias), once per
 seed of ``config.seeds``, on strings of 2-32 letters; each trained model is then rebuilt for
 ``config.longer_max_length`` tokens (``rfa.train.load_model(max_length=)``) and evaluated once on the test split

@@ -4,7 +4,7 @@
 
 Zoology (Arora et al., 2023) and Based (Arora et al., ICML 2024) tell linear-attention feature maps apart by
 multi-query associative recall (MQAR, :mod:`rfa.data.mqar`) against the size of the recurrent state a decoder
-carries. Every kind of ``config.attention`` trains ``configs/<config.task>.py:<attention>[,<scale>]`` once per
+carries. Every kind of ``config.attention`` trains ``tasks/<config.task>.py:<attention>[,<scale>]`` once per
 seed of ``config.seeds``; kinds whose map takes a feature count (random features, Hedgehog, gated RFA) train at
 each m of ``config.num_features`` (or of ``config.num_features_of[<attention>]``), the others (exact, elu, relu,
 taylor) once. Each setting's state size is the
@@ -52,7 +52,7 @@ def _takes_features(study, attention: str) -> bool:
 
 
 def training_config(study, attention: str, num_features: int | None):
-    """The training config of one setting: ``configs/<task>.py:<attention>[,<scale>]`` with m set."""
+    """The training config of one setting: ``tasks/<task>.py:<attention>[,<scale>]`` with m set."""
     config = task_run_config(study.task, attention, study.scale, study.data_dir)
     if num_features is not None:
         config.attention.num_features = num_features

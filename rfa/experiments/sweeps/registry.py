@@ -54,7 +54,7 @@ class Reproduction:
     """A published comparison that a sweep reproduces.
 
     Attributes:
-      name: ``config.name`` of its sweeps (and, by default, its config ``configs/<name>.py``).
+      name: ``config.name`` of its sweeps (and, by default, its config ``rfa/configs/sweeps/<name>.py``).
       experiment: the experiment kind it sweeps.
       analyze: its analysis: figures in the workdir, report sections and a :class:`rfa.experiments.report.Verdict`.
       requirements: config field -> values the sweep must hold for the published comparison (a sweep overridden

@@ -68,7 +68,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, *, progress: bool = Tru
     """Computes every cell of ``config``'s sweep not already in ``workdir``, then writes tables, figures, report.
 
     Args:
-      config: a sweep config (``rfa.configs.common.sweep_config`` gives its fields), e.g. from ``configs/``.
+      config: a sweep config (``rfa.configs.common.sweep_config`` gives its fields), e.g. from ``rfa/configs/sweeps/``.
       workdir: output directory; created if missing.
       progress: show a progress bar over the cells.
 

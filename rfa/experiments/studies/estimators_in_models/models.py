@@ -24,7 +24,7 @@ from rfa.train import build_model, evaluate_model, load_model, train_and_evaluat
 
 
 class RfaModel:
-    """One of rfa's own models, built and trained by ``rfa.train`` from ``configs/<task>.py:exact[,<scale>]``."""
+    """One of rfa's own models, built and trained by ``rfa.train`` from ``tasks/<task>.py:exact[,<scale>]``."""
 
     def __init__(self, study, name: str):
         self.study, self.name, self.task = study, name, get_task(study.tasks[name])
