@@ -40,7 +40,28 @@ if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()
 
 
+import gc  # noqa: E402
+import pathlib  # noqa: E402
+
 import pytest  # noqa: E402  (after the settings above, which must precede any JAX import)
+
+# XLA:CPU maps the code of every program it compiles into memory, and JAX keeps every compiled program: a worker
+# that runs a few hundred tests passes Linux's limit of memory maps per process (vm.max_map_count, 65530 by
+# default; 46 attention tests leave about 9,700), and the next compilation segfaults inside XLA
+# (backend_compile_and_load). Fresh-clone runs lost workers that way, after which pytest-xdist hung. When a worker
+# holds more than half of its limit, the compiled programs are dropped; the tests after it compile what they use.
+_MAP_LIMIT = pathlib.Path("/proc/sys/vm/max_map_count")
+_MAPS = pathlib.Path("/proc/self/maps")
+MAX_MAPS = int(_MAP_LIMIT.read_text()) if _MAP_LIMIT.exists() else None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    if MAX_MAPS is not None and _MAPS.read_bytes().count(b"\n") > MAX_MAPS // 2:
+        import jax
+
+        jax.clear_caches()
+        gc.collect()
 
 
 @pytest.fixture(scope="session")
