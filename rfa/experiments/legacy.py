@@ -18,6 +18,7 @@ from rfa import configs
 RENAMED = {  # 0.2 module -> the module it became
     "experiments.mse": "rfa.experiments.sweep",
     "experiments.studies.seeded": "rfa.experiments.seeded",
+    "experiments.sweeps.checks": "rfa.experiments.sweeps.config_checks",
     "experiments.studies.associative_recall": "rfa.experiments.studies.recall",
     "experiments.studies.lengths": "rfa.experiments.studies.length_generalization",
     "experiments.studies.distill": "rfa.experiments.studies.distillation",

@@ -13,7 +13,7 @@ from rfa.configs.common import sweep_config
 from rfa.configs.sweeps import attention_output_error, derf_variance, orthogonal_vs_iid, performer_fig2
 from rfa.experiments.sweeps import cells as sweep_cells
 from rfa.experiments.sweeps.cells import ResultStore
-from rfa.experiments.sweeps.checks import check_config
+from rfa.experiments.sweeps.config_checks import check_config
 
 
 def test_cells_cover_the_sweep_once_grouped_by_projection_draws():

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 
 import rfa
 from rfa.experiments.report import Analysis, fmt, image_link, log_m_axis, markdown_table, save_figure, select
-from rfa.experiments.sweeps import checks
+from rfa.experiments.sweeps import config_checks
 from rfa.experiments.sweeps.cells import Cell, estimator_params, group_seed
 from rfa.experiments.sweeps.registry import ExperimentKind, register_experiment_kind
 from rfa.workdir import ConfigError
@@ -29,9 +29,9 @@ PROJECTION_STYLES = {"iid": "o--", "orthogonal": "s-", "simplex": "^:"}  # marke
 
 
 def check(config) -> None:
-    checks.positive_int(config.length, "config.length")
-    checks.positive_int(config.num_seeds, "config.num_seeds")
-    checks.sequence(config.input_scales, "input_scales", checks.positive, "input scale")
+    config_checks.positive_int(config.length, "config.length")
+    config_checks.positive_int(config.num_seeds, "config.num_seeds")
+    config_checks.sequence(config.input_scales, "input_scales", config_checks.positive, "input scale")
 
 
 def check_estimator(config, fm) -> None:

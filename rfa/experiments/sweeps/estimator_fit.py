@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 import rfa
 from rfa.experiments.cli import resolve_config
 from rfa.experiments.report import Analysis, fmt, image_link, markdown_table, save_figure
-from rfa.experiments.sweeps import checks
+from rfa.experiments.sweeps import config_checks
 from rfa.experiments.sweeps.cells import Cell, estimator_params, group_seed
 from rfa.experiments.sweeps.kernel_mse import predicted_relative_error
 from rfa.experiments.sweeps.registry import ExperimentKind, register_experiment_kind
@@ -45,14 +45,14 @@ def _dataset(name, field):
 
 
 def check(config) -> None:
-    checks.sequence(config.datasets, "datasets", _dataset, "dataset")
+    config_checks.sequence(config.datasets, "datasets", _dataset, "dataset")
     for field in ("num_vectors", "pairs_checked", "repetitions"):
-        checks.positive_int(config[field], f"config.{field}")
-    checks.positive_int(config.model.num_train_steps, "config.model.num_train_steps")
+        config_checks.positive_int(config[field], f"config.{field}")
+    config_checks.positive_int(config.model.num_train_steps, "config.model.num_train_steps")
     if config.num_vectors < 2 or config.repetitions < 2:
         raise ConfigError("config.num_vectors and config.repetitions must be >= 2 (a fit and a standard error).")
-    checks.positive(config.input_scale, "config.input_scale")
-    checks.positive(config.anisotropy, "config.anisotropy")
+    config_checks.positive(config.input_scale, "config.input_scale")
+    config_checks.positive(config.anisotropy, "config.anisotropy")
     if config.num_features != (1,) or config.projections != ("iid",):
         raise ConfigError("estimator_fit compares per-vector variances: num_features=(1,), projections=('iid',).")
 

@@ -27,7 +27,7 @@ from matplotlib.figure import Figure
 
 import rfa
 from rfa.experiments.report import Analysis, Verdict, fmt, image_link, markdown_table, save_figure, select
-from rfa.experiments.sweeps import checks
+from rfa.experiments.sweeps import config_checks
 from rfa.experiments.sweeps.cells import Cell, estimator_params, group_seed
 from rfa.experiments.sweeps.registry import ExperimentKind, register_experiment_kind
 from rfa.random_features.kernels import KERNELS
@@ -40,13 +40,13 @@ GEOMETRIES = ("norm_angle",)
 
 def check(config) -> None:
     """The kernel_mse fields: repetitions, the geometry of the pairs, ``max_relative_error``."""
-    checks.positive_int(config.repetitions, "config.repetitions")
+    config_checks.positive_int(config.repetitions, "config.repetitions")
     if config.repetitions < 2:
         raise ConfigError(f"config.repetitions must be >= 2 for a standard error, got {config.repetitions}.")
     if config.geometry.kind not in GEOMETRIES:
         raise ConfigError(f"config.geometry.kind must be one of {list(GEOMETRIES)}, got {config.geometry.kind!r}.")
-    checks.sequence(config.geometry.norms, "geometry.norms", checks.positive, "norm")
-    checks.sequence(config.geometry.angles, "geometry.angles", checks.finite, "angle")
+    config_checks.sequence(config.geometry.norms, "geometry.norms", config_checks.positive, "norm")
+    config_checks.sequence(config.geometry.angles, "geometry.angles", config_checks.finite, "angle")
     if not config.max_relative_error >= 0:
         value = config.max_relative_error
         raise ConfigError(f"config.max_relative_error must be >= 0 (0: never skip), got {value}.")

@@ -23,7 +23,7 @@ from tqdm import tqdm
 from rfa.experiments.report import Verdict
 from rfa.experiments.sweeps import registry
 from rfa.experiments.sweeps.cells import ResultStore, cells
-from rfa.experiments.sweeps.checks import check_config
+from rfa.experiments.sweeps.config_checks import check_config
 from rfa.workdir import write_atomic
 
 
