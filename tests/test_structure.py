@@ -189,6 +189,7 @@ print(out.shape, y.shape, model(jnp.ones((1, 4), jnp.int32)).shape, float(mse) >
 """
 
 
+@pytest.mark.slow  # a subprocess importing every core module (7 s)
 def test_the_core_runs_with_jax_flax_and_numpy_only():
     """Primitives, estimators, theory, the Flax adapter and the models import none of the extras."""
     import subprocess

@@ -131,6 +131,7 @@ def test_the_site_is_the_papers_layer(kind):
     np.testing.assert_allclose(out, attention.out(jnp.asarray(o, jnp.float32)), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow  # 6 s of compiling three kinds' decoding
 def test_left_padding_writes_nothing():
     """A site's outputs on a left-padded sequence equal its outputs on the sequence alone."""
     attention = Decoder(config("gated_deltanet"), rngs=nnx.Rngs(0)).stack.layers[0].self_attention

@@ -3,7 +3,7 @@
 ``S_t = exp(g_t) (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ``, ``o_t = S_tᵀ q_t`` (Schlag, Irie, Schmidhuber,
 ICML 2021, Eq. 29; gated: Yang, Kautz, Hatamizadeh, "Gated Delta Networks", ICLR 2025, Eq. 10), with the
 d_k × d_k transition formed explicitly and a Python loop over tokens. It shares nothing with the chunked and
-recurrent forms but the checks of its inputs; given float64 inputs (``jax.experimental.enable_x64``) it computes
+recurrent forms but the checks of its inputs; given float64 inputs (``jax.enable_x64()``) it computes
 in float64, and autodiff through it gives the reference gradients. O(L·d_k²·d_v); for tests and small inputs.
 """
 
