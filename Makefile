@@ -6,7 +6,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 WORKDIR ?= workdir
 # pytest-xdist processes for `make test`; each test file runs whole on one worker (its shared fixtures too).
+# A worker that crashes fails its test and is not restarted: with --dist loadfile, pytest-xdist restarting crashed
+# workers re-ran the crashing test and then hung with its live workers idle.
 TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadfile --max-worker-restart=0
 
 .PHONY: reproduce test test-fast docs benchmark lint
 
@@ -28,14 +31,14 @@ reproduce: $(VENV)/.installed-experiments
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest $(XDIST)
 
 # The fast tier, before every commit: lint and the tests not marked slow (the reproductions, benchmarks, studies,
 # multi-process and end-to-end runs are left to `make test`).
 test-fast: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow"
+	$(PY) -m pytest $(XDIST) -m "not slow"
 
 docs: $(VENV)/.installed-test
 	$(PY) -m sphinx -W --keep-going -q -b html docs $(WORKDIR)/docs/html
