@@ -10,6 +10,7 @@ import importlib
 import importlib.util
 
 GROUPS = ("tasks", "sweeps", "studies")
+RENAMED = {"distill": "distillation", "forecast": "forecasting"}  # rfa 0.2's names, answered for one release
 
 
 def find(name: str, groups: tuple[str, ...] = GROUPS) -> str | None:

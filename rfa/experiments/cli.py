@@ -8,7 +8,7 @@ named in ``config.modules`` is imported from the current directory (no ``PYTHONP
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import os
 import sys
 from collections.abc import Callable
@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from absl import app, flags, logging
 
+from rfa import configs
 from rfa.data import DatasetMissingError
 from rfa.train import CheckpointError, DistributedError, TrainingInterrupted
 from rfa.workdir import ConfigError
@@ -24,9 +25,7 @@ T = TypeVar("T")
 
 HELP_FLAGS = frozenset({"--help", "-h", "-?", "--helpshort", "--helpfull", "--helpxml"})  # absl's help flags
 INTERRUPTED_STATUS = 130  # 128 + SIGINT, what shells expect of a program stopped by Ctrl-C
-SHIPPED_CONFIGS = os.path.dirname(importlib.import_module("rfa.configs").__file__)
-CONFIG_GROUPS = ("tasks", "sweeps", "studies")  # the folders of rfa/configs: training tasks, sweeps, studies
-RENAMED_CONFIGS = {"distill": "distillation", "forecast": "forecasting"}  # 0.2 names, kept for one release
+SHIPPED_CONFIGS = os.path.dirname(configs.__file__)
 
 
 def shipped_config(name: str) -> str | None:
@@ -38,11 +37,8 @@ def shipped_config(name: str) -> str | None:
       'sweeps/performer_fig2.py'
     """
     stem = name.removeprefix("configs/").removeprefix("configs" + os.sep).removesuffix(".py")
-    stem = RENAMED_CONFIGS.get(stem, stem)
-    if not stem.isidentifier():
-        return None
-    paths = (os.path.join(SHIPPED_CONFIGS, group, stem + ".py") for group in CONFIG_GROUPS)
-    return next((path for path in paths if os.path.isfile(path)), None)
+    module = configs.find(configs.RENAMED.get(stem, stem))
+    return None if module is None else importlib.util.find_spec(module).origin
 
 
 def shipped_config_names() -> dict[str, list[str]]:
@@ -53,7 +49,7 @@ def shipped_config_names() -> dict[str, list[str]]:
             for f in os.listdir(os.path.join(SHIPPED_CONFIGS, group))
             if f != "__init__.py" and f.endswith(".py")
         )
-        for group in CONFIG_GROUPS
+        for group in configs.GROUPS
     }
 
 

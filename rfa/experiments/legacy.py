@@ -29,8 +29,6 @@ RENAMED = {  # 0.2 module -> the module it became
     "experiments.studies.estimator_models": "rfa.experiments.studies.estimators_in_models.models",
     "experiments.studies.flax_encoder": "rfa.experiments.studies.estimators_in_models.flax_encoder",
     "experiments.studies.qk_scale": "rfa.experiments.studies.estimators_in_models.qk_scale",
-    "configs.distill": "rfa.configs.studies.distillation",
-    "configs.forecast": "rfa.configs.studies.forecasting",
 }
 
 
@@ -47,7 +45,7 @@ def new_name(old: str) -> str:
         if prefix in RENAMED:
             return ".".join([RENAMED[prefix], *parts[n:]])
     if parts[0] == "configs" and len(parts) > 1 and parts[1] != "common":
-        found = configs.find(parts[1])
+        found = configs.find(configs.RENAMED.get(parts[1], parts[1]))
         if found is not None:
             return ".".join([found, *parts[2:]])
     return "rfa." + old
