@@ -11,7 +11,7 @@ WORKDIR ?= workdir
 TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --dist loadfile --max-worker-restart=0
 
-.PHONY: reproduce test test-fast docs benchmark lint
+.PHONY: reproduce test test-fast mutation docs benchmark lint
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,13 @@ test-fast: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m pytest $(XDIST) -m "not slow"
+
+# mutmut's mutants of rfa/attention and rfa/random_features against their fast tests ([tool.mutmut] in pyproject.toml):
+# a fixed sample of MUTATION_FRACTION of them (the whole set takes about 1.5 days here), then the score and the
+# survivors; `$(PY) -m mutmut show NAME` prints one. The report is in docs/development.md, "Mutation testing".
+MUTATION_FRACTION ?= 0.02
+mutation: $(VENV)/.installed-test
+	$(PY) tools/mutation_sample.py --fraction $(MUTATION_FRACTION)
 
 docs: $(VENV)/.installed-test
 	$(PY) -m sphinx -W --keep-going -q -b html docs $(WORKDIR)/docs/html

@@ -167,3 +167,8 @@ def test_an_estimators_normalized_features_are_its_features_over_their_norm():
         np.testing.assert_allclose(out, phi / np.linalg.norm(phi, axis=-1, keepdims=True), rtol=1e-5, atol=1e-6)
     large, _ = normalized_features(100 * Q, K, feature_map="positive", projection=W)
     assert bool(jnp.all(jnp.isfinite(large))) and np.allclose(jnp.linalg.norm(large, axis=-1), 1.0, atol=1e-5)
+
+
+def test_the_naive_form_returns_the_outputs_alone_by_default():
+    out = naive_delta_rule_attention(Q, K, V, BETA, log_decay=G, initial_state=S0)
+    np.testing.assert_allclose(out, references.delta_rule(Q, K, V, BETA, G, S0)[0], rtol=1e-4, atol=1e-5)

@@ -67,3 +67,9 @@ def test_jit_vmap_grad():
         direction = np.random.default_rng(8 + i).standard_normal(Q.shape)
         expected = references.directional_derivative(reference, (Q, K, V), i, direction)
         assert abs(float(np.sum(np.asarray(grad, np.float64) * direction)) - expected) <= 1e-3 * abs(expected) + 1e-5
+
+
+def test_logits_beyond_exp_range_are_max_stabilized():
+    # logits of a few hundred overflow exp in float32: without the max-subtraction of each row the output is NaN
+    q, k = 20.0 * Q, 20.0 * K
+    np.testing.assert_allclose(rfa.softmax_attention(q, k, V), references.softmax_attention(q, k, V), atol=1e-4)

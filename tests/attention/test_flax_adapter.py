@@ -307,3 +307,11 @@ def test_hedgehog_learns_its_map_inside_nnx_multi_head_attention(num_heads):
     grads = nnx.grad(lambda m: jnp.sum(m(X, is_causal=True) ** 2))(mha)
     optimizer.update(mha, grads)
     assert not np.allclose(weight[...], before)
+
+
+@pytest.mark.parametrize("kind", ["iid", "orthogonal"])
+def test_the_projection_is_drawn_of_its_kind(kind):
+    fn = rfa.make_attention_fn("positive", HEAD_DIM, head_dim=HEAD_DIM, key=jax.random.key(3), projection_kind=kind)
+    W = np.asarray(fn.projection[...], np.float64)
+    off_diagonal = np.abs(W @ W.T - np.diag(np.diag(W @ W.T))).max() / np.diag(W @ W.T).max()
+    assert off_diagonal < 1e-5 if kind == "orthogonal" else off_diagonal > 0.1  # iid rows are not orthogonal

@@ -2,11 +2,14 @@
 optimality and nesting the paper proves, unbiasedness and the closed-form variance against Monte
 Carlo (fixed seeds), and attention with parameters fitted inside it or on calibration data."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 import references
+import scipy.integrate
 from flax import nnx
 from helpers import assert_within, monte_carlo, normal
 
@@ -179,6 +182,41 @@ def test_relative_moments_match_monte_carlo(name):
     for i in range(len(x)):
         for k in (2, 3):
             assert_within(u[:, i] ** k, np.exp(log_moments[i, k - 1]), f"pair {i}: E U^{k}")
+
+
+def test_relative_moments_equal_the_integrals_over_one_gaussian_vector():
+    """``log E[(Y/K)^k]``, k = 1..4, exactly: with one vector w ~ N(0, I), ``Y = φ_q(x)ᵀφ_k(y)`` is a product of
+    one factor per coordinate of w, so each moment is a product of 1-D integrals (here by quadrature)."""
+    params = fitted("aderf")
+    x, y = Q[20].astype(np.float64), K[40].astype(np.float64)
+    log_moments = rfa.feature_map("aderf").theory.log_relative_moments(x, y, **params)
+    xt, yt = params["query_transform"] @ x, params["key_transform"] @ y
+    a, z = np.broadcast_to(np.asarray(params["A"], np.float64), (D,)), xt + yt
+    # Y = Π_l (1-4a_l)^½ exp(2a_l w_l² + √(1-4a_l) z̃_l w_l) · exp(-(|x̃|² + |ỹ|²)/2)  (references.derf, m = 1)
+    for k in range(1, 5):
+        expected = -k * (xt @ xt + yt @ yt) / 2 - k * (x @ y)
+        for a_l, z_l in zip(a, z, strict=True):
+
+            def integrand(w, a_l=a_l, z_l=z_l, k=k):
+                return np.exp(k * (2 * a_l * w * w + np.sqrt(1 - 4 * a_l) * z_l * w) - w * w / 2) / np.sqrt(2 * np.pi)
+
+            expected += k / 2 * np.log(1 - 4 * a_l) + np.log(scipy.integrate.quad(integrand, -np.inf, np.inf)[0])
+        np.testing.assert_allclose(log_moments[k - 1], expected, rtol=1e-6, atol=1e-6)  # T_qᵀT_k = I in float32
+
+
+def test_relative_moments_are_inf_without_a_warning_where_they_diverge():
+    # a = 1/8: 1 - 4ka is 0 for k = 2 and negative beyond, where E[(Y/K)^k] is infinite
+    x, y = Q[20], K[40]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        log_moments = rfa.feature_map("aderf").theory.log_relative_moments(x, y, A=np.full(D, 0.125))
+    assert np.isfinite(log_moments[0]) and np.all(log_moments[1:] == np.inf)
+
+
+def test_relative_moments_broadcast_the_parameters_against_the_pair():
+    moments = rfa.feature_map("aderf").theory.log_relative_moments
+    x, y, A = Q[20], K[40], np.stack([np.full(D, -0.1), np.full(D, 0.05)])  # two parameters, one pair
+    np.testing.assert_allclose(moments(x, y, A=A), [moments(x, y, A=a) for a in A], rtol=1e-12)
 
 
 def test_features_equal_the_reference_map():

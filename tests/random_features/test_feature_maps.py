@@ -172,3 +172,13 @@ def test_jit_vmap_grad(name):
         expected = references.directional_derivative(reference, (x, projection), i, direction)
         derivative = float(np.sum(np.asarray(grad, np.float64) * direction))
         assert abs(derivative - expected) <= 1e-4 * (abs(expected) + 1), (i, derivative, expected)
+
+
+def test_oprf_statistic_leaves_out_padded_queries_and_keys():
+    from rfa.random_features.estimators.softmax import oprf_statistic
+
+    q, k = normal(0, (2, 5, 3, 4)), normal(1, (2, 7, 3, 4))  # [B, L, H, d], q_len != kv_len
+    keep_q, keep_k = np.arange(5) < np.array([[5], [2]]), np.arange(7) >= np.array([[0], [3]])
+    head_major = [np.swapaxes(x, 1, 2) for x in (q, k)]  # [B, H, L, d], masks [B, 1, L, 1]
+    phi = oprf_statistic(*head_major, keep_q[:, None, :, None], keep_k[:, None, :, None])
+    np.testing.assert_allclose(phi[..., 0], references.oprf_statistic(q, k, keep_q, keep_k), rtol=1e-5)

@@ -114,3 +114,9 @@ def test_a_registered_kind_is_sampled_with_either_scaling_and_named_once():
         del projections.PROJECTION_KINDS[name]
     with pytest.raises(rfa.InputError, match="kind must be one of"):
         rfa.sample_projection(jax.random.key(0), 5, 4, kind=name)
+
+
+@pytest.mark.parametrize("kind", ["orthogonal", "iid"])
+def test_a_one_dimensional_projection_is_a_column_of_signed_norms(kind):
+    W = np.asarray(rfa.sample_projection(jax.random.key(0), 6, 1, kind=kind), np.float64)
+    assert W.shape == (6, 1) and len(np.unique(W)) == 6  # only the simplex needs d >= 2

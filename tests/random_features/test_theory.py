@@ -10,6 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import references
+import scipy.integrate
 from helpers import assert_within, monte_carlo, tiered
 
 import rfa
@@ -238,3 +240,27 @@ def test_closed_forms_are_never_nan_from_tiny_to_huge_pairs(dim):
             for m in (2, 3 * dim + 1):
                 mse = np.asarray(rfa.theory.mse(estimator, x, y, m, projection=projection, **params))
                 assert not np.isnan(mse).any() and (mse >= 0).all(), (estimator, projection, m)
+
+
+def test_the_estimators_with_a_closed_form_default_to_iid_projections():
+    names = rfa.theory.estimators_with_theory()
+    assert names == rfa.theory.estimators_with_theory("iid")
+    assert {"trig", "positive", "hyperbolic", "gerf", "oprf", "gaussian_trig", "gaussian_cosine"} <= set(names)
+
+
+def test_oprf_relative_moments_without_phi_sq_use_the_optimal_parameter_of_the_pair():
+    """``log E[(Y/K)^k]`` of one vector w ~ N(0, I): ``Y = (1-4A)^{d/2} exp(2A|w|² + √(1-4A) wᵀ(x+y) - (|x|²+|y|²)/2)``
+    factorizes over the coordinates of w, so each moment is a product of 1-D integrals (here by quadrature)."""
+    x, y = (v.astype(np.float64) for v in PAIRS["generic"])
+    z = x + y
+    A = float(references.optimal_gerf_parameter(z @ z, D))
+    log_moments = rfa.feature_map("oprf").theory.log_relative_moments(x, y)
+    for k in range(1, 5):
+        expected = k * D / 2 * math.log(1 - 4 * A) - k * (x @ x + y @ y) / 2 - k * (x @ y)
+        for z_l in z:
+
+            def integrand(w, z_l=z_l, k=k):
+                return np.exp(k * (2 * A * w * w + math.sqrt(1 - 4 * A) * z_l * w) - w * w / 2) / math.sqrt(2 * math.pi)
+
+            expected += math.log(scipy.integrate.quad(integrand, -np.inf, np.inf)[0])
+        np.testing.assert_allclose(log_moments[k - 1], expected, rtol=1e-6, atol=1e-6)
