@@ -76,6 +76,10 @@ def data_dir(tmp_path_factory):
 LONGEST_FIRST = (
     "train/test_train.py",
     "experiments/test_runner.py",
+    "train/test_multiprocess.py",
+    "train/test_sequence_sharded_training.py",
+    "experiments/test_estimators_in_models.py",
+    "attention/test_sequence_parallel.py",
     "models/test_models.py",
     "test_readme.py",
     "test_doctests.py",
