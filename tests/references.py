@@ -56,6 +56,18 @@ def optimal_gerf_parameter(phi_sq, d):
     return (1 - 2 * rho - np.sqrt((2 * rho + 1) ** 2 + 8 * rho)) / 16
 
 
+def log_gerf_coordinate_moment(k, a, z):
+    """``log E_w[exp(k(2a w² + √(1-4a) z w))]`` for one coordinate w ~ N(0, 1), by quadrature: a GERF-family
+    feature product ``Y`` of one vector factorizes over the coordinates of w, so ``log E[Y^k]`` is a sum of these
+    (plus the constant factors). Infinite where ``1 - 4ka ≤ 0``."""
+    import scipy.integrate
+
+    def integrand(w):
+        return np.exp(k * (2 * a * w * w + np.sqrt(1 - 4 * a) * z * w) - w * w / 2) / np.sqrt(2 * np.pi)
+
+    return np.log(scipy.integrate.quad(integrand, -np.inf, np.inf)[0])
+
+
 def oprf(x, W, phi_sq):
     return gerf(x, W, optimal_gerf_parameter(phi_sq, W.shape[1]))
 
