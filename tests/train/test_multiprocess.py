@@ -56,7 +56,8 @@ def launch(workdir, data_dir, *extra, processes=2, devices=2, port=None, ids=Non
         **os.environ,
         "JAX_PLATFORMS": "cpu",
         "PYTHONUNBUFFERED": "1",
-        "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
+        # conftest's flags (compile at optimisation level 0) kept
+        "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}",
         **(env or {}),
     }
     if processes > 1:
