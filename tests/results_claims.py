@@ -904,6 +904,91 @@ RECALL_CLAIMS = [
     ),
 ]
 
+PAIRS4 = "recall_pairs4_l64_cpu"
+PROBE = "recall_pairs4_l64_probe_cpu"  # positive features at m = 64 and a learning rate of 3e-2, one seed
+
+
+def pairs4(attention: str, m: int | None = None) -> dict:
+    return next(r for r in data(PAIRS4) if (r["attention"], r["num_features"]) == (attention, m))
+
+
+def _pairs4_kib(attention: str, m: int | None = None) -> str:
+    return f"{pairs4(attention, m)['state_bytes'] / 1024:.1f}"
+
+
+_RECALL_ALL = ("exact", "deltanet", "gated_deltanet")
+
+PAIRS4_CLAIMS = [
+    Claim(
+        "recall.md",
+        "Exact attention, DeltaNet and Gated DeltaNet recall every query on every seed ({}, {} and {}); the delta rule "
+        "does it with a state of {} KiB per layer, against exact attention's {} KiB at 64 tokens.",
+        lambda: (
+            *(spread(pairs4(a)["test"]["accuracy"]) for a in _RECALL_ALL),
+            _pairs4_kib("deltanet"),
+            _pairs4_kib("exact"),
+        ),
+        lambda: (
+            all(run["test"]["accuracy"] == 1.0 for a in _RECALL_ALL for run in pairs4(a)["runs"])
+            and pairs4("deltanet")["state_bytes"] == pairs4("gated_deltanet")["state_bytes"]
+            and pairs4("deltanet")["length"] == 64
+        ),
+    ),
+    Claim(
+        "recall.md",
+        "Positive random features do not learn this recall at any m tried: {} at m = 16, 64 and 256, the last with a "
+        "state of {} KiB, twice exact attention's.",
+        lambda: (
+            span(pairs4("positive", m)["test"]["accuracy"]["mean"] for m in (16, 64, 256)),
+            _pairs4_kib("positive", 256),
+        ),
+        lambda: (
+            max(run["test"]["accuracy"] for m in (16, 64, 256) for run in pairs4("positive", m)["runs"]) < 0.5
+            and 2 <= pairs4("positive", 256)["state_bytes"] / pairs4("exact")["state_bytes"] < 2.5
+        ),
+    ),
+    Claim(
+        "recall.md",
+        "Their learning rate is the top of the grid (validation accuracy {} at 1e-2 against {} at 3e-3 and {} at "
+        "1e-3); one more run at 3e-2 diverged (its loss NaN, validation accuracy {}), so a larger rate does not "
+        "rescue them.",
+        lambda: (
+            *(f"{pairs4('positive', 64)['sweep'][rate]:.3f}" for rate in ("0.01", "0.003", "0.001")),
+            f"{data(PROBE)[0]['sweep']['0.03']:.3f}",
+        ),
+        lambda: (
+            pairs4("positive", 64)["learning_rate"] == 1e-2
+            and math.isnan(data(PROBE)[0]["runs"][0]["validation"]["loss"])
+            and (data(PROBE)[0]["num_features"], data(PROBE)[0]["learning_rate"]) == (64, 3e-2)
+        ),
+    ),
+    Claim(
+        "recall.md",
+        "Exact attention needs the middle rate: its sweep runs reached {} at 1e-3 and {} at 1e-2 on validation, "
+        "against {} at 3e-3.",
+        lambda: tuple(f"{pairs4('exact')['sweep'][rate]:.3f}" for rate in ("0.001", "0.01", "0.003")),
+        lambda: pairs4("exact")["learning_rate"] == 3e-3,
+    ),
+    Claim(
+        "recall.md",
+        "The elu map, which estimates no kernel, reaches {} with the state of positive features at m = 16 ({} KiB)",
+        lambda: (spread(pairs4("elu")["test"]["accuracy"]), _pairs4_kib("elu")),
+        lambda: pairs4("elu")["state_bytes"] == pairs4("positive", 16)["state_bytes"],
+    ),
+    Claim(
+        "recall.md",
+        "A sliding window of 16 tokens reaches {} ({} KiB): a key more than 16 tokens before its query is out of its "
+        "sight. Its learning rate is also the top of the grid (validation accuracy {} at 1e-2 against {} at 3e-3), and "
+        "no larger rate was tried.",
+        lambda: (
+            spread(pairs4("sliding_window", 16)["test"]["accuracy"]),
+            _pairs4_kib("sliding_window", 16),
+            *(f"{pairs4('sliding_window', 16)['sweep'][rate]:.3f}" for rate in ("0.01", "0.003")),
+        ),
+        lambda: pairs4("sliding_window", 16)["learning_rate"] == 1e-2,
+    ),
+]
+
 QK = "estimators_in_models_cpu_qk_scale"
 _THREE = (("positive", "-"), ("oprf", "calibrated"), ("aderf", "calibrated"))
 _TEXT = (("encoder", "trained"), ("decoder", "trained"), ("flax", "trained"))
@@ -1030,6 +1115,7 @@ CLAIMS = (
     + VISION_CLAIMS
     + FORECASTING
     + RECALL_CLAIMS
+    + PAIRS4_CLAIMS
     + QK_CLAIMS
     + DECODING
 )
