@@ -44,6 +44,9 @@ def test_the_quick_forecasting_comparison_writes_its_table_and_figure(data_dir, 
     rows = (tmp_path / "forecast.md").read_text().splitlines()
     assert rows[-1].startswith("| seasonal naive | - | ") and len(rows) == 5
     assert (tmp_path / "forecast.png").stat().st_size > 10_000
+    runs = [json.loads(path.read_text()) for path in sorted(tmp_path.glob("**/results.json"))]
+    assert len(runs) == 2  # each kind's run trained a forecaster: mean squared and absolute errors of the series
+    assert all(r["kind"] == "forecast" and 0 < r["test"]["mae"] ** 2 <= r["test"]["mse"] for r in runs)
 
 
 @pytest.mark.slow
