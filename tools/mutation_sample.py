@@ -7,8 +7,8 @@ that called the mutated function. The whole set takes days on 2 cores, so this s
 the mutants whose SHA-256 with ``SEED`` falls in the first ``--fraction`` of the range, so the sample does not
 depend on the order of the files and a change of the code adds or removes only its own mutants. It runs
 ``mutmut run`` on the sample and prints the counts, the survivors (``mutmut show NAME`` prints one) and the score:
-killed (timeouts included) over killed + survived, the survivors in ``EQUIVALENT`` left out. Mutants of a function
-no fast test calls ("no tests") are counted apart. docs/development.md, "Mutation testing", has the last report.
+killed (timeouts included) over all the mutants run, the survivors in ``EQUIVALENT`` left out; a mutant of a
+function that no fast test calls ("no tests") counts as a survivor. docs/development.md, "Mutation testing", has the last report.
 
 Run: ``make mutation``, ``python tools/mutation_sample.py --fraction 0.1``, ``--list`` (the sample, not run), or
 ``python tools/mutation_sample.py NAME ...``: those mutants instead of the sample (the survivors, again).
@@ -30,6 +30,14 @@ import time
 SEED = "rfa-mutation-1"
 # Survivors of the sample that behave exactly like the original (docs/development.md says why, one by one).
 EQUIVALENT: frozenset[str] = frozenset()
+# Functions that only a subprocess of the fast tier runs (its 8 CPU devices need a process of their own): mutmut
+# records the calls made in its own process, so it would find no test for them. They get that file's tests.
+SUBPROCESS_TESTS = {
+    "rfa.attention.kernelized.sequence_parallel.": "tests/attention/test_sequence_parallel.py",
+    "rfa.attention.kernelized.api.x_sequence_parallel_attention": "tests/attention/test_sequence_parallel.py",
+    "rfa.attention.kernelized.api.x__dense_mask_sequence_parallel": "tests/attention/test_sequence_parallel.py",
+    "rfa.attention.delta_rule.api.x__sequence_parallel": "tests/attention/test_sequence_parallel.py",
+}
 KILLED, SURVIVED, TIMEOUT = {1, 3}, {0}, {24, -24, 36, 152, 255}  # mutmut's exit codes (255: the tests did not load)
 STATUS = {0: "survived", 33: "no tests", None: "not run"}  # no tests: no fast test calls the function
 
@@ -59,8 +67,9 @@ print(json.dumps(sorted(state()._stats)))
 """
 
 
-def widen_import_time_tests() -> list[str]:
-    """Give the functions that run at import time every test of their package's tests/ folder.
+def widen_tests(mutant_names) -> list[str]:
+    """Give the functions that run at import time every test of their package's tests/ folder, and those in
+    ``SUBPROCESS_TESTS`` the tests of their file; returns the former.
 
     mutmut runs a mutant against the tests that called its function while it collected its stats, and credits
     the calls made while importing (the registries of feature maps and projection kinds, the closures that
@@ -83,10 +92,14 @@ def widen_import_time_tests() -> list[str]:
     at_import = json.loads(out.strip().splitlines()[-1])
     path = pathlib.Path("mutants", "mutmut-stats.json")
     stats = json.loads(path.read_text())
-    for function in at_import:
-        folder = "tests/" + function.split(".")[1] + "/"
+    prefixes = {function: "tests/" + function.split(".")[1] + "/" for function in at_import}
+    for function in {name.rsplit("__mutmut_", 1)[0] for name in mutant_names}:
+        for start, file in SUBPROCESS_TESTS.items():
+            if function.startswith(start):
+                prefixes[function] = file + "::"
+    for function, prefix in prefixes.items():
         tests = stats["tests_by_mangled_function_name"].setdefault(function, [])
-        tests[:] = sorted(set(tests) | {test for test in stats["duration_by_test"] if test.startswith(folder)})
+        tests[:] = sorted(set(tests) | {test for test in stats["duration_by_test"] if test.startswith(prefix)})
     path.write_text(json.dumps(stats, indent=4))
     return at_import
 
@@ -115,7 +128,7 @@ def main() -> int:
     if args.list:
         print("\n".join(names))
         return 0
-    print(f"{len(widen_import_time_tests())} functions run at import: their mutants get their package's tests")
+    print(f"{len(widen_tests(names))} functions run at import: their mutants get their package's tests")
     mutmut = [sys.executable, "-c", "import sys; from mutmut.__main__ import cli; sys.exit(cli())"]
     subprocess.run([*mutmut, "run", "--max-children", str(args.max_children), *names], check=True)
 
@@ -129,7 +142,7 @@ def main() -> int:
     print(f"\n{dict(sorted(counts.items()))}; {equivalent} of the survivors equivalent")
     for name in survivors:
         print(f"  survived: {name}  (mutmut show {name})")
-    scored = counts["killed"] + counts["timeout"] + len(survivors)
+    scored = counts["killed"] + counts["timeout"] + len(survivors) + counts["no tests"]
     killed = counts["killed"] + counts["timeout"]
     print(f"score: {killed} / {scored} non-equivalent mutants killed ({100 * killed / max(scored, 1):.1f}%)", end="")
     print(f", in {time.monotonic() - start:.0f} s")

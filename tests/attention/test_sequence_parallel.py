@@ -6,6 +6,8 @@ JAX fixes its device count at start-up, so the checks run in one subprocess with
 (test_against_references.py). Outputs, gradients (q, k, v, log_decay) and the returned state, for
 P = 2, 4, 8 devices, bidirectional, causal and causal with decay (one per token, or one per feature), with key
 padding that spans device boundaries and an initial state; and the gated delta rule split over 2 and 8 devices.
+The file is in the fast tier: its one subprocess (about 30 s) is the only test that runs the sequence-parallel code,
+so without it `make test-fast` and the mutation tool (tools/mutation_sample.py) would not reach it.
 """
 
 import pytest
@@ -135,7 +137,6 @@ def report():
     return run_on_devices(CHECKS)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("devices", [2, 4, 8])
 @pytest.mark.parametrize(
     "case", ["bidirectional", "causal", "decay", "decay_initial_state", "feature_decay_initial_state"]
@@ -146,7 +147,6 @@ def test_sequence_parallel_equals_one_device(report, case, devices):
     assert max(errors["grads"]) < 1e-5, errors
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("devices", [2, 8])
 def test_the_delta_rule_split_over_devices_equals_one_device(report, devices):
     errors = report[f"delta_rule/P{devices}"]
@@ -154,18 +154,15 @@ def test_the_delta_rule_split_over_devices_equals_one_device(report, devices):
     assert max(errors["grads"]) < 1e-5, errors
 
 
-@pytest.mark.slow
 def test_sequence_parallel_under_set_mesh_shards_unsharded_inputs(report):
     assert report["set_mesh"] < 1e-5
 
 
-@pytest.mark.slow
 def test_the_nnx_layer_with_a_sequence_axis_splits_the_sequence_under_set_mesh(report):
     assert report["layer"]["collectives"], "the layer did not run sequence-parallel under jax.set_mesh"
     assert report["layer"]["error"] < 1e-5
 
 
-@pytest.mark.slow
 def test_sequence_parallel_bad_input_says_what_to_do(report):
     messages = report["errors"]
     assert "must be divisible by the size of mesh axis 'seq' (8)" in messages["indivisible"]
@@ -177,7 +174,6 @@ def test_sequence_parallel_bad_input_says_what_to_do(report):
     assert "lower-triangular but not causal" in messages["sliding_window"]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("mask", ["causal_padding", "padding"])
 def test_the_nnx_and_linen_layers_run_sequence_parallel_with_flax_masks(report, mask):
     """Flax's own masks (causal ∧ padding, query ⊗ key padding, built inside the jitted step) through both layers

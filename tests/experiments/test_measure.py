@@ -12,14 +12,7 @@ from rfa.experiments.sweeps import attention_error, kernel_mse
 from rfa.experiments.sweeps.cells import Cell, cells
 
 PAIRS = [(0.5, 30.0), (1.0, 60.0), (1.0, 150.0), (1.25, 180.0)]
-MOMENT_CASES = [
-    ("trig", {}),
-    ("positive", {}),
-    ("hyperbolic", {}),
-    ("oprf", {}),
-    ("gerf", {"A": -0.2}),
-    ("gaussian_trig", {}),
-]
+MONTE_CARLO_CASES = [("trig", {}), ("positive", {}), ("hyperbolic", {}), ("oprf", {})]
 
 
 def _pairs(dim=8, pairs=PAIRS):
@@ -35,18 +28,7 @@ def test_pair_vectors_have_the_norms_and_angles():
     np.testing.assert_allclose(cosines, [math.cos(math.radians(a)) for _, a in PAIRS], atol=1e-6)
 
 
-@pytest.mark.parametrize(("estimator", "params"), MOMENT_CASES)
-def test_moments_are_unbiased_and_give_the_closed_form_variance(estimator, params):
-    x, y = _pairs()
-    log_moments = rfa.feature_map(estimator).theory.log_relative_moments(x, y, **params)
-    np.testing.assert_allclose(log_moments[:, 0], 0.0, atol=1e-9)  # E[Y/K] = 1
-    kernel = np.log(np.asarray((rfa.gaussian_kernel if estimator.startswith("gaussian") else rfa.softmax_kernel)(x, y)))
-    variance = np.expm1(log_moments[:, 1]) * np.exp(2 * kernel)  # Var Y = K² (E[(Y/K)²] - 1)
-    theory = np.asarray(rfa.theory.mse(estimator, x, y, 1, **params), np.float64)
-    np.testing.assert_allclose(variance, theory, rtol=2e-4, atol=1e-9)
-
-
-@pytest.mark.parametrize(("estimator", "params"), MOMENT_CASES[:4])
+@pytest.mark.parametrize(("estimator", "params"), MONTE_CARLO_CASES)
 def test_third_and_fourth_moments_match_monte_carlo(estimator, params):
     x, y = _pairs(pairs=[(0.3, 30.0), (0.5, 150.0), (0.7, 120.0)])  # light tails: 2·10^5 draws suffice
     keys = jax.random.split(jax.random.key(3), 200_000)

@@ -182,3 +182,10 @@ def test_oprf_statistic_leaves_out_padded_queries_and_keys():
     head_major = [np.swapaxes(x, 1, 2) for x in (q, k)]  # [B, H, L, d], masks [B, 1, L, 1]
     phi = oprf_statistic(*head_major, keep_q[:, None, :, None], keep_k[:, None, :, None])
     np.testing.assert_allclose(phi[..., 0], references.oprf_statistic(q, k, keep_q, keep_k), rtol=1e-5)
+
+
+def test_the_rfa_maps_learned_sigma_starts_at_float32_ones_even_with_x64():
+    """Its σ is a float32 parameter beside the model's, whatever JAX's default float is."""
+    with jax.enable_x64(True):
+        sigma = rfa.feature_map("rfa").init_learned(2, 16, 4)["sigma"]
+    assert sigma.dtype == jnp.float32 and sigma.shape == (2, 1, 4) and bool(jnp.all(sigma == 1.0))

@@ -258,3 +258,46 @@ def test_oprf_relative_moments_without_phi_sq_use_the_optimal_parameter_of_the_p
         expected = k * D / 2 * math.log(1 - 4 * A) - k * (x @ x + y @ y) / 2 - k * (x @ y)
         expected += sum(references.log_gerf_coordinate_moment(k, A, z_l) for z_l in z)
         np.testing.assert_allclose(log_moments[k - 1], expected, rtol=1e-6, atol=1e-6)
+
+
+MOMENT_CASES = [("trig", {}), ("positive", {}), ("hyperbolic", {}), ("oprf", {}), ("gerf", {"A": -0.2})]
+
+
+@pytest.mark.parametrize(("estimator", "params"), [*MOMENT_CASES, ("gaussian_trig", {})], ids=str)
+def test_moments_are_unbiased_and_give_the_closed_form_variance(estimator, params):
+    log_moments = rfa.feature_map(estimator).theory.log_relative_moments(X, Y, **params)
+    np.testing.assert_allclose(log_moments[:, 0], 0.0, atol=1e-9)  # E[Y/K] = 1
+    kernel = (rfa.gaussian_kernel if estimator.startswith("gaussian") else rfa.softmax_kernel)(X, Y)
+    variance = np.expm1(log_moments[:, 1]) * np.asarray(kernel, np.float64) ** 2  # Var Y = K² (E[(Y/K)²] - 1)
+    theory = np.asarray(rfa.theory.mse(estimator, X, Y, 1, **params), np.float64)
+    np.testing.assert_allclose(variance, theory, rtol=2e-4, atol=1e-9)
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5])
+def test_the_fourth_moment_of_a_mean_is_that_of_a_binomial_proportion(p):
+    """U = B/p with B ~ Bernoulli(p) has E U = 1 and E U^k = p^(1-k); the mean of m draws is K/(m p) with
+    K ~ Binomial(m, p), whose fourth central moment is a sum over K's distribution. ``log_moments`` carries a
+    batch of three axes (the central moments sum over the last only)."""
+    log_moments = np.broadcast_to((1 - np.arange(1, 5)) * math.log(p), (2, 3, 4))
+    mu2, mu4, _ = rfa.theory.central_moments(log_moments)
+    np.testing.assert_allclose(mu2, (1 - p) / p, rtol=1e-12)
+    np.testing.assert_allclose(mu4, p * (1 / p - 1) ** 4 + (1 - p), rtol=1e-12)  # E (U - 1)^4, two values of U
+    for m in (1, 3, 16):
+        k = np.arange(m + 1)
+        pmf = np.array([math.comb(m, i) * p**i * (1 - p) ** (m - i) for i in k])
+        expected = np.sum(pmf * (k / (m * p) - 1) ** 4)
+        np.testing.assert_allclose(rfa.theory.mean_fourth_moment(mu2, mu4, m), expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize(("sign", "base"), [(1.0, "trig"), (-1.0, "positive")])
+def test_the_hybrid_fourth_moment_is_its_base_alone_at_angles_0_and_pi(sign, base):
+    """At λ = 0 (y along x) HRF is its trig estimator, at λ = 1 (y against x) its positive one, so the bound is
+    exact there: the base's ``E e⁴`` of a mean of m terms, from its raw relative moments ρ_k = E U^k. In float64
+    these x, y = ±3x give a cosine of ±(1 + 2⁻⁵²), which must not turn λ into NaN."""
+    x = np.array([0.06, -0.19, -0.11, -0.33, -0.38, 0.19, 0.17, 0.39])
+    y, m = sign * 3 * x, 16
+    rho = np.exp(rfa.feature_map(base).theory.log_relative_moments(x, y))
+    mu2, mu4 = rho[1] - 1, rho[3] - 4 * rho[2] + 6 * rho[1] - 3
+    expected = (mu4 + 3 * (m - 1) * mu2**2) / m**3
+    fourth = rfa.feature_map("hybrid").theory.error_fourth_moment(x, y, m)
+    np.testing.assert_allclose(fourth, expected, rtol=1e-6)
