@@ -7,8 +7,10 @@ never reaches XLA and surfaces as an opaque compiler error.
 
 from __future__ import annotations
 
+import functools
 import numbers
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -25,6 +27,41 @@ class InputTypeError(InputError, TypeError):
 
 
 InputError.__module__ = InputTypeError.__module__ = "rfa"  # where users name them: rfa.InputError
+
+
+def renamed_keywords(**renames: str) -> Callable:
+    """Keeps the keywords renamed in rfa 0.3 working for one release (docs/changelog.md): with
+    ``renamed_keywords(kind="projection_kind")``, ``f(kind=x)`` is ``f(projection_kind=x)`` and warns.
+
+    Example:
+      >>> @renamed_keywords(kind="projection_kind")
+      ... def f(*, projection_kind="iid"):
+      ...     return projection_kind
+      >>> with warnings.catch_warnings(record=True) as caught:
+      ...     warnings.simplefilter("always")
+      ...     f(kind="simplex"), str(caught[0].message)
+      ('simplex', 'f(kind=...) is f(projection_kind=...) since rfa 0.3; kind= goes in 0.4.')
+    """
+
+    def rename(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def renamed(*args, **kwargs):
+            for old, new in renames.items():
+                if old not in kwargs:
+                    continue
+                if new in kwargs:
+                    raise InputTypeError(f"{fn.__qualname__}() got {old}= and {new}=; {old}= is {new}='s old name.")
+                warnings.warn(
+                    f"{fn.__qualname__}({old}=...) is {fn.__qualname__}({new}=...) since rfa 0.3; {old}= goes in 0.4.",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
+                kwargs[new] = kwargs.pop(old)
+            return fn(*args, **kwargs)
+
+        return renamed
+
+    return rename
 
 
 def check_floating(x, name: str) -> jax.Array:

@@ -51,7 +51,7 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
       feature_map: a registered estimator name (``rfa.registered_feature_maps()``) or an ``rfa.Estimator``.
       num_features: m, the rows of the random projection W.
       projection_kind: how W's directions are drawn: ``"orthogonal"``, ``"simplex"`` or ``"iid"``
-        (``rfa.sample_projection``'s ``kind``).
+        (``rfa.sample_projection``'s ``projection_kind``).
       scaling: W's row norms: ``"chi"`` (rows marginally Gaussian: unbiased) or ``"sqrt_d"``.
       renormalize: divide by the estimated normalizer, as ``rfa.kernelized_attention``.
       chunk_size: tokens per chunk of the causal form, as ``rfa.kernelized_attention``.
@@ -202,7 +202,9 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
         drawn = {}
         if names and (redraw or missing):
             key = self.make_rng(RANDOM_FEATURES if self.has_rng(RANDOM_FEATURES) else "params")
-            W, sampled = fm.draw(key, self.num_features, head_dim, kind=self.projection_kind, scaling=self.scaling)
+            W, sampled = fm.draw(
+                key, self.num_features, head_dim, projection_kind=self.projection_kind, scaling=self.scaling
+            )
             drawn = {"projection": W, **sampled}
         values = {}
         for name in names:

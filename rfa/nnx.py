@@ -57,7 +57,7 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
       feature_map: a registered estimator name (``rfa.registered_feature_maps()``) or an ``rfa.Estimator``.
       num_features: m, the rows of the random projection W.
       projection_kind: how W's directions are drawn: ``"orthogonal"``, ``"simplex"`` or ``"iid"``
-        (``rfa.sample_projection``'s ``kind``).
+        (``rfa.sample_projection``'s ``projection_kind``).
       scaling: W's row norms: ``"chi"`` (rows marginally Gaussian: unbiased) or ``"sqrt_d"``.
       renormalize: divide by the estimated normalizer, as ``rfa.kernelized_attention``.
       chunk_size: tokens per chunk of the causal form, as ``rfa.kernelized_attention``.

@@ -29,7 +29,7 @@ def _key(seed: int = 0) -> jax.Array:
 
 
 def _projection(num_features: int = M, dim: int = D) -> jax.Array:
-    return rfa.sample_projection(_key(1), num_features, dim, kind="iid")
+    return rfa.sample_projection(_key(1), num_features, dim, projection_kind="iid")
 
 
 def _x(*shape: int, dtype=jnp.float32) -> jax.Array:
@@ -56,10 +56,18 @@ def _qkv(q_shape=(2, 5, 4, D), k_shape=None, v_shape=None, q_dtype=jnp.float32):
         pytest.param({"num_features": 2.5}, TypeError, _msg("num_features", "int", "2.5"), id="num_features=2.5"),
         pytest.param({"num_features": True}, TypeError, _msg("num_features", "int", "True"), id="num_features=True"),
         pytest.param({"dim": 0}, ValueError, _msg("dim", ">= 1", "got 0"), id="dim=0"),
-        pytest.param({"kind": "random"}, ValueError, _msg("kind", "orthogonal", "got 'random'"), id="unknown-kind"),
+        pytest.param(
+            {"projection_kind": "random"},
+            ValueError,
+            _msg("projection_kind", "orthogonal", "got 'random'"),
+            id="unknown-kind",
+        ),
         pytest.param({"scaling": "unit"}, ValueError, _msg("scaling", "chi", "got 'unit'"), id="unknown-scaling"),
         pytest.param(
-            {"kind": "simplex", "dim": 1}, ValueError, _msg("simplex", "dim >= 2", "dim=1"), id="simplex-dim=1"
+            {"projection_kind": "simplex", "dim": 1},
+            ValueError,
+            _msg("simplex", "dim >= 2", "dim=1"),
+            id="simplex-dim=1",
         ),
         pytest.param({"dtype": jnp.int32}, TypeError, _msg("dtype", "floating", "int32"), id="integer-dtype"),
         pytest.param({"key": 0}, TypeError, _msg("key", "PRNG key", "got int"), id="key=int"),
@@ -214,26 +222,26 @@ MSE_FUNCTIONS = [pytest.param(rfa.theory.mse, id="mse"), pytest.param(rfa.theory
             M,
             {"orthogonal": True},
             ValueError,
-            _msg("'trig'", "['iid']", "projection='orthogonal'"),
+            _msg("'trig'", "['iid']", "projection_kind='orthogonal'"),
             id="orth-trig",
         ),
         pytest.param(
             "trig",
             M,
-            {"projection": "simplex"},
+            {"projection_kind": "simplex"},
             ValueError,
-            _msg("'trig'", "['iid']", "projection='simplex'"),
+            _msg("'trig'", "['iid']", "projection_kind='simplex'"),
             id="simplex-trig",
         ),
         pytest.param(
-            "positive", M, {"projection": "sparse"}, ValueError, _msg("projection", "got 'sparse'"), id="proj"
+            "positive", M, {"projection_kind": "sparse"}, ValueError, _msg("projection_kind", "got 'sparse'"), id="proj"
         ),
         pytest.param(
             "positive",
             M,
-            {"orthogonal": True, "projection": "simplex"},
+            {"orthogonal": True, "projection_kind": "simplex"},
             ValueError,
-            _msg("orthogonal=True", "projection='simplex'"),
+            _msg("orthogonal=True", "projection_kind='simplex'"),
             id="orth-and-simplex",
         ),
         pytest.param("relu", M, {}, ValueError, _msg("estimator", "positive", "got 'relu'"), id="no-closed-form"),
@@ -306,14 +314,14 @@ def test_derf_closed_form_without_parameters():
 
 
 def test_sderf_closed_form_with_orthogonal_rows():
-    with pytest.raises(ValueError, match=_msg("'sderf'", "['iid']", "projection='orthogonal'")):
-        rfa.theory.log_mse("sderf", _x(), _x(), M, projection="orthogonal", **_derf_params("sderf"))
+    with pytest.raises(ValueError, match=_msg("'sderf'", "['iid']", "projection_kind='orthogonal'")):
+        rfa.theory.log_mse("sderf", _x(), _x(), M, projection_kind="orthogonal", **_derf_params("sderf"))
 
 
 def test_aderf_closed_form_with_coupled_rows_and_a_per_coordinate():
     params = {**_derf_params(), "A": jnp.full((D,), -0.05)}
-    with pytest.raises(ValueError, match=_msg("projection='simplex'", "one A for every coordinate", f"({D},)")):
-        rfa.theory.log_mse("aderf", _x(), _x(), M, projection="simplex", **params)
+    with pytest.raises(ValueError, match=_msg("projection_kind='simplex'", "one A for every coordinate", f"({D},)")):
+        rfa.theory.log_mse("aderf", _x(), _x(), M, projection_kind="simplex", **params)
 
 
 @pytest.mark.parametrize("name", ["aderf", "saderf", "sderf"])

@@ -8,7 +8,8 @@ the mutants whose SHA-256 with ``SEED`` falls in the first ``--fraction`` of the
 depend on the order of the files and a change of the code adds or removes only its own mutants. It runs
 ``mutmut run`` on the sample and prints the counts, the survivors (``mutmut show NAME`` prints one) and the score:
 killed (timeouts included) over all the mutants run, the survivors in ``EQUIVALENT`` left out; a mutant of a
-function that no fast test calls ("no tests") counts as a survivor. docs/development.md, "Mutation testing", has the last report.
+function that no fast test calls ("no tests") counts as a survivor. docs/development.md, "Mutation testing", has
+the last report.
 
 Run: ``make mutation``, ``python tools/mutation_sample.py --fraction 0.1``, ``--list`` (the sample, not run), or
 ``python tools/mutation_sample.py NAME ...``: those mutants instead of the sample (the survivors, again).
@@ -31,12 +32,15 @@ SEED = "rfa-mutation-1"
 # Survivors of the sample that behave exactly like the original (docs/development.md says why, one by one).
 EQUIVALENT: frozenset[str] = frozenset()
 # Functions that only a subprocess of the fast tier runs (its 8 CPU devices need a process of their own): mutmut
-# records the calls made in its own process, so it would find no test for them. They get that file's tests.
+# records the calls made in its own process, so it would find no test for them. They get that file's tests, and
+# the file's time: mutmut times the tests' calls, not the fixture that starts the subprocess (about 30 s here),
+# and stops a mutant's tests after 15x their time, which would stop every run of the file as a "timeout".
+SEQUENCE_PARALLEL_TESTS = ("tests/attention/test_sequence_parallel.py", 60.0)  # (file, seconds it takes)
 SUBPROCESS_TESTS = {
-    "rfa.attention.kernelized.sequence_parallel.": "tests/attention/test_sequence_parallel.py",
-    "rfa.attention.kernelized.api.x_sequence_parallel_attention": "tests/attention/test_sequence_parallel.py",
-    "rfa.attention.kernelized.api.x__dense_mask_sequence_parallel": "tests/attention/test_sequence_parallel.py",
-    "rfa.attention.delta_rule.api.x__sequence_parallel": "tests/attention/test_sequence_parallel.py",
+    "rfa.attention.kernelized.sequence_parallel.": SEQUENCE_PARALLEL_TESTS,
+    "rfa.attention.kernelized.api.x_sequence_parallel_attention": SEQUENCE_PARALLEL_TESTS,
+    "rfa.attention.kernelized.api.x__dense_mask_sequence_parallel": SEQUENCE_PARALLEL_TESTS,
+    "rfa.attention.delta_rule.api.x__sequence_parallel": SEQUENCE_PARALLEL_TESTS,
 }
 KILLED, SURVIVED, TIMEOUT = {1, 3}, {0}, {24, -24, 36, 152, 255}  # mutmut's exit codes (255: the tests did not load)
 STATUS = {0: "survived", 33: "no tests", None: "not run"}  # no tests: no fast test calls the function
@@ -94,9 +98,12 @@ def widen_tests(mutant_names) -> list[str]:
     stats = json.loads(path.read_text())
     prefixes = {function: "tests/" + function.split(".")[1] + "/" for function in at_import}
     for function in {name.rsplit("__mutmut_", 1)[0] for name in mutant_names}:
-        for start, file in SUBPROCESS_TESTS.items():
+        for start, (file, seconds) in SUBPROCESS_TESTS.items():
             if function.startswith(start):
                 prefixes[function] = file + "::"
+                tests = [test for test in stats["duration_by_test"] if test.startswith(file + "::")]
+                for test in tests:
+                    stats["duration_by_test"][test] = max(stats["duration_by_test"][test], seconds / len(tests))
     for function, prefix in prefixes.items():
         tests = stats["tests_by_mangled_function_name"].setdefault(function, [])
         tests[:] = sorted(set(tests) | {test for test in stats["duration_by_test"] if test.startswith(prefix)})

@@ -77,7 +77,7 @@ class KernelizedAttention(Calibratable):
             check_key(key) if random else None,
             self.num_features,
             self.head_dim,
-            kind=self.projection_kind,
+            projection_kind=self.projection_kind,
             scaling=self.scaling,
         )
         heads = 1 if num_heads is None else check_positive_int(num_heads, "num_heads")
@@ -94,7 +94,7 @@ class KernelizedAttention(Calibratable):
             check_key(key),
             self.num_features,
             self.head_dim,
-            kind=self.projection_kind,
+            projection_kind=self.projection_kind,
             scaling=self.scaling,
         )
 
@@ -202,7 +202,7 @@ def make_attention_fn(
       num_features: m, rows of the projection.
       head_dim: d_k of the attention heads (``qkv_features // num_heads``).
       key: PRNG key of the first projection draw (not needed for deterministic maps).
-      projection_kind: how W's directions are drawn (``rfa.sample_projection``'s ``kind``).
+      projection_kind: how W's directions are drawn (``rfa.sample_projection``'s ``projection_kind``).
       scaling: W's row norms (``rfa.sample_projection``'s ``scaling``).
       renormalize: as in ``rfa.kernelized_attention``.
       chunk_size: as in ``rfa.kernelized_attention``.

@@ -68,17 +68,19 @@ class RandomProjection(nnx.Variable):
 nnx.register_variable_name("random_features", RandomProjection)
 
 
-def random_variables(fm: Estimator, key, num_features, head_dim, *, kind, scaling) -> tuple:
+def random_variables(fm: Estimator, key, num_features, head_dim, *, projection_kind, scaling) -> tuple:
     """``(projection, random_params)`` of one draw (``fm.draw``): a :class:`RandomProjection` of W (None
     for a map without a projection) and an ``nnx.Dict`` of one per ``sampled`` parameter."""
-    W, sampled = fm.draw(key, num_features, head_dim, kind=kind, scaling=scaling)
+    W, sampled = fm.draw(key, num_features, head_dim, projection_kind=projection_kind, scaling=scaling)
     projection = None if W is None else RandomProjection(W)
     return projection, nnx.Dict({name: RandomProjection(value) for name, value in sampled.items()})
 
 
-def redraw_variables(projection, random_params, fm: Estimator, key, num_features, head_dim, *, kind, scaling):
+def redraw_variables(
+    projection, random_params, fm: Estimator, key, num_features, head_dim, *, projection_kind, scaling
+):
     """Overwrites the variables of :func:`random_variables` with the draw of ``key`` (no retracing)."""
-    W, sampled = fm.draw(key, num_features, head_dim, kind=kind, scaling=scaling)
+    W, sampled = fm.draw(key, num_features, head_dim, projection_kind=projection_kind, scaling=scaling)
     if projection is not None:
         projection[...] = W
     for name, value in sampled.items():

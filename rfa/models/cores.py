@@ -97,7 +97,12 @@ class KernelizedCore(Calibratable):
         random = fm.needs_projection or bool(fm.sampled)
         key = projection_key(rngs) if random else None
         self.projection, self.random_params = random_variables(
-            fm, key, attention.num_features, config.head_dim, kind=attention.projection_kind, scaling=attention.scaling
+            fm,
+            key,
+            attention.num_features,
+            config.head_dim,
+            projection_kind=attention.projection_kind,
+            scaling=attention.scaling,
         )
         self.learned_params = learned_variables(fm, config.num_heads, attention.num_features, config.head_dim)
         gates = config.num_heads * (
@@ -178,7 +183,7 @@ class KernelizedCore(Calibratable):
             key,
             a.num_features,
             self.head_dim,
-            kind=a.projection_kind,
+            projection_kind=a.projection_kind,
             scaling=a.scaling,
         )
 

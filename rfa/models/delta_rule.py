@@ -69,7 +69,12 @@ class DeltaRuleCore(RandomMap):
         key = projection_key(rngs) if random else None
         self.projection, self.random_params = (
             random_variables(
-                self.qk_map, key, attention.num_features, dh, kind=attention.projection_kind, scaling=attention.scaling
+                self.qk_map,
+                key,
+                attention.num_features,
+                dh,
+                projection_kind=attention.projection_kind,
+                scaling=attention.scaling,
             )
             if random
             else (None, nnx.Dict())
@@ -129,7 +134,7 @@ class DeltaRuleCore(RandomMap):
             key,
             a.num_features,
             self.head_dim,
-            kind=a.projection_kind,
+            projection_kind=a.projection_kind,
             scaling=a.scaling,
         )
 

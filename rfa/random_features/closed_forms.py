@@ -61,7 +61,7 @@ class Theory:
         log of the MSE of the estimate of ``fm.kernel`` from m random vectors, on float32
         ``x, y [..., d]`` already checked; ``params`` are the map's parameters (a fitted one may
         be absent: then it is fitted to the pair).
-      projections: the projection kinds (``rfa.sample_projection``'s ``kind``) it covers.
+      projections: the projection kinds (``rfa.sample_projection``'s ``projection_kind``) it covers.
       log_relative_moments: optional ``(x, y, **params) -> [..., 4]`` in float64 NumPy:
         ``log E[(Y/K)^k]``, k = 1..4, for the estimate Y of one random vector (iid); predicts the
         Monte Carlo error of a measurement.

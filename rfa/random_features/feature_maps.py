@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import jax
 import jax.numpy as jnp
 
-from rfa._validation import InputError, InputTypeError, check_floating, check_rank
+from rfa._validation import InputError, InputTypeError, check_floating, check_rank, renamed_keywords
 from rfa.random_features.projections import sample_projection
 
 if TYPE_CHECKING:
@@ -228,20 +228,26 @@ class Estimator:
             return self.outputs(num_features, dim)
         return self.features_per_vector * num_features if self.needs_projection else dim
 
+    @renamed_keywords(kind="projection_kind")
     def draw(
-        self, key: Array, num_features: int, dim: int, *, kind: str = "orthogonal", scaling: str = "chi"
+        self, key: Array, num_features: int, dim: int, *, projection_kind: str = "orthogonal", scaling: str = "chi"
     ) -> tuple[Array | None, dict]:
         """One draw of the estimator's randomness: ``(W, sampled)``.
 
         ``W [num_features, dim]`` from ``key`` (``rfa.sample_projection``; None for a map without a
-        projection) and the ``sampled`` parameters from ``fold_in(key, 1)``.
+        projection) and the ``sampled`` parameters from ``fold_in(key, 1)``. ``projection_kind`` and ``scaling`` are
+        ``rfa.sample_projection``'s (``kind=``, the name before rfa 0.3, works until 0.4).
 
         Example:
           >>> W, sampled = rfa.feature_map("hybrid").draw(jax.random.key(0), 16, 8)
           >>> W.shape, sampled["angular"].shape
           ((16, 8), (1, 8))
         """
-        W = sample_projection(key, num_features, dim, kind=kind, scaling=scaling) if self.needs_projection else None
+        W = (
+            sample_projection(key, num_features, dim, projection_kind=projection_kind, scaling=scaling)
+            if self.needs_projection
+            else None
+        )
         sampled = self.sample_params(jax.random.fold_in(key, 1), num_features, dim) if self.sample_params else {}
         return W, sampled
 

@@ -105,7 +105,7 @@ def estimate_softmax_kernel(x: Array, y: Array, projection: Array, estimator: st
       ``[...]`` estimates in the inputs' dtype.
 
     Example:
-      >>> W = rfa.sample_projection(jax.random.key(0), 4096, 2, kind="iid")
+      >>> W = rfa.sample_projection(jax.random.key(0), 4096, 2, projection_kind="iid")
       >>> x = jnp.array([0.3, 0.1])
       >>> est = rfa.estimate_softmax_kernel(x, x, W, estimator="positive")  # ≈ exp(0.1)
     """
@@ -123,7 +123,7 @@ def estimate_gaussian_kernel(
       **params: ``phases`` (shape ``[m]``, from ``rfa.sample_phases``) for gaussian_cosine.
 
     Example:
-      >>> W = rfa.sample_projection(jax.random.key(0), 512, 2, kind="iid")
+      >>> W = rfa.sample_projection(jax.random.key(0), 512, 2, projection_kind="iid")
       >>> est = rfa.estimate_gaussian_kernel(jnp.zeros(2), jnp.ones(2), W)  # ≈ exp(-1)
     """
     return _estimate("gaussian", x, y, projection, estimator, params)

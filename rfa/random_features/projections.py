@@ -33,7 +33,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfa._validation import InputError, InputTypeError, check_choice, check_key, check_positive_int
+from rfa._validation import (
+    InputError,
+    InputTypeError,
+    check_choice,
+    check_key,
+    check_positive_int,
+    renamed_keywords,
+)
 
 ROW_SCALINGS = ("chi", "sqrt_d")
 
@@ -43,7 +50,7 @@ class ProjectionKind:
     """How the rows of W are drawn, before the scaling sets their norms.
 
     Attributes:
-      name: the ``kind`` of :func:`sample_projection`.
+      name: the ``projection_kind`` of :func:`sample_projection`.
       rows: ``rows(key, num_features, dim) -> [num_features, dim]`` float32, traceable under ``jit``.
       gaussian: True when each row is marginally N(0, I_d) (its norm chi(d)): ``"chi"`` keeps the rows as they
         are and ``"sqrt_d"`` rescales them; False when the rows are unit directions, which either scaling
@@ -59,8 +66,8 @@ PROJECTION_KINDS: dict[str, ProjectionKind] = {}
 
 
 def register_projection_kind(name: str, rows: Callable[[jax.Array, int, int], jax.Array], *, gaussian: bool):
-    """Adds a projection kind: ``sample_projection(..., kind=name)``, the Flax layers' ``projection_kind`` and the
-    models' ``AttentionConfig.projection_kind`` then accept it. Every estimator stays unbiased when each row is
+    """Adds a projection kind: ``sample_projection(..., projection_kind=name)``, the Flax layers' ``projection_kind``
+    and the models' ``AttentionConfig.projection_kind`` then accept it. Every estimator stays unbiased when each row is
     marginally N(0, I_d) under ``"chi"`` (``gaussian=True`` rows, or unit directions uniform on the sphere).
     Closed-form MSEs (``rfa.theory``) stay those of the kinds each estimator lists.
 
@@ -68,7 +75,7 @@ def register_projection_kind(name: str, rows: Callable[[jax.Array, int, int], ja
       >>> rfa.random_features.projections.register_projection_kind(
       ...     "iid_antithetic", lambda key, m, d: jnp.concatenate(
       ...         [rows := jax.random.normal(key, (-(-m // 2), d)), -rows])[:m], gaussian=True)
-      >>> W = rfa.sample_projection(jax.random.key(0), 4, 3, kind="iid_antithetic")
+      >>> W = rfa.sample_projection(jax.random.key(0), 4, 3, projection_kind="iid_antithetic")
       >>> bool(jnp.allclose(W[0], -W[2]))
       True
     """
@@ -150,12 +157,13 @@ def _sample(key, num_features, dim, kind, scaling, dtype):
     return (rows * norms[:, None]).astype(dtype)
 
 
+@renamed_keywords(kind="projection_kind")
 def sample_projection(
     key: jax.Array,
     num_features: int,
     dim: int,
     *,
-    kind: str = "orthogonal",
+    projection_kind: str = "orthogonal",
     scaling: str = "chi",
     dtype=jnp.float32,
 ) -> jax.Array:
@@ -166,8 +174,9 @@ def sample_projection(
       num_features: m, the number of random vectors (rows of W). May exceed ``dim``: orthogonal
         and simplex rows are then stacked from ``ceil(m / dim)`` independent blocks.
       dim: d, the dimension of the inputs the features are computed from (>= 2 for simplex).
-      kind: ``"orthogonal"`` (block-orthogonal rows), ``"simplex"`` (block-simplex rows), ``"iid"``
+      projection_kind: ``"orthogonal"`` (block-orthogonal rows), ``"simplex"`` (block-simplex rows), ``"iid"``
         (independent rows), or a kind added by :func:`register_projection_kind`; see the module docstring.
+        (``kind=``, its name before rfa 0.3, works until 0.4.)
       scaling: row norms; ``"chi"`` makes every row marginally N(0, I_d) (unbiased estimators),
         ``"sqrt_d"`` fixes every norm to sqrt(d).
       dtype: floating dtype of the result; sampling runs in float32.
@@ -179,21 +188,22 @@ def sample_projection(
       >>> W = sample_projection(jax.random.key(0), 256, 64)
       >>> W.shape
       (256, 64)
-      >>> S = sample_projection(jax.random.key(0), 4, 4, kind="simplex", scaling="sqrt_d")
+      >>> S = sample_projection(jax.random.key(0), 4, 4, projection_kind="simplex", scaling="sqrt_d")
       >>> round(float(S[0] @ S[1]), 4)  # d · (-1/(d-1))
       -1.3333
     """
     check_key(key)
     num_features = check_positive_int(num_features, "num_features")
     dim = check_positive_int(dim, "dim")
-    check_choice(kind, "kind", PROJECTION_KINDS)
+    check_choice(projection_kind, "projection_kind", PROJECTION_KINDS)
     check_choice(scaling, "scaling", ROW_SCALINGS)
     _check_dtype(dtype)
-    if kind == "simplex" and dim < 2:
+    if projection_kind == "simplex" and dim < 2:
         raise InputError(
-            f"kind='simplex' needs dim >= 2 (a simplex of d directions spans d - 1 dimensions), got dim={dim}."
+            f"projection_kind='simplex' needs dim >= 2 (a simplex of d directions spans d - 1 dimensions), "
+            f"got dim={dim}."
         )
-    return _sample(key, num_features, dim, kind, scaling, jnp.dtype(dtype))
+    return _sample(key, num_features, dim, projection_kind, scaling, jnp.dtype(dtype))
 
 
 def sample_phases(key: jax.Array, num_features: int, *, dtype=jnp.float32) -> jax.Array:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from rfa._validation import InputError, InputTypeError, check_choice, check_positive_int
+from rfa._validation import InputError, InputTypeError, check_choice, check_positive_int, renamed_keywords
 from rfa.random_features.closed_forms import (
     DEFAULT_NUM_TERMS,
     Theory,
@@ -39,18 +39,22 @@ __all__ = [
 ]
 
 
-def estimators_with_theory(projection: str = "iid") -> tuple[str, ...]:
-    """Registered estimators with a closed-form MSE for ``projection``."""
-    return tuple(n for n in registered_feature_maps() if (t := feature_map(n).theory) and projection in t.projections)
+@renamed_keywords(projection="projection_kind")
+def estimators_with_theory(projection_kind: str = "iid") -> tuple[str, ...]:
+    """Registered estimators with a closed-form MSE for ``projection_kind`` (``projection=`` before rfa 0.3)."""
+    return tuple(
+        n for n in registered_feature_maps() if (t := feature_map(n).theory) and projection_kind in t.projections
+    )
 
 
+@renamed_keywords(projection="projection_kind")
 def log_mse(
     estimator: str,
     x: Array,
     y: Array,
     num_features: int,
     *,
-    projection: str | None = None,
+    projection_kind: str | None = None,
     orthogonal: bool = False,
     num_terms: int = DEFAULT_NUM_TERMS,
     **params,
@@ -63,9 +67,10 @@ def log_mse(
       x: ``[..., d]``.
       y: ``[..., d]``; leading dims broadcast against those of ``x``.
       num_features: m, the number of random vectors.
-      projection: the coupling of the rows of W, ``"iid"`` (default), ``"orthogonal"`` or
-        ``"simplex"`` as in ``rfa.sample_projection``; the estimator's theory must cover it.
-      orthogonal: shorthand for ``projection="orthogonal"``.
+      projection_kind: the coupling of the rows of W, ``"iid"`` (default), ``"orthogonal"`` or
+        ``"simplex"`` as in ``rfa.sample_projection``; the estimator's theory must cover it (``projection=``,
+        the name before rfa 0.3, works until 0.4).
+      orthogonal: shorthand for ``projection_kind="orthogonal"``.
       num_terms: terms of the coupled-rows series; accurate while ``|x+y|² << num_terms``.
       **params: the estimator's parameters, e.g. ``A`` (< 1/8) for gerf; for oprf, ``phi_sq``
         (as the feature map's) defaults to ``|x + y|²`` of each pair, the optimum for that pair.
@@ -79,15 +84,16 @@ def log_mse(
     """
     check_choice(estimator, "estimator", tuple(n for n in registered_feature_maps() if feature_map(n).theory))
     fm = feature_map(estimator)
-    if projection is None:
-        projection = "orthogonal" if orthogonal else "iid"
-    elif orthogonal and projection != "orthogonal":
-        raise InputError(f"orthogonal=True contradicts projection={projection!r}; pass one of them.")
-    check_choice(projection, "projection", PROJECTION_KINDS)
-    if projection not in fm.theory.projections:
+    if projection_kind is None:
+        projection_kind = "orthogonal" if orthogonal else "iid"
+    elif orthogonal and projection_kind != "orthogonal":
+        raise InputError(f"orthogonal=True contradicts projection_kind={projection_kind!r}; pass one of them.")
+    check_choice(projection_kind, "projection_kind", PROJECTION_KINDS)
+    if projection_kind not in fm.theory.projections:
+        with_one = list(estimators_with_theory(projection_kind))
         raise InputError(
-            f"estimator {estimator!r} has a closed-form MSE for projection in {list(fm.theory.projections)}, "
-            f"not for projection={projection!r}; estimators with one: {list(estimators_with_theory(projection))}."
+            f"estimator {estimator!r} has a closed-form MSE for projection_kind in {list(fm.theory.projections)}, "
+            f"not for projection_kind={projection_kind!r}; estimators with one: {with_one}."
         )
     num_features = check_positive_int(num_features, "num_features")
     num_terms = check_positive_int(num_terms, "num_terms")
@@ -99,7 +105,7 @@ def log_mse(
             f"estimator {estimator!r} needs the parameter(s) {sorted(missing)}: pass them as keywords."
         )
     x, y = x.astype(jnp.float32), y.astype(jnp.float32)
-    return fm.theory.log_mse(x, y, num_features, projection=projection, num_terms=num_terms, **params)
+    return fm.theory.log_mse(x, y, num_features, projection=projection_kind, num_terms=num_terms, **params)
 
 
 def mse(estimator: str, x: Array, y: Array, num_features: int, **kwargs) -> Array:

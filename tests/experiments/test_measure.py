@@ -35,7 +35,7 @@ def test_third_and_fourth_moments_match_monte_carlo(estimator, params):
     one_vector = jax.jit(
         jax.vmap(
             lambda key: rfa.estimate_softmax_kernel(
-                x, y, rfa.sample_projection(key, 1, x.shape[-1], kind="iid"), estimator
+                x, y, rfa.sample_projection(key, 1, x.shape[-1], projection_kind="iid"), estimator
             )
         )
     )

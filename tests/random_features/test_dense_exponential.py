@@ -135,7 +135,7 @@ def test_unbiased_and_the_closed_form_variance_matches_monte_carlo(name):
     num_features = 4
 
     def estimate(key):
-        W = rfa.sample_projection(key, num_features, D, kind="iid")
+        W = rfa.sample_projection(key, num_features, D, projection_kind="iid")
         return rfa.estimate_softmax_kernel(x, y, W, name, **params)
 
     draws = monte_carlo(estimate, 40000, seed=21)
@@ -153,12 +153,12 @@ def test_aderf_closed_form_with_coupled_rows_matches_monte_carlo(projection):
     num_features = 2 * D + 2  # two blocks and a partial one
 
     def estimate(key):
-        W = rfa.sample_projection(key, num_features, D, kind=projection)
+        W = rfa.sample_projection(key, num_features, D, projection_kind=projection)
         return rfa.estimate_softmax_kernel(x, y, W, "aderf", **params)
 
     draws = monte_carlo(estimate, 30000, seed=22)
     exact = np.exp(np.sum(x.astype(np.float64) * y, -1))
-    theory = np.asarray(rfa.theory.mse("aderf", x, y, num_features, projection=projection, **params))
+    theory = np.asarray(rfa.theory.mse("aderf", x, y, num_features, projection_kind=projection, **params))
     iid = np.asarray(rfa.theory.mse("aderf", x, y, num_features, **params))
     assert np.all(theory < iid)
     for i in range(len(x)):
@@ -175,7 +175,9 @@ def test_relative_moments_match_monte_carlo(name):
     np.testing.assert_allclose(log_moments[:, 0], 0.0, atol=1e-9)
 
     def estimate(key):
-        return rfa.estimate_softmax_kernel(x, y, rfa.sample_projection(key, 1, D, kind="iid"), name, **params)
+        return rfa.estimate_softmax_kernel(
+            x, y, rfa.sample_projection(key, 1, D, projection_kind="iid"), name, **params
+        )
 
     u = monte_carlo(estimate, 200000, seed=23) / np.exp(np.sum(x.astype(np.float64) * y, -1))
     for i in range(len(x)):

@@ -26,7 +26,7 @@ Y = np.stack([y for _, y in PAIRS]).astype(np.float32)
 @pytest.mark.parametrize("name", ["hybrid", "hybrid_n3"])
 def test_query_and_key_features_give_the_hybrid_estimate(name):
     fm = rfa.feature_map(name)
-    W = np.asarray(rfa.sample_projection(jax.random.key(0), M, D, kind="iid"))
+    W = np.asarray(rfa.sample_projection(jax.random.key(0), M, D, projection_kind="iid"))
     R = np.asarray(fm.sample_params(jax.random.key(1), M, D)["angular"])
     phi_x = np.asarray(fm(X, W, angular=R), np.float64)
     psi_y = np.asarray(fm(Y, W, side="key", angular=R), np.float64)
@@ -44,7 +44,7 @@ def test_a_base_with_zero_weight_adds_no_rounding_error(name):
     fm = rfa.feature_map(name)
     x = np.zeros(D, np.float32)
     x[0] = 3.0
-    W = rfa.sample_projection(jax.random.key(0), M, D, kind="iid")
+    W = rfa.sample_projection(jax.random.key(0), M, D, projection_kind="iid")
     R = fm.sample_params(jax.random.key(1), M, D)["angular"]
     estimate = float(rfa.estimate_softmax_kernel(x, -x, W, name, angular=R))
     assert estimate == pytest.approx(math.exp(-9.0), rel=1e-5)
@@ -56,7 +56,7 @@ def test_unbiased_and_the_closed_form_mse_matches_monte_carlo(name):
     fm = rfa.feature_map(name)
 
     def estimate(key):
-        W = rfa.sample_projection(key, M, D, kind="iid")
+        W = rfa.sample_projection(key, M, D, projection_kind="iid")
         return rfa.estimate_softmax_kernel(X, Y, W, name, **fm.sample_params(jax.random.fold_in(key, 1), M, D))
 
     draws = monte_carlo(estimate, 40000, seed=11)

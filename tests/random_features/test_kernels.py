@@ -52,7 +52,7 @@ def test_gaussian_estimators_are_unbiased(estimator):
 
     def estimate(key):
         w_key, b_key = jax.random.split(key)
-        W = rfa.sample_projection(w_key, 16, 5, kind="iid")
+        W = rfa.sample_projection(w_key, 16, 5, projection_kind="iid")
         params = {"phases": rfa.sample_phases(b_key, 16)} if estimator == "gaussian_cosine" else {}
         return rfa.estimate_gaussian_kernel(x, y, W, estimator, **params)
 

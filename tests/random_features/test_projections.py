@@ -13,7 +13,7 @@ from rfa.random_features.projections import simplex_vertices
 @pytest.mark.parametrize("kind", ["iid", "orthogonal", "simplex"])
 @pytest.mark.parametrize("num_features", [5, 16, 37])
 def test_shape_and_dtype(kind, num_features):
-    W = rfa.sample_projection(jax.random.key(0), num_features, 16, kind=kind, dtype=jnp.bfloat16)
+    W = rfa.sample_projection(jax.random.key(0), num_features, 16, projection_kind=kind, dtype=jnp.bfloat16)
     assert W.shape == (num_features, 16)
     assert W.dtype == jnp.bfloat16
 
@@ -38,7 +38,9 @@ def test_blocks_are_independent():
 @pytest.mark.parametrize("dim", [2, 3, 8])
 def test_simplex_rows_within_blocks_point_to_the_vertices_of_a_regular_simplex(dim):
     """Within a block ``w_iᵀw_j = d·(-1/(d-1))`` and the rows sum to 0 (sqrt_d norms); blocks are independent."""
-    W = np.asarray(rfa.sample_projection(jax.random.key(7), 2 * dim + 1, dim, kind="simplex", scaling="sqrt_d"))
+    W = np.asarray(
+        rfa.sample_projection(jax.random.key(7), 2 * dim + 1, dim, projection_kind="simplex", scaling="sqrt_d")
+    )
     expected = dim * (np.eye(dim) * (1 + 1 / (dim - 1)) - 1 / (dim - 1))
     for block in (W[:dim], W[dim : 2 * dim]):
         np.testing.assert_allclose(block @ block.T, expected, atol=1e-4)
@@ -56,14 +58,14 @@ def test_simplex_vertices_match_the_papers_construction():
 
 @pytest.mark.parametrize("kind", ["iid", "orthogonal", "simplex"])
 def test_sqrt_d_scaling_fixes_norms(kind):
-    W = rfa.sample_projection(jax.random.key(3), 24, 9, kind=kind, scaling="sqrt_d")
+    W = rfa.sample_projection(jax.random.key(3), 24, 9, projection_kind=kind, scaling="sqrt_d")
     np.testing.assert_allclose(jnp.linalg.norm(W, axis=-1), 3.0, rtol=1e-5)
 
 
 @pytest.mark.parametrize("kind", ["iid", "orthogonal", "simplex"])
 def test_chi_rows_are_marginally_standard_gaussian(kind):
     """E[w wᵀ] = I and E|w|⁴ = d(d+2) for w ~ N(0, I_d): the unbiasedness of every estimator rests on it."""
-    draw = jax.jit(jax.vmap(lambda key: rfa.sample_projection(key, 6, 6, kind=kind)))
+    draw = jax.jit(jax.vmap(lambda key: rfa.sample_projection(key, 6, 6, projection_kind=kind)))
     W = np.asarray(draw(jax.random.split(jax.random.key(4), 4000)), np.float64).reshape(-1, 6)
     np.testing.assert_allclose(W.T @ W / len(W), np.eye(6), atol=0.04)
     np.testing.assert_allclose(np.mean(np.sum(W * W, -1) ** 2), 48.0, rtol=0.05)
@@ -82,9 +84,9 @@ def test_raw_uint32_key_is_accepted():
 
 
 def test_under_jit_and_vmap():
-    fn = jax.jit(rfa.sample_projection, static_argnames=("num_features", "dim", "kind", "scaling"))
+    fn = jax.jit(rfa.sample_projection, static_argnames=("num_features", "dim", "projection_kind", "scaling"))
     assert fn(jax.random.key(0), num_features=12, dim=5).shape == (12, 5)
-    batched = jax.vmap(lambda key: rfa.sample_projection(key, 12, 5, kind="iid"))(
+    batched = jax.vmap(lambda key: rfa.sample_projection(key, 12, 5, projection_kind="iid"))(
         jax.random.split(jax.random.key(0), 3)
     )
     assert batched.shape == (3, 12, 5)
@@ -104,19 +106,32 @@ def test_a_registered_kind_is_sampled_with_either_scaling_and_named_once():
         name, lambda key, m, d: jnp.broadcast_to(jax.random.normal(key, (d,)), (m, d)), gaussian=True
     )
     try:
-        W = rfa.sample_projection(jax.random.key(0), 5, 4, kind=name)
+        W = rfa.sample_projection(jax.random.key(0), 5, 4, projection_kind=name)
         assert bool(jnp.all(W[0] == W)) and float(jnp.std(W[0])) > 0
-        S = rfa.sample_projection(jax.random.key(0), 5, 4, kind=name, scaling="sqrt_d")
+        S = rfa.sample_projection(jax.random.key(0), 5, 4, projection_kind=name, scaling="sqrt_d")
         np.testing.assert_allclose(S, W / jnp.linalg.norm(W[0]) * 2.0, rtol=1e-6)
         with pytest.raises(rfa.InputError, match="already registered"):
             projections.register_projection_kind(name, lambda key, m, d: None, gaussian=True)
     finally:
         del projections.PROJECTION_KINDS[name]
     with pytest.raises(rfa.InputError, match="kind must be one of"):
-        rfa.sample_projection(jax.random.key(0), 5, 4, kind=name)
+        rfa.sample_projection(jax.random.key(0), 5, 4, projection_kind=name)
 
 
 @pytest.mark.parametrize("kind", ["orthogonal", "iid"])
 def test_a_one_dimensional_projection_is_a_column_of_signed_norms(kind):
-    W = np.asarray(rfa.sample_projection(jax.random.key(0), 6, 1, kind=kind), np.float64)
+    W = np.asarray(rfa.sample_projection(jax.random.key(0), 6, 1, projection_kind=kind), np.float64)
     assert W.shape == (6, 1) and len(np.unique(W)) == 6  # only the simplex needs d >= 2
+
+
+def test_the_keyword_of_before_0_3_draws_the_same_rows_with_a_warning():
+    """``kind=`` is ``projection_kind=`` (docs/changelog.md), for sample_projection and Estimator.draw."""
+    key = jax.random.key(5)
+    with pytest.warns(DeprecationWarning, match=r"sample_projection\(kind=...\) is sample_projection\(projection_kind"):
+        old = rfa.sample_projection(key, 6, 4, kind="simplex")
+    np.testing.assert_array_equal(old, rfa.sample_projection(key, 6, 4, projection_kind="simplex"))
+    with pytest.warns(DeprecationWarning, match=r"Estimator.draw\(kind=...\)"):
+        W, _ = rfa.feature_map("positive").draw(key, 6, 4, kind="iid")
+    np.testing.assert_array_equal(W, rfa.sample_projection(key, 6, 4, projection_kind="iid"))
+    with pytest.raises(TypeError, match="got kind= and projection_kind="):
+        rfa.sample_projection(key, 6, 4, kind="iid", projection_kind="iid")

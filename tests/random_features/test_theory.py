@@ -44,12 +44,12 @@ def assert_matches_monte_carlo(estimator, num_features, kind, params):
     """Unbiasedness and the closed-form MSE at every pair, from one jitted Monte Carlo run over all pairs."""
 
     def estimate(key):
-        W = rfa.sample_projection(key, num_features, D, kind=kind)
+        W = rfa.sample_projection(key, num_features, D, projection_kind=kind)
         return rfa.estimate_softmax_kernel(X, Y, W, estimator, **params)
 
     draws = monte_carlo(estimate, NUM_DRAWS, seed=num_features)
     exact = np.asarray(rfa.softmax_kernel(X, Y), np.float64)
-    theory = np.asarray(rfa.theory.mse(estimator, X, Y, num_features, projection=kind, **params))
+    theory = np.asarray(rfa.theory.mse(estimator, X, Y, num_features, projection_kind=kind, **params))
     for i, pair in enumerate(PAIRS):
         assert_within(draws[:, i], exact[i], f"{pair}: mean")
         assert_within((draws[:, i] - exact[i]) ** 2, theory[i], f"{pair}: MSE")
@@ -74,7 +74,7 @@ def test_orthogonal_mse_matches_monte_carlo(num_features, estimator, params):
 @pytest.mark.parametrize(("estimator", "params"), [("positive", {}), ("gerf", {"A": -0.2}), ("oprf", {})], ids=str)
 def test_simplex_mse_matches_monte_carlo_and_beats_orthogonal(num_features, estimator, params):
     theory = assert_matches_monte_carlo(estimator, num_features, "simplex", params)
-    orthogonal = np.asarray(rfa.theory.mse(estimator, X, Y, num_features, projection="orthogonal", **params))
+    orthogonal = np.asarray(rfa.theory.mse(estimator, X, Y, num_features, projection_kind="orthogonal", **params))
     assert np.all(theory < orthogonal)
 
 
@@ -92,7 +92,7 @@ def test_simplex_row_pair_expectation_matches_a_simulation_of_its_geometry():
     # Two simplex rows (m = 2 <= d): MSE = V/2 + (2/4)·Cov, with Cov = Λ²(E - exp(|z|²)) for x = y = z/2.
     x = (z / 2).astype(np.float32)
     log_var = float(rfa.theory.log_mse("positive", x, x, 1))
-    mse = float(rfa.theory.mse("positive", x, x, 2, projection="simplex"))
+    mse = float(rfa.theory.mse("positive", x, x, 2, projection_kind="simplex"))
     lam_sq = math.exp(-2 * float(x @ x))
     expected = (mse - math.exp(log_var) / 2) * 2 / lam_sq + math.exp(float(z @ z))
     assert_within(sample, expected, "E exp((w_i + w_j)ᵀz)")
@@ -237,7 +237,7 @@ def test_closed_forms_are_never_nan_from_tiny_to_huge_pairs(dim):
             params = {name: np.asarray(value)[0] for name, value in fm.fit(q, k).items()}
         for projection in fm.theory.projections:
             for m in (2, 3 * dim + 1):
-                mse = np.asarray(rfa.theory.mse(estimator, x, y, m, projection=projection, **params))
+                mse = np.asarray(rfa.theory.mse(estimator, x, y, m, projection_kind=projection, **params))
                 assert not np.isnan(mse).any() and (mse >= 0).all(), (estimator, projection, m)
 
 
@@ -301,3 +301,12 @@ def test_the_hybrid_fourth_moment_is_its_base_alone_at_angles_0_and_pi(sign, bas
     expected = (mu4 + 3 * (m - 1) * mu2**2) / m**3
     fourth = rfa.feature_map("hybrid").theory.error_fourth_moment(x, y, m)
     np.testing.assert_allclose(fourth, expected, rtol=1e-6)
+
+
+def test_the_keyword_of_before_0_3_gives_the_same_closed_form_with_a_warning():
+    x, y = PAIRS["generic"]
+    with pytest.warns(DeprecationWarning, match=r"log_mse\(projection=...\) is log_mse\(projection_kind=...\)"):
+        old = rfa.theory.mse("positive", x, y, 4, projection="orthogonal")
+    np.testing.assert_array_equal(old, rfa.theory.mse("positive", x, y, 4, projection_kind="orthogonal"))
+    with pytest.warns(DeprecationWarning, match=r"estimators_with_theory\(projection=...\)"):
+        assert rfa.theory.estimators_with_theory(projection="simplex") == rfa.theory.estimators_with_theory("simplex")

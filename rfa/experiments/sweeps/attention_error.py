@@ -69,7 +69,7 @@ def _attention_errors(keys, q, k, v, exact, *, estimator, kind, num_features, pa
     """Per seed: MSE of the kernelized output and of the "mean of V" output against exact attention."""
 
     def one(key, q, k, v, exact):
-        W, sampled = rfa.feature_map(estimator).draw(key, num_features, q.shape[-1], kind=kind)
+        W, sampled = rfa.feature_map(estimator).draw(key, num_features, q.shape[-1], projection_kind=kind)
         feature_params = {**dict(params), **sampled}
         out = rfa.kernelized_attention(q, k, v, feature_map=estimator, projection=W, feature_params=feature_params)
         baseline = jnp.broadcast_to(jnp.mean(v, axis=0), v.shape)

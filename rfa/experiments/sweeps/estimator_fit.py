@@ -237,7 +237,7 @@ def _one_vector_estimates(key, x, y, params, *, estimator: str, repetitions: int
     """``[repetitions, pairs]`` estimates from one random vector each; compiled once per estimator and shape."""
 
     def one(key):
-        W = rfa.sample_projection(key, 1, x.shape[-1], kind="iid")
+        W = rfa.sample_projection(key, 1, x.shape[-1], projection_kind="iid")
         return rfa.estimate_softmax_kernel(x, y, W, estimator, **params)
 
     return jax.vmap(one)(jax.random.split(key, repetitions))

@@ -27,7 +27,7 @@ DENSE_ANGLES = np.linspace(0.0, 180.0, 361)
 def relative_mse(estimator: str, norm: float, angles, m: int, dim: int, projection: str = "iid") -> np.ndarray:
     """Closed-form ``MSE / K²`` at ``|x| = |y| = norm`` and the given angles (degrees)."""
     x, y = pair_vectors(norm, angles, dim)
-    log_mse = np.asarray(rfa.theory.log_mse(estimator, x, y, m, projection=projection), np.float64)
+    log_mse = np.asarray(rfa.theory.log_mse(estimator, x, y, m, projection_kind=projection), np.float64)
     return np.exp(log_mse - 2 * np.sum(x.astype(np.float64) * y, -1))
 
 

@@ -134,7 +134,7 @@ def _relative_error_moments(key, first, end, x, y, exact, *, batch, estimator, k
     valid = reps < end
 
     def squared_relative_error(key):
-        W, sampled = rfa.feature_map(estimator).draw(key, num_features, x.shape[-1], kind=kind)
+        W, sampled = rfa.feature_map(estimator).draw(key, num_features, x.shape[-1], projection_kind=kind)
         return (_estimate(x, y, W, estimator, **dict(params), **sampled) / exact - 1.0) ** 2
 
     sq = jnp.where(valid[:, None], jax.vmap(squared_relative_error)(keys), 0.0)  # [B, P]
@@ -162,7 +162,7 @@ def _theory(config, cell_group: list[Cell], x, y) -> dict[str, np.ndarray]:
     params = estimator_params(config, estimator)
     log_mse = bound = np.full(len(cell_group), np.nan)
     if has_closed_form(estimator, kind):
-        log_mse = np.asarray(rfa.theory.log_mse(estimator, x, y, m, projection=kind, **params), np.float64)
+        log_mse = np.asarray(rfa.theory.log_mse(estimator, x, y, m, projection_kind=kind, **params), np.float64)
         theory = rfa.feature_map(estimator).theory
         published = theory.bound(x, y, m, kind) if theory.bound else None
         if published is not None:

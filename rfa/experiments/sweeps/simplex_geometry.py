@@ -81,7 +81,7 @@ def simplex_geometry(config, records: list[dict], workdir: str) -> Analysis:
     for i, norm in enumerate(sorted(config.geometry.norms)):
         dense = DENSE_ANGLES[:-1]  # |x + y| > 0
         x, y = pair_vectors(norm, dense, config.dim)
-        mse = {p: np.asarray(rfa.theory.mse(estimator, x, y, m, projection=p), np.float64) for p in PROJECTIONS}
+        mse = {p: np.asarray(rfa.theory.mse(estimator, x, y, m, projection_kind=p), np.float64) for p in PROJECTIONS}
         sums = 2 * norm * np.cos(np.radians(dense) / 2)
         ax.plot(sums, mse["simplex"] / mse["orthogonal"], f"C{i}-", label=f"simplex/orthogonal, |x| = |y| = {norm:g}")
         ax.plot(sums, mse["orthogonal"] / mse["iid"], f"C{i}--", label=f"orthogonal/iid, |x| = |y| = {norm:g}")
@@ -102,7 +102,7 @@ def simplex_geometry(config, records: list[dict], workdir: str) -> Analysis:
         for d in dims:
             x, y = pair_vectors(norm, angle, int(d))
             for p in curves:
-                curves[p].append(float(rfa.theory.mse(estimator, x, y, int(d), projection=p)[0]))
+                curves[p].append(float(rfa.theory.mse(estimator, x, y, int(d), projection_kind=p)[0]))
         c = {p: np.array(v) for p, v in curves.items()}
         ax_d.plot(dims, c["simplex"] / c["orthogonal"], f"C{j}-o", ms=3, label=f"simplex/orthogonal, {angle:g}°")
         ax_d.plot(dims, c["orthogonal"] / c["iid"], f"C{j}--s", ms=3, label=f"orthogonal/iid, {angle:g}°")

@@ -311,7 +311,7 @@ def _derf_log_mse(x, y, num_features, *, projection, num_terms, A=None, query_tr
         return log_var - math.log(num_features)
     if jnp.shape(A)[-1:] not in ((), (1,)):
         raise InputError(
-            f"the closed form for projection={projection!r} needs one A for every coordinate (shape [..., 1]); "
+            f"the closed form for projection_kind={projection!r} needs one A for every coordinate (shape [..., 1]); "
             f"A has shape {jnp.shape(A)}."
         )
     s = pair_stats(_transformed(x, query_transform), _transformed(y, key_transform))

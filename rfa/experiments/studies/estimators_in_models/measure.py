@@ -71,7 +71,7 @@ def site_measures(q, k, v, key_mask, params, pairs, key, *, estimator, num_featu
     closed = jnp.exp(rfa.theory.log_mse(estimator, x, y, num_features, **params) - 2 * log_sm)
 
     def draw(key):
-        projection = rfa.sample_projection(key, num_features, x.shape[-1], kind="iid")
+        projection = rfa.sample_projection(key, num_features, x.shape[-1], projection_kind="iid")
         return rfa.estimate_softmax_kernel(x, y, projection, estimator, **params)
 
     estimates = jax.lax.map(draw, jax.random.split(jax.random.fold_in(key, 1), draws))
