@@ -31,7 +31,9 @@ InputError.__module__ = InputTypeError.__module__ = "rfa"  # where users name th
 
 def renamed_keywords(**renames: str) -> Callable:
     """Keeps the keywords renamed in rfa 0.3 working for one release (docs/changelog.md): with
-    ``renamed_keywords(kind="projection_kind")``, ``f(kind=x)`` is ``f(projection_kind=x)`` and warns.
+    ``renamed_keywords(kind="projection_kind")``, ``f(kind=x)`` is ``f(projection_kind=x)`` and warns. rfa applies
+    it after the ``def`` (``f = renamed_keywords(...)(f)``), not as a decorator: mutmut (``make mutation``) leaves
+    decorated functions unmutated.
 
     Example:
       >>> @renamed_keywords(kind="projection_kind")

@@ -228,7 +228,6 @@ class Estimator:
             return self.outputs(num_features, dim)
         return self.features_per_vector * num_features if self.needs_projection else dim
 
-    @renamed_keywords(kind="projection_kind")
     def draw(
         self, key: Array, num_features: int, dim: int, *, projection_kind: str = "orthogonal", scaling: str = "chi"
     ) -> tuple[Array | None, dict]:
@@ -250,6 +249,8 @@ class Estimator:
         )
         sampled = self.sample_params(jax.random.fold_in(key, 1), num_features, dim) if self.sample_params else {}
         return W, sampled
+
+    draw = renamed_keywords(kind="projection_kind")(draw)
 
     def check_params(self, params: dict) -> None:
         """Raises a TypeError for an unknown parameter, a ValueError for a concrete value out of its range."""

@@ -157,7 +157,6 @@ def _sample(key, num_features, dim, kind, scaling, dtype):
     return (rows * norms[:, None]).astype(dtype)
 
 
-@renamed_keywords(kind="projection_kind")
 def sample_projection(
     key: jax.Array,
     num_features: int,
@@ -204,6 +203,9 @@ def sample_projection(
             f"got dim={dim}."
         )
     return _sample(key, num_features, dim, projection_kind, scaling, jnp.dtype(dtype))
+
+
+sample_projection = renamed_keywords(kind="projection_kind")(sample_projection)
 
 
 def sample_phases(key: jax.Array, num_features: int, *, dtype=jnp.float32) -> jax.Array:

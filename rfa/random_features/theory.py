@@ -39,7 +39,6 @@ __all__ = [
 ]
 
 
-@renamed_keywords(projection="projection_kind")
 def estimators_with_theory(projection_kind: str = "iid") -> tuple[str, ...]:
     """Registered estimators with a closed-form MSE for ``projection_kind`` (``projection=`` before rfa 0.3)."""
     return tuple(
@@ -47,7 +46,9 @@ def estimators_with_theory(projection_kind: str = "iid") -> tuple[str, ...]:
     )
 
 
-@renamed_keywords(projection="projection_kind")
+estimators_with_theory = renamed_keywords(projection="projection_kind")(estimators_with_theory)
+
+
 def log_mse(
     estimator: str,
     x: Array,
@@ -106,6 +107,9 @@ def log_mse(
         )
     x, y = x.astype(jnp.float32), y.astype(jnp.float32)
     return fm.theory.log_mse(x, y, num_features, projection=projection_kind, num_terms=num_terms, **params)
+
+
+log_mse = renamed_keywords(projection="projection_kind")(log_mse)
 
 
 def mse(estimator: str, x: Array, y: Array, num_features: int, **kwargs) -> Array:
