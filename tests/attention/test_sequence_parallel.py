@@ -39,6 +39,7 @@ report = {}
 for P in (2, 4, 8):
     mesh = jax.make_mesh((P,), ("seq",), devices=jax.devices()[:P])
     for case, causal, decay, state in (("bidirectional", False, False, None), ("causal", True, False, None),
+                                       ("bidirectional_initial_state", False, False, initial),
                                        ("decay", True, True, None), ("decay_initial_state", True, True, initial),
                                        ("feature_decay_initial_state", True, True, initial)):
         decays = per_feature if case.startswith("feature") else g
@@ -98,16 +99,23 @@ linen_causal = linen.clone(is_causal=True)
 alone = linen_causal.apply(variables, x)
 with jax.set_mesh(mesh):
     report["linen_is_causal"] = errors(jax.jit(lambda x: linen_causal.apply(variables, x))(x), alone)
+band = jnp.tril(jnp.triu(jnp.ones((L, L), bool), -3))
+
+def in_set_mesh(fn):
+    with jax.set_mesh(mesh):
+        return message(fn)
+
 report["errors"] = {
     "indivisible": message(lambda: sequence_parallel_attention(q[:, :30], k[:, :30], v[:, :30], mesh=mesh,
                                                                axis="seq", **options)),
     "positive_decay": message(lambda: sequence_parallel_attention(q, k, v, mesh=mesh, axis="seq", is_causal=True,
                                                                   log_decay=-g, **options)),  # checked before shard_map
     "no_axis": message(lambda: sequence_parallel_attention(q, k, v, mesh=mesh, axis="sequence", **options)),
+    "no_axis_set_mesh": in_set_mesh(lambda: sequence_parallel_attention(q, k, v, axis="sequence", **options)),
     "no_mesh": message(lambda: sequence_parallel_attention(q, k, v, axis="seq", **options)),
     "outside_shard_map": message(lambda: rfa.kernelized_attention(q, k, v, sequence_axis="seq", **options)),
     "sliding_window": message(lambda: sequence_parallel_attention(
-        q, k, v, mesh=mesh, axis="seq", mask=jnp.tril(jnp.triu(jnp.ones((L, L), bool), -3)), **options)),
+        q, k, v, mesh=mesh, axis="seq", mask=band, **options)),
 }
 from rfa.attention import delta_rule_attention
 unit_q, unit_k = (x / jnp.linalg.norm(x, axis=-1, keepdims=True) for x in (q, k))
@@ -139,7 +147,15 @@ def report():
 
 @pytest.mark.parametrize("devices", [2, 4, 8])
 @pytest.mark.parametrize(
-    "case", ["bidirectional", "causal", "decay", "decay_initial_state", "feature_decay_initial_state"]
+    "case",
+    [
+        "bidirectional",
+        "bidirectional_initial_state",
+        "causal",
+        "decay",
+        "decay_initial_state",
+        "feature_decay_initial_state",
+    ],
 )
 def test_sequence_parallel_equals_one_device(report, case, devices):
     errors = report[f"{case}/P{devices}"]
@@ -167,7 +183,8 @@ def test_sequence_parallel_bad_input_says_what_to_do(report):
     messages = report["errors"]
     assert "must be divisible by the size of mesh axis 'seq' (8)" in messages["indivisible"]
     assert "pad the sequences to a multiple of 8" in messages["indivisible"]
-    assert "mesh has no axis 'sequence'; its axes are ('seq',)" in messages["no_axis"]
+    assert "mesh has no axis 'sequence'; its axes are ('seq',) (the mesh passed as mesh=)" in messages["no_axis"]
+    assert "its axes are ('seq',) (the mesh set by jax.set_mesh)" in messages["no_axis_set_mesh"]
     assert "log_decay must be <= 0" in messages["positive_decay"]
     assert "its axes are () (no mesh (pass mesh= or call inside jax.set_mesh))" in messages["no_mesh"]
     assert "sequence_axis='seq' names no mesh axis of an enclosing jax.shard_map" in messages["outside_shard_map"]

@@ -268,9 +268,8 @@ def sequence_parallel_attention(
     given_mesh = mesh is not None
     mesh = mesh if given_mesh else jax.sharding.get_abstract_mesh()
     if axis not in mesh.axis_names:
-        where = (
-            "the mesh set by jax.set_mesh" if mesh.axis_names else "no mesh (pass mesh= or call inside jax.set_mesh)"
-        )
+        where = "the mesh passed as mesh=" if given_mesh else "the mesh set by jax.set_mesh"
+        where = where if mesh.axis_names else "no mesh (pass mesh= or call inside jax.set_mesh)"
         raise InputError(f"mesh has no axis {axis!r}; its axes are {tuple(mesh.axis_names)} ({where}).")
     if mask is not None and jnp.ndim(mask) >= 2 and jnp.shape(mask)[-2] != 1:  # Flax's dense masks
         return _dense_mask_sequence_parallel(
