@@ -71,6 +71,12 @@ mesh = jax.make_mesh((8,), ("seq",))
 with jax.set_mesh(mesh):  # mesh=None: the set mesh shards unsharded inputs itself
     out = jax.jit(lambda q: sequence_parallel_attention(q, k, v, axis="seq", is_causal=True, **options))(q)
 report["set_mesh"] = errors(out, rfa.kernelized_attention(q, k, v, is_causal=True, **options))
+params = {"sigma": 0.5 + jax.random.uniform(keys[5], (H, 1, D)),  # the rfa map's: one per head, replicated
+          "key_log_weight": jax.nn.log_sigmoid(jax.random.normal(keys[4], (B, H, L)))}  # one per key: split
+rfa_options = dict(feature_map="rfa", projection=W, feature_params=params)
+split = jax.jit(lambda q: sequence_parallel_attention(q, k, v, mesh=mesh, axis="seq", is_causal=True,
+                                                      **rfa_options))(q)
+report["token_params"] = errors(split, rfa.kernelized_attention(q, k, v, is_causal=True, **rfa_options))
 from flax import nnx
 layer = rfa.nnx.MultiHeadAttention(H, 16, num_features=M, sequence_axis="seq", decode=False, rngs=nnx.Rngs(0))
 x = 0.5 * jax.random.normal(keys[5], (B, L, 16))
@@ -172,6 +178,11 @@ def test_the_delta_rule_split_over_devices_equals_one_device(report, devices):
 
 def test_sequence_parallel_under_set_mesh_shards_unsharded_inputs(report):
     assert report["set_mesh"] < 1e-5
+
+
+def test_map_parameters_are_split_with_the_tokens_or_replicated(report):
+    """The rfa map's per-key weights travel with their keys; its per-head sigma is on every device."""
+    assert report["token_params"] < 1e-5
 
 
 def test_the_nnx_layer_with_a_sequence_axis_splits_the_sequence_under_set_mesh(report):
