@@ -1374,6 +1374,18 @@ MUTANTS = [
         (HYBRID_TESTS,),
         "decoding keeps the old cache of every layer but the first",
     ),
+    # The keywords renamed in 0.3 (kind=, projection=) keep working for one release.
+    Mutant(
+        "renamed-keyword-dropped",
+        "rfa/_validation.py",
+        "                kwargs[new] = kwargs.pop(old)\n",
+        "                kwargs.pop(old)\n",
+        (
+            "tests/random_features/test_projections.py::test_the_keyword_of_before_0_3_draws_the_same_rows_with_a_warning",
+            "tests/random_features/test_theory.py::test_the_keyword_of_before_0_3_gives_the_same_closed_form_with_a_warning",
+        ),
+        "an old keyword is dropped with its warning instead of passed on under its new name",
+    ),
 ]
 
 
