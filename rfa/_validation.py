@@ -36,9 +36,9 @@ def renamed_keywords(**renames: str) -> Callable:
     decorated functions unmutated.
 
     Example:
-      >>> @renamed_keywords(kind="projection_kind")
-      ... def f(*, projection_kind="iid"):
+      >>> def f(*, projection_kind="iid"):
       ...     return projection_kind
+      >>> f = renamed_keywords(kind="projection_kind")(f)
       >>> with warnings.catch_warnings(record=True) as caught:
       ...     warnings.simplefilter("always")
       ...     f(kind="simplex"), str(caught[0].message)
