@@ -211,6 +211,22 @@ MUTANTS = [
         "the carried state keeps its old stabilizer reference",
     ),
     Mutant(
+        "causal-state-read-unscaled",
+        CAUSAL,
+        "            inter = inter * jnp.exp(state_log - ref)\n",
+        "",
+        REFERENCE_TESTS,
+        "with one decay per token, queries read the carried state without its decay and reference",
+    ),
+    Mutant(
+        "causal-new-keys-at-the-query-reference",
+        CAUSAL,
+        "v_c * jnp.exp(last - chunk_ref), phi_k_c",
+        "v_c * jnp.exp(last - ref), phi_k_c",
+        REFERENCE_TESTS,
+        "with one decay per token, a chunk's keys enter the state at each query's reference, not the chunk's last",
+    ),
+    Mutant(
         "state-read-at-its-own-scale",
         BIDIRECTIONAL,
         "        kv = kv + initial[0] * jnp.exp(initial[1] - ref)\n",
@@ -579,7 +595,7 @@ MUTANTS = [
     Mutant(
         "gate-input-weight-dropped",
         "rfa/models/cores.py",
-        '            if "key_log_weight" in self.feature_map.names():',
+        '            if "key_log_weight" in self.estimator.names():',
         "            if False:",
         ("tests/models/test_attention_kinds.py", "tests/train"),
         "gated RFA without the (1 - g) weight of new keys",

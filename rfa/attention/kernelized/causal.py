@@ -98,15 +98,18 @@ def scan_chunks(phi_q, keys, key_log_mask, v_aug, log_decay, initial, precision)
         ref = jnp.maximum(jnp.max(key_log, axis=(-2, -1)), jnp.max(state_log, axis=-1))[..., None]  # r_i
         ref = jax.lax.stop_gradient(ref)  # [rows, C, 1]
         weights = jnp.exp(key_log - ref[..., None])
-        if weights.shape[-1] == 1:  # one decay per token: one matmul, then the weights
-            scores = jnp.einsum("...qf,...kf->...qk", phi_q_c, phi_k_c, precision=precision) * weights[..., 0]
-        else:
-            scores = jnp.einsum("...qf,...kf,...qkf->...qk", phi_q_c, phi_k_c, weights, precision=precision)
-        intra = jnp.einsum("...qk,...kd->...qd", scores, v_c, precision=precision)
-        inter = jnp.einsum("...qf,...df->...qd", phi_q_c * jnp.exp(state_log - ref), state, precision=precision)
         chunk_ref = ref[..., -1:, :]
         last = key_log[..., -1, :, :]  # s_j + b_Cjf, [rows, C, 1 or F]
-        kv = jnp.einsum("...kd,...kf->...df", v_c, phi_k_c * jnp.exp(last - chunk_ref), precision=precision)
+        if weights.shape[-1] == 1:  # one decay per token: the weights scale the d_v + 1 side, not the F side
+            scores = jnp.einsum("...qf,...kf->...qk", phi_q_c, phi_k_c, precision=precision) * weights[..., 0]
+            inter = jnp.einsum("...qf,...df->...qd", phi_q_c, state, precision=precision)
+            inter = inter * jnp.exp(state_log - ref)
+            kv = jnp.einsum("...kd,...kf->...df", v_c * jnp.exp(last - chunk_ref), phi_k_c, precision=precision)
+        else:
+            scores = jnp.einsum("...qf,...kf,...qkf->...qk", phi_q_c, phi_k_c, weights, precision=precision)
+            inter = jnp.einsum("...qf,...df->...qd", phi_q_c * jnp.exp(state_log - ref), state, precision=precision)
+            kv = jnp.einsum("...kd,...kf->...df", v_c, phi_k_c * jnp.exp(last - chunk_ref), precision=precision)
+        intra = jnp.einsum("...qk,...kd->...qd", scores, v_c, precision=precision)
         state = state * jnp.exp(state_log[..., -1:, :] - chunk_ref) + kv
         return (state, chunk_ref), (intra + inter, ref)
 
