@@ -66,6 +66,30 @@ def renamed_keywords(**renames: str) -> Callable:
     return rename
 
 
+def renamed_function(fn: Callable, old: str) -> Callable:
+    """``fn`` under its name before rfa 0.3, kept for one release (docs/changelog.md): calls it and warns.
+
+    Example:
+      >>> def estimator(name):
+      ...     return name
+      >>> feature_map = renamed_function(estimator, "feature_map")
+      >>> with warnings.catch_warnings(record=True) as caught:
+      ...     warnings.simplefilter("always")
+      ...     feature_map("positive"), str(caught[0].message)
+      ('positive', 'rfa.feature_map is rfa.estimator since rfa 0.3; feature_map goes in 0.4.')
+    """
+
+    @functools.wraps(fn)
+    def renamed(*args, **kwargs):
+        warnings.warn(
+            f"rfa.{old} is rfa.{fn.__name__} since rfa 0.3; {old} goes in 0.4.", DeprecationWarning, stacklevel=2
+        )
+        return fn(*args, **kwargs)
+
+    renamed.__name__ = renamed.__qualname__ = old
+    return renamed
+
+
 def check_floating(x, name: str) -> jax.Array:
     """Returns ``x`` as an array after checking it has a floating dtype."""
     if not hasattr(x, "dtype") or not hasattr(x, "shape"):

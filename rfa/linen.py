@@ -3,7 +3,7 @@
 
 A drop-in replacement for ``flax.linen.MultiHeadDotProductAttention``: the same fields and call arguments,
 the same parameter tree (``query``, ``key``, ``value``, ``out``, and ``query_ln``/``key_ln`` with
-``normalize_qk``), plus the estimator's fields (``feature_map``, ``num_features``, ``projection_kind``, ...).
+``normalize_qk``), plus the estimator's fields (``estimator``, ``num_features``, ``projection_kind``, ...).
 
 Variables:
 
@@ -37,7 +37,7 @@ from rfa.attention.flax_adapter import refuse_attention_weights
 from rfa.attention.flax_cache import cross_attention_step, empty_state, self_attention_step
 from rfa.attention.kernelized import attention_over, kernelized_attention
 from rfa.random_features.feature_maps import Estimator
-from rfa.random_features.feature_maps import feature_map as lookup_feature_map
+from rfa.random_features.feature_maps import estimator as lookup_estimator
 
 Array = jax.Array
 
@@ -48,7 +48,7 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
     """``flax.linen.MultiHeadDotProductAttention`` whose attention is random-feature (kernelized) attention.
 
     Attributes:
-      feature_map: a registered estimator name (``rfa.registered_feature_maps()``) or an ``rfa.Estimator``.
+      estimator: a registered estimator name (``rfa.registered_estimators()``) or an ``rfa.Estimator``.
       num_features: m, the rows of the random projection W.
       projection_kind: how W's directions are drawn: ``"orthogonal"``, ``"simplex"`` or ``"iid"``
         (``rfa.sample_projection``'s ``projection_kind``).
@@ -86,7 +86,7 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
       (2, 4, 64, 9)
     """
 
-    feature_map: str | Estimator = "positive"
+    estimator: str | Estimator = "positive"
     num_features: int = 256
     projection_kind: str = "orthogonal"
     scaling: str = "chi"
@@ -95,12 +95,22 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
     feature_params: dict | None = None
     sequence_axis: str | None = None
     is_causal: bool = False
+    feature_map: str | Estimator | None = None  # estimator's name before rfa 0.3, kept for one release (warns)
 
     def __post_init__(self):
+        if self.feature_map is not None:
+            warnings.warn(
+                "rfa.linen.MultiHeadDotProductAttention(feature_map=...) is (estimator=...) since rfa 0.3; "
+                "feature_map= goes in 0.4.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            object.__setattr__(self, "estimator", self.feature_map)  # a clone then carries estimator alone
+            object.__setattr__(self, "feature_map", None)
         if self.attention_fn is not nn.dot_product_attention:
             raise InputTypeError(
                 "rfa.linen.MultiHeadDotProductAttention builds its own attention; choose the estimator with "
-                "feature_map=, or use nn.MultiHeadDotProductAttention(attention_fn=rfa.make_attention_fn(...)) for "
+                "estimator=, or use nn.MultiHeadDotProductAttention(attention_fn=rfa.make_attention_fn(...)) for "
                 "another function."
             )
         if self.force_fp32_for_softmax:
@@ -221,12 +231,12 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
         return projection, {**(self.feature_params or {}), **values, **params}
 
     def _attend(self, query: Array, key: Array, value: Array, *, mask, cross: bool, head_dim: int) -> Array:
-        fm = lookup_feature_map(self.feature_map)
+        fm = lookup_estimator(self.estimator)
         projection, params = self._map_variables(fm, head_dim)
         if self.dtype is not None:
             query, key, value = (x.astype(self.dtype) for x in (query, key, value))
         options = dict(
-            feature_map=fm,
+            estimator=fm,
             projection=projection,
             feature_params=params or None,
             renormalize=self.renormalize,
@@ -320,7 +330,7 @@ class GatedLinearAttention(_BridgedStateLayer):
     """
 
     layer_class: ClassVar[type] = rfa_nnx.GatedLinearAttention
-    forwarded: ClassVar[tuple[str, ...]] = ("chunk_size", "feature_map", "num_features")
+    forwarded: ClassVar[tuple[str, ...]] = ("chunk_size", "estimator", "num_features")
 
-    feature_map: str = "elu"
+    estimator: str = "elu"
     num_features: int = 64

@@ -2,7 +2,7 @@
 and ``rfa.nnx.GatedLinearAttention``: causal layers whose decode cache is a recurrent state.
 
 A drop-in replacement: the same constructor and call arguments (swapping the class is the whole change),
-plus the estimator's (``feature_map``, ``num_features``, ``projection_kind``, ...). The attention between
+plus the estimator's (``estimator``, ``num_features``, ``projection_kind``, ...). The attention between
 the projections is a :class:`~rfa.attention.KernelizedAttention` (``layer.attention_fn``): its random
 projection is a :class:`~rfa.attention.RandomProjection` variable, not a ``nnx.Param``, so optimizers
 built with ``wrt=nnx.Param`` leave it alone, checkpoints of ``nnx.state(model)`` hold it, and
@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from flax import nnx
 from flax.nnx.module import first_from
 
-from rfa._validation import InputError, InputTypeError, check_positive_int
+from rfa._validation import InputError, InputTypeError, check_positive_int, renamed_keywords
 from rfa.attention.flax_adapter import KernelizedAttention, refuse_attention_weights, repeat_kv_heads
 from rfa.attention.flax_cache import cross_attention_step, empty_state, self_attention_step
 from rfa.attention.map_variables import projection_key
@@ -33,7 +33,7 @@ from rfa.layer_checkpoints import save as save  # rfa.nnx.save
 from rfa.nnx_state_layers import DeltaNet as DeltaNet  # rfa.nnx.DeltaNet
 from rfa.nnx_state_layers import GatedLinearAttention as GatedLinearAttention
 from rfa.random_features.feature_maps import Estimator
-from rfa.random_features.feature_maps import feature_map as lookup_feature_map
+from rfa.random_features.feature_maps import estimator as lookup_estimator
 
 Array = jax.Array
 
@@ -54,7 +54,7 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
       num_kv_heads: grouped-query attention (Flax's): each key/value head serves ``num_heads // num_kv_heads``
         query heads, paired as Flax pairs them.
       in_kv_features: the features of ``inputs_k`` and ``inputs_v`` (Flax's).
-      feature_map: a registered estimator name (``rfa.registered_feature_maps()``) or an ``rfa.Estimator``.
+      estimator: a registered estimator name (``rfa.registered_estimators()``) or an ``rfa.Estimator``.
       num_features: m, the rows of the random projection W.
       projection_kind: how W's directions are drawn: ``"orthogonal"``, ``"simplex"`` or ``"iid"``
         (``rfa.sample_projection``'s ``projection_kind``).
@@ -79,7 +79,7 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
     else raises (under ``jit`` when the compiled call runs; see :mod:`rfa.attention.masks`).
 
     Example:
-      >>> layer = rfa.nnx.MultiHeadAttention(4, 32, feature_map="positive", num_features=64, decode=False,
+      >>> layer = rfa.nnx.MultiHeadAttention(4, 32, estimator="positive", num_features=64, decode=False,
       ...                                    rngs=nnx.Rngs(0))
       >>> x = jnp.ones((2, 10, 32))
       >>> layer(x, mask=nnx.make_causal_mask(jnp.ones((2, 10)))).shape
@@ -100,7 +100,7 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
         num_kv_heads: int | None = None,
         in_kv_features: int | None = None,
         *,
-        feature_map: str | Estimator = "positive",
+        estimator: str | Estimator = "positive",
         num_features: int = 256,
         projection_kind: str = "orthogonal",
         scaling: str = "chi",
@@ -113,7 +113,7 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
     ):
         if "attention_fn" in kwargs:
             raise InputTypeError(
-                "rfa.nnx.MultiHeadAttention builds its own attention_fn; choose the estimator with feature_map=, or "
+                "rfa.nnx.MultiHeadAttention builds its own attention_fn; choose the estimator with estimator=, or "
                 "use nnx.MultiHeadAttention(attention_fn=rfa.make_attention_fn(...)) for another function."
             )
         num_heads = check_positive_int(num_heads, "num_heads")
@@ -123,7 +123,7 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
         super().__init__(
             num_heads, in_features, qkv_features, out_features, num_kv_heads, in_kv_features, rngs=rngs, **kwargs
         )  # the same weights as nnx.MultiHeadAttention from the same rngs: W is drawn after them
-        fm = lookup_feature_map(feature_map)
+        fm = lookup_estimator(estimator)
         random = fm.needs_projection or bool(fm.sampled)
         key = projection_key(rngs) if random else None
         self.attention_fn = nnx.data(
@@ -149,7 +149,7 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
         head_dim + 1]`` float32 (the state's precision, whatever ``dtype``), independent of ``length``."""
         del dtype
         fn = self.attention_fn
-        state = empty_state(fn.feature_map, fn.num_features, self.head_dim, tuple(input_shape[:-2]), self.num_heads)
+        state = empty_state(fn.estimator, fn.num_features, self.head_dim, tuple(input_shape[:-2]), self.num_heads)
         self.cached_state = nnx.Cache(state)
         self.cache_index = nnx.Cache(jnp.array(0, jnp.int32))
         self.memory_ready = nnx.Cache(jnp.array(False))
@@ -218,3 +218,6 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
             self.cache_index[...] += query.shape[-3]
         self.cached_state.set_value(state)
         return self.out(out.astype(self.dtype or out.dtype))
+
+
+MultiHeadAttention.__init__ = renamed_keywords(feature_map="estimator")(MultiHeadAttention.__init__)  # before rfa 0.3

@@ -163,7 +163,7 @@ class GatedLinearAttention(_StateLayer):
       num_heads: the number of heads, as in ``nnx.MultiHeadAttention``.
       in_features: the input's features.
       out_features: the output's features (default ``in_features``).
-      feature_map: the map φ, a registered estimator (default elu+1, as GLA); one with a projection draws it from
+      estimator: the map φ, a registered estimator (default elu+1, as GLA); one with a projection draws it from
         ``rngs`` and is redrawn by :func:`redraw` like every rfa layer's.
       num_features: m of a map that takes one.
       chunk_size: tokens per chunk of the chunked form.
@@ -183,14 +183,14 @@ class GatedLinearAttention(_StateLayer):
         in_features: int,
         out_features: int | None = None,
         *,
-        feature_map: str = "elu",
+        estimator: str = "elu",
         num_features: int = 64,
         chunk_size: int = 64,
         decode: bool = False,
         dtype=None,
         rngs: nnx.Rngs,
     ):
-        attention = AttentionConfig(feature_map, num_features, chunk_size=chunk_size, gated=True, gate="feature")
+        attention = AttentionConfig(estimator, num_features, chunk_size=chunk_size, gated=True, gate="feature")
         super().__init__(
             num_heads, in_features, attention, out_features=out_features, decode=decode, dtype=dtype, rngs=rngs
         )

@@ -91,65 +91,65 @@ def test_sample_phases_num_features_zero():
 
 
 # ---------------------------------------------------------------------------------------------------
-# rfa.feature_map / FeatureMap.__call__
+# rfa.estimator / FeatureMap.__call__
 # ---------------------------------------------------------------------------------------------------
 
 
-def test_feature_map_unknown_name():
-    with pytest.raises(ValueError, match=_msg("feature map 'nope'", "registered", "positive")):
-        rfa.feature_map("nope")
+def test_estimator_unknown_name():
+    with pytest.raises(ValueError, match=_msg("unknown estimator 'nope'", "registered", "positive")):
+        rfa.estimator("nope")
 
 
 def test_feature_map_integer_x():
     with pytest.raises(TypeError, match=_msg("x", "floating", "int32")):
-        rfa.feature_map("positive")(_x(3, D, dtype=jnp.int32), _projection())
+        rfa.estimator("positive")(_x(3, D, dtype=jnp.int32), _projection())
 
 
 def test_feature_map_integer_projection():
     with pytest.raises(TypeError, match=_msg("projection", "floating", "int32")):
-        rfa.feature_map("positive")(_x(), _projection().astype(jnp.int32))
+        rfa.estimator("positive")(_x(), _projection().astype(jnp.int32))
 
 
 def test_feature_map_projection_wrong_rank():
     with pytest.raises(ValueError, match=_msg("projection", "rank 2", "[m, d]", f"({M}, {D}, 1)")):
-        rfa.feature_map("positive")(_x(), _projection()[..., None])
+        rfa.estimator("positive")(_x(), _projection()[..., None])
 
 
 def test_feature_map_projection_dim_mismatch():
     with pytest.raises(ValueError, match=_msg("projection", f"d = x.shape[-1] = {D}", f"({M}, {D + 1})")):
-        rfa.feature_map("positive")(_x(), _projection(dim=D + 1))
+        rfa.estimator("positive")(_x(), _projection(dim=D + 1))
 
 
 def test_feature_map_missing_projection():
     with pytest.raises(ValueError, match=_msg("'positive'", "projection", "[m, d]")):
-        rfa.feature_map("positive")(_x(), None)
+        rfa.estimator("positive")(_x(), None)
 
 
 def test_feature_map_projection_for_deterministic_map():
     with pytest.raises(ValueError, match=_msg("'elu'", "no projection", "None")):
-        rfa.feature_map("elu")(_x(), _projection())
+        rfa.estimator("elu")(_x(), _projection())
 
 
 def test_feature_map_unknown_parameter():
     with pytest.raises(TypeError, match=_msg("'positive'", "unknown parameter", "['A']", "accepts")):
-        rfa.feature_map("positive")(_x(), _projection(), A=-0.1)
+        rfa.estimator("positive")(_x(), _projection(), A=-0.1)
 
 
 def test_feature_map_gerf_missing_a():
     with pytest.raises(TypeError, match=_msg("'gerf'", "needs", "['A']")):
-        rfa.feature_map("gerf")(_x(), _projection())
+        rfa.estimator("gerf")(_x(), _projection())
 
 
 @pytest.mark.parametrize("A", [pytest.param(0.125, id="A=0.125"), pytest.param(0.2, id="A=0.2")])
 def test_feature_map_gerf_a_too_large(A):
     with pytest.raises(ValueError, match=_msg("A", "< 1/8", f"got {A}")):
-        rfa.feature_map("gerf")(_x(), _projection(), A=A)
+        rfa.estimator("gerf")(_x(), _projection(), A=A)
 
 
 def test_feature_map_gaussian_cosine_phases_wrong_shape():
     phases = rfa.sample_phases(_key(2), M // 2)
     with pytest.raises(ValueError, match=_msg("phases", f"({M},)", f"got ({M // 2},)")):
-        rfa.feature_map("gaussian_cosine")(_x(), _projection(), phases=phases)
+        rfa.estimator("gaussian_cosine")(_x(), _projection(), phases=phases)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -199,7 +199,7 @@ def test_estimate_gaussian_kernel_with_softmax_estimator():
 
 
 def test_estimate_softmax_kernel_unknown_estimator():
-    with pytest.raises(ValueError, match=_msg("feature map 'nope'", "registered")):
+    with pytest.raises(ValueError, match=_msg("unknown estimator 'nope'", "registered")):
         rfa.estimate_softmax_kernel(_x(), _x(), _projection(), estimator="nope")
 
 
@@ -271,7 +271,7 @@ def test_theory_mse_last_dim_mismatch(mse):
 
 def _derf_params(name="aderf"):
     q = jax.random.normal(jax.random.key(0), (32, D)) * jnp.linspace(0.2, 1.0, D)
-    return {n: v[0] for n, v in rfa.feature_map(name).fit(q, q[::-1] * 0.5).items()}
+    return {n: v[0] for n, v in rfa.estimator(name).fit(q, q[::-1] * 0.5).items()}
 
 
 @pytest.mark.parametrize("name", ["aderf", "saderf", "sderf"])
@@ -280,32 +280,32 @@ def test_derf_fit_from_one_vector(name, side):
     many, one = _x(4, D), _x(1, D)
     q, k = (one, many) if side == "q" else (many, one)
     with pytest.raises(ValueError, match=_msg("at least 2 queries and 2 keys", f"{side} has 1")):
-        rfa.feature_map(name).fit(q, k)
+        rfa.estimator(name).fit(q, k)
 
 
 @pytest.mark.parametrize("name", ["aderf", "saderf"])
 def test_derf_fit_not_positive_definite(name):
     with pytest.raises(ValueError, match=_msg("not positive definite", "second moment of q")):
-        rfa.feature_map(name).fit(jnp.zeros((5, D)), _x(5, D))
+        rfa.estimator(name).fit(jnp.zeros((5, D)), _x(5, D))
 
 
 def test_derf_a_too_large():
     params = {**_derf_params(), "A": jnp.full((D,), 0.2)}
     with pytest.raises(ValueError, match=_msg("A", "< 1/8")):
-        rfa.feature_map("aderf")(_x(), rfa.sample_projection(jax.random.key(0), M, D), **params)
+        rfa.estimator("aderf")(_x(), rfa.sample_projection(jax.random.key(0), M, D), **params)
 
 
 def test_derf_one_transform_without_the_other():
     params = _derf_params()
     del params["key_transform"]
     with pytest.raises(ValueError, match=_msg("query_transform and key_transform together")):
-        rfa.feature_map("aderf")(_x(), rfa.sample_projection(jax.random.key(0), M, D), **params)
+        rfa.estimator("aderf")(_x(), rfa.sample_projection(jax.random.key(0), M, D), **params)
 
 
 def test_derf_transform_of_the_wrong_dimension():
     params = {"A": -0.05, "query_transform": jnp.eye(D + 1), "key_transform": jnp.eye(D + 1)}
     with pytest.raises(ValueError, match=_msg("transforms", "[..., d, d]", f"d = {D}", f"({D + 1}, {D + 1})")):
-        rfa.feature_map("aderf")(_x(), rfa.sample_projection(jax.random.key(0), M, D), **params)
+        rfa.estimator("aderf")(_x(), rfa.sample_projection(jax.random.key(0), M, D), **params)
 
 
 def test_derf_closed_form_without_parameters():
@@ -329,7 +329,7 @@ def test_causal_derf_without_parameters(name):
     q = _x(1, 6, 2, D)
     with pytest.raises(ValueError, match=_msg(f"{name!r} in causal", "feature_params['A']", "fixed in advance")):
         rfa.kernelized_attention(
-            q, q, q, feature_map=name, projection=rfa.sample_projection(jax.random.key(0), M, D), is_causal=True
+            q, q, q, estimator=name, projection=rfa.sample_projection(jax.random.key(0), M, D), is_causal=True
         )
 
 
@@ -360,7 +360,7 @@ def test_optimal_gerf_parameter_dim_zero():
 
 
 def _kernelized(q, k, v, **kwargs):
-    kwargs.setdefault("feature_map", "positive")
+    kwargs.setdefault("estimator", "positive")
     kwargs.setdefault("projection", _projection(dim=q.shape[-1]))
     return rfa.kernelized_attention(q, k, v, **kwargs)
 
@@ -370,7 +370,7 @@ ATTENTIONS = [
     pytest.param(_kernelized, id="kernelized_attention"),
     pytest.param(
         lambda q, k, v, **kwargs: attention.naive_kernelized_attention(
-            q, k, v, feature_map="positive", projection=_projection(dim=q.shape[-1]), **kwargs
+            q, k, v, estimator="positive", projection=_projection(dim=q.shape[-1]), **kwargs
         ),
         id="naive",
     ),
@@ -484,8 +484,8 @@ def test_kernelized_attention_chunk_size_zero():
 
 
 def test_kernelized_attention_unknown_feature_map():
-    with pytest.raises(ValueError, match=_msg("feature map 'nope'", "registered")):
-        _kernelized(*_qkv(), feature_map="nope")
+    with pytest.raises(ValueError, match=_msg("unknown estimator 'nope'", "registered")):
+        _kernelized(*_qkv(), estimator="nope")
 
 
 def test_kernelized_attention_projection_dim_mismatch():
@@ -495,12 +495,12 @@ def test_kernelized_attention_projection_dim_mismatch():
 
 def test_kernelized_attention_oprf_causal_needs_phi_sq():
     with pytest.raises(ValueError, match=_msg("'oprf'", "causal", "feature_params['phi_sq']")):
-        _kernelized(*_qkv(), feature_map="oprf", is_causal=True)
+        _kernelized(*_qkv(), estimator="oprf", is_causal=True)
 
 
 def test_kernelized_attention_gerf_a_too_large():
     with pytest.raises(ValueError, match=_msg("A", "< 1/8", "got 0.2")):
-        _kernelized(*_qkv(), feature_map="gerf", feature_params={"A": 0.2})
+        _kernelized(*_qkv(), estimator="gerf", feature_params={"A": 0.2})
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -550,7 +550,7 @@ def test_oprf_with_a_state_needs_phi_sq(fn):
     state = attention.init_state((2,), 4, M, D)
     q, k, v = _qkv()
     with pytest.raises(ValueError, match=_msg("'oprf'", "with a state", "feature_params['phi_sq']")):
-        fn(q, k[:, :0], v[:, :0], feature_map="oprf", projection=_projection(), initial_state=state)
+        fn(q, k[:, :0], v[:, :0], estimator="oprf", projection=_projection(), initial_state=state)
 
 
 @pytest.mark.parametrize("fn", [_kernelized, attention.naive_kernelized_attention], ids=["kernelized", "naive"])
@@ -569,7 +569,7 @@ def test_oprf_with_a_state_needs_phi_sq(fn):
 def test_log_decay_bad_input(fn, log_decay, kwargs, error, pattern):
     kwargs = {"is_causal": True, **kwargs}
     with pytest.raises(error, match=_msg(*pattern)):
-        fn(*_qkv(), feature_map="positive", projection=_projection(), log_decay=log_decay, **kwargs)
+        fn(*_qkv(), estimator="positive", projection=_projection(), log_decay=log_decay, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -583,7 +583,9 @@ def test_log_decay_bad_input(fn, log_decay, kwargs, error, pattern):
         pytest.param(("positive", 0), {}, ValueError, _msg("num_features", ">= 1", "got 0"), id="num_features=0"),
         pytest.param(("positive", M), {"head_dim": 0}, ValueError, _msg("head_dim", ">= 1", "got 0"), id="head_dim=0"),
         pytest.param(("positive", M), {"key": None}, ValueError, _msg("'positive'", "key"), id="missing-key"),
-        pytest.param(("nope", M), {}, ValueError, _msg("feature map 'nope'", "registered"), id="unknown-feature-map"),
+        pytest.param(
+            ("nope", M), {}, ValueError, _msg("unknown estimator 'nope'", "registered"), id="unknown-estimator"
+        ),
         pytest.param(
             ("positive", M), {"chunk_size": 0}, ValueError, _msg("chunk_size", ">= 1", "got 0"), id="chunk_size=0"
         ),
@@ -665,14 +667,14 @@ def _jit_cases():
             _msg("q and k", "heads", f"k.shape=(2, 5, 3, {D})"),
         ),
         "kernelized_attention-static-chunk_size": (
-            lambda: jax.jit(rfa.kernelized_attention, static_argnames=("feature_map", "is_causal", "chunk_size"))(
-                q, k, v, feature_map="positive", projection=W, is_causal=True, chunk_size=0
+            lambda: jax.jit(rfa.kernelized_attention, static_argnames=("estimator", "is_causal", "chunk_size"))(
+                q, k, v, estimator="positive", projection=W, is_causal=True, chunk_size=0
             ),
             ValueError,
             _msg("chunk_size", "got 0"),
         ),
-        "feature_map-static-A": (
-            lambda: jax.jit(lambda x: rfa.feature_map("gerf")(x, W, A=0.2))(_x()),
+        "estimator-static-A": (
+            lambda: jax.jit(lambda x: rfa.estimator("gerf")(x, W, A=0.2))(_x()),
             ValueError,
             _msg("A", "< 1/8", "got 0.2"),
         ),
@@ -711,15 +713,15 @@ def test_hedgehog_feature_dimension_zero():
     q, k, v = _qkv()
     params = {"weight": jnp.zeros((4, 1, D, 0))}
     with pytest.raises(ValueError, match=_msg("hedgehog's weight", "feature_dim >= 1", f"(4, 1, {D}, 0)")):
-        rfa.kernelized_attention(q, k, v, feature_map="hedgehog", projection=None, feature_params=params)
+        rfa.kernelized_attention(q, k, v, estimator="hedgehog", projection=None, feature_params=params)
 
 
 def test_hedgehog_without_weight():
     with pytest.raises(TypeError, match=_msg("'hedgehog'", "needs the parameter", "weight")):
-        rfa.kernelized_attention(*_qkv(), feature_map="hedgehog", projection=None)
+        rfa.kernelized_attention(*_qkv(), estimator="hedgehog", projection=None)
 
 
 def test_taylor_on_a_head_dimension_too_large():
     q, k, v = _qkv((2, 5, 4, 128))
     with pytest.raises(ValueError, match=_msg("taylor", "d = 128", "8385", "head dimension <= 64", "Based")):
-        rfa.kernelized_attention(q, k, v, feature_map="taylor", projection=None)
+        rfa.kernelized_attention(q, k, v, estimator="taylor", projection=None)

@@ -32,7 +32,7 @@ def test_raise_if_raises_now_when_concrete_and_when_the_compiled_function_runs_w
 
 
 def decayed(log_decay):
-    return rfa.kernelized_attention(Q, K, V, feature_map="positive", projection=W, is_causal=True, log_decay=log_decay)
+    return rfa.kernelized_attention(Q, K, V, estimator="positive", projection=W, is_causal=True, log_decay=log_decay)
 
 
 def test_a_positive_log_decay_raises_eagerly_and_under_jit_and_grad():
@@ -51,7 +51,7 @@ def test_nan_checks_name_the_array_under_jit_and_are_off_outside():
     bad_k = K.at[0, 2, 1, 3].set(jnp.nan)
 
     def attend(k):
-        return rfa.kernelized_attention(Q, k, V, feature_map="positive", projection=W)
+        return rfa.kernelized_attention(Q, k, V, estimator="positive", projection=W)
 
     out = jax.jit(attend)(bad_k)  # off by default: the head's output is NaN, silently
     assert bool(jnp.all(jnp.isnan(out[0, :, 1]))) and bool(jnp.all(jnp.isfinite(out[1])))
@@ -91,9 +91,7 @@ def test_nan_only_at_padded_positions_is_ignored_by_the_attention_and_by_the_che
     W = rfa.sample_projection(jax.random.key(1), 16, 8)
     layer = rfa.nnx.MultiHeadAttention(2, 16, num_features=8, decode=False, rngs=nnx.Rngs(0))
     attend = {
-        "kernelized": lambda q, kv: rfa.kernelized_attention(
-            q, kv, kv, feature_map="positive", projection=W, mask=keys
-        ),
+        "kernelized": lambda q, kv: rfa.kernelized_attention(q, kv, kv, estimator="positive", projection=W, mask=keys),
         "softmax": lambda q, kv: rfa.softmax_attention(q, kv, kv, mask=keys),
         "sliding_window": lambda q, kv: rfa.attention.sliding_window_attention(q, kv, kv, window=3, mask=keys),
         "nnx": lambda q, kv: layer(kv.reshape(2, 6, 16), mask=nnx.make_attention_mask(valid, valid)),

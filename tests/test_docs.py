@@ -57,7 +57,7 @@ def test_the_site_builds_without_warnings_and_documents_the_api(tmp_path):
         assert not re.search(r"\w+ \(\w+,\)", text), f"{page}: arguments grouped on one line render as a type"
     layer = " ".join(re.sub(r"<[^>]+>", "", api["rfa"].split('id="rfa.nnx.MultiHeadAttention"')[1][:3000]).split())
     assert "MultiHeadAttention(num_heads, in_features, qkv_features=None" in layer
-    assert "feature_map='positive', num_features=256" in layer
+    assert "estimator='positive', num_features=256" in layer
     for page in ("index", "tour", "changelog", "references", "howto/estimator", "results/benchmarks"):
         assert (tmp_path / f"{page}.html").exists(), page
 

@@ -79,7 +79,7 @@ def scaled_positive(x, W, *, sharpness=1.0):
     return None, project(x, W) - half_sq_norm(x) - 0.5 * math.log(W.shape[0])
 
 
-rfa.register_feature_map(rfa.Estimator(
+rfa.register_estimator(rfa.Estimator(
     "scaled_positive", scaled_positive, "softmax", 1, temperature_scaled=True, positive=True,
     params=(rfa.Param("sharpness"),),
 ))

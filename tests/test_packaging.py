@@ -86,7 +86,7 @@ def test_the_core_imports_without_the_extras(venv, tmp_path):
         import rfa, rfa.nnx, rfa.linen, rfa.models
         q = jnp.ones((1, 4, 2, 8))
         W = rfa.sample_projection(jax.random.key(0), 16, 8)
-        print(rfa.__file__, rfa.kernelized_attention(q, q, q, feature_map="positive", projection=W).shape)
+        print(rfa.__file__, rfa.kernelized_attention(q, q, q, estimator="positive", projection=W).shape)
     """)
     done = _run([str(python), "-c", code], tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]

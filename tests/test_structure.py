@@ -179,8 +179,8 @@ from flax import nnx
 import rfa, rfa.models
 W = rfa.sample_projection(jax.random.key(0), 16, 8)
 q = jnp.ones((1, 6, 2, 8)) * 0.1
-out = rfa.kernelized_attention(q, q, q, feature_map="oprf", projection=W, is_causal=True,
-                               feature_params=rfa.feature_map("oprf").standard_params(8))
+out = rfa.kernelized_attention(q, q, q, estimator="oprf", projection=W, is_causal=True,
+                               feature_params=rfa.estimator("oprf").standard_params(8))
 mse = rfa.theory.mse("positive", jnp.ones(8) * 0.1, jnp.ones(8) * 0.2, 16)
 fn = rfa.make_attention_fn("positive", 16, head_dim=4, key=jax.random.key(1))
 y = nnx.MultiHeadAttention(2, 8, attention_fn=fn, decode=False, rngs=nnx.Rngs(0))(jnp.ones((1, 5, 8)))

@@ -13,12 +13,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from rfa._validation import InputError
+from rfa._validation import InputError, renamed_keywords
 from rfa.attention.common import check_qkv
 from rfa.attention.kernelized.prepare import temperature
 from rfa.attention.masks import plan_mask
 from rfa.random_features.feature_maps import Estimator
-from rfa.random_features.feature_maps import feature_map as lookup_feature_map
+from rfa.random_features.feature_maps import estimator as lookup_estimator
 
 Array = jax.Array
 
@@ -33,7 +33,7 @@ def _pooled(x: Array, keep: Array | None) -> tuple[Array, Array | None]:
     return pooled, keep
 
 
-def fit_feature_params(feature_map: str | Estimator, query: Array, key: Array, *, mask: Array | None = None) -> dict:
+def fit_feature_params(estimator: str | Estimator, query: Array, key: Array, *, mask: Array | None = None) -> dict:
     """The map's fitted parameters (``fm.fitted``) from calibration queries and keys, one set per head.
 
     The queries and keys of every batch row are pooled per head, scaled as attention scales them
@@ -42,7 +42,7 @@ def fit_feature_params(feature_map: str | Estimator, query: Array, key: Array, *
     to :func:`rfa.kernelized_attention` in any mode.
 
     Args:
-      feature_map: a registered name or ``Estimator`` with fitted parameters (oprf, aderf, saderf, sderf).
+      estimator: a registered name or ``Estimator`` with fitted parameters (oprf, aderf, saderf, sderf).
       query: ``[batch..., q_len, heads, d_k]``.
       key: ``[batch..., kv_len, heads, d_k]``.
       mask: as in :func:`rfa.kernelized_attention`; only its padding is used (padded tokens are left out).
@@ -57,7 +57,7 @@ def fit_feature_params(feature_map: str | Estimator, query: Array, key: Array, *
       >>> params["A"].shape, params["query_transform"].shape
       ((2, 1, 1), (2, 1, 8, 8))
     """
-    fm = lookup_feature_map(feature_map)
+    fm = lookup_estimator(estimator)
     if fm.fit is None:
         raise InputError(
             f"feature map {fm.name!r} fits no parameters from data; maps that do: oprf, aderf, saderf, sderf."
@@ -68,3 +68,6 @@ def fit_feature_params(feature_map: str | Estimator, query: Array, key: Array, *
     q, keep_q = _pooled(q, plan.keep_queries)
     k, keep_k = _pooled(k, plan.keep_keys)
     return fm.fit(q, k, keep_q, keep_k)  # without a query mask and with q_len == kv_len, keys' padding is the queries'
+
+
+fit_feature_params = renamed_keywords(feature_map="estimator")(fit_feature_params)  # its keyword before rfa 0.3

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from rfa._validation import InputError, check_choice, check_key, check_positive_int
+from rfa._validation import InputError, check_choice, check_key, check_positive_int, renamed_keywords
 from rfa.attention.kernelized import attention_over
 from rfa.attention.map_variables import (
     Calibratable,
@@ -26,7 +26,7 @@ from rfa.attention.map_variables import (
     scalar_params,
 )
 from rfa.random_features.feature_maps import Estimator
-from rfa.random_features.feature_maps import feature_map as lookup_feature_map
+from rfa.random_features.feature_maps import estimator as lookup_estimator
 from rfa.random_features.projections import PROJECTION_KINDS, ROW_SCALINGS
 
 Array = jax.Array
@@ -47,7 +47,7 @@ class KernelizedAttention(Calibratable):
 
     def __init__(
         self,
-        feature_map: str | Estimator,
+        estimator: str | Estimator,
         num_features: int,
         head_dim: int,
         *,
@@ -60,7 +60,7 @@ class KernelizedAttention(Calibratable):
         num_heads: int | None = None,
         sequence_axis: str | None = None,
     ):
-        self.feature_map = lookup_feature_map(feature_map)
+        self.estimator = lookup_estimator(estimator)
         self.num_features = check_positive_int(num_features, "num_features")
         self.head_dim = check_positive_int(head_dim, "head_dim")
         self.projection_kind = check_choice(projection_kind, "projection_kind", PROJECTION_KINDS)
@@ -69,11 +69,11 @@ class KernelizedAttention(Calibratable):
         self.chunk_size = check_positive_int(chunk_size, "chunk_size")
         self.sequence_axis = sequence_axis
         self.feature_params = nnx.static(scalar_params(feature_params))
-        random = self.feature_map.needs_projection or self.feature_map.sampled
+        random = self.estimator.needs_projection or self.estimator.sampled
         if random and key is None:
-            raise InputError(f"feature map {self.feature_map.name!r} needs a key to sample its projection.")
+            raise InputError(f"feature map {self.estimator.name!r} needs a key to sample its projection.")
         self.projection, self.random_params = random_variables(
-            self.feature_map,
+            self.estimator,
             check_key(key) if random else None,
             self.num_features,
             self.head_dim,
@@ -81,7 +81,7 @@ class KernelizedAttention(Calibratable):
             scaling=self.scaling,
         )
         heads = 1 if num_heads is None else check_positive_int(num_heads, "num_heads")
-        self.learned_params = learned_variables(self.feature_map, heads, self.num_features, self.head_dim)
+        self.learned_params = learned_variables(self.estimator, heads, self.num_features, self.head_dim)
         self.init_calibration()
 
     def redraw(self, key: Array) -> None:
@@ -90,7 +90,7 @@ class KernelizedAttention(Calibratable):
         redraw_variables(
             self.projection,
             self.random_params,
-            self.feature_map,
+            self.estimator,
             check_key(key),
             self.num_features,
             self.head_dim,
@@ -125,18 +125,18 @@ class KernelizedAttention(Calibratable):
         key, value = repeat_kv_heads(query, key, value)
         if self.calibrating:
             self.calibrate(query, key, mask)
-        fitted = self.feature_map.to_fit(self.map_params(self.feature_params))
+        fitted = self.estimator.to_fit(self.map_params(self.feature_params))
         if fitted and query.shape[-3] != key.shape[-3]:
             raise InputError(
-                f"feature map {self.feature_map.name!r} fits {list(fitted)} from the queries and keys of each call, "
+                f"feature map {self.estimator.name!r} fits {list(fitted)} from the queries and keys of each call, "
                 f"and this call has q_len={query.shape[-3]} != kv_len={key.shape[-3]} (Flax's decode=True cache, "
                 "or cross-attention while decoding): the fit would differ from the one of the full pass. Calibrate "
                 "the module first (fn.calibrate(q, k), or rfa.attention.calibrating(model) around full passes), or "
                 "fix the parameters: make_attention_fn(..., "
                 f"feature_params={{{', '.join(f'{n!r}: value' for n in fitted)}}}) "
-                f"with the values of rfa.feature_map({self.feature_map.name!r}).fit(q, k) on a full pass, or "
-                f"rfa.feature_map({self.feature_map.name!r}).standard_params({self.head_dim}) = "
-                f"{self.feature_map.standard_params(self.head_dim) if self.feature_map.standard_params else None} "
+                f"with the values of rfa.estimator({self.estimator.name!r}).fit(q, k) on a full pass, or "
+                f"rfa.estimator({self.estimator.name!r}).standard_params({self.head_dim}) = "
+                f"{self.estimator.standard_params(self.head_dim) if self.estimator.standard_params else None} "
                 "for queries and keys with independent unit-variance entries."
             )
         if dtype is not None:
@@ -149,7 +149,7 @@ class KernelizedAttention(Calibratable):
         it with q, k, v and the per-call keywords (mask, is_causal, initial_state, return_state, precision)."""
         return functools.partial(
             attention_over(self.sequence_axis if sequence_parallel else None),
-            feature_map=self.feature_map,
+            estimator=self.estimator,
             projection=None if self.projection is None else self.projection[...],
             feature_params=self.map_params(self.feature_params),
             renormalize=self.renormalize,
@@ -182,7 +182,7 @@ def repeat_kv_heads(query: Array, key: Array, value: Array) -> tuple[Array, Arra
 
 
 def make_attention_fn(
-    feature_map: str | Estimator = "positive",
+    estimator: str | Estimator = "positive",
     num_features: int = 256,
     *,
     head_dim: int,
@@ -198,7 +198,7 @@ def make_attention_fn(
     """A kernelized ``attention_fn`` for ``nnx.MultiHeadAttention`` (or linen's attention).
 
     Args:
-      feature_map: registered name or ``Estimator``.
+      estimator: registered name or ``Estimator``.
       num_features: m, rows of the projection.
       head_dim: d_k of the attention heads (``qkv_features // num_heads``).
       key: PRNG key of the first projection draw (not needed for deterministic maps).
@@ -229,7 +229,7 @@ def make_attention_fn(
       >>> y = mha(jnp.ones((2, 10, 64)), is_causal=True)
     """
     return KernelizedAttention(
-        feature_map,
+        estimator,
         num_features,
         head_dim,
         key=key,
@@ -241,3 +241,6 @@ def make_attention_fn(
         num_heads=num_heads,
         sequence_axis=sequence_axis,
     )
+
+
+make_attention_fn = renamed_keywords(feature_map="estimator")(make_attention_fn)  # its keyword before rfa 0.3

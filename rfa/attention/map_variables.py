@@ -135,7 +135,7 @@ def redraw(model: nnx.Module, key: Array, *, step: int | None = None) -> int:
 class Calibratable(RandomMap):
     """A kernelized attention with its map's variables: random, learned, and fitted on calibration data.
 
-    Subclasses set ``self.feature_map``, ``self.random_params`` (:func:`random_variables`),
+    Subclasses set ``self.estimator``, ``self.random_params`` (:func:`random_variables`),
     ``self.learned_params`` (:func:`learned_variables`) and call :meth:`init_calibration`;
     :meth:`map_params` gives a call's parameters, and :func:`calibrating` fits from the calls inside it.
     """
@@ -147,7 +147,7 @@ class Calibratable(RandomMap):
     def calibrate(self, query: Array, key: Array, mask: Array | None = None) -> None:
         """Fits the map's parameters to calibration queries and keys ``[batch..., length, heads, head_dim]``
         (one set per head, :func:`rfa.attention.fit_feature_params`) and keeps them for every later call."""
-        fitted = fit_feature_params(self.feature_map, query, key, mask=mask)
+        fitted = fit_feature_params(self.estimator, query, key, mask=mask)
         self.fitted_params = nnx.Dict({name: FittedParams(value) for name, value in fitted.items()})
 
     def map_params(self, fixed: dict | None) -> dict | None:
@@ -177,7 +177,7 @@ def calibrating(model: nnx.Module):
     attention_fns = [
         module
         for _, module in nnx.iter_graph(model)
-        if isinstance(module, Calibratable) and module.feature_map is not None and module.feature_map.fit is not None
+        if isinstance(module, Calibratable) and module.estimator is not None and module.estimator.fit is not None
     ]  # the attentions whose map fits parameters: the others have nothing to calibrate
     uses = collections.Counter(
         id(child)
@@ -188,7 +188,7 @@ def calibrating(model: nnx.Module):
     for fn in attention_fns:
         if uses[id(fn)] > 1:
             raise InputError(
-                f"one {fn.feature_map.name!r} attention module is used by {uses[id(fn)]} attention sites of the model: "
+                f"one {fn.estimator.name!r} attention module is used by {uses[id(fn)]} attention sites of the model: "
                 "calibrating would fit one set of parameters to whichever site ran last and use it at every site. "
                 "Give each site its own rfa.make_attention_fn(...) (one per nnx.MultiHeadAttention)."
             )

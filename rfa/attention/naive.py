@@ -23,12 +23,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from rfa._validation import InputError
+from rfa._validation import InputError, renamed_keywords
 from rfa.attention.common import check_mask, check_qkv
 from rfa.attention.kernelized.prepare import check_decay_features, check_log_decay, check_relative_bias, per_feature
 from rfa.attention.state import RecurrentState, check_state
 from rfa.random_features.feature_maps import Estimator
-from rfa.random_features.feature_maps import feature_map as lookup_feature_map
+from rfa.random_features.feature_maps import estimator as lookup_estimator
 
 Array = jax.Array
 
@@ -52,7 +52,7 @@ def naive_kernelized_attention(
     k: Array,
     v: Array,
     *,
-    feature_map: str | Estimator,
+    estimator: str | Estimator,
     projection: Array | None,
     mask: Array | None = None,
     is_causal: bool = False,
@@ -75,7 +75,7 @@ def naive_kernelized_attention(
       q: ``[batch..., q_len, heads, d_k]``.
       k: ``[batch..., kv_len, heads, d_k]``.
       v: ``[batch..., kv_len, heads, d_v]``.
-      feature_map, projection, mask, is_causal, log_decay: as in :func:`rfa.kernelized_attention`.
+      estimator, projection, mask, is_causal, log_decay: as in :func:`rfa.kernelized_attention`.
       renormalize, feature_params, precision, initial_state, return_state, relative_bias: as in
         :func:`rfa.kernelized_attention` (the bias as the dense ``exp(b[L - 1 + i - j])`` matrix).
 
@@ -86,15 +86,15 @@ def naive_kernelized_attention(
       >>> W = rfa.sample_projection(jax.random.key(0), 64, 16)
       >>> q = k = v = 0.3 * jax.random.normal(jax.random.key(1), (2, 12, 4, 16))
       >>> g = jnp.full((2, 12, 4), -0.1)
-      >>> fast = rfa.kernelized_attention(q, k, v, feature_map="positive", projection=W, is_causal=True,
+      >>> fast = rfa.kernelized_attention(q, k, v, estimator="positive", projection=W, is_causal=True,
       ...                                 log_decay=g, chunk_size=5)
-      >>> slow = rfa.attention.naive_kernelized_attention(q, k, v, feature_map="positive", projection=W,
+      >>> slow = rfa.attention.naive_kernelized_attention(q, k, v, estimator="positive", projection=W,
       ...                                                 is_causal=True, log_decay=g)
       >>> bool(jnp.allclose(fast, slow, atol=1e-5))
       True
     """
     q, k, v = check_qkv(q, k, v)
-    fm = lookup_feature_map(feature_map)
+    fm = lookup_estimator(estimator)
     fm.check_params(feature_params or {})
     batch, (q_len, heads), kv_len = q.shape[:-3], q.shape[-3:-1], k.shape[-3]
     if is_causal and q_len != kv_len:
@@ -190,3 +190,8 @@ def naive_kernelized_attention(
     if initial_state is not None:  # S_0 decayed over the whole call, each feature's row by its own decay
         kv = kv + initial_state.kv * jnp.exp(initial_state.log_reference[..., None, None] + G_total)[..., 0, :, None]
     return out, RecurrentState(kv, jnp.zeros(kv.shape[:-2]))
+
+
+naive_kernelized_attention = renamed_keywords(feature_map="estimator")(
+    naive_kernelized_attention
+)  # its keyword before rfa 0.3

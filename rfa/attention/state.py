@@ -50,7 +50,7 @@ def init_state(batch_shape: tuple[int, ...], num_heads: int, num_outputs: int, v
       batch_shape: leading batch dims, e.g. ``(batch,)`` or ``()``.
       num_heads: heads.
       num_outputs: F, the feature-map output length,
-        ``rfa.feature_map(name).num_outputs(num_features, head_dim)``.
+        ``rfa.estimator(name).num_outputs(num_features, head_dim)``.
       value_dim: d_v.
 
     Returns:

@@ -11,7 +11,7 @@ import dataclasses
 import warnings
 
 from rfa.models.cores import attention_kinds, core_class
-from rfa.random_features.feature_maps import registered_feature_maps
+from rfa.random_features.feature_maps import registered_estimators
 from rfa.random_features.projections import PROJECTION_KINDS, ROW_SCALINGS
 
 POSITIONAL_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary")
@@ -81,9 +81,9 @@ class AttentionConfig:
             raise TypeError(f"AttentionConfig.gated must be a bool, got {self.gated!r}.")
         if self.gate not in GATES:
             raise ValueError(f"AttentionConfig.gate must be one of {list(GATES)}, got {self.gate!r}.")
-        if self.qk_map is not None and self.qk_map not in registered_feature_maps():
+        if self.qk_map is not None and self.qk_map not in registered_estimators():
             raise ValueError(
-                f"AttentionConfig.qk_map must be None or a registered estimator {list(registered_feature_maps())}, "
+                f"AttentionConfig.qk_map must be None or a registered estimator {list(registered_estimators())}, "
                 f"got {self.qk_map!r}."
             )
         if self.projection_kind not in PROJECTION_KINDS or self.scaling not in ROW_SCALINGS:

@@ -58,8 +58,8 @@ from rfa.models.linformer import LinformerCore
 from rfa.models.positional import RelativeBias
 from rfa.models.sliding_window import SlidingWindowCore
 from rfa.models.softmax import FourierCore, SoftmaxCore
-from rfa.random_features.feature_maps import feature_map as lookup_feature_map
-from rfa.random_features.feature_maps import registered_feature_maps
+from rfa.random_features.feature_maps import estimator as lookup_estimator
+from rfa.random_features.feature_maps import registered_estimators
 
 Array = jax.Array
 
@@ -90,8 +90,8 @@ class KernelizedCore(Calibratable):
     takes_qk_map = False
 
     def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
-        fm = lookup_feature_map(attention.kind)
-        self.feature_map, self.attention, self.causal = fm, attention, causal
+        fm = lookup_estimator(attention.kind)
+        self.estimator, self.attention, self.causal = fm, attention, causal
         self.num_heads, self.head_dim = config.num_heads, config.head_dim
         self.sequence_axis = config.sequence_axis
         random = fm.needs_projection or bool(fm.sampled)
@@ -134,7 +134,7 @@ class KernelizedCore(Calibratable):
 
     @staticmethod
     def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
-        fm = lookup_feature_map(attention.kind)
+        fm = lookup_estimator(attention.kind)
         if config.positional == "relative" and (attention.gated or config.sequence_axis is not None):
             raise ValueError(
                 f"{site} is kernelized ({attention.kind!r}) with positional='relative': its bias per relative "
@@ -179,7 +179,7 @@ class KernelizedCore(Calibratable):
         redraw_variables(
             self.projection,
             self.random_params,
-            self.feature_map,
+            self.estimator,
             key,
             a.num_features,
             self.head_dim,
@@ -191,7 +191,7 @@ class KernelizedCore(Calibratable):
         """The attention's keyword arguments; with the queries' input ``x [batch, L, d_model]``, the gate's."""
         params = self.map_params(self.attention.params) or {}
         options = dict(
-            feature_map=self.feature_map,
+            estimator=self.estimator,
             projection=None if self.projection is None else self.projection[...],
             feature_params=params,
         )
@@ -200,7 +200,7 @@ class KernelizedCore(Calibratable):
             if self.attention.gate == "feature":
                 logits = logits.reshape(logits.shape[:-1] + (self.num_heads, -1))  # [batch, L, heads, F]
             options["log_decay"] = jax.nn.log_sigmoid(logits)
-            if "key_log_weight" in self.feature_map.names():  # log(1 - g) per [batch, heads, L]
+            if "key_log_weight" in self.estimator.names():  # log(1 - g) per [batch, heads, L]
                 options["feature_params"] = {
                     **params,
                     "key_log_weight": jnp.swapaxes(jax.nn.log_sigmoid(-logits), 1, 2),
@@ -233,7 +233,7 @@ class KernelizedCore(Calibratable):
             )
 
     def init_cache(self, batch: int, max_length: int):
-        features = self.feature_map.num_outputs(self.attention.num_features, self.head_dim)
+        features = self.estimator.num_outputs(self.attention.num_features, self.head_dim)
         return init_state((batch,), self.num_heads, features, self.head_dim)
 
     def prefill(self, q, k, v, x, *, key_mask, positions, max_length):
@@ -285,7 +285,7 @@ CORES = {
 
 def attention_kinds() -> tuple[str, ...]:
     """Every valid ``AttentionConfig.kind``: the cores of :data:`CORES` and the registered feature maps."""
-    return tuple(CORES) + registered_feature_maps()
+    return tuple(CORES) + registered_estimators()
 
 
 def uses_num_features(kind: str) -> bool:
@@ -296,8 +296,8 @@ def uses_num_features(kind: str) -> bool:
       >>> uses_num_features("positive"), uses_num_features("elu"), uses_num_features("softmax")
       (True, False, False)
     """
-    if kind in registered_feature_maps():
-        return lookup_feature_map(kind).uses_num_features
+    if kind in registered_estimators():
+        return lookup_estimator(kind).uses_num_features
     return core_class(kind).uses_num_features
 
 
@@ -305,6 +305,6 @@ def core_class(kind: str) -> type:
     """The core of an ``AttentionConfig.kind``."""
     if kind in CORES:
         return CORES[kind]
-    if kind in registered_feature_maps():
+    if kind in registered_estimators():
         return KernelizedCore
     raise ValueError(f"attention kind must be one of {list(attention_kinds())}, got {kind!r}.")

@@ -31,7 +31,7 @@ from flax import nnx
 
 from rfa.attention.delta_rule import delta_rule_attention, normalized_features
 from rfa.attention.map_variables import RandomMap, projection_key, random_variables, redraw_variables
-from rfa.random_features.feature_maps import feature_map as lookup_feature_map
+from rfa.random_features.feature_maps import estimator as lookup_estimator
 
 Array = jax.Array
 
@@ -64,7 +64,7 @@ class DeltaRuleCore(RandomMap):
         d, h, dh = config.d_model, config.num_heads, config.head_dim
         self.num_heads, self.head_dim, self.chunk_size = h, dh, attention.chunk_size
         self.gated, self.attention = attention.kind == "gated_deltanet", attention
-        self.qk_map = None if attention.qk_map is None else lookup_feature_map(attention.qk_map)
+        self.qk_map = None if attention.qk_map is None else lookup_estimator(attention.qk_map)
         random = self.qk_map is not None and (self.qk_map.needs_projection or bool(self.qk_map.sampled))
         key = projection_key(rngs) if random else None
         self.projection, self.random_params = (
@@ -111,7 +111,7 @@ class DeltaRuleCore(RandomMap):
                 f"{site}: {attention.kind!r} does not run sequence-parallel in the models yet (the short convolution "
                 "reaches across a block's start); rfa.attention.delta_rule_attention(sequence_axis=) does."
             )
-        fm = None if attention.qk_map is None else lookup_feature_map(attention.qk_map)
+        fm = None if attention.qk_map is None else lookup_estimator(attention.qk_map)
         if fm is not None and (set(fm.required) - set(fm.sampled) or fm.learned or fm.kernel == "gaussian"):
             raise ValueError(
                 f"{site}: qk_map={attention.qk_map!r} needs parameters fitted, learned or given, or estimates the "
@@ -153,7 +153,7 @@ class DeltaRuleCore(RandomMap):
         else:
             projection = None if self.projection is None else self.projection[...]
             params = {name: value[...] for name, value in self.random_params.items()} | self.attention.params
-            q, k = normalized_features(q, k, feature_map=self.qk_map, projection=projection, feature_params=params)
+            q, k = normalized_features(q, k, estimator=self.qk_map, projection=projection, feature_params=params)
         beta = jnp.where(keep[..., None], jax.nn.sigmoid(self.beta(x).astype(jnp.float32)), 0.0)
         log_decay = None
         if self.gated:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import jax
 import jax.numpy as jnp
 
-from rfa._validation import InputError, InputTypeError, check_floating, check_rank, renamed_keywords
+from rfa._validation import InputError, InputTypeError, check_floating, check_rank, renamed_function, renamed_keywords
 from rfa.random_features.projections import sample_projection
 
 if TYPE_CHECKING:
@@ -238,7 +238,7 @@ class Estimator:
         ``rfa.sample_projection``'s (``kind=``, the name before rfa 0.3, works until 0.4).
 
         Example:
-          >>> W, sampled = rfa.feature_map("hybrid").draw(jax.random.key(0), 16, 8)
+          >>> W, sampled = rfa.estimator("hybrid").draw(jax.random.key(0), 16, 8)
           >>> W.shape, sampled["angular"].shape
           ((16, 8), (1, 8))
         """
@@ -318,7 +318,7 @@ class Estimator:
 
         Example:
           >>> W = rfa.sample_projection(jax.random.key(0), 16, 4)
-          >>> rfa.feature_map("positive")(jnp.ones((3, 4)), W).shape
+          >>> rfa.estimator("positive")(jnp.ones((3, 4)), W).shape
           (3, 16)
         """
         phi, s = self.split(x, projection, side=side, **params)
@@ -332,31 +332,37 @@ FeatureMap = Estimator  # the name before 0.2; kept for one release (docs/change
 _REGISTRY: dict[str, Estimator] = {}
 
 
-def register_feature_map(fm: Estimator) -> Estimator:
+def register_estimator(fm: Estimator) -> Estimator:
     """Adds an estimator to the registry under ``fm.name`` (an existing name is an error)."""
     if not isinstance(fm, Estimator):
         raise InputTypeError(f"expected an rfa.Estimator, got {type(fm).__name__}.")
     if fm.name in _REGISTRY:
-        raise InputError(f"a feature map named {fm.name!r} is already registered.")
+        raise InputError(f"an estimator named {fm.name!r} is already registered.")
     _REGISTRY[fm.name] = fm
     return fm
 
 
-def feature_map(name: str | Estimator) -> Estimator:
+def estimator(name: str | Estimator) -> Estimator:
     """Looks up an estimator by name (an ``Estimator`` is returned as it is).
 
     Example:
-      >>> phi = rfa.feature_map("positive")
+      >>> phi = rfa.estimator("positive")
       >>> phi.kernel
       'softmax'
     """
     if isinstance(name, Estimator):
         return name
     if name not in _REGISTRY:
-        raise InputError(f"unknown feature map {name!r}; registered: {sorted(_REGISTRY)}.")
+        raise InputError(f"unknown estimator {name!r}; registered: {sorted(_REGISTRY)}.")
     return _REGISTRY[name]
 
 
-def registered_feature_maps() -> tuple[str, ...]:
+def registered_estimators() -> tuple[str, ...]:
     """Names of all registered estimators."""
     return tuple(sorted(_REGISTRY))
+
+
+# the names before rfa 0.3, kept for one release (docs/changelog.md)
+feature_map = renamed_function(estimator, "feature_map")
+register_feature_map = renamed_function(register_estimator, "register_feature_map")
+registered_feature_maps = renamed_function(registered_estimators, "registered_feature_maps")

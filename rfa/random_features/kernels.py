@@ -16,7 +16,8 @@ from rfa._validation import (
     check_rank,
     check_same_last_dim,
 )
-from rfa.random_features.feature_maps import Estimator, feature_map
+from rfa.random_features.feature_maps import Estimator
+from rfa.random_features.feature_maps import estimator as lookup_estimator
 
 Array = jax.Array
 
@@ -70,7 +71,7 @@ def _drop_length_axis(value: Array, event_ndim: int) -> Array:
 
 def _estimate(kernel: str, x, y, projection, estimator, params) -> Array:
     x, y, dtype = check_pair(x, y)
-    fm: Estimator = feature_map(estimator)
+    fm: Estimator = lookup_estimator(estimator)
     if fm.kernel != kernel:
         raise InputError(
             f"estimator {fm.name!r} does not estimate the {kernel} kernel (it estimates {fm.kernel}); "

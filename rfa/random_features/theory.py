@@ -21,7 +21,8 @@ from rfa.random_features.closed_forms import (
     mean_fourth_moment,
     optimal_gerf_parameter,
 )
-from rfa.random_features.feature_maps import feature_map, registered_feature_maps
+from rfa.random_features.feature_maps import estimator as lookup_estimator
+from rfa.random_features.feature_maps import registered_estimators
 from rfa.random_features.kernels import check_pair
 from rfa.random_features.projections import PROJECTION_KINDS
 
@@ -42,7 +43,7 @@ __all__ = [
 def estimators_with_theory(projection_kind: str = "iid") -> tuple[str, ...]:
     """Registered estimators with a closed-form MSE for ``projection_kind`` (``projection=`` before rfa 0.3)."""
     return tuple(
-        n for n in registered_feature_maps() if (t := feature_map(n).theory) and projection_kind in t.projections
+        n for n in registered_estimators() if (t := lookup_estimator(n).theory) and projection_kind in t.projections
     )
 
 
@@ -83,8 +84,8 @@ def log_mse(
       >>> x = jnp.array([1.0, 0.0]); y = jnp.array([0.0, 1.0])
       >>> lm = rfa.theory.log_mse("positive", x, y, 16)  # log((e² - e^0)/16)
     """
-    check_choice(estimator, "estimator", tuple(n for n in registered_feature_maps() if feature_map(n).theory))
-    fm = feature_map(estimator)
+    check_choice(estimator, "estimator", tuple(n for n in registered_estimators() if lookup_estimator(n).theory))
+    fm = lookup_estimator(estimator)
     if projection_kind is None:
         projection_kind = "orthogonal" if orthogonal else "iid"
     elif orthogonal and projection_kind != "orthogonal":

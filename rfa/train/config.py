@@ -25,7 +25,7 @@ from flax import nnx
 
 from rfa.models import AttentionConfig
 from rfa.models.cores import attention_kinds, core_class
-from rfa.random_features import feature_map, registered_feature_maps
+from rfa.random_features import estimator, registered_estimators
 from rfa.tasks import Task, get_task, task_kind
 from rfa.train.optim import SCHEDULES
 from rfa.train.sharding import SEQUENCE_AXIS
@@ -108,7 +108,7 @@ def base_config() -> ml_collections.ConfigDict:
 
     config.attention = ml_collections.ConfigDict()
     config.attention.variant = "exact"  # a name of ATTENTION_VARIANTS (what the config string chose)
-    config.attention.kind = "softmax"  # "softmax", "linformer" or a feature map of rfa.feature_map
+    config.attention.kind = "softmax"  # "softmax", "linformer" or an estimator (rfa.registered_estimators())
     config.attention.num_features = 64  # m, random vectors per projection (Hedgehog: d'; Linformer: k)
     config.attention.projection_kind = "orthogonal"  # how W's rows are drawn: "orthogonal", "iid", "simplex", ...
     config.attention.scaling = "chi"  # row norms: "chi" or "sqrt_d"
@@ -231,9 +231,9 @@ def _check_feature_params(layer: dict) -> None:
         raise ConfigError(f"config.attention.feature_params must be ((name, value), ...), got {given!r}.")
     if not given:
         return
-    if layer["kind"] not in registered_feature_maps():
+    if layer["kind"] not in registered_estimators():
         raise ConfigError(f"config.attention.feature_params: {layer['kind']!r} is not an estimator, it takes none.")
-    names = {param.name for param in feature_map(layer["kind"]).params}
+    names = {param.name for param in estimator(layer["kind"]).params}
     for name, value in given:
         if name not in names or isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(
@@ -348,7 +348,7 @@ def _site(a: dict, head_dim: int, site: str) -> AttentionConfig:
     if a["kind"] in attention_kinds() and not getattr(core_class(a["kind"]), able):
         return AttentionConfig()
     given = {name: float(value) for name, value in a["feature_params"]}
-    fm = feature_map(a["kind"]) if a["kind"] in registered_feature_maps() else None
+    fm = estimator(a["kind"]) if a["kind"] in registered_estimators() else None
     if site != "encoder" and fm is not None and fm.fitted:  # decoded with a state: fixed, not fitted
         given = fm.standard_params(head_dim) | given
     params = tuple(given.items())

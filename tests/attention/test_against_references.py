@@ -114,9 +114,9 @@ FITTED_MODES = {"bidirectional", "cross", "naive_bidirectional"}  # where oprf a
 
 def run_rfa(mode, name, q, k, v, W, A, keep, log_decay):
     """The mode's ``(output [B, Lq, H, dv], final state or None)`` computed by rfa."""
-    fm = rfa.feature_map(name)
+    fm = rfa.estimator(name)
     params = rfa_params(name, mode, A, k.shape[1])
-    options = dict(feature_map=name, projection=W if fm.needs_projection else None, feature_params=params)
+    options = dict(estimator=name, projection=W if fm.needs_projection else None, feature_params=params)
 
     def tokens(start, size):  # the options of `size` keys from `start` on: per-token parameters ([B, H, L]) sliced
         return {
@@ -203,7 +203,7 @@ def run_reference(mode, name, q, k, v, W, A, keep, log_decay, phi_sq=None, derf=
         params["phi_sq"] = PHI_SQ if mode not in FITTED_MODES else phi_sq
     if name == "oprf" and params["phi_sq"] is None:
         del params["phi_sq"]  # the reference's own statistic of the kept tokens
-    W = W if rfa.feature_map(name).needs_projection else None
+    W = W if rfa.estimator(name).needs_projection else None
     decay = log_decay if mode in DECAY_MODES else None
     return references.kernelized_attention(
         q, k, v, name, W, keep_k=keep, causal=mode in CAUSAL_MODES, log_decay=decay, **params
@@ -252,7 +252,7 @@ def test_outputs_and_gradients_equal_the_reference(mode, name):
 
     differentiable = (
         [0, 1, 2]
-        + ([3] if rfa.feature_map(name).needs_projection else [])
+        + ([3] if rfa.estimator(name).needs_projection else [])
         + ([4] if name in THETA else [])
         + ([5] if mode in DECAY_MODES else [])
     )
@@ -282,9 +282,9 @@ def compiled_naive_value_and_grad(naive_mode, name, mode):
     """The naive form's ``((loss, (out, state)), grads)`` for the inputs of ``mode`` (its parameters too)."""
 
     def loss(q, k, v, W, A, keep, log_decay, G):
-        fm = rfa.feature_map(name)
+        fm = rfa.estimator(name)
         options = dict(
-            feature_map=name,
+            estimator=name,
             projection=W if fm.needs_projection else None,
             feature_params=rfa_params(name, mode, A, k.shape[1]),
         )

@@ -24,15 +24,15 @@ PARAMS = {"gerf": {"A": -0.1}, "oprf": {"phi_sq": 2.0}}
 
 
 def options(name, **kwargs):
-    fm = rfa.feature_map(name)
+    fm = rfa.estimator(name)
     return dict(
-        feature_map=name, projection=W if fm.needs_projection else None, feature_params=PARAMS.get(name), **kwargs
+        estimator=name, projection=W if fm.needs_projection else None, feature_params=PARAMS.get(name), **kwargs
     )
 
 
 def decode(name, q, k, v, mask=None, log_decay=None, **kwargs):
     """One ``kernelized_attention`` call per token (``lax.scan``), carrying the state; ``[B, L, H, d_v]``."""
-    state = init_state((B,), H, rfa.feature_map(name).num_outputs(M, D), v.shape[-1])
+    state = init_state((B,), H, rfa.estimator(name).num_outputs(M, D), v.shape[-1])
     keep = jnp.ones((B, q.shape[1]), jnp.bool_) if mask is None else mask
     decay = jnp.zeros(q.shape[:-1]) if log_decay is None else log_decay
 

@@ -161,11 +161,11 @@ def test_values_out_of_range_are_errors_under_jit(name):
 def test_an_estimators_normalized_features_are_its_features_over_their_norm():
     """``normalized_features``: φ(x d^{-1/4})/‖·‖ of positive features (NumPy), finite for inputs of norm 100."""
     W = np.asarray(jax.random.normal(jax.random.key(9), (16, D_K)), np.float32)
-    q, k = jax.jit(lambda q, k: normalized_features(q, k, feature_map="positive", projection=W))(Q, K)
+    q, k = jax.jit(lambda q, k: normalized_features(q, k, estimator="positive", projection=W))(Q, K)
     for x, out in ((Q, q), (K, k)):
         phi = references.positive(np.asarray(x, np.float64) * D_K**-0.25, W)
         np.testing.assert_allclose(out, phi / np.linalg.norm(phi, axis=-1, keepdims=True), rtol=1e-5, atol=1e-6)
-    large, _ = normalized_features(100 * Q, K, feature_map="positive", projection=W)
+    large, _ = normalized_features(100 * Q, K, estimator="positive", projection=W)
     assert bool(jnp.all(jnp.isfinite(large))) and np.allclose(jnp.linalg.norm(large, axis=-1), 1.0, atol=1e-5)
 
 

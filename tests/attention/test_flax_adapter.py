@@ -18,8 +18,8 @@ HEAD_DIM = FEATURES // HEADS
 X = normal(0, (B, L, FEATURES))
 
 
-def make_mha(feature_map="positive", seed=0):
-    fn = rfa.make_attention_fn(feature_map, 64, head_dim=HEAD_DIM, key=jax.random.key(seed))
+def make_mha(estimator="positive", seed=0):
+    fn = rfa.make_attention_fn(estimator, 64, head_dim=HEAD_DIM, key=jax.random.key(seed))
     return nnx.MultiHeadAttention(HEADS, FEATURES, attention_fn=fn, decode=False, rngs=nnx.Rngs(0))
 
 
@@ -27,21 +27,21 @@ def make_mha(feature_map="positive", seed=0):
 def test_equals_kernelized_attention_on_the_heads():
     fn = rfa.make_attention_fn("hyperbolic", 64, head_dim=HEAD_DIM, key=jax.random.key(0))
     q, k, v = (normal(i, (B, L, HEADS, HEAD_DIM)) for i in range(3))
-    expected = rfa.kernelized_attention(q, k, v, feature_map="hyperbolic", projection=fn.projection[...])
+    expected = rfa.kernelized_attention(q, k, v, estimator="hyperbolic", projection=fn.projection[...])
     np.testing.assert_allclose(fn(q, k, v), expected, rtol=1e-6)
 
 
 def test_a_maps_random_parameters_are_drawn_with_the_projection_and_redrawn():
     """hybrid's R: drawn with W from the key (``fm.draw``), passed to the map, replaced by ``redraw``."""
     fn = rfa.make_attention_fn("hybrid", 16, head_dim=HEAD_DIM, key=jax.random.key(0))
-    W, sampled = rfa.feature_map("hybrid").draw(jax.random.key(0), 16, HEAD_DIM)
+    W, sampled = rfa.estimator("hybrid").draw(jax.random.key(0), 16, HEAD_DIM)
     np.testing.assert_array_equal(fn.random_params["angular"][...], sampled["angular"])
     q, k, v = (normal(i, (B, L, HEADS, HEAD_DIM), 0.3) for i in range(3))
-    expected = rfa.kernelized_attention(q, k, v, feature_map="hybrid", projection=W, feature_params=sampled)
+    expected = rfa.kernelized_attention(q, k, v, estimator="hybrid", projection=W, feature_params=sampled)
     np.testing.assert_allclose(fn(q, k, v), expected, rtol=1e-6)
     fn.redraw(jax.random.key(1))
     np.testing.assert_array_equal(
-        fn.random_params["angular"][...], rfa.feature_map("hybrid").draw(jax.random.key(1), 16, HEAD_DIM)[1]["angular"]
+        fn.random_params["angular"][...], rfa.estimator("hybrid").draw(jax.random.key(1), 16, HEAD_DIM)[1]["angular"]
     )
 
 
@@ -114,7 +114,7 @@ def test_gradients_are_those_of_kernelized_attention():
         return lambda q, k, v: jnp.sum(jnp.sin(attention(q, k, v)))
 
     direct = functools.partial(
-        rfa.kernelized_attention, feature_map="positive", projection=fn.projection[...], is_causal=True
+        rfa.kernelized_attention, estimator="positive", projection=fn.projection[...], is_causal=True
     )
     through_adapter = jax.jit(jax.grad(loss(functools.partial(fn, is_causal=True)), argnums=(0, 1, 2)))(q, k, v)
     for got, want in zip(through_adapter, jax.grad(loss(direct), argnums=(0, 1, 2))(q, k, v), strict=True):
@@ -136,7 +136,7 @@ def test_feature_params_are_scalars():
     fn = rfa.make_attention_fn("gerf", 64, head_dim=HEAD_DIM, key=jax.random.key(0), feature_params={"A": -0.1})
     q = normal(1, (B, L, HEADS, HEAD_DIM))
     expected = rfa.kernelized_attention(
-        q, q, q, feature_map="gerf", projection=fn.projection[...], feature_params={"A": -0.1}
+        q, q, q, estimator="gerf", projection=fn.projection[...], feature_params={"A": -0.1}
     )
     np.testing.assert_allclose(fn(q, q, q), expected, rtol=1e-6)
     with pytest.raises(TypeError, match=r"feature_params.*Python numbers.*A="):

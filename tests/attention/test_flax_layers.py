@@ -91,9 +91,9 @@ def test_nnx_has_flax_weights_and_approaches_flax_exact_attention_as_m_grows():
     assert errors[0] > errors[1] > errors[2] and errors[2] < min(0.03, errors[0] / 4), errors
 
 
-@pytest.mark.parametrize("feature_map", ["positive", "elu"])
-def test_nnx_decoding_token_by_token_equals_the_full_causal_pass(feature_map):
-    model = nnx_block(feature_map=feature_map)
+@pytest.mark.parametrize("estimator", ["positive", "elu"])
+def test_nnx_decoding_token_by_token_equals_the_full_causal_pass(estimator):
+    model = nnx_block(estimator=estimator)
     full = model(TOKENS, MEMORY, mask=CAUSAL, cross_mask=CROSS)
     model.init_cache((B, L, F))
     step = nnx.jit(lambda model, token, memory, cross_mask: model(token, memory, cross_mask=cross_mask, decode=True))
@@ -239,6 +239,23 @@ def linen_apply():
 
 
 X = 0.5 * jax.random.normal(jax.random.key(3), (B, L, F))
+
+
+def test_the_layers_take_the_keyword_of_before_0_3_with_a_warning():
+    """``feature_map=`` is ``estimator=`` (docs/changelog.md): the same layer, and a Linen clone carries ``estimator``
+    alone."""
+    with pytest.warns(DeprecationWarning, match=r"MultiHeadAttention.__init__\(feature_map=...\)"):
+        old = rfa.nnx.MultiHeadAttention(HEADS, F, feature_map="elu", decode=False, rngs=nnx.Rngs(0))
+    new = rfa.nnx.MultiHeadAttention(HEADS, F, estimator="elu", decode=False, rngs=nnx.Rngs(0))
+    np.testing.assert_array_equal(old(X), new(X))
+    with pytest.warns(DeprecationWarning, match=r"MultiHeadDotProductAttention\(feature_map=...\)"):
+        linen = rfa.linen.MultiHeadDotProductAttention(num_heads=HEADS, feature_map="elu")
+    assert (linen.estimator, linen.clone().feature_map) == ("elu", None)
+    variables = linen.init(jax.random.key(0), X)
+    reference = rfa.linen.MultiHeadDotProductAttention(num_heads=HEADS, estimator="elu")
+    np.testing.assert_array_equal(linen.apply(variables, X), reference.apply(variables, X))
+    with pytest.warns(DeprecationWarning, match=r"make_attention_fn\(feature_map=...\)"):
+        assert rfa.make_attention_fn(feature_map="elu", head_dim=F // HEADS).estimator.name == "elu"
 
 
 @pytest.mark.parametrize("kind", ["nnx", "linen"])

@@ -15,14 +15,14 @@ MAPS = ["trig", "positive", "hyperbolic", "gerf", "oprf", "relu", "elu"]
 
 
 def attend(q, k, v, name="positive", **kwargs):
-    fm = rfa.feature_map(name)
+    fm = rfa.estimator(name)
     kwargs.setdefault("feature_params", PARAMS.get(name))
-    return rfa.kernelized_attention(q, k, v, feature_map=name, projection=W if fm.needs_projection else None, **kwargs)
+    return rfa.kernelized_attention(q, k, v, estimator=name, projection=W if fm.needs_projection else None, **kwargs)
 
 
 def quadratic_reference(q, k, v, name, causal, renormalize=True, params=None):
     """The same estimator with the L×L matrix formed explicitly, in float64 (params in [B, L, H] layout)."""
-    fm = rfa.feature_map(name)
+    fm = rfa.estimator(name)
     scale = D**-0.25 if fm.temperature_scaled else 1.0
     params = PARAMS.get(name, {}) if params is None else params
     projection = W if fm.needs_projection else None
@@ -88,7 +88,7 @@ def test_error_falls_as_features_grow(name, is_causal):
     errors = []
     for m in (8, 64, 512, 4096):
         projection = rfa.sample_projection(jax.random.key(m), m, D)
-        out = rfa.kernelized_attention(q, k, V, feature_map=name, projection=projection, is_causal=is_causal)
+        out = rfa.kernelized_attention(q, k, V, estimator=name, projection=projection, is_causal=is_causal)
         errors.append(float(jnp.mean((out - exact) ** 2)))
     assert errors == sorted(errors, reverse=True), errors
     assert errors[-1] < errors[0] / 50, errors
@@ -97,7 +97,7 @@ def test_error_falls_as_features_grow(name, is_causal):
 def test_unnormalized_approaches_exact_numerator():
     q, k = Q * 0.5, K * 0.5
     projection = rfa.sample_projection(jax.random.key(1), 8192, D)
-    out = rfa.kernelized_attention(q, k, V, feature_map="positive", projection=projection, renormalize=False)
+    out = rfa.kernelized_attention(q, k, V, estimator="positive", projection=projection, renormalize=False)
     num, _ = rfa.unnormalized_softmax_attention(q, k, V)
     assert float(jnp.linalg.norm(out - num) / jnp.linalg.norm(num)) < 0.05
 
@@ -146,8 +146,8 @@ def test_oprf_default_statistic_is_mean_based():
     q, k = Q * scale, K * scale
     phi_sq = np.mean(np.sum(q * q, -1), 1) + np.mean(np.sum(k * k, -1), 1) + 2 * np.sum(q.mean(1) * k.mean(1), -1)
     phi_sq = phi_sq[:, :, None]  # one value per batch and head, broadcast over [batch, heads, length]
-    default = rfa.kernelized_attention(Q, K, V, feature_map="oprf", projection=W)
-    explicit = rfa.kernelized_attention(Q, K, V, feature_map="oprf", projection=W, feature_params={"phi_sq": phi_sq})
+    default = rfa.kernelized_attention(Q, K, V, estimator="oprf", projection=W)
+    explicit = rfa.kernelized_attention(Q, K, V, estimator="oprf", projection=W, feature_params={"phi_sq": phi_sq})
     np.testing.assert_allclose(default, explicit, rtol=1e-5, atol=1e-6)
 
 
@@ -166,7 +166,7 @@ def test_inputs_with_norm_10_in_low_precision_equal_the_reference(name, is_causa
     """Norms up to 10 after the d^-1/4 temperature (exponents up to ~exp(±100) without the stabilizer)."""
     directions = Q / np.linalg.norm(Q, axis=-1, keepdims=True), K / np.linalg.norm(K, axis=-1, keepdims=True)
     norms = np.linspace(0.1, 10.0, L)[None, :, None, None] * D**0.25
-    fm = rfa.feature_map(name)
+    fm = rfa.estimator(name)
     for dtype in (jnp.float32, jnp.bfloat16, jnp.float16):
         q, k, v = (jnp.asarray(x, dtype) for x in (directions[0] * norms, directions[1] * norms, V))
         out = attend(q, k, v, name, is_causal=is_causal)
@@ -216,7 +216,7 @@ def test_causal_gradient_equals_quadratic_gradient():
 
 
 def _dense_positive(q, k, v):
-    phi = rfa.feature_map("positive")
+    phi = rfa.estimator("positive")
     a = jnp.einsum("bqhf,bkhf->bhqk", phi(q * D**-0.25, W), phi(k * D**-0.25, W)) * jnp.tril(jnp.ones((L, L)))
     return jnp.einsum("bhqk,bkhd->bqhd", a, v) / jnp.sum(a, -1).transpose(0, 2, 1)[..., None]
 
@@ -227,7 +227,7 @@ def _fwd_bwd_bytes(length, is_causal):
     projection = rfa.sample_projection(jax.random.key(0), 64, 16)
 
     def loss(q, k, v):
-        out = rfa.kernelized_attention(q, k, v, feature_map="positive", projection=projection, is_causal=is_causal)
+        out = rfa.kernelized_attention(q, k, v, estimator="positive", projection=projection, is_causal=is_causal)
         return jnp.sum(out**2)
 
     compiled = jax.jit(jax.grad(loss, argnums=(0, 1, 2))).lower(x, x, x).compile()

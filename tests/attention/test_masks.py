@@ -56,7 +56,7 @@ def masked_reference(q, k, v, mask):
 
 
 def attend(q, k, v, mask, **kwargs):
-    return rfa.kernelized_attention(q, k, v, feature_map="positive", projection=W, mask=mask, **kwargs)
+    return rfa.kernelized_attention(q, k, v, estimator="positive", projection=W, mask=mask, **kwargs)
 
 
 @pytest.mark.parametrize("name", MASKS)
@@ -185,7 +185,7 @@ def test_traced_causal_mask_with_a_data_fitted_map():
     """OPRF fits phi_sq from the data: fine for a padding mask, refused for a causal one (at run time under jit)."""
 
     def oprf(mask):
-        return rfa.kernelized_attention(Q, K, V, feature_map="oprf", projection=W, mask=mask)
+        return rfa.kernelized_attention(Q, K, V, estimator="oprf", projection=W, mask=mask)
 
     padded = jax.jit(oprf)(MASKS["outer-product"])
     np.testing.assert_allclose(padded, oprf(MASKS["outer-product"]), rtol=1e-5, atol=1e-6)
@@ -201,7 +201,7 @@ def test_outer_product_padding_gives_oprf_the_statistic_of_the_valid_tokens():
     """Padded queries are left out of OPRF's phi_sq: row 1 equals its truncated sequence."""
 
     def oprf(q, k, v, mask=None):
-        return rfa.kernelized_attention(q, k, v, feature_map="oprf", projection=W, mask=mask)
+        return rfa.kernelized_attention(q, k, v, estimator="oprf", projection=W, mask=mask)
 
     padded = oprf(Q, K, V, MASKS["outer-product"])
     np.testing.assert_allclose(padded[1:, :7], oprf(Q[1:, :7], K[1:, :7], V[1:, :7]), rtol=1e-5, atol=1e-6)

@@ -27,13 +27,13 @@ def decays(name):
 
 
 def projection(name):
-    return W if rfa.feature_map(name).needs_projection else None
+    return W if rfa.estimator(name).needs_projection else None
 
 
 def run(name, form, q, k, v, g):
     """``(output, state)`` of the causal ``form``: chunked (chunks of 4), recurrent (one token per call) or
     continued (chunked, then two tokens one by one, then chunked from the state)."""
-    options = dict(feature_map=name, projection=projection(name), is_causal=True, return_state=True)
+    options = dict(estimator=name, projection=projection(name), is_causal=True, return_state=True)
     mask = KEEP[:, None, None, :]
 
     def part(state, start, stop, chunk_size=4):
@@ -83,7 +83,7 @@ def test_outputs_states_and_gradients_equal_the_float64_reference(name, form):
         Q,
         K,
         V,
-        feature_map=name,
+        estimator=name,
         projection=projection(name),
         mask=KEEP[:, None, None, :],
         is_causal=True,
@@ -101,10 +101,10 @@ def test_outputs_states_and_gradients_equal_the_float64_reference(name, form):
 def test_one_decay_repeated_over_the_features_is_the_per_token_decay():
     g = decays("positive")[..., :1]
     per_token = rfa.kernelized_attention(
-        Q, K, V, feature_map="positive", projection=W, is_causal=True, log_decay=g[..., 0], chunk_size=4
+        Q, K, V, estimator="positive", projection=W, is_causal=True, log_decay=g[..., 0], chunk_size=4
     )
     per_feature = rfa.kernelized_attention(
-        Q, K, V, feature_map="positive", projection=W, is_causal=True, log_decay=np.repeat(g, M, axis=-1), chunk_size=4
+        Q, K, V, estimator="positive", projection=W, is_causal=True, log_decay=np.repeat(g, M, axis=-1), chunk_size=4
     )
     np.testing.assert_allclose(per_feature, per_token, rtol=1e-5, atol=1e-6)
 
@@ -118,7 +118,7 @@ def test_a_feature_that_forgets_at_once_leaves_the_others_intact():
         Q,
         K,
         V,
-        feature_map="positive",
+        estimator="positive",
         projection=W,
         is_causal=True,
         log_decay=g,
@@ -131,7 +131,7 @@ def test_a_feature_that_forgets_at_once_leaves_the_others_intact():
 
 
 def test_bad_input_is_a_clear_error():
-    options = dict(feature_map="positive", projection=W, is_causal=True)
+    options = dict(estimator="positive", projection=W, is_causal=True)
     with pytest.raises(ValueError, match=r"log_decay has 5 decays per token and head .* gives F = 16 features"):
         rfa.kernelized_attention(Q, K, V, log_decay=-np.ones((B, L, H, 5), np.float32), **options)
     with pytest.raises(ValueError, match=r"log_decay must be broadcastable to \[batch..., q_len, heads, F\]"):

@@ -39,8 +39,8 @@ def compiled(name, is_causal, sums):
             q,
             k,
             v,
-            feature_map=name,
-            projection=w if rfa.feature_map(name).needs_projection else None,
+            estimator=name,
+            projection=w if rfa.estimator(name).needs_projection else None,
             feature_params=MAPS[name],
             mask=KEEP[:, None, None, :],
             is_causal=is_causal,
@@ -57,7 +57,7 @@ def reference(name, is_causal, q, k, v, w, b):
         k,
         v,
         name,
-        w if rfa.feature_map(name).needs_projection else None,
+        w if rfa.estimator(name).needs_projection else None,
         keep_k=KEEP,
         causal=is_causal,
         relative_bias=b,
@@ -73,12 +73,12 @@ def test_outputs_and_gradients_equal_the_float64_reference(name, is_causal, sums
     (_, out), grads = compiled(name, is_causal, sums)(*args, G)
     expected = reference(name, is_causal, *args)
     np.testing.assert_allclose(out, expected, rtol=2e-4, atol=2e-5)
-    w = W if rfa.feature_map(name).needs_projection else None
+    w = W if rfa.estimator(name).needs_projection else None
     naive = naive_kernelized_attention(
         Q,
         K,
         V,
-        feature_map=name,
+        estimator=name,
         projection=w,
         feature_params=MAPS[name],
         mask=KEEP[:, None, None, :],
@@ -90,7 +90,7 @@ def test_outputs_and_gradients_equal_the_float64_reference(name, is_causal, sums
     def loss64(*xs):
         return np.sum(reference(name, is_causal, *xs) * G)
 
-    wrt = range(5) if rfa.feature_map(name).needs_projection else (0, 1, 2, 4)
+    wrt = range(5) if rfa.estimator(name).needs_projection else (0, 1, 2, 4)
     for i in wrt:  # directional derivatives against central differences of the reference (W and b included)
         direction = np.random.default_rng(20 + i).standard_normal(np.shape(args[i]))
         expected_d = references.directional_derivative(loss64, args, i, direction)
@@ -100,10 +100,10 @@ def test_outputs_and_gradients_equal_the_float64_reference(name, is_causal, sums
 
 def test_a_bias_that_vanishes_is_plain_kernelized_attention_and_a_constant_cancels():
     for is_causal in (False, True):
-        plain = rfa.kernelized_attention(Q, K, V, feature_map="positive", projection=W, is_causal=is_causal)
+        plain = rfa.kernelized_attention(Q, K, V, estimator="positive", projection=W, is_causal=is_causal)
         for b in (np.zeros((1, 2 * L - 1)), np.full((H, 2 * L - 1), 7.0)):
             out = rfa.kernelized_attention(
-                Q, K, V, feature_map="positive", projection=W, is_causal=is_causal, relative_bias=b
+                Q, K, V, estimator="positive", projection=W, is_causal=is_causal, relative_bias=b
             )
             np.testing.assert_allclose(out, plain, rtol=1e-5, atol=1e-6)
 
@@ -111,7 +111,7 @@ def test_a_bias_that_vanishes_is_plain_kernelized_attention_and_a_constant_cance
 def test_unnormalized_output_keeps_the_bias_scale():
     """renormalize=False returns Σ_j exp(b_{i-j}) φ(q_i)ᵀφ(k_j) v_j itself: the stabilizers are multiplied back."""
     b = BIAS + 3.0
-    out = rfa.kernelized_attention(Q, K, V, feature_map="positive", projection=W, relative_bias=b, renormalize=False)
+    out = rfa.kernelized_attention(Q, K, V, estimator="positive", projection=W, relative_bias=b, renormalize=False)
     expected = references.kernelized_attention(Q, K, V, "positive", W, relative_bias=b, renormalize=False)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
 
@@ -124,7 +124,7 @@ def test_fft_round_off_is_relative_to_the_largest_sum(sums):
     q, k, v = normal(6, (1, length, 1, D), 0.5), normal(7, (1, length, 1, D), 0.5), normal(8, (1, length, 1, 1))
     b = np.where(np.arange(2 * length - 1) - (length - 1) >= 32, 0.0, -20.0)[None]  # lag >= 32: weight 1, else e^-20
     out = np.asarray(
-        rfa.kernelized_attention(q, k, v, feature_map="elu", projection=None, relative_bias=b, is_causal=True)
+        rfa.kernelized_attention(q, k, v, estimator="elu", projection=None, relative_bias=b, is_causal=True)
     )
     expected = references.kernelized_attention(q, k, v, "elu", causal=True, relative_bias=b)
     error = np.abs(out - expected)[0, :, 0, 0]
@@ -136,7 +136,7 @@ def test_fft_round_off_is_relative_to_the_largest_sum(sums):
 
 
 def test_bad_input_is_a_clear_error():
-    options = dict(feature_map="positive", projection=W)
+    options = dict(estimator="positive", projection=W)
     with pytest.raises(ValueError, match=r"relative_bias must have shape \[heads or 1, 2L - 1\] = \[2, 21\]"):
         rfa.kernelized_attention(Q, K, V, relative_bias=np.zeros((H, L)), **options)
     with pytest.raises(ValueError, match="relative_bias needs q_len == kv_len"):

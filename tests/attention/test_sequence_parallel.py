@@ -29,7 +29,7 @@ keep = np.ones((B, L), bool)
 keep[0, :5] = False  # left padding, across the first device boundaries at P = 8
 keep[1, 15:18] = False  # a hole across the middle boundary
 mask = jnp.asarray(keep)[:, None, None, :]
-options = dict(feature_map="positive", projection=W)
+options = dict(estimator="positive", projection=W)
 _, initial = rfa.kernelized_attention(k[:, :6] * 2, k[:, :6], v[:, :6], is_causal=True, return_state=True, **options)
 
 def errors(a, b):
@@ -73,7 +73,7 @@ with jax.set_mesh(mesh):  # mesh=None: the set mesh shards unsharded inputs itse
 report["set_mesh"] = errors(out, rfa.kernelized_attention(q, k, v, is_causal=True, **options))
 params = {"sigma": 0.5 + jax.random.uniform(keys[5], (H, 1, D)),  # the rfa map's: one per head, replicated
           "key_log_weight": jax.nn.log_sigmoid(jax.random.normal(keys[4], (B, H, L)))}  # one per key: split
-rfa_options = dict(feature_map="rfa", projection=W, feature_params=params)
+rfa_options = dict(estimator="rfa", projection=W, feature_params=params)
 split = jax.jit(lambda q: sequence_parallel_attention(q, k, v, mesh=mesh, axis="seq", is_causal=True,
                                                       **rfa_options))(q)
 report["token_params"] = errors(split, rfa.kernelized_attention(q, k, v, is_causal=True, **rfa_options))

@@ -55,7 +55,7 @@ def test_flax_masks_pad_and_other_masks_are_refused(name):
 
 
 def test_a_gated_layer_with_a_random_projection_is_redrawn():
-    layer = rfa.nnx.GatedLinearAttention(4, 32, feature_map="positive", num_features=16, rngs=nnx.Rngs(0))
+    layer = rfa.nnx.GatedLinearAttention(4, 32, estimator="positive", num_features=16, rngs=nnx.Rngs(0))
     before = call(layer, X)
     assert rfa.nnx.redraw(layer, jax.random.key(5)) == 1
     assert float(jnp.max(jnp.abs(call(layer, X) - before))) > 1e-4

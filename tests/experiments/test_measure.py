@@ -40,7 +40,7 @@ def test_third_and_fourth_moments_match_monte_carlo(estimator, params):
         )
     )
     ratio = np.asarray(one_vector(keys), np.float64) / np.asarray(rfa.softmax_kernel(x, y), np.float64)
-    expected = np.exp(rfa.feature_map(estimator).theory.log_relative_moments(x, y, **params))
+    expected = np.exp(rfa.estimator(estimator).theory.log_relative_moments(x, y, **params))
     for k in (3, 4):
         np.testing.assert_allclose((ratio**k).mean(0), expected[:, k - 1], rtol=0.15)
 

@@ -538,8 +538,8 @@ def _my_positive(x, W):
     return None, project(x, W) - half_sq_norm(x) - 0.5 * math.log(W.shape[0])
 
 
-rfa.register_feature_map(Estimator("my_positive", _my_positive, "softmax", 1, temperature_scaled=True, positive=True))
-rfa.register_feature_map(Estimator("my_elu", lambda x, W: no_log(jax.nn.elu(x) + 1.0), None, 0, False, positive=True))
+rfa.register_estimator(Estimator("my_positive", _my_positive, "softmax", 1, temperature_scaled=True, positive=True))
+rfa.register_estimator(Estimator("my_elu", lambda x, W: no_log(jax.nn.elu(x) + 1.0), None, 0, False, positive=True))
 '''
 
 

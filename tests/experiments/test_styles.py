@@ -37,7 +37,7 @@ def test_no_two_series_of_a_committed_figure_share_a_style(name, tmp_path):
 
 def test_a_kind_has_one_style_in_every_figure_and_every_known_name_its_own():
     shipped = subprocess.run(  # a fresh process: other tests register estimators of their own in this one
-        [sys.executable, "-c", "import rfa; print(*rfa.random_features.registered_feature_maps())"],
+        [sys.executable, "-c", "import rfa; print(*rfa.random_features.registered_estimators())"],
         capture_output=True,
         text=True,
         check=True,

@@ -31,7 +31,7 @@ Q, K = anisotropic(1), anisotropic(2, scales=SCALES_K, mean=0.1)
 
 def fitted(name, q=Q, k=K):
     """rfa's fit of one set, without the length axis: ``A [1 or d]``, transforms ``[d, d]``."""
-    return {n: np.asarray(v)[0] for n, v in rfa.feature_map(name).fit(jnp.asarray(q), jnp.asarray(k)).items()}
+    return {n: np.asarray(v)[0] for n, v in rfa.estimator(name).fit(jnp.asarray(q), jnp.asarray(k)).items()}
 
 
 def objective(name, params=None, q=Q, k=K):
@@ -56,7 +56,7 @@ def test_masked_fit_equals_the_fit_of_the_kept_vectors_under_jit(name):
     keep_q[5:20] = False
     keep_k = np.ones((N, 1), bool)
     keep_k[::3] = False
-    fm = rfa.feature_map(name)
+    fm = rfa.estimator(name)
     masked = jax.jit(fm.fit)(Q, K, keep_q, keep_k)
     subset = fm.fit(Q[keep_q[:, 0]], K[keep_k[:, 0]])
     for n in masked:
@@ -69,7 +69,7 @@ def test_long_sequences_take_their_second_moments_from_strided_tokens(name):
     equals the one of those tokens' moments, and stays close to the fit of every token."""
     n = 4096
     q, k = anisotropic(30, n), anisotropic(31, n, SCALES_K, 0.1)
-    fm = rfa.feature_map(name)
+    fm = rfa.estimator(name)
     long_fit = {n_: np.asarray(v)[0] for n_, v in fm.fit(jnp.asarray(q), jnp.asarray(k)).items()}
     M1, M2 = (x[::4].T.astype(np.float64) @ x[::4] / (n // 4) for x in (q, k))
     if name == "sderf":
@@ -105,7 +105,7 @@ def test_aderf_minimises_its_objective_over_positive_definite_k():
 def test_nesting_orders_the_objective_on_anisotropic_data():
     """positive >= oprf >= saderf >= aderf and oprf >= sderf (Likhosherstov et al., 2023): each family
     contains the one before, and every fit is that family's optimum."""
-    phi_sq = float(rfa.feature_map("oprf").fit(jnp.asarray(Q), jnp.asarray(K))["phi_sq"][0])
+    phi_sq = float(rfa.estimator("oprf").fit(jnp.asarray(Q), jnp.asarray(K))["phi_sq"][0])
     values = {name: objective(name, fitted(name)) for name in DERFS}
     values["positive"] = objective("positive")
     values["oprf"] = objective("oprf", {"phi_sq": phi_sq})
@@ -117,7 +117,7 @@ def test_nesting_orders_the_objective_on_anisotropic_data():
 def test_with_one_distribution_aderf_and_saderf_fall_back_to_oprf():
     q = anisotropic(3, n=4000, scales=np.ones(D))
     k = anisotropic(4, n=4000, scales=np.ones(D))
-    phi_sq = rfa.feature_map("oprf").fit(jnp.asarray(q), jnp.asarray(k))["phi_sq"][0]
+    phi_sq = rfa.estimator("oprf").fit(jnp.asarray(q), jnp.asarray(k))["phi_sq"][0]
     for name in ("aderf", "saderf"):
         params = fitted(name, q, k)
         np.testing.assert_allclose(params["query_transform"], np.eye(D), atol=0.06)
@@ -171,7 +171,7 @@ def test_relative_moments_match_monte_carlo(name):
     (unbiased), k = 2, 3 against Monte Carlo of one-vector estimates."""
     params = fitted(name)
     x, y = Q[20:22], K[40:42]
-    log_moments = rfa.feature_map(name).theory.log_relative_moments(x, y, **params)
+    log_moments = rfa.estimator(name).theory.log_relative_moments(x, y, **params)
     np.testing.assert_allclose(log_moments[:, 0], 0.0, atol=1e-9)
 
     def estimate(key):
@@ -190,7 +190,7 @@ def test_relative_moments_equal_the_integrals_over_one_gaussian_vector():
     one factor per coordinate of w, so each moment is a product of 1-D integrals (here by quadrature)."""
     params = fitted("aderf")
     x, y = Q[20].astype(np.float64), K[40].astype(np.float64)
-    log_moments = rfa.feature_map("aderf").theory.log_relative_moments(x, y, **params)
+    log_moments = rfa.estimator("aderf").theory.log_relative_moments(x, y, **params)
     xt, yt = params["query_transform"] @ x, params["key_transform"] @ y
     a, z = np.broadcast_to(np.asarray(params["A"], np.float64), (D,)), xt + yt
     # Y = Π_l (1-4a_l)^½ exp(2a_l w_l² + √(1-4a_l) z̃_l w_l) · exp(-(|x̃|² + |ỹ|²)/2)  (references.derf, m = 1)
@@ -206,12 +206,12 @@ def test_relative_moments_are_inf_without_a_warning_where_they_diverge():
     x, y = Q[20], K[40]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        log_moments = rfa.feature_map("aderf").theory.log_relative_moments(x, y, A=np.full(D, 0.125))
+        log_moments = rfa.estimator("aderf").theory.log_relative_moments(x, y, A=np.full(D, 0.125))
     assert np.isfinite(log_moments[0]) and np.all(log_moments[1:] == np.inf)
 
 
 def test_relative_moments_broadcast_the_parameters_against_the_pair():
-    moments = rfa.feature_map("aderf").theory.log_relative_moments
+    moments = rfa.estimator("aderf").theory.log_relative_moments
     x, y, A = Q[20], K[40], np.stack([np.full(D, -0.1), np.full(D, 0.05)])  # two parameters, one pair
     np.testing.assert_allclose(moments(x, y, A=A), [moments(x, y, A=a) for a in A], rtol=1e-12)
 
@@ -222,17 +222,17 @@ def test_features_equal_the_reference_map():
         params = fitted(name)
         for side in ("query", "key"):
             x = Q[:4] if side == "query" else K[:4]
-            phi = rfa.feature_map(name)(x, W, side=side, **params)
+            phi = rfa.estimator(name)(x, W, side=side, **params)
             expected = references.derf(x.astype(np.float64), W.astype(np.float64), **params, side=side)
             np.testing.assert_allclose(phi, expected, rtol=2e-5)
 
 
 def test_standard_params_are_oprf_for_unit_variance_inputs():
-    fm = rfa.feature_map("aderf")
+    fm = rfa.estimator("aderf")
     params = fm.standard_params(D)
     assert set(params) == {"A"} and isinstance(params["A"], float)
     W = np.asarray(rfa.sample_projection(jax.random.key(1), 12, D))
-    oprf = rfa.feature_map("oprf")(Q, W, phi_sq=2.0 * D**0.5)
+    oprf = rfa.estimator("oprf")(Q, W, phi_sq=2.0 * D**0.5)
     np.testing.assert_allclose(fm(Q, W, **params), oprf, rtol=1e-5)
 
 
@@ -249,7 +249,7 @@ def test_bidirectional_attention_fits_each_row_and_head_and_leaves_padding_out(n
     q[~keep], k[~keep] = 1e3, -1e3  # padding that would dominate every fit
     W = np.asarray(rfa.sample_projection(jax.random.key(2), 8, D))
     out = jax.jit(
-        lambda q, k, v: rfa.kernelized_attention(q, k, v, feature_map=name, projection=W, mask=keep[:, None, None, :])
+        lambda q, k, v: rfa.kernelized_attention(q, k, v, estimator=name, projection=W, mask=keep[:, None, None, :])
     )(q, k, v)
     expected = references.kernelized_attention(q, k, v, name, W, keep_k=keep)
     np.testing.assert_allclose(np.where(keep[..., None, None], out, 0), expected, rtol=2e-4, atol=2e-5)
@@ -259,7 +259,7 @@ def test_causal_attention_refuses_to_fit_to_the_sequence():
     q = normal(1, (1, 6, 1, D))
     W = rfa.sample_projection(jax.random.key(0), 8, D)
     with pytest.raises(ValueError, match=r"feature_params\['A'\].*fixed in advance"):
-        rfa.kernelized_attention(q, q, q, feature_map="sderf", projection=W, is_causal=True)
+        rfa.kernelized_attention(q, q, q, estimator="sderf", projection=W, is_causal=True)
 
 
 def test_calibrated_parameters_equal_the_fit_of_the_pooled_batches_and_serve_causal_calls():

@@ -13,7 +13,7 @@ import rfa
 from rfa.random_features.estimators.hybrid import hybrid
 
 D, M = 6, 8
-HYBRID_3 = rfa.register_feature_map(hybrid(3))  # n = 3 angular features: the covariance term counts
+HYBRID_3 = rfa.register_estimator(hybrid(3))  # n = 3 angular features: the covariance term counts
 PAIRS = (  # |x| != |y| makes the covariance of the two bases nonzero
     (np.array([0.6, 0.1, -0.2, 0.0, 0.3, 0.1]), np.array([0.2, -0.5, 0.1, 0.4, 0.0, -0.2])),
     (np.array([0.9, 0.0, 0.0, 0.2, 0.0, 0.0]), np.array([-0.5, 0.3, 0.0, 0.0, 0.1, 0.0])),  # a small kernel
@@ -25,7 +25,7 @@ Y = np.stack([y for _, y in PAIRS]).astype(np.float32)
 
 @pytest.mark.parametrize("name", ["hybrid", "hybrid_n3"])
 def test_query_and_key_features_give_the_hybrid_estimate(name):
-    fm = rfa.feature_map(name)
+    fm = rfa.estimator(name)
     W = np.asarray(rfa.sample_projection(jax.random.key(0), M, D, projection_kind="iid"))
     R = np.asarray(fm.sample_params(jax.random.key(1), M, D)["angular"])
     phi_x = np.asarray(fm(X, W, angular=R), np.float64)
@@ -41,7 +41,7 @@ def test_query_and_key_features_give_the_hybrid_estimate(name):
 def test_a_base_with_zero_weight_adds_no_rounding_error(name):
     """At 180° every row of R separates x and y (λ̂ = 1) and positive features are exact (x + y = 0): the
     float32 estimate is exp(xᵀy) = e⁻⁹ to rounding, although the unused trig features are of size e⁹."""
-    fm = rfa.feature_map(name)
+    fm = rfa.estimator(name)
     x = np.zeros(D, np.float32)
     x[0] = 3.0
     W = rfa.sample_projection(jax.random.key(0), M, D, projection_kind="iid")
@@ -53,7 +53,7 @@ def test_a_base_with_zero_weight_adds_no_rounding_error(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["hybrid", "hybrid_n3"])
 def test_unbiased_and_the_closed_form_mse_matches_monte_carlo(name):
-    fm = rfa.feature_map(name)
+    fm = rfa.estimator(name)
 
     def estimate(key):
         W = rfa.sample_projection(key, M, D, projection_kind="iid")
@@ -115,8 +115,8 @@ def test_worst_case_over_angles_beats_both_bases(radius, published):
 def test_bad_input_names_the_argument():
     W = rfa.sample_projection(jax.random.key(0), M, D)
     with pytest.raises(ValueError, match=r"angular must have shape \[n, d\] = \(1, 6\).*got \(2, 6\)"):
-        rfa.feature_map("hybrid")(X, W, angular=np.ones((2, D)))
+        rfa.estimator("hybrid")(X, W, angular=np.ones((2, D)))
     with pytest.raises(ValueError, match="num_angular must be an integer >= 1, got 0"):
         hybrid(0)
     with pytest.raises(TypeError, match=r"'hybrid' needs the parameter\(s\) \['angular'\]"):
-        rfa.feature_map("hybrid")(X, W)
+        rfa.estimator("hybrid")(X, W)

@@ -31,7 +31,7 @@ def test_estimate_equals_feature_dot_product(estimator):
     W = rfa.sample_projection(jax.random.key(0), 32, 6)
     x, y = normal(4, (3, 6), 0.4), normal(5, (3, 6), 0.4)
     params = {"phi_sq": 1.5} if estimator == "oprf" else {}
-    phi = rfa.feature_map(estimator)
+    phi = rfa.estimator(estimator)
     expected = np.sum(np.asarray(phi(x, W, **params)) * np.asarray(phi(y, W, **params)), -1)
     est = rfa.estimate_softmax_kernel(x, y, W, estimator, **params)
     np.testing.assert_allclose(est, expected, rtol=1e-5)

@@ -131,7 +131,7 @@ def test_the_keyword_of_before_0_3_draws_the_same_rows_with_a_warning():
         old = rfa.sample_projection(key, 6, 4, kind="simplex")
     np.testing.assert_array_equal(old, rfa.sample_projection(key, 6, 4, projection_kind="simplex"))
     with pytest.warns(DeprecationWarning, match=r"Estimator.draw\(kind=...\)"):
-        W, _ = rfa.feature_map("positive").draw(key, 6, 4, kind="iid")
+        W, _ = rfa.estimator("positive").draw(key, 6, 4, kind="iid")
     np.testing.assert_array_equal(W, rfa.sample_projection(key, 6, 4, projection_kind="iid"))
     with pytest.raises(TypeError, match="got kind= and projection_kind="):
         rfa.sample_projection(key, 6, 4, kind="iid", projection_kind="iid")

@@ -229,7 +229,7 @@ def test_closed_forms_are_never_nan_from_tiny_to_huge_pairs(dim):
     rng = np.random.default_rng(0)
     q, k = rng.standard_normal((4 * dim, dim)) * np.linspace(0.3, 1.5, dim), rng.standard_normal((4 * dim, dim))
     for estimator in rfa.theory.estimators_with_theory():
-        fm = rfa.feature_map(estimator)
+        fm = rfa.estimator(estimator)
         params = {}
         if estimator == "gerf":
             params = {"A": -0.3}
@@ -253,7 +253,7 @@ def test_oprf_relative_moments_without_phi_sq_use_the_optimal_parameter_of_the_p
     x, y = (v.astype(np.float64) for v in PAIRS["generic"])
     z = x + y
     A = float(references.optimal_gerf_parameter(z @ z, D))
-    log_moments = rfa.feature_map("oprf").theory.log_relative_moments(x, y)
+    log_moments = rfa.estimator("oprf").theory.log_relative_moments(x, y)
     for k in range(1, 5):
         expected = k * D / 2 * math.log(1 - 4 * A) - k * (x @ x + y @ y) / 2 - k * (x @ y)
         expected += sum(references.log_gerf_coordinate_moment(k, A, z_l) for z_l in z)
@@ -265,7 +265,7 @@ MOMENT_CASES = [("trig", {}), ("positive", {}), ("hyperbolic", {}), ("oprf", {})
 
 @pytest.mark.parametrize(("estimator", "params"), [*MOMENT_CASES, ("gaussian_trig", {})], ids=str)
 def test_moments_are_unbiased_and_give_the_closed_form_variance(estimator, params):
-    log_moments = rfa.feature_map(estimator).theory.log_relative_moments(X, Y, **params)
+    log_moments = rfa.estimator(estimator).theory.log_relative_moments(X, Y, **params)
     np.testing.assert_allclose(log_moments[:, 0], 0.0, atol=1e-9)  # E[Y/K] = 1
     kernel = (rfa.gaussian_kernel if estimator.startswith("gaussian") else rfa.softmax_kernel)(X, Y)
     variance = np.expm1(log_moments[:, 1]) * np.asarray(kernel, np.float64) ** 2  # Var Y = K² (E[(Y/K)²] - 1)
@@ -296,10 +296,10 @@ def test_the_hybrid_fourth_moment_is_its_base_alone_at_angles_0_and_pi(sign, bas
     these x, y = ±3x give a cosine of ±(1 + 2⁻⁵²), which must not turn λ into NaN."""
     x = np.array([0.06, -0.19, -0.11, -0.33, -0.38, 0.19, 0.17, 0.39])
     y, m = sign * 3 * x, 16
-    rho = np.exp(rfa.feature_map(base).theory.log_relative_moments(x, y))
+    rho = np.exp(rfa.estimator(base).theory.log_relative_moments(x, y))
     mu2, mu4 = rho[1] - 1, rho[3] - 4 * rho[2] + 6 * rho[1] - 3
     expected = (mu4 + 3 * (m - 1) * mu2**2) / m**3
-    fourth = rfa.feature_map("hybrid").theory.error_fourth_moment(x, y, m)
+    fourth = rfa.estimator("hybrid").theory.error_fourth_moment(x, y, m)
     np.testing.assert_allclose(fourth, expected, rtol=1e-6)
 
 

@@ -15,19 +15,19 @@ import jax.numpy as jnp
 
 from rfa.attention.kernelized.prepare import temperature
 from rfa.random_features.feature_maps import Estimator, features_at, row_log_scale
-from rfa.random_features.feature_maps import feature_map as lookup_feature_map
+from rfa.random_features.feature_maps import estimator as lookup_estimator
 
 Array = jax.Array
 
 
 def normalized_features(
-    q: Array, k: Array, *, feature_map: str | Estimator, projection: Array | None, feature_params: dict | None = None
+    q: Array, k: Array, *, estimator: str | Estimator, projection: Array | None, feature_params: dict | None = None
 ) -> tuple[Array, Array]:
     """``φ(q)/‖φ(q)‖`` and ``φ(k)/‖φ(k)‖`` (the key map for keys), q and k scaled for the map's temperature first.
 
     Args:
       q, k: ``[..., d]``.
-      feature_map: a registered estimator name or an ``Estimator``.
+      estimator: a registered estimator name or an ``Estimator``.
       projection: its ``W [m, d]`` (None for a map without one).
       feature_params: the map's parameters (fixed ones: the delta rule is causal, nothing is fitted to the call).
 
@@ -37,11 +37,11 @@ def normalized_features(
     Example:
       >>> W = rfa.sample_projection(jax.random.key(0), 16, 8)
       >>> q, k = rfa.attention.delta_rule.normalized_features(jnp.ones((3, 8)), -jnp.ones((3, 8)),
-      ...                                                    feature_map="positive", projection=W)
+      ...                                                    estimator="positive", projection=W)
       >>> q.shape, bool(jnp.allclose(jnp.linalg.norm(k, axis=-1), 1.0))
       ((3, 16), True)
     """
-    fm = lookup_feature_map(feature_map)
+    fm = lookup_estimator(estimator)
     params = dict(feature_params or {})
     q, k = temperature(fm, q, k)
 

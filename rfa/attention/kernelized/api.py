@@ -8,7 +8,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from rfa._validation import InputError, check_floating, check_positive_int
+from rfa._validation import InputError, check_floating, check_positive_int, renamed_keywords
 from rfa.attention.common import as_bool_mask
 from rfa.attention.kernelized.bidirectional import bidirectional
 from rfa.attention.kernelized.causal import causal
@@ -19,7 +19,7 @@ from rfa.attention.masks import CAUSAL, PADDING, UNSUPPORTED, MaskPlan, plan_mas
 from rfa.attention.state import RecurrentState
 from rfa.checks import check_finite, raise_if
 from rfa.random_features.feature_maps import Estimator
-from rfa.random_features.feature_maps import feature_map as lookup_feature_map
+from rfa.random_features.feature_maps import estimator as lookup_estimator
 
 Array = jax.Array
 
@@ -29,7 +29,7 @@ def kernelized_attention(
     k: Array,
     v: Array,
     *,
-    feature_map: str | Estimator,
+    estimator: str | Estimator,
     projection: Array | None,
     mask: Array | None = None,
     is_causal: bool = False,
@@ -60,7 +60,7 @@ def kernelized_attention(
       q: ``[batch..., q_len, heads, d_k]``.
       k: ``[batch..., kv_len, heads, d_k]``; kv_len may differ from q_len (cross-attention).
       v: ``[batch..., kv_len, heads, d_v]``.
-      feature_map: a registered name (``rfa.registered_feature_maps()``) or an ``Estimator``.
+      estimator: a registered name (``rfa.registered_estimators()``) or an ``Estimator``.
       projection: ``W`` of shape ``[m, d_k]`` from ``rfa.sample_projection``, shared by all heads;
         ``None`` for deterministic maps (elu).
       mask: an attention mask of any bool or numeric dtype (nonzero = attend) broadcastable to
@@ -103,10 +103,10 @@ def kernelized_attention(
     Example:
       >>> W = rfa.sample_projection(jax.random.key(0), 256, 64)
       >>> q = k = v = jnp.ones((2, 1024, 8, 64)) * 0.1
-      >>> out, state = rfa.kernelized_attention(q, k, v, feature_map="positive", projection=W, is_causal=True,
+      >>> out, state = rfa.kernelized_attention(q, k, v, estimator="positive", projection=W, is_causal=True,
       ...                                       return_state=True)
       >>> token = q[:, :1]  # decoding: one more token continues from the prompt's state
-      >>> out, state = rfa.kernelized_attention(token, token, token, feature_map="positive", projection=W,
+      >>> out, state = rfa.kernelized_attention(token, token, token, estimator="positive", projection=W,
       ...                                       is_causal=True, initial_state=state, return_state=True)
       >>> out.shape, state.kv.shape
       ((2, 1, 8, 64), (2, 8, 256, 65))
@@ -118,7 +118,7 @@ def kernelized_attention(
         q,
         k,
         v,
-        feature_map=feature_map,
+        estimator=estimator,
         projection=projection,
         mask=mask,
         is_causal=is_causal,
@@ -136,6 +136,9 @@ def kernelized_attention(
     check_finite(q=call.q, k=call.k, v=call.v, keep={"q": call.keep_queries, "k": keys, "v": keys})
     out, state = _dispatch(call, plan)
     return (out, state) if return_state else out
+
+
+kernelized_attention = renamed_keywords(feature_map="estimator")(kernelized_attention)  # its keyword before rfa 0.3
 
 
 def _dispatch(call: Call, plan: MaskPlan) -> tuple[Array, RecurrentState]:
@@ -252,7 +255,7 @@ def sequence_parallel_attention(
         ``token_params`` with a length axis, e.g. rfa's ``key_log_weight [batch..., heads, L]``) is split
         along L like the tokens, every other one is replicated.
       initial_state, return_state: as in ``rfa.kernelized_attention`` (the state is replicated).
-      **options: the other keywords of ``rfa.kernelized_attention`` (``feature_map``, ``is_causal``, ...).
+      **options: the other keywords of ``rfa.kernelized_attention`` (``estimator``, ``is_causal``, ...).
 
     Returns:
       ``[batch..., L, heads, d_v]`` (sharded along L), or ``(output, state)``.
@@ -261,7 +264,7 @@ def sequence_parallel_attention(
       >>> mesh = jax.make_mesh((len(jax.devices()),), ("seq",))
       >>> W = rfa.sample_projection(jax.random.key(0), 32, 16)
       >>> x = jnp.ones((2, 8 * len(jax.devices()), 4, 16)) * 0.1
-      >>> rfa.attention.sequence_parallel_attention(x, x, x, mesh=mesh, axis="seq", feature_map="positive",
+      >>> rfa.attention.sequence_parallel_attention(x, x, x, mesh=mesh, axis="seq", estimator="positive",
       ...                                           projection=W, is_causal=True).shape[1] == x.shape[1]
       True
     """
@@ -297,7 +300,7 @@ def sequence_parallel_attention(
             f"the sequence lengths (q_len={length}, kv_len={k.shape[-3]}) must be divisible by the size of mesh axis "
             f"{axis!r} ({size}): pad the sequences to a multiple of {size} and mask the padding (mask=key padding)."
         )
-    fm = lookup_feature_map(options["feature_map"]) if "feature_map" in options else None
+    fm = lookup_estimator(options["estimator"]) if "estimator" in options else None
     spec = jax.sharding.PartitionSpec
     tokens = spec(*([None] * (q.ndim - 3)), axis)  # [batch..., L, ...] split along L
     feature_params = dict(feature_params or {})
@@ -365,3 +368,8 @@ def sequence_parallel_attention(
         check_vma=False,
     )(given)
     return (out, state) if return_state else out
+
+
+sequence_parallel_attention = renamed_keywords(feature_map="estimator")(
+    sequence_parallel_attention
+)  # its keyword before rfa 0.3

@@ -24,7 +24,7 @@ from rfa.attention.masks import MaskPlan, plan_mask
 from rfa.attention.state import RecurrentState, check_state
 from rfa.checks import raise_if
 from rfa.random_features.feature_maps import Estimator
-from rfa.random_features.feature_maps import feature_map as lookup_feature_map
+from rfa.random_features.feature_maps import estimator as lookup_estimator
 
 Array = jax.Array
 
@@ -165,7 +165,7 @@ def check_call(
     k,
     v,
     *,
-    feature_map,
+    estimator,
     projection,
     mask,
     is_causal,
@@ -181,7 +181,7 @@ def check_call(
 ) -> tuple[Call, MaskPlan]:
     """The checks every mode's call makes, before tracing: the :class:`Call` and the mask's plan."""
     q, k, v = check_qkv(q, k, v)
-    fm = lookup_feature_map(feature_map)
+    fm = lookup_estimator(estimator)
     if is_causal:
         check_causal_lengths(q, k)
     if log_decay is not None:
@@ -235,7 +235,7 @@ def fixed_params_message(fm: Estimator, missing) -> str:
         "them to the call's tokens would let future tokens change earlier outputs, or read a "
         "state built with other parameters. Fit them on calibration batches "
         "(rfa.attention.fit_feature_params, or rfa.attention.calibrating(model) for a model) or take "
-        f"rfa.feature_map({fm.name!r}).standard_params(d)."
+        f"rfa.estimator({fm.name!r}).standard_params(d)."
     )
 
 

@@ -6,7 +6,7 @@ Run:
 
 Cases, all float32 with layout ``[batch, length, heads, head_dim]`` = ``[1, L, 8, 64]``:
   exact   ``jax.nn.dot_product_attention(q, k, v)`` (XLA implementation: materializes the L×L matrix);
-  bidir   ``rfa.kernelized_attention(q, k, v, feature_map="positive", projection=W)``, with
+  bidir   ``rfa.kernelized_attention(q, k, v, estimator="positive", projection=W)``, with
           ``W = rfa.sample_projection(jax.random.key(0), 256, 64)`` (m = 256 features);
   causal  the same with ``is_causal=True`` (chunked causal form, ``--chunk_size`` tokens per chunk).
   gated   causal with a per-token, per-head decay ``log_decay = log_sigmoid(a)`` (``a`` standard normal,
@@ -131,7 +131,7 @@ def kernelized(is_causal: bool, chunk_size: int) -> Callable:
             q,
             k,
             v,
-            feature_map="positive",
+            estimator="positive",
             projection=W,
             is_causal=is_causal,
             chunk_size=chunk_size,
@@ -249,7 +249,7 @@ def bench_length(length: int, functions: dict[str, Callable], W: jax.Array, on_g
 
 def estimator_attention(name: str) -> Callable:
     def attention(q, k, v, W, params):
-        return rfa.kernelized_attention(q, k, v, feature_map=name, projection=W, feature_params=params or None)
+        return rfa.kernelized_attention(q, k, v, estimator=name, projection=W, feature_params=params or None)
 
     return attention
 
@@ -264,7 +264,7 @@ def bench_estimators(length: int, names: list[str]) -> dict:
     q, k, v, g = make_inputs(length)
     training, fitting = {}, {}
     for name in names:
-        fm = rfa.feature_map(name)
+        fm = rfa.estimator(name)
         W, sampled = fm.draw(jax.random.key(0), NUM_FEATURES, HEAD_DIM)
         args = (q, k, v, g, W, sampled)
         training[name] = (jax.jit(loss_and_grads(estimator_attention(name))).lower(*args).compile(), args)
@@ -277,7 +277,7 @@ def bench_estimators(length: int, names: list[str]) -> dict:
     times = {name: timing_summary(seconds) for name, seconds in time_in_turns(training, _REPEATS.value).items()}
     rows = {}
     for name in names:
-        fm = rfa.feature_map(name)
+        fm = rfa.estimator(name)
         rows[name] = {"features": fm.num_outputs(NUM_FEATURES, HEAD_DIM), **times[name]}
         if "positive" in times:
             rows[name]["over_positive"] = ratio(times[name], times["positive"])
@@ -305,7 +305,7 @@ def config() -> dict:
         "heads": HEADS,
         "head_dim": HEAD_DIM,
         "num_features": NUM_FEATURES,
-        "feature_map": "positive",
+        "estimator": "positive",
         "dtype": "float32",
         "chunk_size": _CHUNK_SIZE.value,
         "repeats": _REPEATS.value,

@@ -50,11 +50,11 @@ def workloads(length: int) -> dict:
     def masked(q, k, v, lengths):
         valid = jnp.arange(length) < lengths[:, None]
         mask = nnx.make_attention_mask(valid, valid)  # traced: its pattern is read at run time
-        return jnp.sum(rfa.kernelized_attention(q, k, v, feature_map="positive", projection=W, mask=mask) ** 2)
+        return jnp.sum(rfa.kernelized_attention(q, k, v, estimator="positive", projection=W, mask=mask) ** 2)
 
     def gated(q, k, v, logits):
         out = rfa.kernelized_attention(
-            q, k, v, feature_map="positive", projection=W, is_causal=True, log_decay=jax.nn.log_sigmoid(logits)
+            q, k, v, estimator="positive", projection=W, is_causal=True, log_decay=jax.nn.log_sigmoid(logits)
         )
         return jnp.sum(out**2)
 

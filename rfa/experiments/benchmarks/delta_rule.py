@@ -49,7 +49,7 @@ def attend(name: str, q, k, v, beta, log_decay):
         return rfa.attention.delta_rule_attention(q, k, v, beta, log_decay=log_decay[..., 0], chunk_size=chunk)
     if name == "gla chunked":
         return rfa.kernelized_attention(
-            q, k, v, feature_map="elu", projection=None, is_causal=True, log_decay=log_decay, chunk_size=CHUNK
+            q, k, v, estimator="elu", projection=None, is_causal=True, log_decay=log_decay, chunk_size=CHUNK
         )
     return jax.nn.dot_product_attention(q, k, v, is_causal=True)
 

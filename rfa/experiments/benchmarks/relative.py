@@ -41,7 +41,7 @@ def case(name: str, projection):
     """``loss(q, k, v, b)`` of one case: the sum of the causal output against a fixed random direction."""
 
     def attend(q, k, v, b):
-        options = dict(feature_map="positive", projection=projection, is_causal=True)
+        options = dict(estimator="positive", projection=projection, is_causal=True)
         if name == "fft":
             return rfa.kernelized_attention(q, k, v, relative_bias=b, **options)
         if name == "dense":

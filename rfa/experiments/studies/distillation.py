@@ -52,7 +52,7 @@ from rfa.train import (
 )
 from rfa.workdir import write_atomic
 
-HEDGEHOG = rfa.feature_map("hedgehog")
+HEDGEHOG = rfa.estimator("hedgehog")
 TEACHER = "teacher (exact)"
 
 

@@ -69,9 +69,9 @@ def _attention_errors(keys, q, k, v, exact, *, estimator, kind, num_features, pa
     """Per seed: MSE of the kernelized output and of the "mean of V" output against exact attention."""
 
     def one(key, q, k, v, exact):
-        W, sampled = rfa.feature_map(estimator).draw(key, num_features, q.shape[-1], projection_kind=kind)
+        W, sampled = rfa.estimator(estimator).draw(key, num_features, q.shape[-1], projection_kind=kind)
         feature_params = {**dict(params), **sampled}
-        out = rfa.kernelized_attention(q, k, v, feature_map=estimator, projection=W, feature_params=feature_params)
+        out = rfa.kernelized_attention(q, k, v, estimator=estimator, projection=W, feature_params=feature_params)
         baseline = jnp.broadcast_to(jnp.mean(v, axis=0), v.shape)
         return jnp.mean((out - exact) ** 2), jnp.mean((baseline - exact) ** 2)
 
@@ -99,7 +99,7 @@ def measure(
     estimator, kind, m = cell_group[0].group
     base_key = jax.random.key(group_seed(config.seed, cell_group[0].group))
     keys = jax.vmap(lambda s: jax.random.fold_in(base_key, s))(jnp.arange(config.num_seeds))
-    values_per_seed = config.length * rfa.feature_map(estimator).num_outputs(m, config.dim) * 2
+    values_per_seed = config.length * rfa.estimator(estimator).num_outputs(m, config.dim) * 2
     seeds_per_batch = min(config.num_seeds, max(1, config.batch_elements // values_per_seed))
     for cell in cell_group:
         if done(cell):

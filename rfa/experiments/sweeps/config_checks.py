@@ -44,12 +44,12 @@ def finite(value, field):
 
 def check_estimator(config: ml_collections.ConfigDict, name: str) -> None:
     """Raises ``ConfigError`` unless the experiment can run estimator ``name`` with the config's parameters."""
-    if name not in rfa.registered_feature_maps():
+    if name not in rfa.registered_estimators():
         raise ConfigError(
-            f"config.estimators has unknown estimator {name!r}; registered: {list(rfa.registered_feature_maps())}. "
-            "Register your own with rfa.register_feature_map in a module listed in config.modules."
+            f"config.estimators has unknown estimator {name!r}; registered: {list(rfa.registered_estimators())}. "
+            "Register your own with rfa.register_estimator in a module listed in config.modules."
         )
-    fm = rfa.feature_map(name)
+    fm = rfa.estimator(name)
     experiment_kind(config.experiment).check_estimator(config, fm)
     params = dict(config.feature_params.get(name, {}))
     try:

@@ -171,7 +171,7 @@ def measure(config, cell_group: list[Cell], sets, done=lambda cell: False) -> It
     that error is small (as in the kernel sweeps), counted as heavy-tailed elsewhere.
     """
     estimator = cell_group[0].estimator
-    fm = rfa.feature_map(estimator)
+    fm = rfa.estimator(estimator)
     base_key = jax.random.key(group_seed(config.seed, cell_group[0].group))
     for cell in cell_group:
         if done(cell):

@@ -88,7 +88,7 @@ def cell_vectors(cells: list[Cell], dim: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _exact_kernel(estimator: str, x, y) -> np.ndarray:
-    return np.asarray(KERNELS[rfa.feature_map(estimator).kernel](x, y), np.float64)
+    return np.asarray(KERNELS[rfa.estimator(estimator).kernel](x, y), np.float64)
 
 
 def predicted_relative_error(estimator: str, x, y, num_features: int, repetitions: int, **params):
@@ -103,7 +103,7 @@ def predicted_relative_error(estimator: str, x, y, num_features: int, repetition
     "heavy tails"). ``inf`` where the fourth moment is infinite, 0 where the estimator is exact,
     NaN for an estimator with neither. For coupled vectors it is the iid prediction.
     """
-    theory = rfa.feature_map(estimator).theory
+    theory = rfa.estimator(estimator).theory
     shape = np.broadcast_shapes(np.shape(x)[:-1], np.shape(y)[:-1])
     if theory is not None and theory.error_fourth_moment is not None:
         log_mse = np.asarray(rfa.theory.log_mse(estimator, x, y, num_features, **params), np.float64)
@@ -134,7 +134,7 @@ def _relative_error_moments(key, first, end, x, y, exact, *, batch, estimator, k
     valid = reps < end
 
     def squared_relative_error(key):
-        W, sampled = rfa.feature_map(estimator).draw(key, num_features, x.shape[-1], projection_kind=kind)
+        W, sampled = rfa.estimator(estimator).draw(key, num_features, x.shape[-1], projection_kind=kind)
         return (_estimate(x, y, W, estimator, **dict(params), **sampled) / exact - 1.0) ** 2
 
     sq = jnp.where(valid[:, None], jax.vmap(squared_relative_error)(keys), 0.0)  # [B, P]
@@ -145,14 +145,14 @@ def _relative_error_moments(key, first, end, x, y, exact, *, batch, estimator, k
 
 def _estimate(x, y, W, estimator: str, **params) -> jax.Array:
     """``φ_q(x)ᵀφ_k(y)`` for every pair, fitted parameters fitted to each pair (as rfa's kernel estimators)."""
-    fm = rfa.feature_map(estimator)
+    fm = rfa.estimator(estimator)
     estimate = rfa.estimate_softmax_kernel if fm.kernel == "softmax" else rfa.estimate_gaussian_kernel
     return estimate(x, y, W, estimator, **params)
 
 
 def has_closed_form(estimator: str, kind: str) -> bool:
     """Whether ``estimator`` has a closed-form MSE for projections of ``kind``."""
-    theory = rfa.feature_map(estimator).theory
+    theory = rfa.estimator(estimator).theory
     return theory is not None and kind in theory.projections
 
 
@@ -163,7 +163,7 @@ def _theory(config, cell_group: list[Cell], x, y) -> dict[str, np.ndarray]:
     log_mse = bound = np.full(len(cell_group), np.nan)
     if has_closed_form(estimator, kind):
         log_mse = np.asarray(rfa.theory.log_mse(estimator, x, y, m, projection_kind=kind, **params), np.float64)
-        theory = rfa.feature_map(estimator).theory
+        theory = rfa.estimator(estimator).theory
         published = theory.bound(x, y, m, kind) if theory.bound else None
         if published is not None:
             bound = np.asarray(published, np.float64)
@@ -191,7 +191,7 @@ def measure(config, cell_group: list[Cell], context=None, done=lambda cell: Fals
     predicted = predicted_relative_error(estimator, x, y, m, n, **params)
     skip = (predicted > config.max_relative_error) if config.max_relative_error > 0 else np.zeros(len(x), bool)
     run = np.flatnonzero(~skip)
-    values_per_pair = 2 * rfa.feature_map(estimator).num_outputs(m, config.dim)  # φ(x) and φ(y)
+    values_per_pair = 2 * rfa.estimator(estimator).num_outputs(m, config.dim)  # φ(x) and φ(y)
     points_per_chunk = max(1, config.batch_elements // values_per_pair)
     base_key = jax.random.key(group_seed(config.seed, cell_group[0].group))
     for start in range(0, len(run), points_per_chunk):

@@ -1,5 +1,5 @@
 """The registered estimators, one module per family: each defines its feature maps and their theory
-and registers them (``rfa.register_feature_map``). A new estimator is a new module imported here,
+and registers them (``rfa.register_estimator``). A new estimator is a new module imported here,
 or a user's module registering its own ``rfa.Estimator``.
 """
 

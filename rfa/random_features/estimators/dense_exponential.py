@@ -60,7 +60,7 @@ from rfa.random_features.estimators.softmax import (
     masked_mean,
     query_keep,
 )
-from rfa.random_features.feature_maps import FITTED, Estimator, Param, half_sq_norm, project, register_feature_map
+from rfa.random_features.feature_maps import FITTED, Estimator, Param, half_sq_norm, project, register_estimator
 
 Array = jax.Array
 _HIGHEST = jax.lax.Precision.HIGHEST
@@ -303,7 +303,7 @@ def _derf_log_mse(x, y, num_features, *, projection, num_terms, A=None, query_tr
     if A is None:
         raise InputTypeError(
             "a DERF closed form needs the fitted parameters A (and the transforms): pass "
-            "**rfa.feature_map(name).fit(q, k) of the queries and keys it is meant for (a single pair has no fit)."
+            "**rfa.estimator(name).fit(q, k) of the queries and keys it is meant for (a single pair has no fit)."
         )
     check_gerf_parameter(A)
     log_var = log_derf_variance(x, y, A, query_transform, key_transform)
@@ -345,4 +345,4 @@ for _fm in (
     _derf("saderf", _saderf_fit, _ALL_COUPLINGS),
     _derf("sderf", _sderf_fit, ("iid",)),  # one A per coordinate: coupled rows are not isotropic for it
 ):
-    register_feature_map(_fm)
+    register_estimator(_fm)

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rfa._validation import InputError
-from rfa.random_features.feature_maps import Estimator, Param, no_log, project, register_feature_map
+from rfa.random_features.feature_maps import Estimator, Param, no_log, project, register_estimator
 
 TAYLOR_MAX_DIM = 64  # 2145 features; d = 128 would need 8385 per head and token
 
@@ -30,10 +30,10 @@ def _elu(x, W):
     return no_log(jax.nn.elu(x) + 1.0)
 
 
-register_feature_map(
+register_estimator(
     Estimator("relu", _relu, None, 1, temperature_scaled=True, positive=True, params=(Param("epsilon"),))
 )
-register_feature_map(Estimator("elu", _elu, None, 0, temperature_scaled=False, positive=True))
+register_estimator(Estimator("elu", _elu, None, 0, temperature_scaled=False, positive=True))
 
 
 def taylor_outputs(num_features: int, dim: int) -> int:
@@ -59,4 +59,4 @@ def _taylor(x, W):
     return no_log(jnp.concatenate([jnp.ones(x.shape[:-1] + (1,), x.dtype), x, quadratic], axis=-1))
 
 
-register_feature_map(Estimator("taylor", _taylor, None, 0, temperature_scaled=True, outputs=taylor_outputs))
+register_estimator(Estimator("taylor", _taylor, None, 0, temperature_scaled=True, outputs=taylor_outputs))

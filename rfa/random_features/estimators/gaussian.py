@@ -17,7 +17,7 @@ import numpy as np
 from rfa._validation import InputError
 from rfa.random_features.closed_forms import Theory, log_one_minus_exp, pair_stats
 from rfa.random_features.estimators.softmax import cosine_log_moments
-from rfa.random_features.feature_maps import SAMPLED, Estimator, Param, no_log, project, register_feature_map
+from rfa.random_features.feature_maps import SAMPLED, Estimator, Param, no_log, project, register_estimator
 from rfa.random_features.projections import sample_phases
 
 
@@ -49,7 +49,7 @@ def _gaussian_trig_moments(x, y):
     return cosine_log_moments(delta_sq, 0.0) + np.arange(1.0, 5.0) * delta_sq[..., None] / 2  # K = exp(-|Δ|²/2)
 
 
-register_feature_map(
+register_estimator(
     Estimator(
         "gaussian_trig",
         _gaussian_trig,
@@ -59,7 +59,7 @@ register_feature_map(
         theory=Theory(_gaussian_trig_log_mse, log_relative_moments=_gaussian_trig_moments),
     )
 )
-register_feature_map(
+register_estimator(
     Estimator(
         "gaussian_cosine",
         _gaussian_cosine,

@@ -49,10 +49,10 @@ from rfa.random_features.feature_maps import (
     SAMPLED,
     Estimator,
     Param,
-    feature_map,
+    estimator,
     half_sq_norm,
     project,
-    register_feature_map,
+    register_estimator,
 )
 
 Array = jax.Array
@@ -139,7 +139,7 @@ def _hybrid_error_fourth_moment(x, y, num_features, angular=None):
     lam = np.arccos(np.clip(cos, -1.0, 1.0)) / math.pi
     fourth = {}
     for base in ("positive", "trig"):
-        mu2, mu4, _ = central_moments(feature_map(base).theory.log_relative_moments(x, y))
+        mu2, mu4, _ = central_moments(estimator(base).theory.log_relative_moments(x, y))
         fourth[base] = mean_fourth_moment(mu2, mu4, num_features)
     with np.errstate(invalid="ignore"):
         return np.where(lam > 0, lam * fourth["positive"], 0.0) + np.where(lam < 1, (1 - lam) * fourth["trig"], 0.0)
@@ -148,8 +148,8 @@ def _hybrid_error_fourth_moment(x, y, num_features, angular=None):
 def hybrid(num_angular: int = 1) -> Estimator:
     """The HRF estimator with ``n = num_angular`` angular features, named ``"hybrid"`` (n = 1) or ``"hybrid_n<n>"``.
 
-    ``rfa.feature_map("hybrid")`` is registered; register another n with
-    ``rfa.register_feature_map(hybrid(4))``. Its random parameter ``angular`` (R, ``[n, d]``) is
+    ``rfa.estimator("hybrid")`` is registered; register another n with
+    ``rfa.register_estimator(hybrid(4))``. Its random parameter ``angular`` (R, ``[n, d]``) is
     drawn with the projection (``fm.sample_params(key, m, d)``) and passed as
     ``feature_params={"angular": R}``.
 
@@ -175,4 +175,4 @@ def hybrid(num_angular: int = 1) -> Estimator:
     )
 
 
-register_feature_map(hybrid(1))
+register_estimator(hybrid(1))

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from rfa._validation import InputError
-from rfa.random_features.feature_maps import LEARNED, Estimator, Param, no_log, project, register_feature_map
+from rfa.random_features.feature_maps import LEARNED, Estimator, Param, no_log, project, register_estimator
 
 
 def _normalized(x):
@@ -71,7 +71,7 @@ def _hedgehog_init(num_heads, num_features, dim):
     }
 
 
-register_feature_map(
+register_estimator(
     Estimator(
         "rfa",
         _rfa_query,
@@ -83,7 +83,7 @@ register_feature_map(
         init_learned=_rfa_init,
     )
 )
-register_feature_map(
+register_estimator(
     Estimator(
         "hedgehog",
         _hedgehog,

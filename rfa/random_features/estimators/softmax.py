@@ -45,7 +45,7 @@ from rfa.random_features.closed_forms import (
     optimal_gerf_parameter,
     pair_stats,
 )
-from rfa.random_features.feature_maps import FITTED, Estimator, Param, half_sq_norm, project, register_feature_map
+from rfa.random_features.feature_maps import FITTED, Estimator, Param, half_sq_norm, project, register_estimator
 from rfa.random_features.theory import orthogonal_mse_bound
 
 Array = jax.Array
@@ -310,4 +310,4 @@ for _fm in (
         ),
     ),
 ):
-    register_feature_map(_fm)
+    register_estimator(_fm)

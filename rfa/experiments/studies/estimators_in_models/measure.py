@@ -62,7 +62,7 @@ def site_measures(q, k, v, key_mask, params, pairs, key, *, estimator, num_featu
     exact = rfa.softmax_attention(q, k, v, mask=mask, is_causal=causal)
     W = rfa.sample_projection(key, num_features, q.shape[-1])
     approx = rfa.kernelized_attention(
-        q, k, v, feature_map=estimator, projection=W, mask=mask, is_causal=causal, feature_params=params or None
+        q, k, v, estimator=estimator, projection=W, mask=mask, is_causal=causal, feature_params=params or None
     )
     rows, i, j = pairs
     scale = q.shape[-1] ** -0.25
@@ -91,12 +91,12 @@ def cells(study) -> list[tuple[str, int, str | None]]:
     """``(estimator, m, fit)`` of every measurement: each fit of ``study.fits`` for maps fitted from data, one
     measurement (fit None) for the others."""
     for estimator in study.estimators:
-        rfa.feature_map(estimator)  # a clear error for an unknown name
+        rfa.estimator(estimator)  # a clear error for an unknown name
     return [
         (e, m, fit)
         for e in study.estimators
         for m in study.num_features
-        for fit in (study.fits if rfa.feature_map(e).fit is not None else (None,))
+        for fit in (study.fits if rfa.estimator(e).fit is not None else (None,))
     ]
 
 
