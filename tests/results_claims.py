@@ -1107,6 +1107,42 @@ DECODING = [
     ),
 ]
 
+VS_RELEASE = ("release_0.2.0", "before_fix_f39aa18", "after_fix_ba7881f")  # results/attention_vs_0.2.0/
+
+
+def release_ratios(ratio: str, length: int, one_core: bool = False) -> list[list[float]]:
+    """One ratio of the attention benchmark, ``[[run 1, run 2] per version of VS_RELEASE]``."""
+    runs = []
+    for version in VS_RELEASE:
+        name = f"attention_vs_0.2.0/{version}{'_1core' if one_core else ''}_run{{}}"
+        results = (data(name.format(run))["results"] for run in (1, 2))
+        runs.append([next(r for r in rs if r["length"] == length)["ratios"][ratio] for rs in results])
+    return runs
+
+
+def release_row(label: str, ratio: str, length: int, one_core: bool = False, holds=lambda release, before, after: True):
+    return Claim(
+        "benchmarks.md",
+        f"| {label} | {{}} | {{}} | {{}} |",
+        lambda: tuple(", ".join(f"{v:.2f}" for v in pair) for pair in release_ratios(ratio, length, one_core)),
+        lambda: holds(*release_ratios(ratio, length, one_core)),
+    )
+
+
+def _lost_and_back(release, before, after) -> bool:
+    """Both runs before the fix above both of the release's; after it, each within 5% of the release's mean."""
+    mean = sum(release) / 2
+    return min(before) > max(release) and all(abs(a / mean - 1) < 0.05 for a in after)
+
+
+RELEASE_CLAIMS = [
+    release_row("exact/bidirectional, L = 4096", "exact_over_bidir", 4096, holds=lambda r, b, a: min(a) > 0.9 * max(r)),
+    release_row("causal/bidirectional, L = 4096", "causal_over_bidir", 4096, holds=_lost_and_back),
+    release_row("causal/bidirectional, L = 8192", "causal_over_bidir", 8192, holds=_lost_and_back),
+    release_row("causal/bidirectional, L = 4096, one core", "causal_over_bidir", 4096, True, _lost_and_back),
+    release_row("gated/causal, L = 8192", "gated_over_causal", 8192, holds=lambda r, b, a: min(a) > max(r)),
+]
+
 CLAIMS = (
     TRAINING
     + SORT_CLAIMS
@@ -1117,6 +1153,7 @@ CLAIMS = (
     + FORECASTING
     + RECALL_CLAIMS
     + PAIRS4_CLAIMS
+    + RELEASE_CLAIMS
     + QK_CLAIMS
     + DECODING
 )

@@ -18,7 +18,11 @@ def test_the_committed_attention_figures_pass_against_themselves_and_a_slower_rf
     lines = guard.warn_against_committed(str(output), slower)
     assert lines == [line for line in lines if f"results/{last['length']}/ratios/exact_over_bidir" in line]
     assert len(lines) == 1 and "(-15%)" in lines[0]
-    assert "warning: " in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "warning: " in printed and "note: " not in printed  # the same machine: no caveat
+    slower["environment"]["cpu"] = "Another CPU (avx2)"
+    guard.warn_against_committed(str(output), slower)
+    assert "these on Another CPU (avx2)" in capsys.readouterr().out
 
 
 def test_a_benchmark_without_committed_figures_is_not_compared(tmp_path):

@@ -55,8 +55,33 @@ def environment() -> dict:
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "cpu_count": os.cpu_count(),
         "cpus_available": len(os.sched_getaffinity(0)),  # fewer when pinned, e.g. with taskset
+        "cpu": cpu_model(),
         "rfa_commit": rfa_commit(),
     }
+
+
+VECTOR_EXTENSIONS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_tile", "asimd", "sve")
+
+
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU's model name and the vector extensions XLA:CPU compiles for (``/proc/cpuinfo``): ratios carry from
+    run to run on one such CPU; a generic model name ("Intel(R) Xeon(R) Processor") alone does not tell two apart.
+
+    Example:
+      >>> cpu_model("/nonexistent")
+      'unknown'
+    """
+    try:
+        with open(cpuinfo) as f:
+            text = f.read()
+    except OSError:
+        return "unknown"
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    fields = {key.strip(): value.strip() for key, value in fields.items()}
+    flags = set((fields.get("flags") or fields.get("Features") or "").split())
+    extensions = " ".join(e for e in VECTOR_EXTENSIONS if e in flags)
+    model = fields.get("model name") or fields.get("CPU part") or "unknown"
+    return f"{model} ({extensions})" if extensions else model
 
 
 def rfa_commit() -> str | None:

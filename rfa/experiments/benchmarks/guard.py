@@ -76,7 +76,14 @@ def warn_against_committed(output: str, data, backend: str = "cpu") -> list[str]
     if committed is None or os.path.abspath(committed) == os.path.abspath(output):
         return []
     with open(committed) as f:
-        lines = moves(data, json.load(f))
+        then = json.load(f)
+    lines = moves(data, then)
     for line in lines:
         print(f"warning: {line} (against {os.path.relpath(committed)}, tolerance {TOLERANCE:.0%})")
+    then_cpu, now_cpu = (figures.get("environment", {}).get("cpu") for figures in (then, data))
+    if lines and then_cpu != now_cpu:
+        print(
+            f"note: the committed figures were measured on {then_cpu or 'an unrecorded CPU'}, these on {now_cpu}: "
+            "ratios carry between runs on one CPU model only; measure both versions here before reading a regression."
+        )
     return lines
