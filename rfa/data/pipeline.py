@@ -43,7 +43,9 @@ def prepare(dataset: str, data_dir: str, config: tfds.core.BuilderConfig | None 
     """Prepares one of the project's datasets (e.g. ``"pathfinder/32"``) in ``data_dir``; False if it already was.
 
     ``config``: a builder config made by the caller (a dataset whose sizes a training config sets, e.g.
-    ``rfa.data.mqar.MqarConfig``), prepared in its own directory under its name.
+    ``rfa.data.mqar.MqarConfig``), prepared in its own directory under its name. Two processes that prepare the
+    same dataset at once (two runs started side by side) both generate it; TFDS's final rename then fails in the
+    later one, which uses the earlier one's copy (the same examples: generation is seeded by the config).
 
     Example:
       >>> import tempfile
@@ -53,7 +55,12 @@ def prepare(dataset: str, data_dir: str, config: tfds.core.BuilderConfig | None 
     builder = _builder(dataset, data_dir, config)
     if _is_prepared(builder):
         return False
-    builder.download_and_prepare()
+    try:
+        builder.download_and_prepare()
+    except FileExistsError:  # another process renamed its copy into place first
+        if not _is_prepared(builder):
+            raise
+        return False
     return True
 
 

@@ -114,6 +114,27 @@ def test_prepare_data_command_prepares_once(tmp_path):
     assert again.stdout.strip() == f"pathfinder/32_sample: already prepared ({tmp_path})"
 
 
+def test_a_dataset_prepared_by_another_process_meanwhile_is_used(tmp_path, monkeypatch):
+    """Two runs started side by side prepare the same dataset: TFDS's final rename fails in the later one
+    (``FileExistsError``), which then reads the earlier one's copy. Any other failure still raises."""
+    real = pathfinder_data.Pathfinder.download_and_prepare
+
+    def raced(builder, **kwargs):
+        real(builder, **kwargs)  # as if another process had finished first
+        raise FileExistsError("Destination ... already exists.")
+
+    monkeypatch.setattr(pathfinder_data.Pathfinder, "download_and_prepare", raced)
+    assert data.prepare("pathfinder/32_sample", str(tmp_path)) is False
+    assert len(data.load_source(tasks.get_task("pathfinder32_sample"), "validation", str(tmp_path))) > 0
+
+    def fails(builder, **kwargs):
+        raise FileExistsError("Destination ... already exists.")
+
+    monkeypatch.setattr(pathfinder_data.Pathfinder, "download_and_prepare", fails)
+    with pytest.raises(FileExistsError):  # nothing prepared there: the error is real
+        data.prepare("pathfinder/32_sample", str(tmp_path / "elsewhere"))
+
+
 def test_lra_configs_mirror_the_published_setup_and_scale_down_by_name():
     full = listops_lra.get_config("positive")
     assert (full.max_length, full.batch_size, full.num_train_steps) == (2000, 32, 5000)
