@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import math
+import warnings
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -57,11 +59,11 @@ class Theory:
     """The closed forms of one estimator, attached to its ``Estimator`` (``fm.theory``).
 
     Attributes:
-      log_mse: ``(x, y, num_features, *, projection, num_terms, **params) -> [...]``, the natural
+      log_mse: ``(x, y, num_features, *, projection_kind, num_terms, **params) -> [...]``, the natural
         log of the MSE of the estimate of ``fm.kernel`` from m random vectors, on float32
         ``x, y [..., d]`` already checked; ``params`` are the map's parameters (a fitted one may
         be absent: then it is fitted to the pair).
-      projections: the projection kinds (``rfa.sample_projection``'s ``projection_kind``) it covers.
+      projection_kinds: the projection kinds (``rfa.sample_projection``'s ``projection_kind``) it covers.
       log_relative_moments: optional ``(x, y, **params) -> [..., 4]`` in float64 NumPy:
         ``log E[(Y/K)^k]``, k = 1..4, for the estimate Y of one random vector (iid); predicts the
         Monte Carlo error of a measurement.
@@ -69,15 +71,52 @@ class Theory:
         upper bound on ``E[(K̂ - K)⁴]/K⁴`` of the m-vector estimate (iid), for estimates that are
         not means of iid per-vector terms (hybrid: one λ̂ for all vectors); predicts the Monte Carlo
         error where ``log_relative_moments`` cannot.
-      bound: optional ``(x, y, num_features, projection) -> [...] or None``, a published upper
+      bound: optional ``(x, y, num_features, projection_kind) -> [...] or None``, a published upper
         bound on the MSE where it applies (Performer's Theorem 2), None elsewhere.
+      projections: ``projection_kinds``' name before rfa 0.3, kept for one release (warns). A ``log_mse``
+        written for rfa 0.2 (a keyword ``projection``, not ``projection_kind``) still works and warns.
     """
 
     log_mse: Callable[..., Array]
-    projections: tuple[str, ...] = ("iid",)
+    projection_kinds: tuple[str, ...] = ("iid",)
     log_relative_moments: Callable[..., np.ndarray] | None = None
     error_fourth_moment: Callable[..., np.ndarray] | None = None
     bound: Callable[..., Array | None] | None = None
+    projections: dataclasses.InitVar[tuple[str, ...] | None] = None
+
+    def __post_init__(self, projections):
+        if projections is not None:
+            warnings.warn(
+                "Theory(projections=...) is Theory(projection_kinds=...) since rfa 0.3; projections= goes in 0.4.",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            object.__setattr__(self, "projection_kinds", tuple(projections))
+        if _takes_old_keyword(self.log_mse):
+            warnings.warn(
+                "a Theory.log_mse takes projection_kind= since rfa 0.3 (it took projection=); projection= goes in 0.4.",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            object.__setattr__(self, "log_mse", _old_keyword_log_mse(self.log_mse))
+
+
+def _takes_old_keyword(log_mse: Callable) -> bool:
+    try:
+        names = inspect.signature(log_mse).parameters
+    except (TypeError, ValueError):  # no signature to read (a builtin): called as it is
+        return False
+    return "projection" in names and "projection_kind" not in names
+
+
+def _old_keyword_log_mse(log_mse: Callable) -> Callable:
+    """A ``log_mse`` of rfa 0.2's protocol called with this one's ``projection_kind=``."""
+
+    @functools.wraps(log_mse)
+    def called_with_projection(*args, projection_kind, **kwargs):
+        return log_mse(*args, projection=projection_kind, **kwargs)
+
+    return called_with_projection
 
 
 def central_moments(log_moments: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -156,9 +195,9 @@ def log_one_minus_exp(t: Array) -> Array:
     return jnp.log(-jnp.expm1(-t))
 
 
-def row_cosine(projection: str, dim: int) -> float:
+def row_cosine(projection_kind: str, dim: int) -> float:
     """``c``, the cosine between the directions of two rows of one block."""
-    return -1.0 / (dim - 1) if projection == "simplex" else 0.0
+    return -1.0 / (dim - 1) if projection_kind == "simplex" else 0.0
 
 
 @functools.lru_cache(maxsize=64)
@@ -179,9 +218,9 @@ def _gap_coefficients(dim: int, num_terms: int, cosine: float) -> np.ndarray:
         return np.log(-np.expm1(np.minimum(log_r + log_g, 0.0))) - gammaln(n + 1.0)
 
 
-def _log_coupling_gap(z_sq: Array, dim: int, projection: str, num_terms: int) -> Array:
+def _log_coupling_gap(z_sq: Array, dim: int, projection_kind: str, num_terms: int) -> Array:
     """``log G = log(exp(|z|²) - S)``, the covariance of two rows of one block is ``-Λ² G``."""
-    c = jnp.asarray(_gap_coefficients(dim, num_terms, row_cosine(projection, dim)), jnp.float32)
+    c = jnp.asarray(_gap_coefficients(dim, num_terms, row_cosine(projection_kind, dim)), jnp.float32)
     n = jnp.arange(1, num_terms, dtype=jnp.float32)
     return jax.nn.logsumexp(n * jnp.log(z_sq)[..., None] + c, axis=-1)
 
@@ -191,17 +230,17 @@ def _within_block_pairs(num_features: int, dim: int) -> int:
     return blocks * dim * (dim - 1) + rest * (rest - 1)
 
 
-def coupled_log_mse(log_var: Array, s: PairStats, num_features: int, *, projection: str, num_terms: int) -> Array:
-    """log MSE of a GERF-type estimator with per-vector variance ``exp(log_var)`` under ``projection``.
+def coupled_log_mse(log_var: Array, s: PairStats, num_features: int, *, projection_kind: str, num_terms: int) -> Array:
+    """log MSE of a GERF-type estimator with per-vector variance ``exp(log_var)`` under ``projection_kind``.
 
     ``V/m`` for iid rows, ``V/m - P Λ² G/m²`` for orthogonal and simplex blocks (module docstring).
     """
     log_m = math.log(num_features)
     pairs = _within_block_pairs(num_features, s.dim)
-    if projection == "iid" or pairs == 0:
+    if projection_kind == "iid" or pairs == 0:
         return log_var - log_m
     exact = jnp.isneginf(log_var)  # z = 0: every feature is constant, so is every covariance
-    log_gap = _log_coupling_gap(s.z_sq, s.dim, projection, num_terms)
+    log_gap = _log_coupling_gap(s.z_sq, s.dim, projection_kind, num_terms)
     log_cov_ratio = log_gap - s.x_sq - s.y_sq - jnp.where(exact, 0.0, log_var)
     log_coupled = log_var - log_m + jnp.log1p(-jnp.exp(log_cov_ratio + math.log(pairs) - log_m))
     return jnp.where(exact, log_var, log_coupled)

@@ -43,7 +43,9 @@ __all__ = [
 def estimators_with_theory(projection_kind: str = "iid") -> tuple[str, ...]:
     """Registered estimators with a closed-form MSE for ``projection_kind`` (``projection=`` before rfa 0.3)."""
     return tuple(
-        n for n in registered_estimators() if (t := lookup_estimator(n).theory) and projection_kind in t.projections
+        n
+        for n in registered_estimators()
+        if (t := lookup_estimator(n).theory) and projection_kind in t.projection_kinds
     )
 
 
@@ -91,10 +93,10 @@ def log_mse(
     elif orthogonal and projection_kind != "orthogonal":
         raise InputError(f"orthogonal=True contradicts projection_kind={projection_kind!r}; pass one of them.")
     check_choice(projection_kind, "projection_kind", PROJECTION_KINDS)
-    if projection_kind not in fm.theory.projections:
+    if projection_kind not in fm.theory.projection_kinds:
         with_one = list(estimators_with_theory(projection_kind))
         raise InputError(
-            f"estimator {estimator!r} has a closed-form MSE for projection_kind in {list(fm.theory.projections)}, "
+            f"estimator {estimator!r} has a closed-form MSE for projection_kind in {list(fm.theory.projection_kinds)}, "
             f"not for projection_kind={projection_kind!r}; estimators with one: {with_one}."
         )
     num_features = check_positive_int(num_features, "num_features")
@@ -107,7 +109,7 @@ def log_mse(
             f"estimator {estimator!r} needs the parameter(s) {sorted(missing)}: pass them as keywords."
         )
     x, y = x.astype(jnp.float32), y.astype(jnp.float32)
-    return fm.theory.log_mse(x, y, num_features, projection=projection_kind, num_terms=num_terms, **params)
+    return fm.theory.log_mse(x, y, num_features, projection_kind=projection_kind, num_terms=num_terms, **params)
 
 
 log_mse = renamed_keywords(projection="projection_kind")(log_mse)

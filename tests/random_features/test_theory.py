@@ -14,6 +14,7 @@ import references
 from helpers import assert_within, monte_carlo, tiered
 
 import rfa
+from rfa.random_features.closed_forms import Theory
 
 D = 8
 E0, E1 = np.eye(D, dtype=np.float32)[0], np.eye(D, dtype=np.float32)[1]
@@ -235,7 +236,7 @@ def test_closed_forms_are_never_nan_from_tiny_to_huge_pairs(dim):
             params = {"A": -0.3}
         elif fm.fit is not None:  # oprf and the DERFs: fitted to anisotropic queries and keys
             params = {name: np.asarray(value)[0] for name, value in fm.fit(q, k).items()}
-        for projection in fm.theory.projections:
+        for projection in fm.theory.projection_kinds:
             for m in (2, 3 * dim + 1):
                 mse = np.asarray(rfa.theory.mse(estimator, x, y, m, projection_kind=projection, **params))
                 assert not np.isnan(mse).any() and (mse >= 0).all(), (estimator, projection, m)
@@ -310,3 +311,24 @@ def test_the_keyword_of_before_0_3_gives_the_same_closed_form_with_a_warning():
     np.testing.assert_array_equal(old, rfa.theory.mse("positive", x, y, 4, projection_kind="orthogonal"))
     with pytest.warns(DeprecationWarning, match=r"estimators_with_theory\(projection=...\)"):
         assert rfa.theory.estimators_with_theory(projection="simplex") == rfa.theory.estimators_with_theory("simplex")
+
+
+def test_a_theory_written_for_0_2_still_works_with_a_warning():
+    """``Theory(projections=)`` is ``Theory(projection_kinds=)``, and a ``log_mse`` taking ``projection=`` (rfa 0.2's
+    protocol) is called with the kind under that name (docs/changelog.md)."""
+    seen = []
+
+    def old_log_mse(x, y, num_features, *, projection, num_terms):
+        seen.append(projection)
+        return jnp.zeros(x.shape[:-1])
+
+    with pytest.warns(DeprecationWarning) as caught:
+        theory = Theory(old_log_mse, projections=("iid", "orthogonal"))
+    assert theory.projection_kinds == ("iid", "orthogonal")
+    messages = " ".join(str(w.message) for w in caught)
+    assert "Theory(projection_kinds=...)" in messages and "takes projection_kind= since rfa 0.3" in messages
+    x, y = PAIRS["generic"]
+    theory.log_mse(x, y, 4, projection_kind="orthogonal", num_terms=8)
+    assert seen == ["orthogonal"]
+    current = Theory(rfa.estimator("positive").theory.log_mse)  # today's protocol: taken as it is, silently
+    assert current.log_mse is rfa.estimator("positive").theory.log_mse

@@ -153,7 +153,7 @@ def _estimate(x, y, W, estimator: str, **params) -> jax.Array:
 def has_closed_form(estimator: str, kind: str) -> bool:
     """Whether ``estimator`` has a closed-form MSE for projections of ``kind``."""
     theory = rfa.estimator(estimator).theory
-    return theory is not None and kind in theory.projections
+    return theory is not None and kind in theory.projection_kinds
 
 
 def _theory(config, cell_group: list[Cell], x, y) -> dict[str, np.ndarray]:

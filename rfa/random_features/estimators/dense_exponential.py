@@ -299,7 +299,7 @@ def _derf_log_relative_moments(x, y, A=None, query_transform=None, key_transform
     return np.where(np.all(one_minus > 0, -1), log_moment, np.inf)
 
 
-def _derf_log_mse(x, y, num_features, *, projection, num_terms, A=None, query_transform=None, key_transform=None):
+def _derf_log_mse(x, y, num_features, *, projection_kind, num_terms, A=None, query_transform=None, key_transform=None):
     if A is None:
         raise InputTypeError(
             "a DERF closed form needs the fitted parameters A (and the transforms): pass "
@@ -307,18 +307,18 @@ def _derf_log_mse(x, y, num_features, *, projection, num_terms, A=None, query_tr
         )
     check_gerf_parameter(A)
     log_var = log_derf_variance(x, y, A, query_transform, key_transform)
-    if projection == "iid":
+    if projection_kind == "iid":
         return log_var - math.log(num_features)
     if jnp.shape(A)[-1:] not in ((), (1,)):
         raise InputError(
-            f"the closed form for projection_kind={projection!r} needs one A for every coordinate (shape [..., 1]); "
-            f"A has shape {jnp.shape(A)}."
+            f"the closed form for projection_kind={projection_kind!r} needs one A for every coordinate "
+            f"(shape [..., 1]); A has shape {jnp.shape(A)}."
         )
     s = pair_stats(_transformed(x, query_transform), _transformed(y, key_transform))
-    return coupled_log_mse(log_var, s, num_features, projection=projection, num_terms=num_terms)
+    return coupled_log_mse(log_var, s, num_features, projection_kind=projection_kind, num_terms=num_terms)
 
 
-def _derf(name: str, fit, projections: tuple[str, ...]) -> Estimator:
+def _derf(name: str, fit, projection_kinds: tuple[str, ...]) -> Estimator:
     return Estimator(
         name,
         _derf_terms("query"),
@@ -334,7 +334,7 @@ def _derf(name: str, fit, projections: tuple[str, ...]) -> Estimator:
         key_terms_fn=_derf_terms("key"),
         fit=fit,
         standard_params=_standard_params,
-        theory=Theory(_derf_log_mse, projections, log_relative_moments=_derf_log_relative_moments),
+        theory=Theory(_derf_log_mse, projection_kinds, log_relative_moments=_derf_log_relative_moments),
     )
 
 

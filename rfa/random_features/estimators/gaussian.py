@@ -33,12 +33,12 @@ def _gaussian_cosine(x, W, *, phases):
     return no_log(math.sqrt(2.0 / W.shape[0]) * jnp.cos(project(x, W) + phases))
 
 
-def _gaussian_trig_log_mse(x, y, num_features, *, projection, num_terms):
+def _gaussian_trig_log_mse(x, y, num_features, *, projection_kind, num_terms):
     s = pair_stats(x, y)
     return 2.0 * log_one_minus_exp(s.delta_sq) - math.log(2.0) - math.log(num_features)
 
 
-def _gaussian_cosine_log_mse(x, y, num_features, *, projection, num_terms):
+def _gaussian_cosine_log_mse(x, y, num_features, *, projection_kind, num_terms):
     s = pair_stats(x, y)
     return jnp.log1p(0.5 * jnp.exp(-2.0 * s.delta_sq) - jnp.exp(-s.delta_sq)) - math.log(num_features)
 

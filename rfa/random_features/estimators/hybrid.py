@@ -102,7 +102,7 @@ def _hybrid_terms(side: str, num_angular: int):
 
 
 def _hybrid_log_mse(num_angular: int):
-    def log_mse(x, y, num_features, *, projection, num_terms, angular=None):
+    def log_mse(x, y, num_features, *, projection_kind, num_terms, angular=None):
         s = pair_stats(x, y)
         m = num_features
         cos = s.xy / jnp.sqrt(jnp.maximum(s.x_sq * s.y_sq, jnp.finfo(jnp.float32).tiny))

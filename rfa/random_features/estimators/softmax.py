@@ -148,7 +148,7 @@ def log_gerf_variance(xy: Array, z_sq: Array, A: Array, dim: int) -> Array:
     return log_variance_from_exponent(xy, L)
 
 
-def _trig_log_mse(x, y, num_features, *, projection, num_terms):
+def _trig_log_mse(x, y, num_features, *, projection_kind, num_terms):
     s = pair_stats(x, y)
     return s.x_sq + s.y_sq + 2.0 * log_one_minus_exp(s.delta_sq) - math.log(2.0) - math.log(num_features)
 
@@ -156,15 +156,15 @@ def _trig_log_mse(x, y, num_features, *, projection, num_terms):
 def _gerf_family_log_mse(A_of):
     """log MSE of a GERF estimator whose A is ``A_of(stats, **params)``, for every coupling of the rows."""
 
-    def log_mse(x, y, num_features, *, projection, num_terms, **params):
+    def log_mse(x, y, num_features, *, projection_kind, num_terms, **params):
         s = pair_stats(x, y)
         log_var = log_gerf_variance(s.xy, s.z_sq, A_of(s, **params), s.dim)
-        return coupled_log_mse(log_var, s, num_features, projection=projection, num_terms=num_terms)
+        return coupled_log_mse(log_var, s, num_features, projection_kind=projection_kind, num_terms=num_terms)
 
     return log_mse
 
 
-def _hyperbolic_log_mse(x, y, num_features, *, projection, num_terms):
+def _hyperbolic_log_mse(x, y, num_features, *, projection_kind, num_terms):
     s = pair_stats(x, y)
     log_var = log_gerf_variance(s.xy, s.z_sq, 0.0, s.dim)
     return log_var - math.log(num_features) + log_one_minus_exp(s.z_sq) - math.log(2.0)
@@ -227,9 +227,9 @@ def _gerf_family_moments(A_of):
     return moments
 
 
-def _positive_bound(x, y, num_features, projection):
+def _positive_bound(x, y, num_features, projection_kind):
     """Performer Theorem 2 for m <= d orthogonal vectors; None elsewhere."""
-    if projection != "orthogonal" or num_features > x.shape[-1]:
+    if projection_kind != "orthogonal" or num_features > x.shape[-1]:
         return None
     return orthogonal_mse_bound(x, y, num_features)
 
