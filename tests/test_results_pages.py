@@ -36,6 +36,13 @@ def test_every_marked_table_of_a_page_is_rendered_from_its_json(page):
         )
 
 
+def test_an_empty_marked_section_is_found_and_filled_without_reaching_into_the_next():
+    page = "<!-- table: recall_cpu -->\n<!-- /table -->\ntext\n<!-- table: recall_cpu -->\n| old |\n<!-- /table -->\n"
+    assert tables.page_sections(page) == [("recall_cpu", ""), ("recall_cpu", "| old |")]
+    filled = tables.synced(page)
+    assert tables.page_sections(filled) == [("recall_cpu", tables.render("recall_cpu"))] * 2 and "\ntext\n" in filled
+
+
 @pytest.mark.parametrize("name", sorted(tables.TABLES))
 def test_every_committed_table_is_its_json_under_the_current_rule(name):
     assert (RESULTS / f"{name}.md").read_text() == tables.render(name) + "\n", (

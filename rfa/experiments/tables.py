@@ -70,7 +70,10 @@ FIGURES: dict[str, Callable[[object, str], None]] = {
 """``results/<name>.json`` → the function that draws ``results/<name>.png`` from it alone."""
 
 DOCS = os.path.join(os.path.dirname(RESULTS), "docs", "results")
-SECTION = re.compile(r"(<!-- table: (?P<key>[\w:]+) -->\n)(?P<body>.*?)(\n<!-- /table -->)", re.DOTALL)
+# The body (never a closing marker) and its last newline are optional: an empty section is filled too.
+SECTION = re.compile(
+    r"(<!-- table: (?P<key>[\w:]+) -->\n)(?:(?P<body>(?:(?!<!-- /table -->).)*?)\n)?(<!-- /table -->)", re.DOTALL
+)
 
 
 def render(key: str, results_dir: str = RESULTS) -> str:
@@ -95,13 +98,15 @@ def page_sections(text: str) -> list[tuple[str, str]]:
     Example:
       >>> page_sections("x\n<!-- table: recall_cpu -->\n| a |\n<!-- /table -->\ny")
       [('recall_cpu', '| a |')]
+      >>> page_sections("<!-- table: a -->\n<!-- /table -->\n<!-- table: b -->\n| b |\n<!-- /table -->")
+      [('a', ''), ('b', '| b |')]
     """
-    return [(match["key"], match["body"]) for match in SECTION.finditer(text)]
+    return [(match["key"], match["body"] or "") for match in SECTION.finditer(text)]
 
 
 def synced(text: str, results_dir: str = RESULTS) -> str:
     """``text`` with every marked section replaced by its table rendered anew."""
-    return SECTION.sub(lambda m: m.group(1) + render(m["key"], results_dir) + m.group(4), text)
+    return SECTION.sub(lambda m: m.group(1) + render(m["key"], results_dir) + "\n" + m.group(4), text)
 
 
 _CHECK = flags.DEFINE_bool("check", False, "Only compare: exit 1 if a committed table differs from its JSON.")
