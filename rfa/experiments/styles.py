@@ -8,46 +8,45 @@ know (a user's own estimator) take styles left over within their figure.
 
 from __future__ import annotations
 
-from rfa.train.config import ATTENTION_VARIANTS
-
-COLORS = (  # tab10, then Kelly's colours of maximum contrast: one colour per known name
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-    "#a1caf1",
-    "#222222",
-    "#654522",
-    "#882d17",
-    "#604e97",
-    "#8db600",
-    "#f3c300",
-    "#be0032",
-    "#2b3d26",
-    "#f6a600",
-    "#e68fac",
-    "#0067a5",
-    "#dcd300",
-    "#f99379",
-    "#875692",
-    "#c2b280",
-    "#848482",
-    "#e25822",
-    "#008856",
-)
+KNOWN_STYLES: dict[str, tuple[str, str]] = {  # name: (color, marker), the attention variants, then other estimators
+    "exact": ("#1f77b4", "o"),
+    "trig": ("#ff7f0e", "s"),
+    "positive": ("#2ca02c", "^"),
+    "positive_iid": ("#d62728", "D"),
+    "hyperbolic": ("#9467bd", "v"),
+    "oprf": ("#8c564b", "P"),
+    "simplex_positive": ("#e377c2", "X"),
+    "hybrid": ("#7f7f7f", "*"),
+    "saderf": ("#bcbd22", "<"),
+    "elu": ("#17becf", ">"),
+    "relu": ("#a1caf1", "h"),
+    "taylor": ("#222222", "d"),
+    "rfa": ("#654522", "o"),
+    "gated_rfa": ("#882d17", "s"),
+    "hedgehog": ("#604e97", "^"),
+    "linformer": ("#8db600", "D"),
+    "fourier": ("#f3c300", "v"),
+    "gla": ("#be0032", "P"),
+    "deltanet": ("#2b3d26", "X"),
+    "gated_deltanet": ("#f6a600", "*"),
+    "gated_deltanet_positive": ("#e68fac", "<"),
+    "sliding_window": ("#0067a5", ">"),
+    "hybrid_gated_deltanet": ("#dcd300", "h"),
+    "based": ("#f99379", "d"),
+    "aderf": ("#000080", "o"),
+    "sderf": ("#c2b280", "s"),
+    "gerf": ("#848482", "^"),
+    "gaussian_cosine": ("#e25822", "D"),
+    "gaussian_trig": ("#008856", "v"),
+}
+"""The names with a fixed style, each its own color (tab10, then Kelly's colours of maximum contrast, then navy).
+A style is written next to its name, so adding a name moves no other's (a test holds the names to the attention
+variants and the registered estimators)."""
+KNOWN = tuple(KNOWN_STYLES)
+COLORS = tuple(dict.fromkeys(color for color, _ in KNOWN_STYLES.values()))
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "d")
 FITS = {"per_call": "--", "calibrated": "-."}  # a data-fitted estimator's fits: its color and marker, their lines
 UNKNOWN_LINE = ":"  # the line of names with no fixed style
-
-
-KNOWN = (*ATTENTION_VARIANTS, "aderf", "sderf", "gerf", "gaussian_cosine", "gaussian_trig")
-"""The names with a fixed style: the attention variants, then rfa's other estimators (a test holds it to both)."""
 
 
 def styles(names) -> dict[str, dict]:
@@ -65,14 +64,13 @@ def styles(names) -> dict[str, dict]:
       ('-.', ':')
     """
     names = list(dict.fromkeys(names))
-    known = {name: (COLORS[i], MARKERS[i % len(MARKERS)]) for i, name in enumerate(KNOWN)}
     chosen: dict[str, tuple] = {}
     for name in names:
         base, _, fit = name.partition(" (")
-        if name in known:
-            chosen[name] = (*known[name], "-")
-        elif base in known and fit.rstrip(")") in FITS:
-            chosen[name] = (*known[base], FITS[fit.rstrip(")")])
+        if name in KNOWN_STYLES:
+            chosen[name] = (*KNOWN_STYLES[name], "-")
+        elif base in KNOWN_STYLES and fit.rstrip(")") in FITS:
+            chosen[name] = (*KNOWN_STYLES[base], FITS[fit.rstrip(")")])
     spare = ((color, marker, UNKNOWN_LINE) for marker in MARKERS for color in COLORS)
     spare = (t for t in spare if t not in chosen.values())
     return {
