@@ -523,8 +523,8 @@ MUTANTS = [
     Mutant(
         "simplex-cosine",
         "rfa/random_features/closed_forms.py",
-        '    return -1.0 / (dim - 1) if projection == "simplex" else 0.0',
-        '    return -0.5 / (dim - 1) if projection == "simplex" else 0.0',
+        '    return -1.0 / (dim - 1) if projection_kind == "simplex" else 0.0',
+        '    return -0.5 / (dim - 1) if projection_kind == "simplex" else 0.0',
         ("tests/random_features/test_theory.py",),
         "simplex closed form with half the rows' negative cosine",
     ),
@@ -1017,8 +1017,8 @@ MUTANTS = [
     Mutant(
         "figure-styles-cycle-ten",
         "rfa/experiments/styles.py",
-        "    known = {name: (COLORS[i], MARKERS[i % len(MARKERS)]) for i, name in enumerate(KNOWN)}",
-        '    known = {name: (COLORS[i % 10], "o") for i, name in enumerate(KNOWN)}',
+        '            chosen[name] = (*KNOWN_STYLES[name], "-")',
+        '            chosen[name] = (COLORS[KNOWN.index(name) % 10], "o", "-")',
         ("tests/experiments/test_styles.py",),
         "kinds take matplotlib's ten colors in turn: two share a style",
     ),
