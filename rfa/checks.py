@@ -13,10 +13,12 @@ a positive ``log_decay``, NaN input to the forecaster.
 The callback's cost is one scalar copied to the host per call; the benchmark
 ``rfa benchmark checks`` measures it against the same step without the check.
 
-In a program over several devices (data- or sequence-parallel) the callback runs beside the device
-threads: a failing check logs its message (``jax.debug.callback failed ... InputError: ...``), and JAX
-then ends the process when the other devices time out waiting at the next collective, instead of raising
-a Python exception. Loud, but not catchable; single-device programs raise as described.
+In a program over several devices (data- or sequence-parallel) every device calls the callback with the
+same condition (``partitioned=True``; the condition is one reduced scalar, the same on every device), so a
+failing check stops every device's program together and the call raises as on one device. Each device logs
+the message once (``jax.debug.callback failed ... InputError: ...``). With one device calling it (JAX's
+default), the others would wait at their next collective for the one that stopped until XLA aborted the
+process.
 
 NaN anywhere in the queries, keys or values of one head turns the whole head's output into NaN
 (every output sums over every key). Checking every call for that is not free, so it is opt-in:
@@ -100,7 +102,8 @@ def raise_if(
             _failures.append(failure)
             raise failure
 
-    jax.debug.callback(fail, jnp.any(condition), *values)
+    # Called on every device: one failing alone would leave the others waiting at a collective (see above).
+    jax.debug.callback(fail, jnp.any(condition), *values, partitioned=True)
 
 
 def checked(fn: Callable) -> Callable:

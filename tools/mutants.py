@@ -839,10 +839,21 @@ MUTANTS = [
     Mutant(
         "run-time-check-silent",
         "rfa/checks.py",
-        "    jax.debug.callback(fail, jnp.any(condition), *values)\n",
+        "    jax.debug.callback(fail, jnp.any(condition), *values, partitioned=True)\n",
         "",
         ("tests/test_checks.py",),
         "raise_if never raises under jit",
+    ),
+    Mutant(
+        "run-time-check-on-one-device",
+        "rfa/checks.py",
+        "    jax.debug.callback(fail, jnp.any(condition), *values, partitioned=True)\n",
+        "    jax.debug.callback(fail, jnp.any(condition), *values)\n",
+        (
+            "tests/attention/test_sequence_parallel.py::"
+            "test_a_traced_mask_the_layer_cannot_apply_raises_its_eager_error_on_8_devices",
+        ),
+        "a failed check stops one device of eight; the others wait at a collective until XLA aborts the process",
     ),
     Mutant(
         "nan-checks-never-on",

@@ -122,6 +122,10 @@ report["errors"] = {
     "outside_shard_map": message(lambda: rfa.kernelized_attention(q, k, v, sequence_axis="seq", **options)),
     "sliding_window": message(lambda: sequence_parallel_attention(
         q, k, v, mesh=mesh, axis="seq", mask=band, **options)),
+    "layer_sliding_window": in_set_mesh(lambda: layer(x, mask=band)),
+    # traced: every device's check fails together, so none waits at a collective for the others
+    "jitted_layer_sliding_window": in_set_mesh(
+        lambda: rfa.checks.checked(nnx.jit(lambda layer, x, m: layer(x, mask=m)))(layer, x, band)),
 }
 from rfa.attention import delta_rule_attention
 unit_q, unit_k = (x / jnp.linalg.norm(x, axis=-1, keepdims=True) for x in (q, k))
@@ -200,6 +204,15 @@ def test_sequence_parallel_bad_input_says_what_to_do(report):
     assert "its axes are () (no mesh (pass mesh= or call inside jax.set_mesh))" in messages["no_mesh"]
     assert "sequence_axis='seq' names no mesh axis of an enclosing jax.shard_map" in messages["outside_shard_map"]
     assert "lower-triangular but not causal" in messages["sliding_window"]
+
+
+def test_a_traced_mask_the_layer_cannot_apply_raises_its_eager_error_on_8_devices(report):
+    """Under jax.set_mesh a jitted sequence-parallel layer given a traced sliding-window mask raises the
+    InputError of the same call made eagerly (through rfa.checks.checked), instead of one device's failed check
+    leaving the other seven waiting at a collective until XLA aborts the process."""
+    messages = report["errors"]
+    assert "lower-triangular but not causal" in messages["layer_sliding_window"]
+    assert messages["jitted_layer_sliding_window"] == messages["layer_sliding_window"]
 
 
 @pytest.mark.parametrize("mask", ["causal_padding", "padding"])
