@@ -1324,10 +1324,18 @@ MUTANTS = [
     Mutant(
         "delta-solve-reads-the-diagonal",
         DELTA_CHUNKED,
-        "lower=True, unit_diagonal=True)",
-        "lower=True, unit_diagonal=False)",
+        "    if size == 1:\n        return rhs\n",
+        "    if size == 1:\n        return rhs / (1 + lower)\n",
         DELTA_TESTS,
         "the triangular solve reads the diagonal of A: a token's own key counts as an earlier write",
+    ),
+    Mutant(
+        "delta-solve-halves-independent",
+        DELTA_CHUNKED,
+        "    below = rhs[..., half:, :] - lower[..., half:, :half] @ top\n",
+        "    below = rhs[..., half:, :]\n",
+        DELTA_TESTS,
+        "the solve by halves drops the top half's solution from the bottom half: later tokens miss earlier writes",
     ),
     Mutant(
         "delta-sequence-parallel-order",

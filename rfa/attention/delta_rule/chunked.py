@@ -42,6 +42,23 @@ def segment_log_decays(log_decay: Array) -> Array:
     return jnp.cumsum(terms, axis=-2)  # [..., t, i]: Σ_{i<s≤t} g_s
 
 
+def solve_unit_lower(lower: Array, rhs: Array) -> Array:
+    """``X`` with ``(I + N) X = rhs``, ``N`` the strictly lower part of ``lower [..., C, C]`` (its diagonal and
+    upper part are never read), ``rhs [..., C, d]``: forward substitution by halves, in matmuls.
+
+    The top half is solved first, and its solution moves to the right-hand side of the bottom half,
+    ``(I + N₂₂) X₂ = rhs₂ − N₂₁ X₁``. Not ``jax.scipy.linalg.solve_triangular``: on CPU its batched LAPACK kernel
+    waits for sub-tasks on XLA's thread pool, and two such solves running at once on a 2-thread pool deadlock
+    it (a DeltaNet training step hung after a few steps)."""
+    size = lower.shape[-1]
+    if size == 1:
+        return rhs
+    half = size // 2
+    top = solve_unit_lower(lower[..., :half, :half], rhs[..., :half, :])
+    below = rhs[..., half:, :] - lower[..., half:, :half] @ top
+    return jnp.concatenate([top, solve_unit_lower(lower[..., half:, half:], below)], axis=-2)
+
+
 def chunked(q: Array, k: Array, v: Array, beta: Array, log_decay: Array | None, state: Array, *, chunk: int):
     """The delta rule over rows: ``q, k [R, L, d_k]``, ``v [R, L, d_v]``, ``beta, log_decay [R, L]``, ``state
     [R, d_k, d_v]``; returns ``(output [R, L, d_v], state after the L tokens)``.
@@ -57,10 +74,10 @@ def chunked(q: Array, k: Array, v: Array, beta: Array, log_decay: Array | None, 
     ratios = jnp.exp(jnp.where(lower, segment_log_decays(g), -jnp.inf))  # γ_t/γ_i for i ≤ t, else 0
     gamma = jnp.exp(jnp.cumsum(g, axis=-1))  # γ_t
     # I + diag(β) A with A_ti = (γ_t/γ_i) k_tᵀk_i below the diagonal; the solve reads the strictly lower part
-    # only (unit_diagonal), so the diagonal that ratios · K Kᵀ holds is never used.
+    # only, so the diagonal that ratios · K Kᵀ holds is never used.
     system = beta[..., None] * ratios * jnp.einsum("...td,...id->...ti", k, k)
     rhs = beta[..., None] * jnp.concatenate([v, gamma[..., None] * k], axis=-1)
-    solved = jax.scipy.linalg.solve_triangular(system, rhs, lower=True, unit_diagonal=True)
+    solved = solve_unit_lower(system, rhs)
     tv, w = solved[..., : v.shape[-1]], solved[..., v.shape[-1] :]  # T V, W = T diag(γ) K
     scores = jnp.einsum("...td,...id->...ti", q, k) * ratios  # tril(Q Kᵀ) ⊙ Γ
     q_decayed = gamma[..., None] * q  # diag(γ) Q

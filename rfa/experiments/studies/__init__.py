@@ -30,6 +30,7 @@ def run(name: str) -> None:
     from ml_collections import config_flags
 
     from rfa.experiments.cli import run_main, run_training, shipped_config
+    from rfa.experiments.report import output_path
 
     config = config_flags.DEFINE_config_file("config", shipped_config(name), f"The {name} study's config.")
     workdir = flags.DEFINE_string("workdir", os.path.join("workdir", name), "Parent of the training workdirs.")
@@ -42,7 +43,6 @@ def run(name: str) -> None:
 
     def main(argv):
         del argv
-        path = output.value or os.path.join(workdir.value, f"{name}.json")
-        run_training(study.main, config.value, workdir.value, path)
+        run_training(study.main, config.value, workdir.value, output_path(output.value, workdir.value, f"{name}.json"))
 
     run_main(main)
