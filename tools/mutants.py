@@ -8,7 +8,7 @@ fail and *survives* when they pass. Every listed mutant must be killed; a surviv
 missing. Grow the list with every feature (tests/test_mutants.py checks that every snippet is
 still in its file, so the list cannot silently go stale).
 
-Run: ``python tools/mutants.py`` (all, ~1 h on 2 cores), ``--only id1,id2`` for some,
+Run: ``python tools/mutants.py`` (all, ~40 min on 2 cores), ``--only id1,id2`` for some,
 ``--report tools/mutants_report.md`` for where the report goes (default).
 """
 
