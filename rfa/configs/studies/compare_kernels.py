@@ -8,8 +8,8 @@ Variants: ``:quick`` trains the quick variants of two kinds on one task (seconds
 prepare their data first: ``rfa prepare-data``) at the ``cpu`` scale of their configs, and
 ``:lra_quick`` those tasks' quick runs on their sample data; ``:vision`` the Vision Transformer and the Swin
 Transformer on the handwritten digits; ``:listops_cpu`` ListOps at the scale a CPU learns (MAX and MIN, 8-32
-tokens, 1000 steps), eight kinds; ``:python_source`` the character LM at its ``short`` scale (300 steps), nine
-kinds.
+tokens, 1000 steps), eight kinds; ``:python_source`` the character LM at its ``short`` scale (300 steps), thirteen
+kinds (the delta rule's among them).
 """
 
 import ml_collections
@@ -74,7 +74,21 @@ def get_config(arg: str | None = None):
             },
             "python_source": {
                 "tasks": ("python_source",),
-                "attention": ("exact", "positive", "oprf", "saderf", "elu", "taylor", "hedgehog", "gated_rfa", "gla"),
+                "attention": (
+                    "exact",
+                    "positive",
+                    "oprf",
+                    "saderf",
+                    "elu",
+                    "taylor",
+                    "hedgehog",
+                    "gated_rfa",
+                    "gla",
+                    "deltanet",
+                    "gated_deltanet",
+                    "sliding_window",
+                    "hybrid_gated_deltanet",
+                ),
                 "skip": (),
                 "scale": "short",
             },
