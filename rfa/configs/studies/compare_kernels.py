@@ -8,13 +8,16 @@ Variants: ``:quick`` trains the quick variants of two kinds on one task (seconds
 prepare their data first: ``rfa prepare-data``) at the ``cpu`` scale of their configs, and
 ``:lra_quick`` those tasks' quick runs on their sample data; ``:vision`` the Vision Transformer and the Swin
 Transformer on the handwritten digits; ``:listops_cpu`` ListOps at the scale a CPU learns (MAX and MIN, 8-32
-tokens, 1000 steps), eight kinds; ``:python_source`` the character LM at its ``short`` scale (300 steps), thirteen
-kinds (the delta rule's among them).
+tokens, 1000 steps), eight kinds; ``:sort`` every kind on sort at its ``short`` scale (300 steps), five seeds, a
+sliding window of 8 tokens (narrower than the strings); ``:python_source`` the character LM at its ``short``
+scale (300 steps), thirteen kinds (the delta rule's among them).
 """
 
 import ml_collections
 
 from rfa.configs.common import apply_variant
+
+DELTA_RULE_AND_WINDOW = ("deltanet", "gated_deltanet", "sliding_window", "hybrid_gated_deltanet")
 
 
 def get_config(arg: str | None = None):
@@ -46,6 +49,7 @@ def get_config(arg: str | None = None):
     )
     config.seeds = (0, 1, 2)  # every pair trains once per seed; the table reports mean ± standard deviation
     config.scale = ""  # train each pair's "<attention>,<scale>" variant ("": the task config's own scale)
+    config.num_features_of = {}  # {attention: its m}, in place of its task config's (a sliding window's width)
     config.data_dir = "data"  # TFDS data_dir for every run
     lra = {
         "tasks": ("listops_lra", "pathfinder"),
@@ -64,6 +68,7 @@ def get_config(arg: str | None = None):
                 "scale": "quick",
                 "skip": (),
                 "seeds": (0, 1),
+                "num_features_of": {"positive": 8},
             },
             "lra": lra,
             "lra_quick": {**lra, "attention": ("exact", "positive"), "scale": "quick", "seeds": (0,)},
@@ -71,6 +76,14 @@ def get_config(arg: str | None = None):
                 "tasks": ("listops_cpu",),
                 "attention": ("exact", "positive", "oprf", "elu", "hedgehog", "taylor", "saderf", "linformer"),
                 "skip": (),
+            },
+            "sort": {
+                "tasks": ("sort",),
+                "attention": (*config.attention, *DELTA_RULE_AND_WINDOW),
+                "skip": (),
+                "scale": "short",
+                "seeds": (0, 1, 2, 3, 4),
+                "num_features_of": {"sliding_window": 8},
             },
             "python_source": {
                 "tasks": ("python_source",),
@@ -84,10 +97,7 @@ def get_config(arg: str | None = None):
                     "hedgehog",
                     "gated_rfa",
                     "gla",
-                    "deltanet",
-                    "gated_deltanet",
-                    "sliding_window",
-                    "hybrid_gated_deltanet",
+                    *DELTA_RULE_AND_WINDOW,
                 ),
                 "skip": (),
                 "scale": "short",

@@ -50,6 +50,7 @@ def run(comparison, workdir: str) -> list[dict]:
     results = []
     for task, attention in pairs(comparison):
         config = task_run_config(task, attention, comparison.scale, comparison.data_dir)
+        config.attention.num_features = comparison.num_features_of.get(attention, config.attention.num_features)
         results.append(train_seeds(config, os.path.join(workdir, task, attention), comparison.seeds))
     return results
 
