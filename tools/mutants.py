@@ -431,6 +431,24 @@ MUTANTS = [
         ("tests/random_features/test_projections.py",),
         "simplex rows without their Haar rotation",
     ),
+    Mutant(
+        "lapack-batched-on-cpu",
+        "rfa/random_features/lapack.py",
+        "cpu=lambda x: jax.lax.map(decomposition, x)",
+        "cpu=decomposition",
+        (
+            "tests/random_features/test_projections.py::test_decompositions_run_at_once_do_not_deadlock_the_cpu_thread_pool",
+        ),
+        "on CPU a batch of QRs or eighs is one LAPACK call again, and two at once can deadlock XLA's thread pool",
+    ),
+    Mutant(
+        "lapack-batch-reordered",
+        "rfa/random_features/lapack.py",
+        "cpu=lambda x: jax.lax.map(decomposition, x)",
+        "cpu=lambda x: jax.lax.map(decomposition, x[::-1])",
+        ("tests/random_features/test_dense_exponential.py",),
+        "on CPU each head's DERF fit comes from another head's moments",
+    ),
     # Closed forms.
     Mutant(
         "trig-mse-factor",

@@ -41,6 +41,7 @@ from rfa._validation import (
     check_positive_int,
     renamed_keywords,
 )
+from rfa.random_features.lapack import per_matrix
 
 ROW_SCALINGS = ("chi", "sqrt_d")
 
@@ -87,7 +88,7 @@ def register_projection_kind(name: str, rows: Callable[[jax.Array, int, int], ja
 def _haar_rotations(key: jax.Array, num_blocks: int, dim: int) -> jax.Array:
     """``[num_blocks, dim, dim]`` independent Haar-random orthogonal matrices (their rows are orthonormal)."""
     gaussian = jax.random.normal(key, (num_blocks, dim, dim), jnp.float32)
-    q, r = jnp.linalg.qr(gaussian)
+    q, r = per_matrix(jnp.linalg.qr, gaussian)
     # Multiplying column i of Q by sign(R_ii) makes Q Haar-distributed (Mezzadri 2007).
     q = q * jnp.sign(jnp.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
     return jnp.swapaxes(q, -1, -2)

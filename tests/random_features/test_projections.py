@@ -1,9 +1,13 @@
 import math
+import os
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import ROOT
 
 import rfa
 from rfa.random_features import projections
@@ -135,3 +139,35 @@ def test_the_keyword_of_before_0_3_draws_the_same_rows_with_a_warning():
     np.testing.assert_array_equal(W, rfa.sample_projection(key, 6, 4, projection_kind="iid"))
     with pytest.raises(TypeError, match="got kind= and projection_kind="):
         rfa.sample_projection(key, 6, 4, kind="iid", projection_kind="iid")
+
+
+DECOMPOSITIONS_AT_ONCE = """
+import jax, jax.numpy as jnp, rfa
+from rfa.attention import fit_feature_params
+
+@jax.jit
+def draw_and_fit(key, q, k):  # independent QRs and eighs, which XLA may run at once on its thread pool
+    a, b = jax.random.split(key)
+    w = [rfa.sample_projection(part, 256, 32, projection_kind="orthogonal") for part in (a, b)]
+    fits = [fit_feature_params("sderf", x, y)["query_transform"] for x, y in ((q, k), (k, q))]
+    return sum(jnp.sum(x) for x in w + fits)
+
+q = jax.random.normal(jax.random.key(1), (4, 16, 16, 32))
+for i in range(300):
+    jax.block_until_ready(draw_and_fit(jax.random.key(i), q, 0.5 * q))
+"""
+
+
+@pytest.mark.slow
+def test_decompositions_run_at_once_do_not_deadlock_the_cpu_thread_pool():
+    # jaxlib's batched LAPACK kernels wait on XLA's intra-op pool; two at once filled a 2-thread pool and hung
+    # (rfa.random_features.lapack). The fixed program takes seconds; the hang came within a minute on 2 cores.
+    # XLA's default flags, as users run: the suite's scheduler flag (conftest.COMPILE_FASTER) hid the hang
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": ROOT, "XLA_FLAGS": ""}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", DECOMPOSITIONS_AT_ONCE], env=env, capture_output=True, text=True, timeout=120
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("two orthogonal projections and two SDERF fits in one jitted program did not finish in 120 s")
+    assert done.returncode == 0, done.stderr[-2000:]

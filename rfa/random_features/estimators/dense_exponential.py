@@ -61,6 +61,7 @@ from rfa.random_features.estimators.softmax import (
     query_keep,
 )
 from rfa.random_features.feature_maps import FITTED, Estimator, Param, half_sq_norm, project, register_estimator
+from rfa.random_features.lapack import per_matrix
 
 Array = jax.Array
 _HIGHEST = jax.lax.Precision.HIGHEST
@@ -184,7 +185,7 @@ def _floored(eigenvalues: Array) -> Array:
 
 def _eigh(matrix: Array) -> tuple[Array, Array]:
     """Eigenvalues (floored) and eigenvectors of the symmetric part of ``matrix``."""
-    values, vectors = jnp.linalg.eigh(0.5 * (matrix + jnp.swapaxes(matrix, -1, -2)))
+    values, vectors = per_matrix(jnp.linalg.eigh, 0.5 * (matrix + jnp.swapaxes(matrix, -1, -2)))
     return _floored(values), vectors
 
 
@@ -244,7 +245,7 @@ def _signed(vectors: Array) -> Array:
 def _sderf_fit(q, k, keep_q=None, keep_k=None) -> dict:
     M1, M2, mean_q, mean_k = _statistics(q, k, keep_q, keep_k, full=True)
     cross = mean_q[..., :, None] * mean_k[..., None, :]
-    values, vectors = jnp.linalg.eigh(M1 + M2 + cross + jnp.swapaxes(cross, -1, -2))
+    values, vectors = per_matrix(jnp.linalg.eigh, M1 + M2 + cross + jnp.swapaxes(cross, -1, -2))
     vectors = _signed(vectors)
     A = optimal_gerf_parameter(jnp.maximum(values, 0.0), 1)  # ρ = λ_l, coordinate by coordinate
     rotation = jnp.swapaxes(vectors, -1, -2)[..., None, :, :]
