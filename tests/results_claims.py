@@ -1034,6 +1034,25 @@ def _one_seed_recalls(m: int) -> bool:
 
 PAIRS4_CLAIMS = [
     Claim(
+        "../../README.md",
+        "At 4 pairs in 64 tokens, each kind at the best of three learning rates on validation, exact attention, "
+        "Taylor, DeltaNet and Gated DeltaNet recall every query, a Gated DeltaNet/exact hybrid {}, GLA {} and elu {} "
+        "with {} KiB of state per layer, and positive random features stay at {} up to m = 256",
+        lambda: (
+            f"{pairs4('hybrid_gated_deltanet')['test']['accuracy']['mean']:.3f}",
+            f"{pairs4('gla')['test']['accuracy']['mean']:.3f}",
+            f"{pairs4('elu')['test']['accuracy']['mean']:.3f}",
+            _pairs4_kib("elu"),
+            span(pairs4("positive", m)["test"]["accuracy"]["mean"] for m in (16, 64, 256)),
+        ),
+        lambda: (
+            {r["attention"] for r in data(PAIRS4) if all(run["test"]["accuracy"] == 1.0 for run in r["runs"])}
+            == {"exact", "taylor", "deltanet", "gated_deltanet"}
+            and pairs4("gla")["state_bytes"] == pairs4("elu")["state_bytes"]
+            and all(len(r["sweep"]) == 3 for r in data(PAIRS4))
+        ),
+    ),
+    Claim(
         "recall.md",
         "GLA, elu's map with a decay per feature, recalls {} with elu's {} KiB, above elu's {} at the same state. It "
         "misses a few queries on every seed ({}, {} and {}), so its difference from exact attention ({}) excludes zero "
