@@ -1,12 +1,14 @@
 """Batched matrix decompositions that cannot deadlock XLA's CPU thread pool.
 
-On CPU, ``jnp.linalg.qr`` and ``jnp.linalg.eigh`` of a batch of matrices lower to one jaxlib LAPACK call that
-splits its batch over XLA's intra-op thread pool and blocks until the pieces are done. XLA runs independent
-operations of one program at once on that same pool, so two such calls (two orthogonal projections drawn in one
-jitted step, two fits) can each hold a thread while waiting for the other's: on a 2-core machine every thread
-waits and the program never returns. A call with a single matrix runs in its own thread, so on CPU
-:func:`per_matrix` decomposes the batch one matrix at a time (``lax.map``); on other backends it keeps the one
-batched call. The delta rule's triangular solve avoids LAPACK altogether for the same reason
+On CPU, ``jnp.linalg.qr`` and ``jnp.linalg.eigh`` of a batch of matrices lower to one jaxlib LAPACK call (jaxlib
+0.10) that queues pieces of its batch on XLA's intra-op thread pool and blocks its thread until they are done.
+XLA runs independent operations of one program at once on that same pool, so when as many such calls run as the
+pool has threads (two orthogonal projections drawn in one jitted step, two fits, on a 2-core machine), every
+thread blocks on pieces that no thread is left to run, and the program never returns. A call with a single
+matrix runs inline on its calling thread and queues nothing, so on CPU :func:`per_matrix` decomposes the batch one
+matrix at a time (``lax.map``); on other backends it keeps the one batched call. Under ``jax.vmap`` the map's body
+is batched again into one call per step: the guard holds for the batches rfa forms itself, not for a vmap around
+it. The delta rule's triangular solve avoids LAPACK altogether for the same reason
 (``rfa.attention.delta_rule.chunked.solve_unit_lower``).
 """
 

@@ -9,7 +9,7 @@ prepare their data first: ``rfa prepare-data``) at the ``cpu`` scale of their co
 ``:lra_quick`` those tasks' quick runs on their sample data; ``:vision`` the Vision Transformer and the Swin
 Transformer on the handwritten digits; ``:listops_cpu`` ListOps at the scale a CPU learns (MAX and MIN, 8-32
 tokens, 1000 steps), eight kinds; ``:sort`` every kind on sort at its ``short`` scale (300 steps), five seeds, a
-sliding window of 8 tokens (narrower than the strings); ``:python_source`` the character LM at its ``short``
+sliding window of w = 8 (narrower than the longer strings); ``:python_source`` the character LM at its ``short``
 scale (300 steps), thirteen kinds (the delta rule's among them).
 """
 
@@ -49,7 +49,8 @@ def get_config(arg: str | None = None):
     )
     config.seeds = (0, 1, 2)  # every pair trains once per seed; the table reports mean ± standard deviation
     config.scale = ""  # train each pair's "<attention>,<scale>" variant ("": the task config's own scale)
-    config.num_features_of = {}  # {attention: its m}, in place of its task config's (a sliding window's width)
+    # {attention: its one m}, in place of its task config's (a sliding window's w); set it in a variant, as :sort does
+    config.num_features_of = {}
     config.data_dir = "data"  # TFDS data_dir for every run
     lra = {
         "tasks": ("listops_lra", "pathfinder"),

@@ -3,7 +3,8 @@
   rfa study compare_kernels --workdir workdir/compare_kernels
   rfa study compare_kernels --config compare_kernels:listops_cpu --config.seeds=0,1 ...
 
-Each pair trains from ``tasks/<task>.py:<attention>[,<scale>]`` once per seed of ``config.seeds``, in
+Each pair trains from ``tasks/<task>.py:<attention>[,<scale>]`` (its m replaced by ``config.num_features_of``'s,
+where that names the kind) once per seed of ``config.seeds``, in
 ``<workdir>/<task>/<attention>/seed_<seed>`` (a finished run is read back, an interrupted one resumes; the pairs
 of ``config.skip`` are left out, each with a line saying so). Then the table — task, attention, m, test accuracy /
 sequence accuracy / perplexity as mean ± standard deviation over the seeds, accuracy against the task's first
