@@ -162,6 +162,7 @@ RULES = {
     "recall_cpu": _recall,
     "recall_pairs8_exact_cpu": _recall,
     "recall_pairs4_l64_cpu": _recall,
+    "recall_pairs4_l128_cpu": _recall,
     "forecast_co2_cpu": _forecast,
     "forecast_sunspots_cpu": _forecast,
     "length_generalization_cpu": _lengths,

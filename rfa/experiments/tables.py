@@ -41,6 +41,7 @@ TABLES: dict[str, Callable[[object], str]] = {
     "recall_cpu": recall.table,
     "recall_pairs8_exact_cpu": recall.table,
     "recall_pairs4_l64_cpu": recall.table,
+    "recall_pairs4_l128_cpu": recall.table,
     "forecast_co2_cpu": forecasting.table,
     "forecast_sunspots_cpu": forecasting.table,
     "length_generalization_cpu": length_generalization.table,
@@ -64,6 +65,7 @@ FIGURES: dict[str, Callable[[object, str], None]] = {
     "recall_cpu": recall.plot,
     "recall_pairs8_exact_cpu": recall.plot,
     "recall_pairs4_l64_cpu": recall.plot,
+    "recall_pairs4_l128_cpu": recall.plot,
     "estimators_in_models_cpu": estimators_in_models_report.plot,
     "estimators_in_models_cpu_qk_scale": qk_scale.plot,
 }
