@@ -1,5 +1,6 @@
 """``rfa.linen.MultiHeadDotProductAttention``: Flax Linen's attention layer with kernelized attention;
-``rfa.linen.DeltaNet`` and ``rfa.linen.GatedLinearAttention``: causal layers whose cache is a state.
+``rfa.linen.DeltaNet``, ``rfa.linen.KimiDeltaAttention`` and ``rfa.linen.GatedLinearAttention``: causal layers whose
+cache is a state.
 
 A drop-in replacement for ``flax.linen.MultiHeadDotProductAttention``: the same fields and call arguments,
 the same parameter tree (``query``, ``key``, ``value``, ``out``, and ``query_ln``/``key_ln`` with
@@ -316,6 +317,23 @@ class DeltaNet(_BridgedStateLayer):
     forwarded: ClassVar[tuple[str, ...]] = ("chunk_size", "gated")
 
     gated: bool = True
+
+
+class KimiDeltaAttention(_BridgedStateLayer):
+    """Kimi Delta Attention as a Flax Linen layer: :class:`rfa.nnx.KimiDeltaAttention` through Flax's bridge, with
+    the state as the ``cache`` collection.
+
+    Example:
+      >>> layer = rfa.linen.KimiDeltaAttention(num_heads=4, decode=True)
+      >>> x = jnp.ones((2, 10, 32))
+      >>> variables = layer.init(jax.random.key(0), x)
+      >>> y, updated = layer.apply(variables, x[:, :1], mutable=["cache"])  # one token from the state
+      >>> y.shape
+      (2, 1, 32)
+    """
+
+    layer_class: ClassVar[type] = rfa_nnx.KimiDeltaAttention
+    forwarded: ClassVar[tuple[str, ...]] = ("chunk_size",)
 
 
 class GatedLinearAttention(_BridgedStateLayer):

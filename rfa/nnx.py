@@ -1,5 +1,6 @@
-"""``rfa.nnx.MultiHeadAttention``: Flax NNX's ``nnx.MultiHeadAttention`` with kernelized attention; ``rfa.nnx.DeltaNet``
-and ``rfa.nnx.GatedLinearAttention``: causal layers whose decode cache is a recurrent state.
+"""``rfa.nnx.MultiHeadAttention``: Flax NNX's ``nnx.MultiHeadAttention`` with kernelized attention;
+``rfa.nnx.DeltaNet``, ``rfa.nnx.KimiDeltaAttention`` and ``rfa.nnx.GatedLinearAttention``: causal layers whose decode
+cache is a recurrent state.
 
 A drop-in replacement: the same constructor and call arguments (swapping the class is the whole change),
 plus the estimator's (``estimator``, ``num_features``, ``projection_kind``, ...). The attention between
@@ -32,6 +33,7 @@ from rfa.layer_checkpoints import restore as restore  # rfa.nnx.restore
 from rfa.layer_checkpoints import save as save  # rfa.nnx.save
 from rfa.nnx_state_layers import DeltaNet as DeltaNet  # rfa.nnx.DeltaNet
 from rfa.nnx_state_layers import GatedLinearAttention as GatedLinearAttention
+from rfa.nnx_state_layers import KimiDeltaAttention as KimiDeltaAttention
 from rfa.random_features.feature_maps import Estimator
 from rfa.random_features.feature_maps import estimator as lookup_estimator
 

@@ -1,5 +1,5 @@
-"""``rfa.nnx.DeltaNet`` and ``rfa.nnx.GatedLinearAttention``: causal Flax NNX layers whose decode cache is a
-recurrent state (imported from :mod:`rfa.nnx`; this module keeps :mod:`rfa.nnx` short).
+"""``rfa.nnx.DeltaNet``, ``rfa.nnx.KimiDeltaAttention`` and ``rfa.nnx.GatedLinearAttention``: causal Flax NNX layers
+whose decode cache is a recurrent state (imported from :mod:`rfa.nnx`; this module keeps :mod:`rfa.nnx` short).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ Array = jax.Array
 
 class _StateLayer(nnx.Module):
     """Causal self-attention by one of rfa's model cores between Flax-style q/k/v/output projections, with a
-    recurrent state as the decode cache (the base of :class:`DeltaNet` and :class:`GatedLinearAttention`)."""
+    recurrent state as the decode cache (the base of :class:`DeltaNet`, :class:`KimiDeltaAttention` and
+    :class:`GatedLinearAttention`)."""
 
     def __init__(
         self,
@@ -147,6 +148,60 @@ class DeltaNet(_StateLayer):
             num_heads,
             in_features,
             AttentionConfig(kind, chunk_size=chunk_size),
+            out_features=out_features,
+            decode=decode,
+            dtype=dtype,
+            rngs=rngs,
+        )
+
+
+class KimiDeltaAttention(_StateLayer):
+    """Kimi Delta Attention (KDA) as a Flax NNX layer: the delta rule with one decay per key channel,
+    ``S_t = (I − β_t k_t k_tᵀ) Diag(α_t) S_{t−1} + β_t k_t v_tᵀ``.
+
+    The layer of Kimi Team, "Kimi Linear: An Expressive, Efficient Attention Architecture" (arXiv 2510.26692, 2025)
+    as flash-linear-attention's ``KimiDeltaAttention`` (:mod:`rfa.models.delta_rule`): short convolutions with SiLU
+    on q, k and v, q and k L2-normalized (q by ``1/√d_k``), ``β = sigmoid(w_βᵀx)``, the decay
+    ``g = −exp(A_log[h]) · softplus(f + dt_bias)`` with ``f`` from a low-rank projection and ``dt_bias`` per key
+    channel, and the output ``RMSNorm(o) ⊙ sigmoid(g_out)`` with ``g_out`` from a second low-rank projection;
+    between q/k/v projections and an output projection as ``nnx.MultiHeadAttention``'s (head size
+    ``in_features // num_heads``). With ``decode=True`` the cache is the state ``[batch, heads, d, d]`` and the
+    convolution's last inputs: O(1) per token at any position.
+
+    Args:
+      num_heads: the number of heads, as in ``nnx.MultiHeadAttention``.
+      in_features: the input's features.
+      out_features: the output's features (default ``in_features``).
+      chunk_size: tokens per chunk of the chunked form (sub-chunks of 16 inside).
+      decode: with True the call continues the cached state (``init_cache`` first), as Flax's ``decode``.
+      dtype: the computation dtype of the projections (the state stays float32).
+      rngs: ``params`` initializes the weights.
+
+    Example:
+      >>> layer = rfa.nnx.KimiDeltaAttention(4, 32, rngs=nnx.Rngs(0))
+      >>> x = jnp.ones((2, 10, 32))
+      >>> layer(x).shape
+      (2, 10, 32)
+      >>> layer.init_cache(x.shape)
+      >>> layer(x[:, :1], decode=True).shape  # one token from the state
+      (2, 1, 32)
+    """
+
+    def __init__(
+        self,
+        num_heads: int,
+        in_features: int,
+        out_features: int | None = None,
+        *,
+        chunk_size: int = 64,
+        decode: bool = False,
+        dtype=None,
+        rngs: nnx.Rngs,
+    ):
+        super().__init__(
+            num_heads,
+            in_features,
+            AttentionConfig("kda", chunk_size=chunk_size),
             out_features=out_features,
             decode=decode,
             dtype=dtype,

@@ -67,3 +67,28 @@ def run_on_devices(script: str, *args: str, devices: int = 8) -> dict:
     done = subprocess.run([sys.executable, "-c", script, *args], cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+_TWO_CPUS = """import os
+if hasattr(os, "sched_setaffinity"):  # two CPUs, before XLA sizes its thread pool from them
+    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:2])
+"""
+
+
+def run_as_users_do(script: str, *, timeout: float, what: str) -> str:
+    """Runs ``script`` in a fresh Python on two CPUs with XLA's default flags; its stdout, or a failure saying that
+    ``what`` did not finish within ``timeout`` seconds (with the lines it printed).
+
+    For hangs of XLA:CPU's thread pool, which the suite cannot see in-process: its compile flags
+    (conftest.COMPILE_FASTER) change XLA's scheduling, and hid two deadlocks that users and the studies met. Two
+    CPUs, so that a many-core machine (a larger pool) tests what this project's 2-core machine does."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": ROOT, "XLA_FLAGS": ""}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _TWO_CPUS + script], env=env, capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired as expired:
+        printed = expired.stdout.decode() if isinstance(expired.stdout, bytes) else expired.stdout or ""
+        pytest.fail(f"{what} did not finish in {timeout} s; it printed: {printed!r}")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout

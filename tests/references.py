@@ -405,19 +405,23 @@ def directional_derivative(f, args, index, direction, eps=1e-5):
 
 
 def delta_rule(q, k, v, beta, log_decay=None, state=None):
-    """The gated delta rule ``S_t = exp(g_t)(I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ``, ``o_t = S_tᵀ q_t`` token by
-    token in float64 (Schlag et al., ICML 2021; Yang, Kautz, Hatamizadeh, ICLR 2025); ``q, k [B, L, H, d_k]``,
-    ``v [B, L, H, d_v]``, ``beta, log_decay [B, L, H]``, ``state [B, H, d_k, d_v]``. Returns ``(out, state)``."""
+    """The gated delta rule ``S_t = (I − β_t k_t k_tᵀ) Diag(α_t) S_{t−1} + β_t k_t v_tᵀ``, ``o_t = S_tᵀ q_t`` token by
+    token in float64: the state decays first, then the erase reads it (Schlag et al., ICML 2021; Yang, Kautz,
+    Hatamizadeh, ICLR 2025; Kimi Team, "Kimi Linear", 2025, Eq. 1); ``q, k [B, L, H, d_k]``, ``v [B, L, H, d_v]``,
+    ``beta [B, L, H]``, ``log_decay [B, L, H]`` (one per token: α_t all alike) or ``[B, L, H, d_k]`` (one per key
+    channel), ``state [B, H, d_k, d_v]``. Returns ``(out, state)``."""
     q, k, v, beta = _f64(q), _f64(k), _f64(v), _f64(beta)
     B, L, H, d_k = q.shape
     S = np.zeros((B, H, d_k, v.shape[-1])) if state is None else _f64(state).copy()
-    decay = np.ones((B, L, H)) if log_decay is None else np.exp(_f64(log_decay))
+    alpha = np.ones((B, L, H, d_k)) if log_decay is None else np.exp(_f64(log_decay))
+    alpha = np.broadcast_to(alpha if alpha.ndim == 4 else alpha[..., None], (B, L, H, d_k))
     out = np.zeros(v.shape)
     for b in range(B):
         for h in range(H):
             for t in range(L):
                 k_t = k[b, t, h][:, None]
-                transition = decay[b, t, h] * (np.eye(d_k) - beta[b, t, h] * k_t @ k_t.T)
-                S[b, h] = transition @ S[b, h] + beta[b, t, h] * k_t @ v[b, t, h][None, :]
+                decayed = np.diag(alpha[b, t, h]) @ S[b, h]
+                erased = (np.eye(d_k) - beta[b, t, h] * k_t @ k_t.T) @ decayed
+                S[b, h] = erased + beta[b, t, h] * k_t @ v[b, t, h][None, :]
                 out[b, t, h] = S[b, h].T @ q[b, t, h]
     return out, S

@@ -1,11 +1,13 @@
 """Errors under jit instead of NaN: rfa.checks.raise_if, a positive log_decay, NaN input and the opt-in NaN checks."""
 
+import logging
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
-from helpers import normal, tiered
+from helpers import normal, run_as_users_do, tiered
 
 import rfa
 from rfa.models import AttentionConfig, Encoder, preset
@@ -115,3 +117,81 @@ def test_the_forecaster_refuses_nan_input_eagerly_and_under_jit():
     with pytest.raises(jax.errors.JaxRuntimeError, match="the forecaster refuses series with missing values"):
         jax.block_until_ready(nnx.jit(lambda model, x: model(x))(model, x))
     assert nnx.jit(lambda model, x: model(x))(model, jnp.zeros((2, 8, 1))).shape == (2, 2, 1)
+
+
+CHECKED_CALLS_BESIDE_EAGER_OPS = """
+import jax, jax.numpy as jnp
+from flax import nnx
+import rfa
+
+q = jax.random.normal(jax.random.key(0), (2, 64, 4, 16))
+k = q / jnp.linalg.norm(q, axis=-1, keepdims=True)
+beta, decay = jnp.full((2, 64, 4), 0.5), jnp.full((2, 64, 4), -0.1)
+W = rfa.sample_projection(jax.random.key(1), 32, 16)
+layer = rfa.nnx.MultiHeadAttention(4, 64, num_features=32, decode=False, rngs=nnx.Rngs(0))
+valid = jnp.arange(64)[None] < jnp.array([[64], [40]])
+mask = nnx.combine_masks(nnx.make_causal_mask(valid), nnx.make_attention_mask(valid, valid))
+delta = jax.jit(rfa.attention.delta_rule_attention)  # every array an argument: the checks are traced
+# under vmap the check's cond runs both branches: the host side runs on every call
+mapped = jax.jit(jax.vmap(rfa.attention.delta_rule_attention))
+decayed = jax.jit(lambda q, k, v, g: rfa.kernelized_attention(q, k, v, estimator="positive", projection=W,
+                                                              is_causal=True, log_decay=g))
+attend = nnx.jit(lambda layer, x, mask: layer(x, mask=mask))
+calls = {
+    "delta_rule_attention": lambda v: delta(q, k, v, beta),
+    "vmapped delta_rule_attention": lambda v: mapped(q, k, v, beta),
+    "kernelized_attention with log_decay": lambda v: decayed(q, k, v, decay),
+    "rfa.nnx.MultiHeadAttention with a causal and padding mask": lambda v: attend(layer, v.reshape(2, 64, 64), mask),
+}
+for name, call in calls.items():
+    v = q
+    for _ in range(200):
+        out = call(v)
+        v = v + 1e-3  # an eager op, dispatched while the call may still run
+    jax.block_until_ready(out)
+    print(name, "finished 200 calls", flush=True)
+v = q
+for _ in range(400):  # the host side on every call: more chances for the race it had
+    out = calls["vmapped delta_rule_attention"](v)
+    v = v + 1e-3
+jax.block_until_ready(out)
+print("vmapped delta_rule_attention finished 400 more calls", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_jitted_checked_calls_beside_eager_ops_do_not_freeze():
+    """A traced check's host side once read its flag with ``np.any``, which called the jax.Array's ``.any()``: a
+    JAX computation dispatched from XLA's callback thread, which deadlocked with the eager op the main thread
+    dispatched (each of these loops hung, on 2 cores, with XLA's default flags)."""
+    printed = run_as_users_do(CHECKED_CALLS_BESIDE_EAGER_OPS, timeout=150, what="200 checked calls beside eager ops")
+    assert printed.count("finished 200 calls") == 4 and "finished 400 more calls" in printed, printed
+
+
+def test_the_switch_turns_the_checks_of_values_off_eagerly_and_under_jit_and_keeps_shape_checks():
+    beta = jnp.full((B, L, H), 3.0)  # outside [0, 2]
+    delta = jax.jit(rfa.attention.delta_rule_attention)
+    with pytest.raises(rfa.InputError, match="beta must lie in"):
+        rfa.attention.delta_rule_attention(Q, K, V, beta)
+    with pytest.raises(rfa.InputError, match=r"beta must lie in \[0, 2\].*from 3\.0 to 3\.0"):
+        rfa.checks.checked(delta)(Q, K, V, beta)
+    assert rfa.checks.is_enabled()
+    with rfa.checks.enabled(False):
+        assert not rfa.checks.is_enabled()
+        eager, jitted = rfa.attention.delta_rule_attention(Q, K, V, beta), delta(Q, K, V, beta)
+        np.testing.assert_allclose(jitted, eager, rtol=1e-5, atol=1e-5)  # wrong numbers, as documented, no error
+        assert bool(jnp.all(jnp.isfinite(decayed(jnp.full((B, L, H), 0.5)))))
+        with pytest.raises(rfa.InputError, match="beta"):  # shapes are still checked
+            rfa.attention.delta_rule_attention(Q, K, V, beta[:, :, :1, None])
+    with pytest.raises(jax.errors.JaxRuntimeError, match="beta must lie in"):  # retraced with the checks
+        jax.block_until_ready(delta(Q, K, V, beta))
+
+
+def test_a_caught_check_error_prints_nothing(capfd, caplog):
+    """JAX logs a failed callback with its traceback (logger ``jax._src.debugging``) before re-raising; rfa drops
+    that record for its own checks. pytest captures log records itself, so the record is looked for there."""
+    step = rfa.checks.checked(jax.jit(decayed))
+    with caplog.at_level(logging.WARNING), pytest.raises(rfa.InputError, match=r"log_decay must be <= 0 .*of 0\.25"):
+        step(jnp.zeros((B, L, H)).at[0, 1, 1].set(0.25))
+    assert capfd.readouterr().err == ""
+    assert [record.getMessage() for record in caplog.records if record.name == "jax._src.debugging"] == []

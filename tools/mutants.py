@@ -57,6 +57,8 @@ LONGER_TEST = "tests/train/test_train.py::test_a_trained_model_is_rebuilt_for_lo
 ESTIMATORS_IN_MODELS = "rfa/experiments/studies/estimators_in_models/measure.py"
 ESTIMATORS_TESTS = "tests/experiments/test_estimators_in_models.py"
 DELTA_CHUNKED = "rfa/attention/delta_rule/chunked.py"
+CHUNK_SCORES = "rfa/attention/chunk_scores.py"
+PER_FEATURE_TESTS = ("tests/attention/test_per_feature_decay.py",)
 DELTA_RECURRENT = "rfa/attention/delta_rule/recurrent.py"
 DELTA_API = "rfa/attention/delta_rule/api.py"
 DELTA_TESTS = ("tests/attention/test_delta_rule.py",)
@@ -196,9 +198,9 @@ MUTANTS = [
     # Attention forms.
     Mutant(
         "causal-future-visible",
-        CAUSAL,
-        "    causal = jnp.tril(jnp.ones((size, size), jnp.bool_))[..., None]",
-        "    causal = jnp.ones((size, size), jnp.bool_)[..., None]",
+        CHUNK_SCORES,
+        "    causal = jnp.tril(jnp.ones((size, size), jnp.bool_))\n",
+        "    causal = jnp.ones((size, size), jnp.bool_)\n",
         REFERENCE_TESTS,
         "inside a chunk queries see later keys",
     ),
@@ -213,18 +215,18 @@ MUTANTS = [
     Mutant(
         "causal-state-read-unscaled",
         CAUSAL,
-        "            inter = inter * jnp.exp(state_log - ref)\n",
-        "",
+        '"...qf,...df->...qd", phi_q_c * jnp.exp(state_log - ref), state',
+        '"...qf,...df->...qd", phi_q_c, state',
         REFERENCE_TESTS,
-        "with one decay per token, queries read the carried state without its decay and reference",
+        "queries read the carried state without its decay and reference",
     ),
     Mutant(
         "causal-new-keys-at-the-query-reference",
         CAUSAL,
-        "v_c * jnp.exp(last - chunk_ref), phi_k_c",
-        "v_c * jnp.exp(last - ref), phi_k_c",
+        "phi_k_c * jnp.exp(to_end - chunk_ref)",
+        "phi_k_c * jnp.exp(to_end - ref)",
         REFERENCE_TESTS,
-        "with one decay per token, a chunk's keys enter the state at each query's reference, not the chunk's last",
+        "a chunk's keys enter the state at each query's reference, not the chunk's last",
     ),
     Mutant(
         "state-read-at-its-own-scale",
@@ -236,17 +238,17 @@ MUTANTS = [
     ),
     Mutant(
         "decay-includes-the-key-itself",
-        CAUSAL,
-        "jnp.cumsum(jnp.where(after, g_c[..., :, None, :], 0.0), axis=-3)",
-        "jnp.cumsum(jnp.where(causal, g_c[..., :, None, :], 0.0), axis=-3)",
+        CHUNK_SCORES,
+        "    between = jnp.tril(jnp.ones((size, size), jnp.bool_), -1)[..., None]",
+        "    between = jnp.tril(jnp.ones((size, size), jnp.bool_))[..., None]",
         REFERENCE_TESTS,
         "a key is decayed by its own token's decay",
     ),
     Mutant(
         "state-not-decayed-inside-a-chunk",
         CAUSAL,
-        "            state_log = log_scale + jnp.cumsum(g_c, axis=-2)  # P + c_if",
-        "            state_log = log_scale + jnp.sum(g_c, axis=-2, keepdims=True)  # P + c_if",
+        "            state_log = log_scale + jnp.cumsum(g_c, axis=-2)\n",
+        "            state_log = log_scale + jnp.sum(g_c, axis=-2, keepdims=True)\n",
         REFERENCE_TESTS,
         "queries read the carried state decayed by the whole chunk",
     ),
@@ -841,8 +843,8 @@ MUTANTS = [
     Mutant(
         "positive-decay-accepted-under-jit",
         "rfa/attention/kernelized/prepare.py",
-        "        raise_if(log_decay > 0, ",
-        "        raise_if(log_decay > 1e30, ",
+        "        log_decay > 0,\n",
+        "        log_decay > 1e30,\n",
         ("tests/test_checks.py",),
         "a traced positive log_decay grows the state silently",
     ),
@@ -857,21 +859,55 @@ MUTANTS = [
     Mutant(
         "run-time-check-silent",
         "rfa/checks.py",
-        "    jax.debug.callback(fail, jnp.any(condition), *values, partitioned=True)\n",
-        "",
+        "        jax.debug.callback(report, failed, *values, partitioned=True)\n",
+        "        pass\n",
         ("tests/test_checks.py",),
         "raise_if never raises under jit",
     ),
     Mutant(
         "run-time-check-on-one-device",
         "rfa/checks.py",
-        "    jax.debug.callback(fail, jnp.any(condition), *values, partitioned=True)\n",
-        "    jax.debug.callback(fail, jnp.any(condition), *values)\n",
+        "        jax.debug.callback(report, failed, *values, partitioned=True)\n",
+        "        jax.debug.callback(report, failed, *values)\n",
         (
             "tests/attention/test_sequence_parallel.py::"
             "test_a_traced_mask_the_layer_cannot_apply_raises_its_eager_error_on_8_devices",
         ),
         "a failed check stops one device of eight; the others wait at a collective until XLA aborts the process",
+    ),
+    Mutant(
+        "check-host-side-dispatches-jax",
+        "rfa/checks.py",
+        "        if np.asarray(failed).any():\n",
+        "        if np.any(failed):\n",
+        ("tests/test_checks.py::test_jitted_checked_calls_beside_eager_ops_do_not_freeze",),
+        "the callback calls the jax.Array's .any(), a JAX dispatch from XLA's callback thread: loops freeze on 2 cores",
+    ),
+    Mutant(
+        "check-failure-logged",
+        "rfa/checks.py",
+        "        return not getattr(error, _CHECK_FAILURE, False)\n",
+        "        return True\n",
+        ("tests/test_checks.py::test_a_caught_check_error_prints_nothing",),
+        "a caught check error prints JAX's traceback to stderr",
+    ),
+    Mutant(
+        "checks-switch-ignored",
+        "rfa/checks.py",
+        "    if _VALUE_CHECKS.value:\n",
+        "    if True:\n",
+        (
+            "tests/test_checks.py::test_the_switch_turns_the_checks_of_values_off_eagerly_and_under_jit_and_keeps_shape_checks",
+        ),
+        "rfa.checks.enabled(False) checks all the same",
+    ),
+    Mutant(
+        "model-cores-checked",
+        "rfa/checks.py",
+        "    with enabled(False):\n        return fn(*args, **kwargs)\n",
+        "    return fn(*args, **kwargs)\n",
+        ("tests/models/test_no_host_calls.py",),
+        "every decoded token of a gated kind makes host calls for values in range by construction",
     ),
     Mutant(
         "nan-checks-never-on",
@@ -1323,19 +1359,56 @@ MUTANTS = [
     Mutant(
         "delta-wy-solve-sign",
         DELTA_CHUNKED,
-        "    system = beta[..., None] * ratios",
-        "    system = -beta[..., None] * ratios",
+        "    system = beta[..., None] * decayed_scores(k, k, g)[0]",
+        "    system = -beta[..., None] * decayed_scores(k, k, g)[0]",
         DELTA_TESTS,
         "a sign in the WY/UT solve: the chunk's errors add the earlier writes' overlap instead of removing it",
     ),
     Mutant(
+        "kda-decay-after-the-erase",
+        DELTA_RECURRENT,
+        '        s = jnp.exp(g_t)[:, :, None] * s\n        error = v_t - jnp.einsum("rkv,rk->rv", s, k_t)\n'
+        "        s = s + beta_t[:, None, None] * k_t[:, :, None] * error[:, None, :]\n",
+        '        erase = beta_t[:, None, None] * k_t[:, :, None] * jnp.einsum("rkv,rk->rv", s, k_t)[:, None, :]\n'
+        "        s = jnp.exp(g_t)[:, :, None] * (s - erase)"
+        " + beta_t[:, None, None] * k_t[:, :, None] * v_t[:, None, :]\n",
+        DELTA_TESTS,
+        "KDA's decay applied after the erase, D (I - b k k^T) S: the same as before it for one decay per token only",
+    ),
+    Mutant(
+        "kda-decay-collapsed-to-its-mean",
+        DELTA_API,
+        "        log_decay = rows(log_decay) if log_decay.ndim == q.ndim else token_rows(log_decay)\n",
+        "        log_decay = token_rows(jnp.mean(log_decay, -1))"
+        " if log_decay.ndim == q.ndim else token_rows(log_decay)\n",
+        DELTA_TESTS,
+        "the per-channel decay collapsed to its mean: KDA runs as Gated DeltaNet",
+    ),
+    Mutant(
+        "sub-chunk-decay-from-the-wrong-end",
+        CHUNK_SCORES,
+        "    query_log = jnp.cumsum(gs, axis=-2)  # [..., a, i, f]: Σ_{start(a)≤t≤i} g_t\n",
+        "    query_log = jnp.flip(jnp.cumsum(jnp.flip(gs, -2), axis=-2), -2)\n",
+        PER_FEATURE_TESTS,
+        "below the diagonal, a query's decay is summed from its sub-chunk's end instead of its start",
+    ),
+    Mutant(
+        "diagonal-sub-chunk-read-as-off-diagonal",
+        CHUNK_SCORES,
+        '    diagonal = jnp.einsum("...aif,...ajf,...aijf->...aij", xs, ys, jnp.exp(diagonal_log),'
+        " precision=precision)\n",
+        '    diagonal = jnp.einsum("...aif,...ajf->...aij", queries, ys, precision=precision) * causal[..., 0]\n',
+        PER_FEATURE_TESTS,
+        "a diagonal sub-chunk weighed as one below it: keys undecayed, queries decayed from the sub-chunk's start",
+    ),
+    Mutant(
         "delta-decay-after-write",
         DELTA_RECURRENT,
-        '        s = jnp.exp(g_t)[:, None, None] * s\n        error = v_t - jnp.einsum("rkv,rk->rv", s, k_t)\n'
+        '        s = jnp.exp(g_t)[:, :, None] * s\n        error = v_t - jnp.einsum("rkv,rk->rv", s, k_t)\n'
         "        s = s + beta_t[:, None, None] * k_t[:, :, None] * error[:, None, :]\n",
         '        error = v_t - jnp.einsum("rkv,rk->rv", s, k_t)\n'
         "        s = s + beta_t[:, None, None] * k_t[:, :, None] * error[:, None, :]\n"
-        "        s = jnp.exp(g_t)[:, None, None] * s\n",
+        "        s = jnp.exp(g_t)[:, :, None] * s\n",
         DELTA_TESTS,
         "the recurrent form decays the state after the write, so a token's own write is decayed",
     ),

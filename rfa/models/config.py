@@ -295,13 +295,26 @@ PRESETS = {
         max_length=256,
         dropout_rate=0.0,
     ),
+    # Kimi Linear's stack, scaled down to the tiny widths (Kimi Team, "Kimi Linear", arXiv 2510.26692, 2025): a
+    # decoder of three Kimi Delta Attention layers to one exact; Kimi Linear's full attention is MLA, here softmax.
+    "kimi_linear_tiny": dict(
+        d_model=32,
+        num_heads=4,
+        mlp_dim=64,
+        num_encoder_layers=0,
+        num_decoder_layers=4,
+        max_length=256,
+        dropout_rate=0.0,
+        decoder_attention=(AttentionConfig("kda"),) * 3 + (AttentionConfig(),),
+    ),
     # "Attention Is All You Need", Table 3, base model.
     "base": dict(d_model=512, num_heads=8, mlp_dim=2048, num_encoder_layers=6, num_decoder_layers=6, dropout_rate=0.1),
 }
 
 
 def preset(name: str, **overrides) -> TransformerConfig:
-    """A :class:`TransformerConfig` from a named preset (``"tiny"``, ``"base"``) with field overrides.
+    """A :class:`TransformerConfig` from a named preset (``"tiny"``, ``"kimi_linear_tiny"``, ``"base"``) with field
+    overrides.
 
     Example:
       >>> config = rfa.models.preset("tiny", vocab_size=100, decoder_attention=AttentionConfig("positive", 64))

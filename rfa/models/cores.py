@@ -15,8 +15,9 @@ a feature map           :class:`KernelizedCore`: ``rfa.kernelized_attention`` wi
                         2022), quadratic, a KV cache
 ``"linformer"``         :class:`~rfa.models.linformer.LinformerCore`: keys and values projected along the
                         length (Wang et al. 2020)
-``"deltanet"``,         :class:`~rfa.models.delta_rule.DeltaRuleCore`: the delta rule (DeltaNet; gated:
-``"gated_deltanet"``    Gated DeltaNet), causal self-attention only, the state as its cache
+``"deltanet"``,         :class:`~rfa.models.delta_rule.DeltaRuleCore`: the delta rule (DeltaNet; a decay per
+``"gated_deltanet"``,   head: Gated DeltaNet; per key channel: Kimi Delta Attention), causal self-attention
+``"kda"``               only, the state as its cache
 ``"sliding_window"``    :class:`~rfa.models.sliding_window.SlidingWindowCore`: exact attention within a window
                         of ``num_features`` tokens, the last w keys and values as its cache
 ======================  ==================================================================================
@@ -53,6 +54,7 @@ from rfa.attention.map_variables import (
     redraw_variables,
 )
 from rfa.attention.state import init_state
+from rfa.checks import call_unchecked
 from rfa.models.delta_rule import DeltaRuleCore
 from rfa.models.linformer import LinformerCore
 from rfa.models.positional import RelativeBias
@@ -213,7 +215,8 @@ class KernelizedCore(Calibratable):
         options = self._options(x if self.causal else None)
         if self.relative is not None:
             options["relative_bias"] = self.relative.by_lag(q.shape[1])
-        return attention_over(self.sequence_axis)(
+        return call_unchecked(
+            attention_over(self.sequence_axis),
             q,
             k,
             v,
@@ -244,7 +247,8 @@ class KernelizedCore(Calibratable):
     def extend(self, q, k, v, x, cache, *, keep):
         """Tokens ``[batch, n, heads, d]`` (``keep [batch, n]``) continuing from the state: ``(out, state)``."""
         self._refuse_relative()
-        return kernelized_attention(
+        return call_unchecked(
+            kernelized_attention,
             q,
             k,
             v,
@@ -262,15 +266,15 @@ class KernelizedCore(Calibratable):
 
     def prepare_memory(self, k, v, key_mask):
         """The state of the encoder's keys alone (a query of length 0), computed once per source."""
-        _, state = kernelized_attention(
-            k[:, :0], k, v, mask=key_mask[:, None, None, :], return_state=True, **self._options()
+        _, state = call_unchecked(
+            kernelized_attention, k[:, :0], k, v, mask=key_mask[:, None, None, :], return_state=True, **self._options()
         )
         return state
 
     def attend_memory(self, q, prepared):
         """The state read with no new key."""
         no_key = jnp.zeros(q.shape[:1] + (0,) + q.shape[2:], q.dtype)
-        return kernelized_attention(q, no_key, no_key, initial_state=prepared, **self._options())[:, 0]
+        return call_unchecked(kernelized_attention, q, no_key, no_key, initial_state=prepared, **self._options())[:, 0]
 
 
 CORES = {
@@ -279,6 +283,7 @@ CORES = {
     "linformer": LinformerCore,
     "deltanet": DeltaRuleCore,
     "gated_deltanet": DeltaRuleCore,
+    "kda": DeltaRuleCore,
     "sliding_window": SlidingWindowCore,
 }  # every registered feature map: KernelizedCore
 

@@ -1,9 +1,11 @@
-"""DeltaNet and Gated DeltaNet as an attention core of rfa's models (kinds ``"deltanet"``, ``"gated_deltanet"``).
+"""DeltaNet, Gated DeltaNet and Kimi Delta Attention as an attention core of rfa's models (kinds ``"deltanet"``,
+``"gated_deltanet"``, ``"kda"``).
 
 Between the site's q/k/v projections and its output projection, as the papers' layers (Yang, Wang, Zhang, Shen,
 Kim, "Parallelizing Linear Transformers with the Delta Rule over Sequence Length", NeurIPS 2024, Sec. 3.3 and
 Fig. 1; Yang, Kautz, Hatamizadeh, "Gated Delta Networks: Improving Mamba2 with Delta Rule", ICLR 2025, Sec. 3.4
-and Fig. 1):
+and Fig. 1; Kimi Team, "Kimi Linear: An Expressive, Efficient Attention Architecture", arXiv 2510.26692, 2025,
+Sec. 3, and flash-linear-attention's ``KimiDeltaAttention`` layer):
 
 - a short causal depthwise convolution (4 taps) over the projected q, k and v, then SiLU;
 - q and k L2-normalized per head, q scaled by ``1/√d_k``: ``‖k_t‖ = 1``, so with ``β_t ∈ [0, 1]`` the transition
@@ -11,10 +13,17 @@ and Fig. 1):
   registered estimator replaces SiLU: q and k are its features, L2-normalized (the kernelized delta rule,
   :func:`rfa.attention.delta_rule.normalized_features`), and the state is ``[F, d_v]``;
 - the writing strength ``β_t = sigmoid(w_βᵀ x_t)`` per token and head;
-- gated: the decay ``α_t = exp(g_t)``, ``g_t = −exp(A_log) · softplus(w_αᵀ x_t + b_dt)`` per token and head
-  (Mamba2's parametrization: ``A`` drawn in [1, 16], ``softplus(b_dt)`` in [0.001, 0.1]);
+- Gated DeltaNet: the decay ``α_t = exp(g_t)``, ``g_t = −exp(A_log) · softplus(w_αᵀ x_t + b_dt)`` per token and
+  head (Mamba2's parametrization: ``A`` drawn in [1, 16], ``softplus(b_dt)`` in [0.001, 0.1]);
+- KDA: one decay per token, head and key channel, ``g_t = −exp(A_log[h]) · softplus(f_t + b_dt)``, ``f_t`` from a
+  low-rank projection (``d_model → head_dim → heads·d_k``, no bias), ``b_dt`` per key channel starting at 0 and
+  ``A`` per head drawn in [1, 16] (fla's initialization);
 - :func:`rfa.attention.delta_rule_attention` (chunked over a sequence, recurrent when decoding);
-- the output normalized per head (RMSNorm over d_v) and, gated, multiplied by ``SiLU(W_g x_t)``.
+- the output normalized per head (RMSNorm over d_v); Gated DeltaNet multiplies it by ``SiLU(W_g x_t)``, KDA by
+  ``sigmoid(g_out)`` with ``g_out`` from a low-rank projection (``d_model → head_dim → heads·d_v``, a bias on the
+  second).
+
+Each kind is one :class:`Variant` of :data:`VARIANTS`: its decay and its output gate.
 
 Decoding keeps the state ``S [batch, heads, d_k, d_v]`` and the convolution's last 3 inputs: O(d_k·d_v) per
 token at any position. A padding key (``key_mask`` False) enters nothing: its inputs are zeroed before the
@@ -23,6 +32,7 @@ convolution and its β and g are 0, which leave the state as it is.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax
@@ -31,6 +41,7 @@ from flax import nnx
 
 from rfa.attention.delta_rule import delta_rule_attention, normalized_features
 from rfa.attention.map_variables import RandomMap, projection_key, random_variables, redraw_variables
+from rfa.checks import call_unchecked
 from rfa.random_features.feature_maps import estimator as lookup_estimator
 
 Array = jax.Array
@@ -52,9 +63,34 @@ def _inverse_softplus(y: Array) -> Array:
     return y + jnp.log(-jnp.expm1(-y))
 
 
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """What a delta-rule kind adds to DeltaNet: ``decay`` (None, ``"head"``: one per token and head, ``"channel"``:
+    one per token, head and key channel) and ``output_gate`` (None, ``"silu"``: full rank, ``"sigmoid"``: low
+    rank)."""
+
+    decay: str | None
+    output_gate: str | None
+
+
+VARIANTS = {
+    "deltanet": Variant(None, None),
+    "gated_deltanet": Variant("head", "silu"),
+    "kda": Variant("channel", "sigmoid"),
+}
+
+
+def low_rank(d_in: int, rank: int, d_out: int, *, bias: bool, dtype, rngs: nnx.Rngs) -> nnx.Sequential:
+    """``d_in → rank → d_out`` without a bias on the first linear map (KDA's gate projections)."""
+    return nnx.Sequential(
+        nnx.Linear(d_in, rank, use_bias=False, dtype=dtype, rngs=rngs),
+        nnx.Linear(rank, d_out, use_bias=bias, dtype=dtype, rngs=rngs),
+    )
+
+
 class DeltaRuleCore(RandomMap):
-    """DeltaNet (``gated=False`` of the kind ``"deltanet"``) or Gated DeltaNet (``"gated_deltanet"``) at a causal
-    self-attention site; see the module's docstring."""
+    """DeltaNet (``"deltanet"``), Gated DeltaNet (``"gated_deltanet"``) or Kimi Delta Attention (``"kda"``) at a
+    causal self-attention site; see the module's docstring."""
 
     causal, bidirectional, cross, dense_masks, uses_num_features = True, False, False, False, False
     takes_qk_map = True  # AttentionConfig.qk_map: an estimator's normalized features instead of SiLU and L2
@@ -63,7 +99,7 @@ class DeltaRuleCore(RandomMap):
         del causal, cross  # causal self-attention only (check_site)
         d, h, dh = config.d_model, config.num_heads, config.head_dim
         self.num_heads, self.head_dim, self.chunk_size = h, dh, attention.chunk_size
-        self.gated, self.attention = attention.kind == "gated_deltanet", attention
+        self.variant, self.attention = VARIANTS[attention.kind], attention
         self.qk_map = None if attention.qk_map is None else lookup_estimator(attention.qk_map)
         random = self.qk_map is not None and (self.qk_map.needs_projection or bool(self.qk_map.sampled))
         key = projection_key(rngs) if random else None
@@ -85,12 +121,20 @@ class DeltaRuleCore(RandomMap):
         dtype = jnp.dtype(config.dtype)
         self.beta = nnx.Linear(d, h, dtype=dtype, rngs=rngs)
         self.norm = nnx.RMSNorm(dh, rngs=rngs)
-        if self.gated:
+        decay, gate = self.variant.decay, self.variant.output_gate
+        if decay == "head":
             self.decay = nnx.Linear(d, h, dtype=dtype, rngs=rngs)
-            self.A_log = nnx.Param(jnp.log(jax.random.uniform(rngs.params(), (h,), minval=1.0, maxval=16.0)))
             dt = jnp.exp(jax.random.uniform(rngs.params(), (h,), minval=math.log(1e-3), maxval=math.log(0.1)))
             self.dt_bias = nnx.Param(_inverse_softplus(dt))
+        elif decay == "channel":
+            self.decay = low_rank(d, dh, h * self.key_dim, bias=False, dtype=dtype, rngs=rngs)
+            self.dt_bias = nnx.Param(jnp.zeros((h * self.key_dim,)))
+        if decay is not None:
+            self.A_log = nnx.Param(jnp.log(jax.random.uniform(rngs.params(), (h,), minval=1.0, maxval=16.0)))
+        if gate == "silu":
             self.output_gate = nnx.Linear(d, h * dh, dtype=dtype, rngs=rngs)
+        elif gate == "sigmoid":
+            self.output_gate = low_rank(d, dh, h * dh, bias=True, dtype=dtype, rngs=rngs)
 
     @staticmethod
     def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
@@ -102,7 +146,8 @@ class DeltaRuleCore(RandomMap):
             )
         if attention.gated:
             raise ValueError(
-                f"{site}: {attention.kind!r} has its own decay ('gated_deltanet'); gated=True is for feature maps."
+                f"{site}: {attention.kind!r} has its own decay ('gated_deltanet', 'kda'); gated=True is for feature "
+                "maps."
             )
         if config.positional == "relative":
             raise ValueError(f"{site}: {attention.kind!r} has no relative bias; the short convolution gives position.")
@@ -156,20 +201,27 @@ class DeltaRuleCore(RandomMap):
             q, k = normalized_features(q, k, estimator=self.qk_map, projection=projection, feature_params=params)
         beta = jnp.where(keep[..., None], jax.nn.sigmoid(self.beta(x).astype(jnp.float32)), 0.0)
         log_decay = None
-        if self.gated:
-            rate = jax.nn.softplus(self.decay(x).astype(jnp.float32) + self.dt_bias[...])
-            log_decay = jnp.where(keep[..., None], -jnp.exp(self.A_log[...]) * rate, 0.0)
+        if self.variant.decay is not None:
+            rate = self.decay(x).astype(jnp.float32) + self.dt_bias[...]  # [batch, L, heads] or [.., heads · d_k]
+            if self.variant.decay == "channel":
+                rate = rate.reshape(rate.shape[:-1] + (h, self.key_dim))
+            scale = jnp.exp(self.A_log[...]).reshape((h,) + (1,) * (rate.ndim - 3))
+            keep = keep.reshape(keep.shape + (1,) * (rate.ndim - 2))
+            log_decay = jnp.where(keep, -scale * jax.nn.softplus(rate), 0.0)
         return q / math.sqrt(self.key_dim), k, v, beta, log_decay, history
 
     def _output(self, out, x):
         out = self.norm(out)
-        if self.gated:
-            out = out * jax.nn.silu(self.output_gate(x).astype(jnp.float32)).reshape(out.shape)
+        gate = self.variant.output_gate
+        if gate is not None:
+            activation = jax.nn.silu if gate == "silu" else jax.nn.sigmoid
+            out = out * activation(self.output_gate(x).astype(jnp.float32)).reshape(out.shape)
         return out.astype(x.dtype)
 
     def _run(self, q, k, v, x, keep, cache):
         q, k, v, beta, log_decay, history = self._inputs(q, k, v, x, keep, cache["conv"])
-        out, state = delta_rule_attention(
+        out, state = call_unchecked(
+            delta_rule_attention,
             q,
             k,
             v,

@@ -53,14 +53,17 @@ ATTENTION_VARIANTS = {
     "deltanet": {"kind": "deltanet"},  # the delta rule (causal only: encoder and cross-attention sites stay exact)
     "gated_deltanet": {"kind": "gated_deltanet"},
     "gated_deltanet_positive": {"kind": "gated_deltanet", "qk_map": "positive"},  # the kernelized delta rule
+    "kda": {"kind": "kda"},  # Kimi Delta Attention: the gated delta rule with one decay per key channel
     "sliding_window": {"kind": "sliding_window"},  # exact attention within a window of num_features tokens
     # Hybrid stacks (config.attention.layers: a variant per layer, cycled). Qwen3-Next puts one softmax layer after
     # three Gated DeltaNet layers; a 2-layer model takes the pattern's first two entries, so here it is 1:1.
     "hybrid_gated_deltanet": {"kind": "gated_deltanet", "layers": ("gated_deltanet", "exact")},
+    # Kimi Linear's stack: three KDA layers to one exact (with config.model.num_decoder_layers = 4).
+    "hybrid_kda": {"kind": "kda", "layers": ("kda", "kda", "kda", "exact")},
     "based": {"kind": "taylor", "layers": ("taylor", "sliding_window")},  # Based: Taylor beside a sliding window
 }
 # Settings that never change what a run computes (beyond float rounding), so a resumed run may change them.
-EXECUTION_FIELDS = ("data_dir", "mesh")
+EXECUTION_FIELDS = ("data_dir", "mesh", "checks")
 
 
 def base_config() -> ml_collections.ConfigDict:
@@ -79,6 +82,7 @@ def base_config() -> ml_collections.ConfigDict:
     config.checkpoint_every = 500  # a multiple of log_every, so a resumed run logs what the first would have
     config.keep_checkpoints = 2  # newest checkpoints kept
     config.keep_checkpoints_every = 0  # also keep every this many steps (0: no)
+    config.checks = True  # rfa's checks of input values (rfa.checks.enabled); False skips them, changing no number
 
     config.model = ml_collections.ConfigDict()
     config.model.d_model = 64
@@ -267,6 +271,8 @@ def check_config(config: ml_collections.ConfigDict) -> Task:
             f"({config.log_every}), so that a resumed run logs the same averages as an uninterrupted one."
         )
     _positive_int(config, "attention.redraw_every", minimum=0)
+    if not isinstance(config.checks, bool):
+        raise ConfigError(f"config.checks must be True or False, got {config.checks!r}.")
     if config.mesh.data != -1:
         _positive_int(config, "mesh.data")
     _positive_int(config, "mesh.model")

@@ -36,6 +36,7 @@ import tqdm
 from flax import nnx
 from jax.experimental import multihost_utils
 
+from rfa import checks
 from rfa.models import redraw_projections
 from rfa.models.cores import attention_kinds, uses_num_features
 from rfa.tasks import Task, eval_batches, task_kind, train_batches
@@ -261,6 +262,7 @@ def train_and_evaluate(
         for close in (bar.close, writer.close, checkpoints.close, iterator.close):
             closing.callback(close)
         closing.enter_context(jax.set_mesh(mesh))  # the steps trace under it: kernelized sites see its sequence axis
+        closing.enter_context(checks.enabled(config.checks))  # read while the steps trace
         for step in range(start, config.num_train_steps):
             every = config.attention.redraw_every  # every site has this policy: merge the modules only when due
             if every and step % every == 0:

@@ -28,6 +28,8 @@ Q, K = unit(normal(0, (B, L, H, D_K))), unit(normal(1, (B, L, H, D_K)))
 V = normal(2, (B, L, H, D_V))
 BETA = 2 / (1 + np.exp(-normal(3, (B, L, H))))  # in (0, 2): negative eigenvalues too
 G = -np.log1p(np.exp(normal(4, (B, L, H))))  # log-decays < 0
+G_CHANNEL = -np.log1p(np.exp(normal(9, (B, L, H, D_K))))  # one per key channel (KDA)
+DECAYS = {"deltanet": None, "gated": G, "kda": G_CHANNEL}
 S0 = 0.5 * normal(5, (B, H, D_K, D_V))
 WEIGHTS = normal(6, (B, L, H, D_V))
 
@@ -43,10 +45,11 @@ def loss(fn, **options):
     return value
 
 
-@pytest.mark.parametrize("gated", [False, True], ids=["deltanet", "gated"])
+@pytest.mark.parametrize("decay", list(DECAYS))
 @pytest.mark.parametrize("chunk_size", tiered([1, 4, 5, 64], {5}))  # the fast tier: chunks of 5 in 13 tokens
-def test_every_form_equals_the_float64_recurrence(chunk_size, gated):
-    g = G if gated else None
+def test_every_form_equals_the_float64_recurrence(chunk_size, decay):
+    g = DECAYS[decay]
+    gated = g is not None
     value = jax.jit(
         jax.value_and_grad(loss(delta_rule_attention, chunk_size=chunk_size), argnums=(0, 1, 2, 3, 4), has_aux=True)
     )
@@ -81,15 +84,17 @@ def test_the_naive_form_is_the_recurrence():
     np.testing.assert_allclose(state, expected_state, rtol=1e-5, atol=1e-5)
 
 
-def test_a_prompt_then_token_by_token_decoding_equals_the_full_pass():
-    full = delta_rule_attention(Q, K, V, BETA, log_decay=G, chunk_size=4)
+@pytest.mark.parametrize("decay", tiered(["gated", "kda"], {"kda"}))
+def test_a_prompt_then_token_by_token_decoding_equals_the_full_pass(decay):
+    g = DECAYS[decay]
+    full = delta_rule_attention(Q, K, V, BETA, log_decay=g, chunk_size=4)
     prompt = 6
     out, state = delta_rule_attention(
         Q[:, :prompt],
         K[:, :prompt],
         V[:, :prompt],
         BETA[:, :prompt],
-        log_decay=G[:, :prompt],
+        log_decay=g[:, :prompt],
         return_state=True,
         chunk_size=4,
     )
@@ -98,9 +103,50 @@ def test_a_prompt_then_token_by_token_decoding_equals_the_full_pass():
     )
     outputs = [out]
     for t in range(prompt, L):
-        token, state = step(state, *(x[:, t : t + 1] for x in (Q, K, V, BETA, G)))
+        token, state = step(state, *(x[:, t : t + 1] for x in (Q, K, V, BETA, g)))
         outputs.append(token)
     np.testing.assert_allclose(jnp.concatenate(outputs, axis=1), full, rtol=1e-5, atol=1e-6)
+
+
+LONG = 45  # sub-chunks of 16 inside chunks of 24 and 40, none dividing L
+
+
+@pytest.mark.parametrize("chunk_size", tiered([16, 24, 40], {40}))
+def test_a_decay_per_key_channel_down_to_minus_300_equals_the_float64_recurrence(chunk_size):
+    """KDA's chunk by sub-chunks: log-decays from -1e-3 to -300 per token and channel, some channels keeping their
+    keys across sub-chunks and chunks, others forgetting at once. Outputs, state and every gradient (the decays
+    too) against the float64 recurrence, all finite."""
+    q, k = unit(normal(20, (B, LONG, H, D_K))), unit(normal(21, (B, LONG, H, D_K)))
+    v, beta = normal(22, (B, LONG, H, D_V)), 1 / (1 + np.exp(-normal(23, (B, LONG, H))))
+    rate = np.log(1e-3) + (np.log(300.0) - np.log(1e-3)) * np.random.default_rng(24).random((B, LONG, H, D_K))
+    g = -np.exp(rate).astype(np.float32)
+    weights = normal(25, (B, LONG, H, D_V))
+
+    def value(q, k, v, beta, g):
+        out, state = delta_rule_attention(
+            q, k, v, beta, log_decay=g, initial_state=S0, return_state=True, chunk_size=chunk_size
+        )
+        return jnp.sum(out * weights) + jnp.sum(state), (out, state)
+
+    (_, (out, state)), grads = jax.jit(jax.value_and_grad(value, argnums=(0, 1, 2, 3, 4), has_aux=True))(
+        q, k, v, beta, g
+    )
+    expected, expected_state = references.delta_rule(q, k, v, beta, g, S0)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(state, expected_state, rtol=1e-5, atol=1e-5)
+
+    def reference_loss(*args):
+        out, state = references.delta_rule(*args, S0)
+        return np.sum(out * weights) + np.sum(state)
+
+    args = (q, k, v, beta, g)
+    for i in range(5):
+        assert bool(jnp.all(jnp.isfinite(grads[i]))), i
+        direction = np.random.default_rng(26 + i).standard_normal(np.shape(args[i]))
+        expected_derivative = references.directional_derivative(reference_loss, args, i, direction)
+        derivative = float(np.sum(np.asarray(grads[i], np.float64) * direction))
+        scale = np.linalg.norm(grads[i]) * np.linalg.norm(direction)
+        assert abs(derivative - expected_derivative) <= 1e-4 * scale, (i, derivative, expected_derivative)
 
 
 def test_beta_zero_writes_nothing():
@@ -138,11 +184,22 @@ def test_dtype_in_is_dtype_out_and_vmap_equals_the_batch():
         ({"beta": 2.5 * np.ones((B, L, H), np.float32)}, "beta must lie in [0, 2]"),
         ({"beta": -BETA}, "beta must lie in [0, 2]"),
         ({"log_decay": -G}, "log_decay must be <= 0"),
+        ({"log_decay": -G_CHANNEL}, "log_decay must be <= 0"),
+        ({"log_decay": G_CHANNEL[..., :3]}, "log_decay must be broadcastable to [batch..., L, heads, d_k]"),
         ({"beta": BETA[:, :, :1, None]}, "beta must be broadcastable to [batch..., L, heads]"),
         ({"initial_state": S0[..., :2]}, "initial_state must have shape [batch..., heads, d_k, d_v] = (2, 2, 4, 3)"),
         ({"k": K[:, :5], "v": V[:, :5]}, "is_causal=True needs q_len == kv_len"),
     ],
-    ids=["beta_above_2", "beta_negative", "positive_decay", "beta_shape", "state_shape", "lengths"],
+    ids=[
+        "beta_above_2",
+        "beta_negative",
+        "positive_decay",
+        "positive_channel_decay",
+        "channel_decay_shape",
+        "beta_shape",
+        "state_shape",
+        "lengths",
+    ],
 )
 def test_bad_input_is_an_error_that_says_what_was_expected(change, message):
     args = {"q": Q, "k": K, "v": V, "beta": BETA, "log_decay": G, "initial_state": None} | change

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import references
-from helpers import normal
+from helpers import normal, tiered
 
 import rfa
 from rfa.attention import init_state, naive_kernelized_attention
@@ -138,3 +138,67 @@ def test_bad_input_is_a_clear_error():
         rfa.kernelized_attention(Q, K, V, log_decay=-np.ones((B, L + 1, H, M), np.float32), **options)
     with pytest.raises(ValueError, match="log_decay must be <= 0"):
         rfa.kernelized_attention(Q, K, V, log_decay=np.ones((B, L, H, M), np.float32), **options)
+
+
+LONG = 70  # not a multiple of any chunk size below
+
+
+def strong_decays(name):
+    """``[B, LONG, H, F]`` log-decays from -1e-3 to -300 per token and feature: some features keep their keys over
+    many sub-chunks of 16 tokens, others forget them at once."""
+    log_rate = np.log(1e-3) + (np.log(300.0) - np.log(1e-3)) * np.random.default_rng(6).random((B, LONG, H, MAPS[name]))
+    return -np.exp(log_rate).astype(np.float32)
+
+
+@functools.cache
+def compiled_long(name, chunk_size):
+    def loss(q, k, v, g, G):
+        out = rfa.kernelized_attention(
+            q, k, v, estimator=name, projection=projection(name), is_causal=True, log_decay=g, chunk_size=chunk_size
+        )
+        return jnp.sum(out * G), out
+
+    return jax.jit(jax.value_and_grad(loss, argnums=(0, 3), has_aux=True))
+
+
+@pytest.mark.parametrize(
+    "name, chunk_size", tiered([(n, c) for n in MAPS for c in (16, 24, 48, 64)], {("positive", 48)})
+)
+def test_secondary_chunking_with_strong_decays_equals_the_float64_reference_in_values_and_gradients(name, chunk_size):
+    """Chunks of 16 to 64 tokens, sub-chunks of 16 (chunk 24 ends in a partial sub-chunk), L = 70: the matmuls
+    between sub-chunks and the per-feature decays on the diagonal ones. Values and gradients (queries and decays)
+    equal the float64 reference, finite with log-decays down to -300 per token and feature."""
+    q, k, v = (normal(i, (B, LONG, H, D), 0.5) for i in (7, 8, 9))
+    g, G = strong_decays(name), normal(10, (B, LONG, H, D))
+    (_, out), grads = compiled_long(name, chunk_size)(q, k, v, g, G)
+
+    def reference(q, g):
+        return references.kernelized_attention(q, k, v, name, projection(name), causal=True, log_decay=g)
+
+    np.testing.assert_allclose(out, reference(q, g), rtol=2e-4, atol=2e-5)
+    for i, (arg, grad) in enumerate(zip((q, g), grads, strict=True)):
+        assert bool(jnp.all(jnp.isfinite(grad)))
+        direction = np.random.default_rng(40 + i).standard_normal(np.shape(arg))
+        expected = references.directional_derivative(lambda *xs: np.sum(reference(*xs) * G), (q, g), i, direction)
+        got = float(np.sum(np.asarray(grad, np.float64) * direction))
+        assert abs(got - expected) <= 2e-3 * abs(expected) + 2e-4, (i, got, expected)
+
+
+def test_secondary_chunking_continues_a_state_and_equals_the_recurrent_form():
+    """A prompt of 37 tokens in chunks of 32 (two sub-chunks), its state, then the rest in chunks of 48: the
+    one-pass output and state, and the recurrent form's (one token per chunk), with strong decays."""
+    q, k, v = (normal(i, (B, LONG, H, D), 0.5) for i in (11, 12, 13))
+    g = strong_decays("positive")
+    options = dict(estimator="positive", projection=W, is_causal=True, return_state=True)
+    whole, state = rfa.kernelized_attention(q, k, v, log_decay=g, chunk_size=64, **options)
+    first, prompt_state = rfa.kernelized_attention(
+        q[:, :37], k[:, :37], v[:, :37], log_decay=g[:, :37], chunk_size=32, **options
+    )
+    rest, continued = rfa.kernelized_attention(
+        q[:, 37:], k[:, 37:], v[:, 37:], log_decay=g[:, 37:], chunk_size=48, initial_state=prompt_state, **options
+    )
+    recurrent, recurrent_state = rfa.kernelized_attention(q, k, v, log_decay=g, chunk_size=1, **options)
+    np.testing.assert_allclose(jnp.concatenate([first, rest], axis=1), whole, rtol=2e-4, atol=2e-5)
+    np.testing.assert_allclose(recurrent, whole, rtol=2e-4, atol=2e-5)
+    for other in (continued, recurrent_state):
+        np.testing.assert_allclose(other.value(), state.value(), rtol=2e-4, atol=2e-5)

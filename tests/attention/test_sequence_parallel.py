@@ -5,7 +5,8 @@ JAX fixes its device count at start-up, so the checks run in one subprocess with
 ``rfa.kernelized_attention`` they are held to is itself held to the float64 reference
 (test_against_references.py). Outputs, gradients (q, k, v, log_decay) and the returned state, for
 P = 2, 4, 8 devices, bidirectional, causal and causal with decay (one per token, or one per feature), with key
-padding that spans device boundaries and an initial state; and the gated delta rule split over 2 and 8 devices.
+padding that spans device boundaries and an initial state; and the gated delta rule
+(a decay per token, or per key channel: KDA) split over 2 and 8 devices.
 The file is in the fast tier: its one subprocess (about 30 s) is the only test that runs the sequence-parallel code,
 so without it `make test-fast` and the mutation tool (tools/mutation_sample.py) would not reach it.
 """
@@ -132,6 +133,7 @@ unit_q, unit_k = (x / jnp.linalg.norm(x, axis=-1, keepdims=True) for x in (q, k)
 beta = 2 * jax.nn.sigmoid(v[..., 0])
 delta_state = 0.3 * jax.random.normal(keys[5], (B, H, D, D))
 tokens = jax.sharding.PartitionSpec(None, "seq")
+channel_decay = -jax.nn.softplus(jax.random.normal(keys[5], (B, L, H, D)))  # KDA: one decay per key channel
 for P in (2, 8):
     mesh_p = jax.make_mesh((P,), ("seq",), devices=jax.devices()[:P], axis_types=(jax.sharding.AxisType.Auto,))
     def delta(sequence_axis):
@@ -140,11 +142,12 @@ for P in (2, 8):
             sequence_axis=sequence_axis)
     split = jax.shard_map(delta("seq"), mesh=mesh_p, in_specs=(tokens,) * 5,
                           out_specs=(tokens, jax.sharding.PartitionSpec()), check_vma=False)
-    args = (unit_q, unit_k, v, beta, g)
-    (out, s), (ref, ref_state) = jax.jit(split)(*args), delta(None)(*args)
-    grads = jax.jit(jax.grad(lambda *a: jnp.sum(jnp.sin(split(*a)[0])), argnums=(0, 1, 2, 3, 4)))(*args)
-    ref_grads = jax.grad(lambda *a: jnp.sum(jnp.sin(delta(None)(*a)[0])), argnums=(0, 1, 2, 3, 4))(*args)
-    report[f"delta_rule/P{P}"] = {"output": errors(out, ref), "state": errors(s, ref_state),
+    for name, decays in (("delta_rule", g), ("kda", channel_decay)):
+        args = (unit_q, unit_k, v, beta, decays)
+        (out, s), (ref, ref_state) = jax.jit(split)(*args), delta(None)(*args)
+        grads = jax.jit(jax.grad(lambda *a: jnp.sum(jnp.sin(split(*a)[0])), argnums=(0, 1, 2, 3, 4)))(*args)
+        ref_grads = jax.grad(lambda *a: jnp.sum(jnp.sin(delta(None)(*a)[0])), argnums=(0, 1, 2, 3, 4))(*args)
+        report[f"{name}/P{P}"] = {"output": errors(out, ref), "state": errors(s, ref_state),
                                   "grads": [errors(a, b) for a, b in zip(grads, ref_grads)]}
 print(json.dumps(report))
 """
@@ -173,9 +176,10 @@ def test_sequence_parallel_equals_one_device(report, case, devices):
     assert max(errors["grads"]) < 1e-5, errors
 
 
+@pytest.mark.parametrize("decay", ["delta_rule", "kda"])  # a decay per token, per key channel
 @pytest.mark.parametrize("devices", [2, 8])
-def test_the_delta_rule_split_over_devices_equals_one_device(report, devices):
-    errors = report[f"delta_rule/P{devices}"]
+def test_the_delta_rule_split_over_devices_equals_one_device(report, devices, decay):
+    errors = report[f"{decay}/P{devices}"]
     assert errors["output"] < 1e-5 and errors["state"] < 1e-5, errors
     assert max(errors["grads"]) < 1e-5, errors
 

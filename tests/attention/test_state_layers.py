@@ -1,4 +1,5 @@
-"""``rfa.nnx.DeltaNet`` and ``rfa.nnx.GatedLinearAttention``: Flax NNX layers whose decode cache is a state.
+"""``rfa.nnx.DeltaNet``, ``rfa.nnx.KimiDeltaAttention`` and ``rfa.nnx.GatedLinearAttention`` (and their Linen
+twins): Flax layers whose decode cache is a state.
 
 Decoding (token by token, or several tokens per call) equals the full pass; Flax's causal and padding masks are
 applied (a padded sequence equals the sequence alone, a padded query outputs 0) and other masks refused, eagerly
@@ -11,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from helpers import tiered
 
 import rfa
 
@@ -18,6 +20,7 @@ LAYERS = {
     "deltanet": lambda: rfa.nnx.DeltaNet(4, 32, gated=False, chunk_size=4, rngs=nnx.Rngs(0)),
     "gated_deltanet": lambda: rfa.nnx.DeltaNet(4, 32, chunk_size=4, rngs=nnx.Rngs(0)),
     "gla": lambda: rfa.nnx.GatedLinearAttention(4, 32, chunk_size=4, rngs=nnx.Rngs(0)),
+    "kda": lambda: rfa.nnx.KimiDeltaAttention(4, 32, chunk_size=4, rngs=nnx.Rngs(0)),
 }
 X = jax.random.normal(jax.random.key(1), (2, 11, 32))
 
@@ -36,7 +39,7 @@ def test_decoding_one_or_several_tokens_per_call_equals_the_full_pass(name):
     np.testing.assert_allclose(jnp.concatenate(pieces, axis=1), full, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", list(LAYERS))
+@pytest.mark.parametrize("name", tiered(list(LAYERS), {"deltanet", "gated_deltanet", "gla"}))
 def test_flax_masks_pad_and_other_masks_are_refused(name):
     layer = LAYERS[name]()
     alone = call(layer, X[:, 3:])
@@ -61,11 +64,12 @@ def test_a_gated_layer_with_a_random_projection_is_redrawn():
     assert float(jnp.max(jnp.abs(call(layer, X) - before))) > 1e-4
 
 
-@pytest.mark.parametrize("name", ["gated_deltanet", "gla"])
+@pytest.mark.parametrize("name", tiered(["gated_deltanet", "gla", "kda"], {"gated_deltanet", "gla"}))
 def test_the_linen_layers_decode_from_the_cache_collection_as_the_full_pass(name):
     """``rfa.linen``: ``init`` with ``decode=True`` creates the empty state; each ``apply(mutable=["cache"])``
     continues it (a prompt, then one token per call) and equals the full pass; padding masks apply as in NNX."""
-    layer = {"gated_deltanet": rfa.linen.DeltaNet, "gla": rfa.linen.GatedLinearAttention}[name]
+    layers = {"gated_deltanet": rfa.linen.DeltaNet, "gla": rfa.linen.GatedLinearAttention}
+    layer = (layers | {"kda": rfa.linen.KimiDeltaAttention})[name]
     params = layer(num_heads=4, chunk_size=4).init(jax.random.key(0), X)["params"]
     full = layer(num_heads=4, chunk_size=4).apply({"params": params}, X)
     decoder = layer(num_heads=4, chunk_size=4, decode=True)

@@ -18,6 +18,8 @@ SITES = {
     "deltanet": AttentionConfig("deltanet", chunk_size=4),
     "gated_deltanet": AttentionConfig("gated_deltanet", chunk_size=4),
     "gated_deltanet_positive": AttentionConfig("gated_deltanet", 16, chunk_size=4, qk_map="positive"),
+    "kda": AttentionConfig("kda", chunk_size=4),
+    "kda_positive": AttentionConfig("kda", 16, chunk_size=4, qk_map="positive"),  # KDA's decay over F channels
     "sliding_window": AttentionConfig("sliding_window", 3),  # a window of 3 tokens, shorter than the sequence
 }
 HYBRID = (SITES["gated_deltanet"], AttentionConfig("softmax"), SITES["sliding_window"])
@@ -35,10 +37,13 @@ def test_decoding_equals_teacher_forcing(kind):
     np.testing.assert_allclose(step_by_step(model, sequence), forward(model, sequence), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("kind", tiered([*SITES, "hybrid"], {"hybrid"}))
+@pytest.mark.parametrize("kind", tiered([*SITES, "hybrid", "kimi_linear_tiny"], {"hybrid"}))
 def test_a_prompt_then_decoding_equals_teacher_forcing(kind):
     """A prompt of 5 tokens in one parallel pass, then 6 more decoded: every layer's cache continues the pass."""
-    model = Decoder(config(kind, num_decoder_layers=3), rngs=nnx.Rngs(0))
+    if kind == "kimi_linear_tiny":
+        model = Decoder(preset(kind, vocab_size=VOCAB, max_length=32), rngs=nnx.Rngs(0))
+    else:
+        model = Decoder(config(kind, num_decoder_layers=3), rngs=nnx.Rngs(0))
     sequence = tokens(7, (2, 11))
     logits, cache = nnx.jit(lambda model, prompt: model.prefill(prompt, 11))(model, sequence[:, :5])
     stepped = [logits]
@@ -62,9 +67,16 @@ def test_a_hybrid_stack_cycles_its_pattern_and_keeps_a_cache_of_each_kind():
     assert caches[0]["self"]["state"].shape == (2, 4, 8, 8) and caches[2]["self"]["k"].shape == (2, 3, 4, 8)
 
 
-def test_a_hybrid_stack_trains():
-    """Thirty Adam steps on one batch of a copy task lower the loss by half: gradients reach every kind."""
-    model = Decoder(config("hybrid"), rngs=nnx.Rngs(0))
+@pytest.mark.parametrize("stack", tiered(["hybrid", "kimi_linear_tiny"], {"hybrid"}))
+def test_a_hybrid_stack_trains(stack):
+    """Thirty Adam steps on one batch of a copy task lower the loss by half: gradients reach every kind (the Kimi
+    Linear preset: three KDA layers to one exact)."""
+    if stack == "kimi_linear_tiny":
+        model = Decoder(preset(stack, vocab_size=VOCAB, max_length=32), rngs=nnx.Rngs(0))
+        kinds = [type(layer.self_attention.core).__name__ for layer in model.stack.layers]
+        assert kinds == ["DeltaRuleCore"] * 3 + ["SoftmaxCore"]
+    else:
+        model = Decoder(config(stack), rngs=nnx.Rngs(0))
     optimizer = nnx.Optimizer(model, optax.adam(3e-3), wrt=nnx.Param)
     sequence = tokens(2, (4, 12))
 
@@ -90,11 +102,22 @@ def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
-@pytest.mark.parametrize("kind", ["deltanet", "gated_deltanet", "gated_deltanet_positive"])
+def _low_rank(layers, x):
+    """``x W₁ W₂ (+ b₂)`` in float64 from an ``nnx.Sequential`` of two linear maps."""
+    first, second = layers.layers
+    y = x @ np.asarray(first.kernel[...], np.float64) @ np.asarray(second.kernel[...], np.float64)
+    return y if second.bias is None else y + np.asarray(second.bias[...], np.float64)
+
+
+@pytest.mark.parametrize(
+    "kind", tiered(["deltanet", "gated_deltanet", "gated_deltanet_positive", "kda", "kda_positive"], {"kda"})
+)
 def test_the_site_is_the_papers_layer(kind):
-    """Short convolution and SiLU on q, k, v; q, k L2-normalized, q by 1/√d_k; β = sigmoid(w_βᵀx); gated,
-    g = −exp(A_log)·softplus(w_αᵀx + b_dt); the delta rule (float64 recurrence); RMSNorm per head and, gated,
-    SiLU(W_g x) — in NumPy from the model's parameters, left padding included."""
+    """Short convolution and SiLU on q, k, v; q, k L2-normalized, q by 1/√d_k; β = sigmoid(w_βᵀx); Gated DeltaNet:
+    g = −exp(A_log)·softplus(w_αᵀx + b_dt), per head; KDA (fla's KimiDeltaAttention): the same with w_αᵀx a low-rank
+    projection per key channel and b_dt per channel; the delta rule (float64 recurrence; KDA's decays first, then
+    the erase); RMSNorm per head, times SiLU(W_g x) (Gated DeltaNet) or sigmoid of a low-rank projection with a
+    bias (KDA) — in NumPy from the model's parameters, left padding included."""
     attention = Decoder(config(kind), rngs=nnx.Rngs(0)).stack.layers[0].self_attention
     core = attention.core
     x = jax.random.normal(jax.random.key(2), (2, 9, 32))
@@ -112,7 +135,7 @@ def test_the_site_is_the_papers_layer(kind):
     conv = np.stack([sum(w[j] * padded[:, t + j] for j in range(4)) for t in range(9)], 1)
     q, k, v = np.split(conv.reshape(2, 9, 4, 24), 3, axis=-1)
     v = _silu(v)
-    if kind == "gated_deltanet_positive":  # positive random features of q and k (scaled by d^-1/4), normalized
+    if kind.endswith("_positive"):  # positive random features of q and k (scaled by d^-1/4), normalized
         W = np.asarray(core.projection[...], np.float64)
         q, k = (references.positive(y * 8**-0.25, W) for y in (q, k))
         q, k = (y / np.sqrt(np.sum(y**2, axis=-1, keepdims=True)) for y in (q, k))
@@ -121,13 +144,20 @@ def test_the_site_is_the_papers_layer(kind):
         q, k = (y / np.sqrt(np.sum(y**2, axis=-1, keepdims=True) + 1e-6) for y in (q, k))  # padding: 0, not NaN
     beta = _sigmoid(np.asarray(core.beta(x), np.float64)) * keep
     log_decay = None
+    x64 = np.asarray(x, np.float64)
+    A = np.exp(np.asarray(core.A_log[...], np.float64)) if hasattr(core, "A_log") else None
     if kind.startswith("gated"):
         rate = np.log1p(np.exp(np.asarray(core.decay(x), np.float64) + np.asarray(core.dt_bias[...])))
-        log_decay = -np.exp(np.asarray(core.A_log[...], np.float64)) * rate * keep
+        log_decay = -A * rate * keep
+    if kind.startswith("kda"):
+        rate = np.log1p(np.exp(_low_rank(core.decay, x64) + np.asarray(core.dt_bias[...], np.float64)))
+        log_decay = -A[:, None] * rate.reshape(q.shape) * keep[..., None]  # [batch, L, heads, d_k]
     o, _ = references.delta_rule(q / np.sqrt(q.shape[-1]), k, v, beta, log_decay)
     o = o / np.sqrt(np.mean(o**2, axis=-1, keepdims=True) + 1e-6) * np.asarray(core.norm.scale[...])
     if kind.startswith("gated"):
         o = o * _silu(np.asarray(core.output_gate(x), np.float64)).reshape(o.shape)
+    if kind.startswith("kda"):
+        o = o * _sigmoid(_low_rank(core.output_gate, x64)).reshape(o.shape)
     np.testing.assert_allclose(out, attention.out(jnp.asarray(o, jnp.float32)), rtol=1e-4, atol=1e-5)
 
 

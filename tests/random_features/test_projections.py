@@ -1,13 +1,10 @@
 import math
-import os
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import ROOT
+from helpers import run_as_users_do
 
 import rfa
 from rfa.random_features import projections
@@ -142,9 +139,6 @@ def test_the_keyword_of_before_0_3_draws_the_same_rows_with_a_warning():
 
 
 DECOMPOSITIONS_AT_ONCE = """
-import os, sys
-if hasattr(os, "sched_setaffinity"):  # two CPUs, before XLA sizes its thread pool from them
-    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:2])
 import jax, jax.numpy as jnp, rfa
 from rfa.attention import fit_feature_params
 
@@ -165,13 +159,4 @@ for i in range(300):
 def test_decompositions_run_at_once_do_not_deadlock_the_cpu_thread_pool():
     # jaxlib's batched LAPACK kernels wait on XLA's intra-op pool; two at once filled a 2-thread pool and hung
     # (rfa.random_features.lapack). The fixed program takes seconds; the hang came within a minute on 2 cores.
-    # The script keeps two CPUs, so that a many-core machine (a larger pool) tests the same.
-    # XLA's default flags, as users run: the suite's scheduler flag (conftest.COMPILE_FASTER) hid the hang
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": ROOT, "XLA_FLAGS": ""}
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", DECOMPOSITIONS_AT_ONCE], env=env, capture_output=True, text=True, timeout=120
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail("two orthogonal projections and two SDERF fits in one jitted program did not finish in 120 s")
-    assert done.returncode == 0, done.stderr[-2000:]
+    run_as_users_do(DECOMPOSITIONS_AT_ONCE, timeout=120, what="two orthogonal projections and two SDERF fits")

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfa._validation import InputError, check_broadcastable_to, check_floating, check_positive_int, is_concrete
+from rfa._validation import InputError, check_broadcastable_to, check_floating, check_positive_int
 from rfa.attention.common import check_causal_lengths, check_qkv
 from rfa.attention.delta_rule.chunked import chunked
 from rfa.attention.delta_rule.recurrent import recurrent
@@ -25,24 +25,29 @@ BETA_RANGE = (
 
 
 def check_delta_rule_call(q, k, v, beta, log_decay, initial_state):
-    """Checks a call's arrays; returns them as arrays, ``beta`` and ``log_decay`` broadcast to ``[batch..., L,
-    heads]`` and the state (zeros when None) ``[batch..., heads, d_k, d_v]``."""
+    """Checks a call's arrays; returns them as arrays, ``beta`` broadcast to ``[batch..., L, heads]``, ``log_decay``
+    to ``[batch..., L, heads]`` or, with as many axes as q (one decay per key channel), ``[batch..., L, heads, d_k]``,
+    and the state (zeros when None) ``[batch..., heads, d_k, d_v]``."""
     q, k, v = check_qkv(q, k, v)
     check_causal_lengths(q, k)
     tokens = q.shape[:-1]  # [batch..., L, heads]
     beta = check_floating(beta, "beta")
     check_broadcastable_to(beta.shape, tokens, "beta", "[batch..., L, heads] =")
-    if is_concrete(beta):
-        if bool(np.any((np.asarray(beta) < 0) | (np.asarray(beta) > 2))):
-            raise InputError(f"{BETA_RANGE}; got values from {np.min(beta)} to {np.max(beta)}.")
-    else:
-        raise_if((beta < 0) | (beta > 2), f"{BETA_RANGE}; got a value outside.")
+    raise_if(
+        (beta < 0) | (beta > 2),
+        lambda b: f"{BETA_RANGE}; got values from {np.min(b)} to {np.max(b)}.",
+        values=(beta,),
+    )
     beta = jnp.broadcast_to(beta, tokens)
     if log_decay is not None:
         log_decay = check_floating(log_decay, "log_decay")
-        check_broadcastable_to(log_decay.shape, tokens, "log_decay", "[batch..., L, heads] =")
+        if log_decay.ndim == q.ndim:  # one decay per key channel (KDA)
+            target, expected = q.shape, "[batch..., L, heads, d_k] ="
+        else:
+            target, expected = tokens, "[batch..., L, heads] ="
+        check_broadcastable_to(log_decay.shape, target, "log_decay", expected)
         check_decay_sign(log_decay)
-        log_decay = jnp.broadcast_to(log_decay, tokens)
+        log_decay = jnp.broadcast_to(log_decay, target)
     state_shape = q.shape[:-3] + (q.shape[-2], q.shape[-1], v.shape[-1])
     if initial_state is None:
         state = jnp.zeros(state_shape, jnp.promote_types(q.dtype, jnp.float32))
@@ -70,11 +75,13 @@ def delta_rule_attention(
 ) -> Array | tuple[Array, Array]:
     """Causal attention by the (gated) delta rule: a state that overwrites the value of a key instead of adding.
 
-    ``S_t = exp(g_t) (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ`` and ``o_t = S_tᵀ q_t``: token t writes
-    ``β_t`` of the error between its value and what the decayed state reads for its key, and its query reads
+    ``S_t = (I − β_t k_t k_tᵀ) D_t S_{t−1} + β_t k_t v_tᵀ`` and ``o_t = S_tᵀ q_t``: the state decays, then token t
+    writes ``β_t`` of the error between its value and what the decayed state reads for its key, and its query reads
     the state after its own write. No normalizer (DeltaNet; Schlag, Irie, Schmidhuber, ICML 2021; Yang, Wang,
-    Zhang, Shen, Kim, NeurIPS 2024). With ``log_decay`` it is the gated delta rule (Yang, Kautz, Hatamizadeh,
-    "Gated Delta Networks", ICLR 2025); without, DeltaNet. q and k are used as given: no scaling, no
+    Zhang, Shen, Kim, NeurIPS 2024). With ``log_decay`` one per token, ``D_t = exp(g_t) I``, it is the gated delta
+    rule (Yang, Kautz, Hatamizadeh, "Gated Delta Networks", ICLR 2025); with one per key channel,
+    ``D_t = Diag(exp(g_t))``, Kimi Delta Attention (KDA; Kimi Team, "Kimi Linear", arXiv 2510.26692, 2025);
+    without, DeltaNet. q and k are used as given: no scaling, no
     normalization. Stability needs ``‖k_t‖ ≤ 1``: the papers' map (SiLU, L2 normalization, q scaled by
     ``1/√d_k``) is the model kinds' (:mod:`rfa.models`); with ``β ≤ 2`` the transition's eigenvalues stay in
     [−1, 1] (Grazzi et al., ICLR 2025, allow β in (1, 2] for negative eigenvalues). Computation runs in float32
@@ -90,8 +97,9 @@ def delta_rule_attention(
       k: ``[batch..., L, heads, d_k]``.
       v: ``[batch..., L, heads, d_v]``.
       beta: writing strengths in [0, 2], broadcastable to ``[batch..., L, heads]``. Gradients flow to it.
-      log_decay: log-decays ``g ≤ 0`` broadcastable to ``[batch..., L, heads]``, or None (no decay). Gradients
-        flow to it.
+      log_decay: log-decays ``g ≤ 0`` broadcastable to ``[batch..., L, heads]`` (one per token), or of as many axes
+        as q and broadcastable to ``[batch..., L, heads, d_k]`` (one per key channel, KDA), or None (no decay).
+        Gradients flow to it.
       initial_state: ``[batch..., heads, d_k, d_v]``, the state of earlier tokens (zeros when None).
       return_state: also return the state after the L tokens.
       chunk_size: tokens per chunk; 1 runs the recurrent form.
@@ -134,10 +142,12 @@ def _run(q, k, v, beta, log_decay, state, *, chunk_size: int, sequence_axis: str
         return jnp.swapaxes(x, -2, -3).reshape((-1, length) + x.shape[-1:]).astype(dtype)
 
     def token_rows(x):  # [batch..., L, heads] -> [rows, L]
-        return None if x is None else rows(x[..., None])[..., 0]
+        return rows(x[..., None])[..., 0]
 
     form = recurrent if chunk_size == 1 or length == 1 else functools.partial(chunked, chunk=chunk_size)
-    args = (rows(q), rows(k), rows(v), token_rows(beta), token_rows(log_decay))
+    if log_decay is not None:  # [rows, L] or, one per key channel, [rows, L, d_k]
+        log_decay = rows(log_decay) if log_decay.ndim == q.ndim else token_rows(log_decay)
+    args = (rows(q), rows(k), rows(v), token_rows(beta), log_decay)
     start = state.astype(dtype).reshape((-1,) + state.shape[-2:])
     if sequence_axis is None:
         out, end = form(*args, start)

@@ -1,24 +1,30 @@
 """The chunked (WY/UT) form of the gated delta rule: a unit lower-triangular solve per chunk, a scan over chunks.
 
-Within a chunk of C tokens with incoming state ``S_0``, write ``γ_t = Π_{s≤t} α_s`` (``α_s = exp(g_s)``) and the
-error term ``u_t = β_t (v_t − α_t S_{t−1}ᵀ k_t)``, so that ``S_t = α_t S_{t−1} + k_t u_tᵀ`` and
-``S_t = γ_t S_0 + Σ_{i≤t} (γ_t/γ_i) k_i u_iᵀ``. Substituting ``S_{t−1}`` into ``u_t``:
+The decay is one number per token (Gated DeltaNet) or one per key channel (Kimi Delta Attention, KDA):
+``S_t = (I − β_t k_t k_tᵀ) D_t S_{t−1} + β_t k_t v_tᵀ`` with ``D_t = Diag(α_t)``, ``α_t = exp(g_t)`` (a scalar
+times I for one decay per token). Within a chunk of C tokens with incoming state ``S_0``, write
+``Γ_t = Π_{s≤t} D_s`` and the error term ``u_t = β_t (v_t − S_{t−1}ᵀ D_t k_t)``, so that
+``S_t = D_t S_{t−1} + k_t u_tᵀ`` and ``S_t = Γ_t S_0 + Σ_{i≤t} Γ_t Γ_i⁻¹ k_i u_iᵀ``. Substituting ``S_{t−1}``
+into ``u_t``:
 
-    u_t + β_t Σ_{i<t} (γ_t/γ_i)(k_tᵀ k_i) u_i = β_t (v_t − γ_t S_0ᵀ k_t),
+    u_t + β_t Σ_{i<t} (k_tᵀ Γ_t Γ_i⁻¹ k_i) u_i = β_t (v_t − S_0ᵀ Γ_t k_t),
 
-a unit lower-triangular system ``(I + diag(β) A) U = diag(β) (V − diag(γ) K S_0)`` with
-``A_ti = (γ_t/γ_i) k_tᵀk_i`` for ``i < t``. With ``T = (I + diag(β) A)⁻¹ diag(β)`` (the UT transform),
-``U = T V − W S_0`` where ``W = T diag(γ) K``; then
+a unit lower-triangular system ``(I + diag(β) A) U = diag(β) (V − (Γ K) S_0)`` with
+``A_ti = Σ_f k_tf k_if exp(b_tif)`` for ``i < t``, ``b_tif = Σ_{i<s≤t} g_sf`` (``(γ_t/γ_i) k_tᵀk_i`` for one decay
+per token). With ``T = (I + diag(β) A)⁻¹ diag(β)`` (the UT transform), ``U = T V − W S_0`` where ``W = T (Γ K)``;
+then
 
-    O = diag(γ) Q S_0 + (tril(Q Kᵀ) ⊙ Γ) U,        S_C = γ_C S_0 + (diag(γ_C/γ) K)ᵀ U,
+    O = (Γ Q) S_0 + M U,        S_C = Γ_C S_0 + (Γ_C Γ⁻¹ K)ᵀ U,
 
-``Γ_ti = γ_t/γ_i`` for ``i ≤ t`` (the diagonal included: token t reads its own write). ``T V``, ``W``, the score
-block and the decayed keys depend on the chunk's tokens only and are formed for all chunks at once; the scan
-over chunks carries S and does three matmuls per chunk. Without decay (DeltaNet) every γ is 1: this is the form
-of Yang, Wang, Zhang, Shen, Kim, "Parallelizing Linear Transformers with the Delta Rule over Sequence Length",
-NeurIPS 2024, Sec. 3; the γ ratios are placed as in Yang, Kautz, Hatamizadeh, "Gated Delta Networks", ICLR 2025,
-Sec. 3.3. Every ratio is ``exp`` of a segment sum of log-decays between i and t (never ``1/γ_t`` alone, which
-overflows under strong decay), and the entries above the diagonal are masked before ``exp``.
+with ``M_ti = Σ_f q_tf k_if exp(b_tif)`` for ``i ≤ t`` (the diagonal included: token t reads its own write).
+``T V``, ``W``, ``M`` and the decayed keys depend on the chunk's tokens only and are formed for all chunks at once;
+the scan over chunks carries S and does three matmuls per chunk. Without decay (DeltaNet) every Γ is I: this is
+the form of Yang, Wang, Zhang, Shen, Kim, "Parallelizing Linear Transformers with the Delta Rule over Sequence
+Length", NeurIPS 2024, Sec. 3; the decays are placed as in Yang, Kautz, Hatamizadeh, "Gated Delta Networks", ICLR
+2025, Sec. 3.3, and per key channel as in Kimi Team, "Kimi Linear: An Expressive, Efficient Attention
+Architecture", arXiv 2510.26692, 2025, Sec. 3. ``A`` and ``M`` are :func:`rfa.attention.chunk_scores.decayed_scores`:
+one matmul for a decay per token, GLA's secondary chunking for a decay per channel. Every decay factor is ``exp`` of
+a sum of log-decays ≤ 0 (never ``1/γ_t`` alone, which overflows under strong decay).
 """
 
 from __future__ import annotations
@@ -26,20 +32,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from rfa.attention.chunk_scores import decayed_scores, later_sums
 from rfa.attention.kernelized.causal import from_chunks, to_chunks
 
 Array = jax.Array
-
-
-def segment_log_decays(log_decay: Array) -> Array:
-    """``b[..., t, i] = Σ_{i<s≤t} g_s`` for ``i ≤ t`` (0 on the diagonal and above it), ``[..., C]`` → ``[..., C, C]``.
-
-    Summed term by term, not as a difference of cumulative sums, so a small decay beside a huge one keeps its
-    digits."""
-    size = log_decay.shape[-1]
-    between = jnp.tril(jnp.ones((size, size), jnp.bool_), -1)  # [s, i]: s > i
-    terms = jnp.where(between, log_decay[..., :, None], 0.0)  # [..., s, i]: g_s where s > i
-    return jnp.cumsum(terms, axis=-2)  # [..., t, i]: Σ_{i<s≤t} g_s
 
 
 def solve_unit_lower(lower: Array, rhs: Array) -> Array:
@@ -60,29 +56,31 @@ def solve_unit_lower(lower: Array, rhs: Array) -> Array:
 
 
 def chunked(q: Array, k: Array, v: Array, beta: Array, log_decay: Array | None, state: Array, *, chunk: int):
-    """The delta rule over rows: ``q, k [R, L, d_k]``, ``v [R, L, d_v]``, ``beta, log_decay [R, L]``, ``state
-    [R, d_k, d_v]``; returns ``(output [R, L, d_v], state after the L tokens)``.
+    """The delta rule over rows: ``q, k [R, L, d_k]``, ``v [R, L, d_v]``, ``beta [R, L]``, ``log_decay [R, L]``
+    (one per token), ``[R, L, d_k]`` (one per key channel) or None, ``state [R, d_k, d_v]``; returns ``(output
+    [R, L, d_v], state after the L tokens)``.
 
     The last chunk is padded with β = 0 and g = 0, which leave the state as it is."""
     length = q.shape[-2]
     chunk = max(1, min(chunk, length))
     q, k, v = (to_chunks(x, chunk) for x in (q, k, v))  # [N, R, C, ·]
     beta = to_chunks(beta[..., None], chunk)[..., 0]  # [N, R, C]
-    g = jnp.zeros_like(beta) if log_decay is None else to_chunks(log_decay[..., None], chunk)[..., 0]
-    size = q.shape[-2]
-    lower = jnp.tril(jnp.ones((size, size), jnp.bool_))  # i ≤ t
-    ratios = jnp.exp(jnp.where(lower, segment_log_decays(g), -jnp.inf))  # γ_t/γ_i for i ≤ t, else 0
-    gamma = jnp.exp(jnp.cumsum(g, axis=-1))  # γ_t
-    # I + diag(β) A with A_ti = (γ_t/γ_i) k_tᵀk_i below the diagonal; the solve reads the strictly lower part
-    # only, so the diagonal that ratios · K Kᵀ holds is never used.
-    system = beta[..., None] * ratios * jnp.einsum("...td,...id->...ti", k, k)
-    rhs = beta[..., None] * jnp.concatenate([v, gamma[..., None] * k], axis=-1)
-    solved = solve_unit_lower(system, rhs)
-    tv, w = solved[..., : v.shape[-1]], solved[..., v.shape[-1] :]  # T V, W = T diag(γ) K
-    scores = jnp.einsum("...td,...id->...ti", q, k) * ratios  # tril(Q Kᵀ) ⊙ Γ
-    q_decayed = gamma[..., None] * q  # diag(γ) Q
-    k_to_end = ratios[..., -1, :, None] * k  # diag(γ_C/γ) K
-    chunk_decay = gamma[..., -1, None, None]  # γ_C
+    g = None
+    if log_decay is not None:  # [N, R, C, 1 or d_k]
+        g = to_chunks(log_decay if log_decay.ndim == 3 else log_decay[..., None], chunk)
+    # I + diag(β) A with A_ti = Σ_f k_tf k_if exp(b_tif) below the diagonal; the solve reads the strictly lower part
+    # only, so the diagonal that the scores hold is never used.
+    system = beta[..., None] * decayed_scores(k, k, g)[0]
+    scores = decayed_scores(q, k, g)[0]  # M
+    if g is None:
+        q_decayed, k_decayed, k_to_end, chunk_decay = q, k, k, jnp.ones((q.shape[0], 1, 1, 1), q.dtype)
+    else:
+        gamma = jnp.exp(jnp.cumsum(g, axis=-2))  # Γ_t
+        q_decayed, k_decayed = gamma * q, gamma * k  # Γ Q, Γ K
+        k_to_end = jnp.exp(later_sums(g)) * k  # Γ_C Γ⁻¹ K
+        chunk_decay = jnp.exp(jnp.sum(g, axis=-2))[..., :, None]  # Γ_C: [N, R, 1 or d_k, 1]
+    solved = solve_unit_lower(system, beta[..., None] * jnp.concatenate([v, k_decayed], axis=-1))
+    tv, w = solved[..., : v.shape[-1]], solved[..., v.shape[-1] :]  # T V, W = T (Γ K)
 
     def step(s, chunk_terms):
         tv_c, w_c, scores_c, q_c, k_c, decay_c = chunk_terms

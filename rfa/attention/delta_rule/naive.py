@@ -1,8 +1,9 @@
 """The reference of the delta rule: the recurrence as the papers write it, one token at a time, in the inputs' dtype.
 
-``S_t = exp(g_t) (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ``, ``o_t = S_tᵀ q_t`` (Schlag, Irie, Schmidhuber,
-ICML 2021, Eq. 29; gated: Yang, Kautz, Hatamizadeh, "Gated Delta Networks", ICLR 2025, Eq. 10), with the
-d_k × d_k transition formed explicitly and a Python loop over tokens. It shares nothing with the chunked and
+``S_t = (I − β_t k_t k_tᵀ) D_t S_{t−1} + β_t k_t v_tᵀ``, ``o_t = S_tᵀ q_t`` (Schlag, Irie, Schmidhuber,
+ICML 2021, Eq. 29; gated, ``D_t = exp(g_t) I``: Yang, Kautz, Hatamizadeh, "Gated Delta Networks", ICLR 2025,
+Eq. 10; per key channel, ``D_t = Diag(exp(g_t))``: Kimi Team, "Kimi Linear", arXiv 2510.26692, 2025, Eq. 1), with
+the d_k × d_k transition formed explicitly and a Python loop over tokens. It shares nothing with the chunked and
 recurrent forms but the checks of its inputs; given float64 inputs (``jax.enable_x64()``) it computes
 in float64, and autodiff through it gives the reference gradients. O(L·d_k²·d_v); for tests and small inputs.
 """
@@ -42,12 +43,14 @@ def naive_delta_rule_attention(
     out_dtype = q.dtype
     q, k, v, beta = (x.astype(dtype) for x in (q, k, v, beta))
     decay = jnp.ones_like(beta) if log_decay is None else jnp.exp(log_decay.astype(dtype))
+    decay = decay if decay.ndim == q.ndim else decay[..., None]  # [batch..., L, heads, 1 or d_k]
     state = state.astype(dtype)
     identity = jnp.eye(k.shape[-1], dtype=dtype)
     outputs = []
     for t in range(q.shape[-3]):
         k_t, v_t, b_t = k[..., t, :, :], v[..., t, :, :], beta[..., t, :, None, None]
-        transition = decay[..., t, :, None, None] * (identity - b_t * k_t[..., :, None] * k_t[..., None, :])
+        erase = identity - b_t * k_t[..., :, None] * k_t[..., None, :]
+        transition = erase * decay[..., t, :, None, :]  # (I − β k kᵀ) D: D scales the columns
         state = jnp.einsum("...ij,...jv->...iv", transition, state) + b_t * k_t[..., :, None] * v_t[..., None, :]
         outputs.append(jnp.einsum("...kv,...k->...v", state, q[..., t, :, :]))
     out = jnp.stack(outputs, axis=-3).astype(out_dtype)

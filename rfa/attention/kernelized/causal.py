@@ -12,9 +12,10 @@ Linear Attention Transformers with Hardware-Efficient Training", ICML 2024): wit
 ``S_t = exp(g_t) S_{t-1} + φ(k_t)[v_t, 1]ᵀ``, and key j enters query i's sums with weight
 ``exp(G_i - G_j)``; with one decay per feature (GLA), ``S_t = diag(exp(g_t)) S_{t-1} + φ(k_t)[v_t, 1]ᵀ`` and
 the weight is per feature, ``exp(G_if - G_jf)``. Only chunk-local sums are formed: inside a chunk key j
-carries ``exp(b_ij)``, ``b_ij`` the sum of the decays between j and i (per feature: a C×C×F tensor per chunk,
-O(L·C·F) memory in all), the state is decayed by the chunk's total, so no sum grows with L and a total
-log-decay of -1e4 leaves every exponent finite.
+carries ``exp(b_ij)``, ``b_ij`` the sum of the decays between j and i, the state is decayed by the chunk's total,
+so no sum grows with L and a total log-decay of -1e4 leaves every exponent finite. With a decay per feature the
+chunk's scores come from GLA's secondary chunking (:mod:`rfa.attention.chunk_scores`): matmuls between sub-chunks
+of 16 tokens, and a ``[16, 16, F]`` tensor of relative decays on the diagonal sub-chunks only, not ``[C, C, F]``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from rfa.attention.chunk_scores import decayed_scores, later_sums
 from rfa.attention.common import with_ones_column
 from rfa.attention.kernelized.prepare import Call, check_decay_features, initial_rows, output, rows, state
 from rfa.attention.state import LOWEST, RecurrentState
@@ -65,50 +67,37 @@ def scan_chunks(phi_q, keys, key_log_mask, v_aug, log_decay, initial, precision)
     """Chunked causal form on chunk-major ``[chunks, rows, C, ·]`` inputs; returns ``(num_aug, log_ref, state)``.
 
     Query i of a chunk reads ``exp(c_i) ⊙ S_prev + Σ_{j<=i} exp(b_ij) ⊙ φ(k_j)[v_j, 1]ᵀ`` with ``c_i`` the
-    chunk's cumulative log-decay up to i and ``b_ij = Σ_{j<t<=i} g_t`` its segment sums, formed as
-    sums of the decays in between (not as ``c_i - c_j``, which would lose the digits of a small
-    decay next to a huge one). A decay is one number per token (``log_decay [.., C, 1]``) or one per
-    feature (``[.., C, F]``, gated linear attention: then ``⊙`` scales each feature's row of S, and the
-    scores ``Σ_f φ(q_i)_f φ(k_j)_f exp(b_ijf)`` are formed from the C×C×F weights, not one matmul).
-    Query i's reference is ``r_i = max(P + max_f c_if, max_{j<=i, f} s_j + b_ijf)``, ``P`` the log-scale of
-    the state entering the chunk, so every exponent is <= 0; ``exp(r_i)`` is returned as ``log_ref`` (it
-    cancels when normalized). The state leaves a chunk at the reference of its last token. A scan over
-    chunks carries ``(S, P)`` and does all of a chunk's work, so the states are never materialized as one
-    array and a step's matmuls stay batched over rows. ``S`` is held transposed, ``[dv+1, F]``: XLA:CPU
-    contracts a chunk's tokens into that orientation faster than into ``[F, dv+1]`` (implementation notes
-    in the docs). ``initial = (S [rows, dv+1, F], P [rows, 1, 1])``.
+    chunk's cumulative log-decay up to i and ``b_ij = Σ_{j<t<=i} g_t`` its segment sums. A decay is one number per
+    token (``log_decay [.., C, 1]``) or one per feature (``[.., C, F]``, gated linear attention: then ``⊙`` scales
+    each feature's row of S). The scores within the chunk are :func:`rfa.attention.chunk_scores.decayed_scores`:
+    one matmul for a decay per token, GLA's secondary chunking for a decay per feature. Query i's reference is
+    ``r_i = max(P + max_f c_if, max_{j<=i, f} s_j + b_ijf)``, ``P`` the log-scale of the state entering the chunk,
+    so every exponent is <= 0; ``exp(r_i)`` is returned as ``log_ref`` (it cancels when normalized). The state leaves
+    a chunk at the reference of its last token. A scan over chunks carries ``(S, P)`` and does all of a chunk's
+    work, so the states are never materialized as one array and a step's matmuls stay batched over rows. ``S`` is
+    held transposed, ``[dv+1, F]``: XLA:CPU contracts a chunk's tokens into that orientation faster than into
+    ``[F, dv+1]`` (implementation notes in the docs). ``initial = (S [rows, dv+1, F], P [rows, 1, 1])``.
     """
     base_k, log_k = keys
     s_k = row_log_scale(log_k)
     phi_k = features_at(base_k, log_k, s_k)
     s_k = s_k + key_log_mask  # -inf: left out (padding, or the tail of the last chunk)
-    size = phi_q.shape[-2]
-    causal = jnp.tril(jnp.ones((size, size), jnp.bool_))[..., None]  # [i, j, 1]
-    after = jnp.tril(jnp.ones((size, size), jnp.bool_), -1)[..., None]  # [t, j, 1]: t > j, the decays between
 
     def chunk_step(carry, chunk):
         state, log_scale = carry
         phi_q_c, phi_k_c, v_c, s_c, g_c = chunk
-        key_log = s_c[..., None, :, :]  # [rows, 1, C, 1]: s_j
-        state_log = log_scale  # [rows, 1, 1]
+        state_log = log_scale  # P + c_if, [rows, C or 1, 1 or F]
+        to_end = s_c  # s_j + b_Cjf, [rows, C, 1 or F]
         if g_c is not None:  # [rows, C, 1 or F]
-            key_log = key_log + jnp.cumsum(jnp.where(after, g_c[..., :, None, :], 0.0), axis=-3)  # s_j + b_ijf
-            state_log = log_scale + jnp.cumsum(g_c, axis=-2)  # P + c_if, [rows, C, 1 or F]
-        key_log = jnp.where(causal, key_log, -jnp.inf)  # [rows, C, C, 1 or F]
-        ref = jnp.maximum(jnp.max(key_log, axis=(-2, -1)), jnp.max(state_log, axis=-1))[..., None]  # r_i
-        ref = jax.lax.stop_gradient(ref)  # [rows, C, 1]
-        weights = jnp.exp(key_log - ref[..., None])
+            state_log = log_scale + jnp.cumsum(g_c, axis=-2)
+            to_end = s_c + later_sums(g_c)
+        scores, ref = decayed_scores(
+            phi_q_c, phi_k_c, g_c, key_log=s_c[..., 0], floor=jnp.max(state_log, axis=-1), precision=precision
+        )
+        ref = jnp.broadcast_to(ref, scores.shape[:-1])[..., None]  # [rows, C, 1]
         chunk_ref = ref[..., -1:, :]
-        last = key_log[..., -1, :, :]  # s_j + b_Cjf, [rows, C, 1 or F]
-        if weights.shape[-1] == 1:  # one decay per token: the weights scale the d_v + 1 side, not the F side
-            scores = jnp.einsum("...qf,...kf->...qk", phi_q_c, phi_k_c, precision=precision) * weights[..., 0]
-            inter = jnp.einsum("...qf,...df->...qd", phi_q_c, state, precision=precision)
-            inter = inter * jnp.exp(state_log - ref)
-            kv = jnp.einsum("...kd,...kf->...df", v_c * jnp.exp(last - chunk_ref), phi_k_c, precision=precision)
-        else:
-            scores = jnp.einsum("...qf,...kf,...qkf->...qk", phi_q_c, phi_k_c, weights, precision=precision)
-            inter = jnp.einsum("...qf,...df->...qd", phi_q_c * jnp.exp(state_log - ref), state, precision=precision)
-            kv = jnp.einsum("...kd,...kf->...df", v_c, phi_k_c * jnp.exp(last - chunk_ref), precision=precision)
+        inter = jnp.einsum("...qf,...df->...qd", phi_q_c * jnp.exp(state_log - ref), state, precision=precision)
+        kv = jnp.einsum("...kd,...kf->...df", v_c, phi_k_c * jnp.exp(to_end - chunk_ref), precision=precision)
         intra = jnp.einsum("...qk,...kd->...qd", scores, v_c, precision=precision)
         state = state * jnp.exp(state_log[..., -1:, :] - chunk_ref) + kv
         return (state, chunk_ref), (intra + inter, ref)

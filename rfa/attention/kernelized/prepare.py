@@ -17,7 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfa._validation import InputError, check_broadcastable_to, check_floating, is_concrete
+from rfa._validation import InputError, check_broadcastable_to, check_floating
+from rfa.attention.chunk_scores import later_sums
 from rfa.attention.common import check_causal_lengths, check_qkv
 from rfa.attention.common import renormalize as divide_by_normalizer
 from rfa.attention.masks import MaskPlan, plan_mask
@@ -118,13 +119,11 @@ def check_decay_features(log_decay: Array | None, num_outputs: int, fm: Estimato
 def check_decay_sign(log_decay: Array) -> None:
     """Raises a ValueError if ``log_decay`` has a positive entry (under ``jit`` when the compiled call runs)."""
     advice = "a gate in (0, 1) gives log_decay = log(gate), e.g. jax.nn.log_sigmoid(logits)."
-    if is_concrete(log_decay):  # the largest value in the message; traced: raised when the compiled call runs
-        if bool(np.any(np.asarray(log_decay) > 0)):
-            raise InputError(
-                f"log_decay must be <= 0 (a decay factor exp(g) <= 1), got a maximum of {np.max(log_decay)}; {advice}"
-            )
-    else:
-        raise_if(log_decay > 0, f"log_decay must be <= 0 (a decay factor exp(g) <= 1), got a positive entry; {advice}")
+    raise_if(
+        log_decay > 0,
+        lambda g: f"log_decay must be <= 0 (a decay factor exp(g) <= 1), got a maximum of {np.max(g)}; {advice}",
+        values=(log_decay,),
+    )
 
 
 def check_relative_bias(relative_bias, q: Array, k: Array, *, log_decay, stateful: bool, sequence_axis) -> Array:
@@ -255,12 +254,6 @@ def merge_rows(x: Array, rows: tuple[int, ...], trailing: int) -> Array:
     """Broadcasts ``x`` to ``[*rows, *x.shape[-trailing:]]`` and merges the ``rows`` axes into one."""
     x = jnp.broadcast_to(x, rows + x.shape[x.ndim - trailing :])
     return x.reshape((math.prod(rows),) + x.shape[len(rows) :])
-
-
-def later_sums(log_decay: Array) -> Array:
-    """``Σ_{t>j} g_t`` along the length axis (-2), summed from the end (not a difference of cumulative sums)."""
-    later = jnp.concatenate([log_decay[..., 1:, :], jnp.zeros_like(log_decay[..., :1, :])], axis=-2)
-    return jnp.flip(jnp.cumsum(jnp.flip(later, axis=-2), axis=-2), axis=-2)
 
 
 def _head_major(keep: Array, batch: tuple[int, ...]) -> Array:

@@ -1,22 +1,22 @@
 """The cost of rfa's run-time checks under ``jit`` (:mod:`rfa.checks`) on the normal path.
 
 Run: ``rfa benchmark checks`` (``make benchmark``). Each workload is a jitted training-like
-step whose checks cannot be decided while tracing, so each compiles a host callback (``rfa.checks.raise_if``):
+step whose checks cannot be decided while tracing, so each compiles a check (``rfa.checks.raise_if``: a
+``lax.cond`` on the condition, with a host callback that runs when it fails):
 
 - ``traced mask``: forward and backward of kernelized attention with a Flax padding mask built inside the step
   (the mask's pattern is read at run time);
 - ``traced log_decay``: forward and backward of gated causal attention (``log_decay`` from a gate);
 - ``forecaster``: a forecaster's forward pass (its input is checked for NaN).
 
-Each is compiled twice from the same function: as shipped, and with ``jax.debug.callback`` replaced by a
-no-op while it is traced (the same program without the checks). Timings alternate between the two, median of
-``--repeats``; the ratio is the checks' cost. Writes JSON to the workdir.
+Each is compiled twice from the same function: as shipped, and traced inside ``rfa.checks.enabled(False)`` (the
+same program without the checks). Timings alternate between the two, median of ``--repeats``; the ratio is the
+checks' cost. Writes JSON to the workdir.
 """
 
 from __future__ import annotations
 
 import time
-from unittest import mock
 
 import jax
 import jax.numpy as jnp
@@ -72,10 +72,8 @@ def workloads(length: int) -> dict:
 
 
 def compiled(function, args, *, checks: bool):
-    """``function`` compiled for ``args``, with its host-callback checks or (``checks=False``) without."""
-    if checks:
-        return jax.jit(function).lower(*args).compile()
-    with mock.patch.object(jax.debug, "callback", lambda *_, **__: None):
+    """``function`` compiled for ``args``, with its run-time checks or (``checks=False``) without."""
+    with rfa.checks.enabled(checks):
         return jax.jit(function).lower(*args).compile()
 
 
