@@ -48,6 +48,7 @@ class _StateLayer(nnx.Module):
         )
         core_class(attention.kind).check_site("attention", attention, config, causal=True, stateful=True)
         heads = (num_heads, config.head_dim)
+        self.num_heads, self.in_features = num_heads, in_features  # as nnx.MultiHeadAttention names them
         self.query, self.key, self.value = (
             nnx.LinearGeneral(in_features, heads, dtype=dtype, rngs=rngs) for _ in range(3)
         )
@@ -172,7 +173,7 @@ class KimiDeltaAttention(_StateLayer):
       num_heads: the number of heads, as in ``nnx.MultiHeadAttention``.
       in_features: the input's features.
       out_features: the output's features (default ``in_features``).
-      chunk_size: tokens per chunk of the chunked form (sub-chunks of 16 inside).
+      chunk_size: tokens per chunk of the chunked form (sub-chunks of 8 inside).
       decode: with True the call continues the cached state (``init_cache`` first), as Flax's ``decode``.
       dtype: the computation dtype of the projections (the state stays float32).
       rngs: ``params`` initializes the weights.

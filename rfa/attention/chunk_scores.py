@@ -10,11 +10,16 @@ every exponent ≤ 0. A decay per token factors out of the sum: ``M = (X Yᵀ) �
 A decay per feature does not; forming ``exp(b_ijf)`` for every pair is a ``[C, C, F]`` tensor per chunk, which made
 gated linear attention 8x slower than the delta rule's chunk. GLA's secondary chunking (Yang, Wang, Shen, Panda,
 Kim, "Gated Linear Attention Transformers with Hardware-Efficient Training", ICML 2024, Sec. 4) avoids it: split
-the chunk into sub-chunks of c tokens (16). Below the diagonal, between query sub-chunk a and a key j before it,
-split the decays at the start of a, ``b_ijf = Σ_{start(a)≤t≤i} g_tf + Σ_{j<t<start(a)} g_tf``: a matmul of
-queries scaled by ``exp(first part)`` and keys scaled by ``exp(second part)``, each ≤ 1, with a per-feature
-reference ``ρ_af = max_{j<start(a)} (s_j + second part)`` moved from the keys to the queries so that neither side
-overflows. Only the c × c diagonal blocks take the full ``exp(b_ijf)``, a ``[c, c, F]`` tensor per sub-chunk.
+the chunk into sub-chunks of c tokens (:data:`SUB_CHUNK`). Below the diagonal, between query sub-chunk a and a key j
+of an earlier sub-chunk b, split the decays at the start of a,
+
+    b_ijf = Σ_{start(a)≤t≤i} g_tf  +  Σ_{j<t≤end(b)} g_tf  +  Σ_{b<b'<a} G_b'f        (G_b' the total of sub-chunk b'),
+
+three factors: the queries scaled by ``exp(first)``, the keys by ``exp(s_j + second − ρ'_bf)`` and a ``[a, b, F]``
+carry ``exp(ρ'_bf + third − ρ_af)``, with per-feature references ``ρ'_bf`` (the largest key exponent of b) and
+``ρ_af`` (the largest carried one into a) chosen so that every factor is ≤ 1, and ``ρ_af`` moved onto the queries.
+The block is then a matmul; one exp per token and feature on each side. Only the c × c diagonal blocks take the
+full ``exp(b_ijf)``, a ``[c, c, F]`` tensor per sub-chunk.
 
 Every decay sum is a sum of the decays it spans (cumulative sums within a sub-chunk, or from the end), never a
 difference of two cumulative sums, which loses the digits of a small decay beside a large one; log-decays down to
@@ -28,7 +33,7 @@ import jax.numpy as jnp
 
 Array = jax.Array
 
-SUB_CHUNK = 16  # tokens per sub-chunk, as the paper's kernels
+SUB_CHUNK = 8  # tokens per sub-chunk: 8 was faster than 4 and 16 on XLA:CPU (16 in the paper's GPU kernels)
 
 
 def segment_log_decays(log_decay: Array) -> Array:
@@ -55,7 +60,6 @@ def decayed_scores(
     log_decay: Array | None,
     *,
     key_log: Array | None = None,
-    floor: Array | None = None,
     precision=None,
 ) -> tuple[Array, Array | None]:
     """The causal scores ``M_ij`` of one chunk (see the module's docstring), ``0`` above the diagonal.
@@ -65,12 +69,12 @@ def decayed_scores(
       y: keys' side ``[..., C, F]``.
       log_decay: ``[..., C, 1]`` (one decay per token), ``[..., C, F]`` (one per feature) or None (no decay).
       key_log: the keys' log-scales ``s [..., C]`` (``-inf``: a key left out), or None (0, and no reference).
-      floor: a lower bound ``[..., C]`` of each query's reference (the incoming state's part), or None.
       precision: of the contractions.
 
     Returns:
-      ``(M [..., C, C], r [..., C])``: with ``key_log`` the reference ``r_i = max(floor_i, max_{j≤i, f} s_j +
-      b_ijf)`` (no gradient; it cancels where the caller normalizes), else ``r = 0`` and ``None`` is returned.
+      ``(M [..., C, C], r [..., C])``: with ``key_log`` the reference ``r_i = max_{j≤i, f} s_j + b_ijf`` (no
+      gradient; it cancels where the caller normalizes; ``-inf`` where query i reaches no key, and its scores are
+      0), else ``r = 0`` and ``None`` is returned.
 
     Example:
       >>> x = y = jnp.ones((4, 2))
@@ -79,7 +83,7 @@ def decayed_scores(
       [1.125, 1.25, 1.5, 2.0]
     """
     if log_decay is not None and log_decay.shape[-1] > 1:
-        return _per_feature(x, y, log_decay, key_log, floor, precision)
+        return _per_feature(x, y, log_decay, key_log, precision)
     size = x.shape[-2]
     causal = jnp.tril(jnp.ones((size, size), jnp.bool_))
     log_weight = jnp.zeros((size, size)) if log_decay is None else segment_log_decays(log_decay)[..., 0]
@@ -87,19 +91,19 @@ def decayed_scores(
     if key_log is not None:
         log_weight = log_weight + key_log[..., None, :]
         log_weight = jnp.where(causal, log_weight, -jnp.inf)
-        ref = _reference(jnp.max(log_weight, axis=-1), floor)
-        log_weight = log_weight - ref[..., None]
+        ref, safe = _reference(jnp.max(log_weight, axis=-1))
+        log_weight = log_weight - safe[..., None]
     weights = jnp.where(causal, jnp.exp(jnp.where(causal, log_weight, -jnp.inf)), 0.0)
     return jnp.einsum("...if,...jf->...ij", x, y, precision=precision) * weights, ref
 
 
-def _reference(largest: Array, floor: Array | None) -> Array:
-    """The reference per query, without gradient; 0 where nothing is kept (every weight is 0 there)."""
-    ref = largest if floor is None else jnp.maximum(largest, floor)
-    return jax.lax.stop_gradient(jnp.where(jnp.isfinite(ref), ref, 0.0))
+def _reference(largest: Array) -> tuple[Array, Array]:
+    """The reference per query without gradient, and the one to subtract: 0 where nothing is kept (-inf)."""
+    ref = jax.lax.stop_gradient(largest)
+    return ref, jnp.where(jnp.isfinite(ref), ref, 0.0)
 
 
-def _per_feature(x, y, g, key_log, floor, precision) -> tuple[Array, Array | None]:
+def _per_feature(x, y, g, key_log, precision) -> tuple[Array, Array | None]:
     """:func:`decayed_scores` with a decay per feature, by sub-chunks (the module's docstring)."""
     size = x.shape[-2]
     sub = min(SUB_CHUNK, size)
@@ -109,47 +113,44 @@ def _per_feature(x, y, g, key_log, floor, precision) -> tuple[Array, Array | Non
         x, y, g = (jnp.pad(a, [(0, 0)] * (a.ndim - 2) + [(0, padded - size), (0, 0)]) for a in (x, y, g))
         if key_log is not None:
             key_log = jnp.pad(key_log, [(0, 0)] * (key_log.ndim - 1) + [(0, padded - size)], constant_values=-jnp.inf)
-        if floor is not None:
-            floor = jnp.pad(floor, [(0, 0)] * (floor.ndim - 1) + [(0, padded - size)])
     blocks = x.shape[:-2] + (num, sub, x.shape[-1])  # [..., a, i, f]: sub-chunk a, its token i
     xs, ys, gs = (a.reshape(blocks) for a in (x, y, g))
-    s_sub = None if key_log is None else key_log.reshape(blocks[:-1])
+    s_sub = jnp.zeros(blocks[:-1]) if key_log is None else key_log.reshape(blocks[:-1])
 
     causal = jnp.tril(jnp.ones((sub, sub), jnp.bool_))[..., None]  # [i, j, 1]
-    diagonal_log = segment_log_decays(gs)  # [..., a, i, j, f]: b_ijf within sub-chunk a
-    if s_sub is not None:
-        diagonal_log = diagonal_log + s_sub[..., None, :, None]
+    diagonal_log = segment_log_decays(gs) + s_sub[..., None, :, None]  # [..., a, i, j, f]: s_j + b_ijf in a
     diagonal_log = jnp.where(causal, diagonal_log, -jnp.inf)
 
-    # Keys before sub-chunk a: their decays up to a's start, Σ_{j<t<start(a)} g_t, per a: [..., a, j, f].
-    before = jnp.arange(padded)[None, :] < (sub * jnp.arange(num))[:, None]  # [a, j]: j before a's start
-    key_log_before = later_sums(jnp.where(before[..., None], g[..., None, :, :], 0.0))
-    if key_log is not None:
-        key_log_before = key_log_before + key_log[..., None, :, None]
-    key_log_before = jnp.where(before[..., None], key_log_before, -jnp.inf)
+    # A key j of sub-chunk b < a reaches a's start through Σ_{j<t<start(a)} g_t = (its decays to b's end) + (the
+    # totals of the sub-chunks between b and a): a [.., b, j, f] factor and a [.., a, b, f] one, each ≤ 1 after its
+    # per-feature reference, so the key side costs one exp per token and feature.
+    key_own = later_sums(gs) + s_sub[..., None]  # [..., b, j, f]: s_j + Σ_{j<t≤end(b)} g_t
+    own_ref = jax.lax.stop_gradient(jnp.max(key_own, axis=-2))  # ρ'_bf, -inf where every key of b is left out
+    own_ref = jnp.where(jnp.isfinite(own_ref), own_ref, 0.0)
+    keys = ys * jnp.exp(key_own - own_ref[..., None, :])
+    between = segment_log_decays(jnp.sum(gs, axis=-2))  # [..., t, b, f]: Σ_{b<s≤t} totals_s
+    between = jnp.concatenate([jnp.zeros_like(between[..., :1, :, :]), between[..., :-1, :, :]], axis=-3)
+    earlier = jnp.tril(jnp.ones((num, num), jnp.bool_), -1)[..., None]  # [a, b, 1]: b < a
+    carried = jnp.where(earlier, own_ref[..., None, :, :] + between, -jnp.inf)  # [..., a, b, f]
+    shift = jax.lax.stop_gradient(jnp.max(carried, axis=-2))  # ρ_af: -inf where nothing reaches a
+    reached = jnp.isfinite(shift)
+    shift = jnp.where(reached, shift, 0.0)
+    carry = jnp.exp(carried - shift[..., None, :])  # [..., a, b, f], ≤ 1, 0 for b ≥ a
     query_log = jnp.cumsum(gs, axis=-2)  # [..., a, i, f]: Σ_{start(a)≤t≤i} g_t
 
     ref = None
-    if key_log is None:  # every exponent is a sum of log-decays, ≤ 0 already
-        shift = jnp.zeros(blocks[:-2] + blocks[-1:])  # [..., a, f]
-        reached = jnp.ones(shift.shape, jnp.bool_)
-    else:
-        shift = jax.lax.stop_gradient(jnp.max(key_log_before, axis=-2))  # ρ_af, [..., a, f]; -inf: no key before
-        reached = jnp.isfinite(shift)
-        shift = jnp.where(reached, shift, 0.0)
+    if key_log is not None:
         largest = jnp.maximum(
             jnp.max(diagonal_log, axis=(-2, -1)),  # [..., a, i]
             jnp.max(jnp.where(reached[..., None, :], query_log + shift[..., None, :], -jnp.inf), axis=-1),
         )
-        ref = _reference(largest, None if floor is None else floor.reshape(blocks[:-1]))  # [..., a, i]
-        query_log = query_log - ref[..., None]
-        diagonal_log = diagonal_log - ref[..., None, None]
-    reached, shift = reached[..., None, :], shift[..., None, :]  # [..., a, 1, f]
-    queries = xs * jnp.exp(jnp.where(reached, query_log + shift, -jnp.inf))
-    keys = y[..., None, :, :] * jnp.exp(jnp.where(reached, key_log_before - shift, -jnp.inf))
-    below = jnp.einsum("...aif,...ajf->...aij", queries, keys, precision=precision)  # [..., a, i, j over the chunk]
+        ref, safe = _reference(largest)  # [..., a, i]
+        query_log = query_log - safe[..., None]
+        diagonal_log = diagonal_log - safe[..., None, None]
+    queries = xs * jnp.exp(jnp.where(reached[..., None, :], query_log + shift[..., None, :], -jnp.inf))
+    carried_queries = queries[..., :, None, :, :] * carry[..., :, :, None, :]  # [..., a, b, i, f]
+    below = jnp.einsum("...abif,...bjf->...aibj", carried_queries, keys, precision=precision)  # [..., a, i, b, j]
     diagonal = jnp.einsum("...aif,...ajf,...aijf->...aij", xs, ys, jnp.exp(diagonal_log), precision=precision)
     diagonal = jnp.einsum("...aij,ab->...aibj", diagonal, jnp.eye(num, dtype=diagonal.dtype))
-    scores = (below + diagonal.reshape(below.shape)).reshape(x.shape[:-2] + (padded, padded))
-    scores = scores[..., :size, :size]
+    scores = (below + diagonal).reshape(x.shape[:-2] + (padded, padded))[..., :size, :size]
     return scores, None if ref is None else ref.reshape(x.shape[:-2] + (padded,))[..., :size]

@@ -434,7 +434,9 @@ def test_benchmarks_write_json(tmp_path):
         capture_output=True,
     )
     flax_decoding = json.loads((tmp_path / "flax_decoding.json").read_text())
-    assert set(flax_decoding["seconds_per_token"]) == {"flax", "rfa"} and "rfa_ratio_128_vs_128" in flax_decoding
+    layers = {"flax", "rfa", "deltanet", "gated_deltanet", "kda", "gla"}
+    assert set(flax_decoding["seconds_per_token"]) == layers and "rfa_ratio_128_vs_128" in flax_decoding
+    assert set(flax_decoding["ratios"]["checks_over_unchecked"]) == layers - {"flax"}
     assert (tmp_path / "flax_decoding.png").exists()
     subprocess.run(
         [
@@ -514,14 +516,16 @@ def test_benchmarks_write_json(tmp_path):
     )
     delta = json.loads((tmp_path / "delta.json").read_text())
     assert [sorted(set(r) - {"length"}) for r in delta["results"]] == [
-        ["delta chunked", "delta recurrent", "exact", "gla chunked"],
-        ["delta chunked", "gla chunked"],
+        ["delta chunked", "delta recurrent", "exact", "gated causal", "gla chunked", "kda chunked"],
+        ["delta chunked", "gated causal", "gla chunked", "kda chunked"],
     ]
-    assert set(delta["delta_over_gla"]) == {"16", "32"} and (tmp_path / "delta.png").stat().st_size > 10_000
-    decoding = json.loads((tmp_path / "decoding.json").read_text())["seconds_per_token"]
-    assert set(decoding) == {"exact", "kernelized", "gated", "gated_deltanet", "sliding_window"} and all(
-        t > 0 for d in decoding.values() for t in d.values()
-    )
+    assert set(delta["ratios"]) == {"delta_over_gla", "gla_over_gated_causal", "kda_over_delta"}
+    assert set(delta["ratios"]["kda_over_delta"]) == {"16", "32"} and (tmp_path / "delta.png").stat().st_size > 10_000
+    decoding = json.loads((tmp_path / "decoding.json").read_text())
+    kinds = {"exact", "kernelized", "gated_rfa", "gla", "deltanet", "gated_deltanet", "kda", "sliding_window", "hybrid"}
+    assert set(decoding["seconds_per_token"]) == kinds
+    assert all(t > 0 for d in decoding["seconds_per_token"].values() for t in d.values())
+    assert set(decoding["ratios"]["checks_over_unchecked"]) == kinds
 
 
 USER_ESTIMATORS = '''

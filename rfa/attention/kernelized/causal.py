@@ -15,7 +15,7 @@ the weight is per feature, ``exp(G_if - G_jf)``. Only chunk-local sums are forme
 carries ``exp(b_ij)``, ``b_ij`` the sum of the decays between j and i, the state is decayed by the chunk's total,
 so no sum grows with L and a total log-decay of -1e4 leaves every exponent finite. With a decay per feature the
 chunk's scores come from GLA's secondary chunking (:mod:`rfa.attention.chunk_scores`): matmuls between sub-chunks
-of 16 tokens, and a ``[16, 16, F]`` tensor of relative decays on the diagonal sub-chunks only, not ``[C, C, F]``.
+of 8 tokens, and a ``[8, 8, F]`` tensor of relative decays on the diagonal sub-chunks only, not ``[C, C, F]``.
 """
 
 from __future__ import annotations
@@ -73,32 +73,37 @@ def scan_chunks(phi_q, keys, key_log_mask, v_aug, log_decay, initial, precision)
     one matmul for a decay per token, GLA's secondary chunking for a decay per feature. Query i's reference is
     ``r_i = max(P + max_f c_if, max_{j<=i, f} s_j + b_ijf)``, ``P`` the log-scale of the state entering the chunk,
     so every exponent is <= 0; ``exp(r_i)`` is returned as ``log_ref`` (it cancels when normalized). The state leaves
-    a chunk at the reference of its last token. A scan over chunks carries ``(S, P)`` and does all of a chunk's
-    work, so the states are never materialized as one array and a step's matmuls stay batched over rows. ``S`` is
-    held transposed, ``[dv+1, F]``: XLA:CPU contracts a chunk's tokens into that orientation faster than into
-    ``[F, dv+1]`` (implementation notes in the docs). ``initial = (S [rows, dv+1, F], P [rows, 1, 1])``.
+    a chunk at the reference of its last token. The scores within each chunk are formed for all chunks at once, at
+    the reference of the chunk's own keys, and rescaled to ``r_i`` in the scan over chunks, which carries ``(S, P)``
+    and does the rest of a chunk's work, so the states are never materialized as one array and a step's matmuls stay
+    batched over rows. ``S`` is held transposed, ``[dv+1, F]``: XLA:CPU contracts a chunk's tokens into that
+    orientation faster than into ``[F, dv+1]`` (implementation notes in the docs). ``initial = (S [rows, dv+1, F],
+    P [rows, 1, 1])``.
     """
     base_k, log_k = keys
     s_k = row_log_scale(log_k)
     phi_k = features_at(base_k, log_k, s_k)
     s_k = s_k + key_log_mask  # -inf: left out (padding, or the tail of the last chunk)
 
+    # Everything within a chunk, for all chunks at once: the scores at their own reference (the keys of the
+    # chunk), the cumulative decays the carried state is read with, each key's decay to the chunk's end.
+    scores, own_ref = decayed_scores(phi_q, phi_k, log_decay, key_log=s_k[..., 0], precision=precision)  # [.., C]
+    if log_decay is None:
+        from_start, to_end = jnp.zeros(s_k.shape[:2] + (1, 1)), s_k
+    else:
+        from_start, to_end = jnp.cumsum(log_decay, axis=-2), s_k + later_sums(log_decay)  # c_if; s_j + b_Cjf
+
     def chunk_step(carry, chunk):
         state, log_scale = carry
-        phi_q_c, phi_k_c, v_c, s_c, g_c = chunk
-        state_log = log_scale  # P + c_if, [rows, C or 1, 1 or F]
-        to_end = s_c  # s_j + b_Cjf, [rows, C, 1 or F]
-        if g_c is not None:  # [rows, C, 1 or F]
-            state_log = log_scale + jnp.cumsum(g_c, axis=-2)
-            to_end = s_c + later_sums(g_c)
-        scores, ref = decayed_scores(
-            phi_q_c, phi_k_c, g_c, key_log=s_c[..., 0], floor=jnp.max(state_log, axis=-1), precision=precision
-        )
-        ref = jnp.broadcast_to(ref, scores.shape[:-1])[..., None]  # [rows, C, 1]
+        phi_q_c, phi_k_c, v_c, scores_c, own_c, from_start_c, to_end_c = chunk
+        state_log = log_scale + from_start_c  # P + c_if, [rows, C, 1 or F]
+        ref = jax.lax.stop_gradient(jnp.maximum(own_c, jnp.max(state_log, axis=-1)))  # r_i, [rows, C]
+        scores_c = scores_c * jnp.exp(jnp.where(jnp.isfinite(own_c), own_c - ref, -jnp.inf))[..., None]
+        ref = ref[..., None]
         chunk_ref = ref[..., -1:, :]
         inter = jnp.einsum("...qf,...df->...qd", phi_q_c * jnp.exp(state_log - ref), state, precision=precision)
-        kv = jnp.einsum("...kd,...kf->...df", v_c, phi_k_c * jnp.exp(to_end - chunk_ref), precision=precision)
-        intra = jnp.einsum("...qk,...kd->...qd", scores, v_c, precision=precision)
+        kv = jnp.einsum("...kd,...kf->...df", v_c, phi_k_c * jnp.exp(to_end_c - chunk_ref), precision=precision)
+        intra = jnp.einsum("...qk,...kd->...qd", scores_c, v_c, precision=precision)
         state = state * jnp.exp(state_log[..., -1:, :] - chunk_ref) + kv
         return (state, chunk_ref), (intra + inter, ref)
 
@@ -108,7 +113,8 @@ def scan_chunks(phi_q, keys, key_log_mask, v_aug, log_decay, initial, precision)
             jnp.zeros((num_rows, v_aug.shape[-1], phi_q.shape[-1]), jnp.float32),
             jnp.full((num_rows, 1, 1), LOWEST),
         )
-    final, (num_aug, log_ref) = jax.lax.scan(chunk_step, initial, (phi_q, phi_k, v_aug, s_k, log_decay))
+    chunks = (phi_q, phi_k, v_aug, scores, own_ref, from_start, to_end)
+    final, (num_aug, log_ref) = jax.lax.scan(chunk_step, initial, chunks)
     return num_aug, log_ref[..., 0], final
 
 

@@ -1,21 +1,25 @@
-"""The delta rule's chunked form against its recurrent form, gated linear attention and exact attention, over L.
+"""The delta rule's chunked forms against its recurrent form, gated linear attention and exact attention, over L.
 
 Run: ``rfa benchmark delta_rule``. For each length, the forward and backward pass (gradients
 to q, k, v, and to β and the log-decays where a case has them) at ``[1, L, 8, 64]``, timed as compiled programs
 (median of ``--repeats``, the cases in turns so that a drift of a shared machine falls on all), with XLA's
 memory estimate:
 
-- ``delta chunked``: ``rfa.attention.delta_rule_attention`` with a decay (Gated DeltaNet), chunks of 64: a
-  64 × 64 unit-triangular solve per chunk, then a scan over chunks;
-- ``delta recurrent``: the same with ``chunk_size=1``, one token per scan step (the decoding form), up to
+- ``delta chunked``: ``rfa.attention.delta_rule_attention`` with a decay per token (Gated DeltaNet), chunks of 64:
+  a 64 × 64 unit-triangular solve per chunk, then a scan over chunks;
+- ``kda chunked``: the same with one decay per key channel (Kimi Delta Attention): the chunk's scores by
+  sub-chunks of 8 (``rfa.attention.chunk_scores``);
+- ``delta recurrent``: Gated DeltaNet with ``chunk_size=1``, one token per scan step (the decoding form), up to
   ``--recurrent_max``;
 - ``gla chunked``: ``rfa.kernelized_attention`` causal with elu+1 features and one decay per feature (GLA's
-  form, F = d = 64), chunks of 64: the same head sizes;
+  form, F = d = 64), chunks of 64 (sub-chunks of 8): the same head sizes;
+- ``gated causal``: the same features with one decay per token (gated RFA's form), chunks of 64;
 - ``exact``: ``jax.nn.dot_product_attention(..., is_causal=True)``, up to ``--exact_max``.
 
 Writes JSON (``--output``, default ``<workdir>/benchmark_delta_rule.json``) with the log-log slopes of time against
-L and the ratio of the chunked delta rule to GLA at each length, and a figure beside it. CPU timings are ratios
-within one run; absolute ones count on a GPU.
+L and, at each length, the ratios (``ratios``, which the speed guard compares): the chunked delta rule to GLA, GLA to
+the same features with a decay per token (target <= 2), KDA to Gated DeltaNet (target <= 2); and a figure beside it.
+CPU timings are ratios within one run; absolute ones count on a GPU.
 """
 
 from __future__ import annotations
@@ -38,18 +42,27 @@ _OUTPUT = flags.DEFINE_string("output", None, "JSON path; default <workdir>/benc
 _WORKDIR = flags.DEFINE_string("workdir", "workdir/benchmarks", "Where the JSON and figure go.")
 
 B, H, D, CHUNK = 1, 8, 64, 64  # batch, heads, head dimension, chunk length
-CASES = ("delta chunked", "delta recurrent", "gla chunked", "exact")
+CASES = ("delta chunked", "kda chunked", "delta recurrent", "gla chunked", "gated causal", "exact")
+RATIOS = {  # name: (numerator, denominator, target or None)
+    "delta_over_gla": ("delta chunked", "gla chunked", None),
+    "gla_over_gated_causal": ("gla chunked", "gated causal", 2.0),
+    "kda_over_delta": ("kda chunked", "delta chunked", 2.0),
+}
 
 
 def attend(name: str, q, k, v, beta, log_decay):
-    """The case's causal attention; the delta rule gets unit keys and queries, as its models give it."""
-    if name.startswith("delta"):
+    """The case's causal attention; the delta rule gets unit keys and queries, as its models give it.
+    ``log_decay`` is ``[B, L, H, D]``; the cases with one decay per token take its first channel."""
+    per_token = log_decay[..., 0]
+    if name in ("delta chunked", "kda chunked", "delta recurrent"):
         q, k = (x / jnp.linalg.norm(x, axis=-1, keepdims=True) for x in (q, k))
         chunk = 1 if name == "delta recurrent" else CHUNK
-        return rfa.attention.delta_rule_attention(q, k, v, beta, log_decay=log_decay[..., 0], chunk_size=chunk)
-    if name == "gla chunked":
+        decay = log_decay if name == "kda chunked" else per_token
+        return rfa.attention.delta_rule_attention(q, k, v, beta, log_decay=decay, chunk_size=chunk)
+    if name in ("gla chunked", "gated causal"):
+        decay = log_decay if name == "gla chunked" else per_token
         return rfa.kernelized_attention(
-            q, k, v, estimator="elu", projection=None, is_causal=True, log_decay=log_decay, chunk_size=CHUNK
+            q, k, v, estimator="elu", projection=None, is_causal=True, log_decay=decay, chunk_size=CHUNK
         )
     return jax.nn.dot_product_attention(q, k, v, is_causal=True)
 
@@ -68,7 +81,7 @@ def measure(length: int, names: list[str], repeats: int) -> dict:
     keys = jax.random.split(jax.random.key(length), 5)
     q, k, v = (0.5 * jax.random.normal(key, (B, length, H, D)) for key in keys[:3])
     beta = jax.nn.sigmoid(jax.random.normal(keys[3], (B, length, H)))
-    log_decay = jax.nn.log_sigmoid(3.0 + jax.random.normal(keys[4], (B, length, H, D)))  # GLA: one per feature
+    log_decay = jax.nn.log_sigmoid(3.0 + jax.random.normal(keys[4], (B, length, H, D)))  # one per feature
     args = (q, k, v, beta, log_decay)
     compiled = {name: loss(name).lower(*args).compile() for name in names}
     for name in names:
@@ -96,12 +109,15 @@ def main(argv):
         rows.append(measure(length, names, _REPEATS.value))
         print(f"L = {length}: " + ", ".join(f"{n} {rows[-1][n]['median_ms']:.1f} ms" for n in names), flush=True)
     slopes = {n: slope([(r["length"], r[n]["median_ms"]) for r in rows if n in r]) for n in CASES}
-    ratios = {r["length"]: r["delta chunked"]["median_ms"] / r["gla chunked"]["median_ms"] for r in rows}
+    ratios = {
+        name: {r["length"]: r[top]["median_ms"] / r[bottom]["median_ms"] for r in rows}
+        for name, (top, bottom, _) in RATIOS.items()
+    }
     results = {
         "config": {"batch": B, "heads": H, "head_dim": D, "chunk_size": CHUNK, "lengths": lengths},
         "results": rows,
         "slopes": slopes,
-        "delta_over_gla": ratios,
+        "ratios": ratios,
         "environment": environment(),
     }
 
@@ -109,12 +125,21 @@ def main(argv):
         return f"{row[name]['median_ms']:.1f}" if name in row else "-"
 
     text = markdown_table(
-        ["L", *(f"{n} (ms)" for n in CASES), "delta chunked / gla chunked"],
-        [[str(r["length"]), *(milliseconds(r, n) for n in CASES), f"{ratios[r['length']]:.2f}"] for r in rows],
+        ["L", *(f"{n} (ms)" for n in CASES), *(f"{top} / {bottom}" for top, bottom, _ in RATIOS.values())],
+        [
+            [str(r["length"]), *(milliseconds(r, n) for n in CASES), *(f"{ratios[n][r['length']]:.2f}" for n in RATIOS)]
+            for r in rows
+        ],
     )
     text += "\n\nlog-log slope of time against L: " + ", ".join(
         f"{n} {s:.2f}" for n, s in slopes.items() if s is not None
     )
+    longest = lengths[-1]
+    for name, (top, bottom, target) in RATIOS.items():
+        if target is not None:
+            ratio = ratios[name][longest]
+            verdict = "met" if ratio <= target else f"NOT met, by {ratio / target:.2f}x"
+            text += f"\n\n{top} / {bottom} at L = {longest}: {ratio:.2f} (target <= {target:g}: {verdict})."
     print(text)
 
     def plot(path):
@@ -126,7 +151,7 @@ def main(argv):
             path,
             xlabel="L",
             ylabel="forward + backward (ms)",
-            title="causal attention, [1, L, 8, 64]: the delta rule vs GLA and exact",
+            title="causal attention, [1, L, 8, 64], forward + backward",
         )
 
     output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_delta_rule.json")

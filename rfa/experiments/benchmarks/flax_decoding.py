@@ -1,4 +1,4 @@
-"""Time per decoded token through one Flax attention layer: rfa's recurrent cache vs Flax's softmax KV cache.
+"""Time per decoded token through one Flax attention layer: rfa's recurrent caches vs Flax's softmax KV cache.
 
 Run: ``rfa benchmark flax_decoding`` (``make benchmark``). One self-attention layer
 (``--features`` wide, ``--heads`` heads, batch ``--batch``) decodes ``--steps`` tokens from each position in one
@@ -10,9 +10,14 @@ timed in turn, in a new random order each round, so that the machine's noise fal
 - ``rfa``: ``rfa.nnx.MultiHeadAttention`` (positive features, m = ``--num-features``) with ``decode=True``: its
   cache is the recurrent state, the same size at any position, so a token should cost the same at any position
   (target: 16k vs 128 <= 1.2x; the ratio is taken between the first position >= 128 and the last).
+- ``deltanet``, ``gated_deltanet``, ``kda``, ``gla``: ``rfa.nnx.DeltaNet`` (ungated, gated),
+  ``rfa.nnx.KimiDeltaAttention`` and ``rfa.nnx.GatedLinearAttention`` with ``decode=True``: a state and (the delta
+  rule) a convolution history, flat in position as well.
 
-It reports the crossover, the first position from which rfa is faster at every longer position, and writes
-JSON and a log-log figure to the workdir.
+Each rfa layer is also compiled traced inside ``rfa.checks.enabled(False)`` at the reference position and timed in
+turn with the rest: ``ratios/checks_over_unchecked`` is what the run-time checks cost a decoded token (target: within
+10%). It reports the crossover, the first position from which rfa's ``MultiHeadAttention`` is faster than Flax's at
+every longer position, and writes JSON and a log-log figure to the workdir.
 """
 
 from __future__ import annotations
@@ -46,20 +51,30 @@ _WORKDIR = flags.DEFINE_string("workdir", "workdir/benchmarks", "Where the JSON 
 TARGET = 1.2  # rfa's time per token at the last position over its time at the first
 
 
-def layers(features: int, heads: int, num_features: int) -> dict[str, nnx.MultiHeadAttention]:
-    """Flax's softmax layer and rfa's, with the same weights (same rngs)."""
+STATE_LAYERS = ("deltanet", "gated_deltanet", "kda", "gla")
+
+
+def layers(features: int, heads: int, num_features: int) -> dict[str, nnx.Module]:
+    """Flax's softmax layer, rfa's (the same weights: same rngs) and rfa's layers whose cache is a state."""
     return {
         "flax": nnx.MultiHeadAttention(heads, features, decode=True, rngs=nnx.Rngs(0)),
         "rfa": rfa.nnx.MultiHeadAttention(heads, features, num_features=num_features, decode=True, rngs=nnx.Rngs(0)),
+        "deltanet": rfa.nnx.DeltaNet(heads, features, gated=False, decode=True, rngs=nnx.Rngs(0)),
+        "gated_deltanet": rfa.nnx.DeltaNet(heads, features, decode=True, rngs=nnx.Rngs(0)),
+        "kda": rfa.nnx.KimiDeltaAttention(heads, features, decode=True, rngs=nnx.Rngs(0)),
+        "gla": rfa.nnx.GatedLinearAttention(heads, features, decode=True, rngs=nnx.Rngs(0)),
     }
 
 
-def decoder(layer: nnx.MultiHeadAttention, position: int, *, batch: int, steps: int):
-    """A compiled call decoding ``steps`` tokens from ``position`` in one ``lax.scan``, and its argument."""
-    layer.init_cache((batch, position + steps, layer.in_features))
-    layer.cache_index[...] = jnp.array(position, jnp.int32)  # Flax attends to every slot: only the size matters
+def decoder(layer: nnx.Module, position: int, *, batch: int, steps: int, checks: bool = True):
+    """A compiled call decoding ``steps`` tokens from ``position`` in one ``lax.scan`` (traced inside
+    ``rfa.checks.enabled(checks)``), and its argument."""
+    features = layer.in_features
+    layer.init_cache((batch, position + steps, features))
+    if hasattr(layer, "cache_index"):  # Flax attends to every slot: only the size matters
+        layer.cache_index[...] = jnp.array(position, jnp.int32)
     graphdef, state = nnx.split(layer)
-    tokens = 0.1 * jax.random.normal(jax.random.key(1), (steps, batch, 1, layer.in_features))
+    tokens = 0.1 * jax.random.normal(jax.random.key(1), (steps, batch, 1, features))
 
     def decode(state):
         def body(state, token):
@@ -69,7 +84,8 @@ def decoder(layer: nnx.MultiHeadAttention, position: int, *, batch: int, steps: 
 
         return jax.lax.scan(body, state, tokens)[1]
 
-    return jax.jit(decode).lower(state).compile(), state
+    with rfa.checks.enabled(checks):
+        return jax.jit(decode).lower(state).compile(), state
 
 
 def seconds_per_token(runs: dict, *, steps: int, repeats: int) -> dict:
@@ -92,29 +108,32 @@ def seconds_per_token(runs: dict, *, steps: int, repeats: int) -> dict:
 def main(argv):
     del argv
     positions = [int(p) for p in _POSITIONS.value]
+    first = min((p for p in positions if p >= 128), default=positions[0])  # the target's reference position
+    built = layers(_FEATURES.value, _HEADS.value, _NUM_FEATURES.value)
     runs = {
         (name, p): decoder(layer, p, batch=_BATCH.value, steps=_STEPS.value)
-        for name, layer in layers(_FEATURES.value, _HEADS.value, _NUM_FEATURES.value).items()
+        for name, layer in built.items()
         for p in positions
     }
+    rfa_layers = [name for name in built if name != "flax"]
+    runs |= {
+        (name, "unchecked"): decoder(built[name], first, batch=_BATCH.value, steps=_STEPS.value, checks=False)
+        for name in rfa_layers
+    }
     timed = seconds_per_token(runs, steps=_STEPS.value, repeats=_REPEATS.value)
-    results = {name: {p: timed[(name, p)] for p in positions} for name in ("flax", "rfa")}
-    first = min((p for p in positions if p >= 128), default=positions[0])  # the target's reference position
+    results = {name: {p: timed[(name, p)] for p in positions} for name in built}
+    checks_cost = {name: timed[(name, first)] / timed[(name, "unchecked")] for name in rfa_layers}
     last = positions[-1]
-    ratio = results["rfa"][last] / results["rfa"][first]
+    flat = {name: results[name][last] / results[name][first] for name in rfa_layers}
+    ratio = flat["rfa"]
     faster_from = crossover(list(results["rfa"].items()), results["flax"])
-    rows = [
-        [
-            str(p),
-            f"{1e6 * results['flax'][p]:.1f}",
-            f"{1e6 * results['rfa'][p]:.1f}",
-            f"{results['flax'][p] / results['rfa'][p]:.2f}x",
-        ]
-        for p in positions
-    ]
-    print(markdown_table(["position", "Flax softmax µs/token", "rfa µs/token", "rfa speed-up"], rows))
+    rows = [[str(p), *(f"{1e6 * results[name][p]:.1f}" for name in built)] for p in positions]
+    print(markdown_table(["position", *(f"{name} µs/token" for name in built)], rows))
     verdict = "met" if ratio <= TARGET else "NOT met"
     print(f"\nrfa: time per token at {last} is {ratio:.2f}x its time at {first} (target <= {TARGET}x: {verdict}).")
+    for name in STATE_LAYERS:
+        print(f"{name}: {last} vs {first}: {flat[name]:.2f}x.")
+    print("checks / unchecked at " + f"{first}: " + ", ".join(f"{n} {c:.2f}" for n, c in checks_cost.items()))
     print(
         f"rfa is faster than Flax's softmax cache from position {faster_from} on."
         if faster_from
@@ -124,11 +143,12 @@ def main(argv):
     figure = output.removesuffix(".json") + ".png"
     data = {
         "layer": f"self-attention, {_FEATURES.value} features, {_HEADS.value} heads, batch {_BATCH.value}; "
-        f"rfa: positive, m = {_NUM_FEATURES.value}",
+        f"rfa: positive, m = {_NUM_FEATURES.value}; deltanet, gated_deltanet, kda, gla: rfa.nnx's layers (gla: elu)",
         "environment": environment(),
         "seconds_per_token": {name: {str(p): t for p, t in times.items()} for name, times in results.items()},
         f"rfa_ratio_{last}_vs_{first}": ratio,
         "rfa_faster_from_position": faster_from,
+        "ratios": {"last_vs_first": flat, "checks_over_unchecked": checks_cost},
         "figure": figure,
     }
     write_json(output, data)
