@@ -16,6 +16,7 @@ from helpers import normal, tiered
 
 from rfa.attention import delta_rule_attention, naive_delta_rule_attention
 from rfa.attention.delta_rule import normalized_features
+from rfa.attention.delta_rule.chunked import forward_substitution, solve_unit_lower
 
 B, L, H, D_K, D_V = 2, 13, 2, 4, 3
 
@@ -229,3 +230,21 @@ def test_an_estimators_normalized_features_are_its_features_over_their_norm():
 def test_the_naive_form_returns_the_outputs_alone_by_default():
     out = naive_delta_rule_attention(Q, K, V, BETA, log_decay=G, initial_state=S0)
     np.testing.assert_allclose(out, references.delta_rule(Q, K, V, BETA, G, S0)[0], rtol=1e-4, atol=1e-5)
+
+
+def test_the_solves_gradient_by_the_transposed_system_equals_autodiff_through_the_substitution():
+    """``solve_unit_lower``'s hand-written VJP against JAX's autodiff of the forward substitution it wraps, in
+    float64, at a size the halving splits unevenly; the diagonal and upper part of the matrix get no gradient."""
+    with jax.enable_x64(True):
+        lower, rhs, weights = (
+            jnp.asarray(normal(30 + i, shape), jnp.float64) for i, shape in enumerate([(3, 7, 7), (3, 7, 5), (3, 7, 5)])
+        )
+
+        def loss(solve):
+            return lambda a, b: jnp.sum(jnp.sin(solve(a, b)) * weights)
+
+        got = jax.jit(jax.grad(loss(solve_unit_lower), argnums=(0, 1)))(lower, rhs)
+        expected = jax.grad(loss(forward_substitution), argnums=(0, 1))(lower, rhs)
+        for g, e in zip(got, expected, strict=True):
+            np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12)
+        assert float(jnp.max(jnp.abs(jnp.triu(got[0])))) == 0.0

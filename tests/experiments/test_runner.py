@@ -521,8 +521,26 @@ def test_benchmarks_write_json(tmp_path):
     ]
     assert set(delta["ratios"]) == {"delta_over_gla", "gla_over_gated_causal", "kda_over_delta"}
     assert set(delta["ratios"]["kda_over_delta"]) == {"16", "32"} and (tmp_path / "delta.png").stat().st_size > 10_000
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rfa.experiments.benchmarks.step_time",
+            "--kinds=exact,kda",
+            "--scale=quick",
+            "--repeats=1",
+            f"--data_dir={tmp_path / 'data'}",
+            f"--output={tmp_path / 'step_time.json'}",
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    step_time = json.loads((tmp_path / "step_time.json").read_text())
+    assert set(step_time["seconds_per_step"]) == {"exact", "kda"} and step_time["ratios"]["exact_over_exact"] == 1.0
     decoding = json.loads((tmp_path / "decoding.json").read_text())
-    kinds = {"exact", "kernelized", "gated_rfa", "gla", "deltanet", "gated_deltanet", "kda", "sliding_window", "hybrid"}
+    kinds = {"exact", "kernelized", "rfa", "gated_rfa", "gla", "deltanet", "gated_deltanet", "kda", "sliding_window"}
+    kinds |= {"hybrid"}
     assert set(decoding["seconds_per_token"]) == kinds
     assert all(t > 0 for d in decoding["seconds_per_token"].values() for t in d.values())
     assert set(decoding["ratios"]["checks_over_unchecked"]) == kinds

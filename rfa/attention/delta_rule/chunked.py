@@ -38,7 +38,7 @@ from rfa.attention.kernelized.causal import from_chunks, to_chunks
 Array = jax.Array
 
 
-def solve_unit_lower(lower: Array, rhs: Array) -> Array:
+def forward_substitution(lower: Array, rhs: Array) -> Array:
     """``X`` with ``(I + N) X = rhs``, ``N`` the strictly lower part of ``lower [..., C, C]`` (its diagonal and
     upper part are never read), ``rhs [..., C, d]``: forward substitution by halves, in matmuls.
 
@@ -50,9 +50,31 @@ def solve_unit_lower(lower: Array, rhs: Array) -> Array:
     if size == 1:
         return rhs
     half = size // 2
-    top = solve_unit_lower(lower[..., :half, :half], rhs[..., :half, :])
+    top = forward_substitution(lower[..., :half, :half], rhs[..., :half, :])
     below = rhs[..., half:, :] - lower[..., half:, :half] @ top
-    return jnp.concatenate([top, solve_unit_lower(lower[..., half:, half:], below)], axis=-2)
+    return jnp.concatenate([top, forward_substitution(lower[..., half:, half:], below)], axis=-2)
+
+
+def _solve_forward(lower: Array, rhs: Array):
+    solution = forward_substitution(lower, rhs)
+    return solution, (lower, solution)
+
+
+def _solve_backward(residuals, cotangent):
+    """``rhs̄ = (I + N)⁻ᵀ X̄`` (the transposed system, reversed into a lower one: ``P Nᵀ P`` is strictly lower for
+    the reversal P) and ``N̄ = −tril(rhs̄ Xᵀ, −1)``: one more substitution, where autodiff through the recursion
+    took about three times the forward's time."""
+    lower, solution = residuals
+    reversed_transpose = jnp.flip(jnp.swapaxes(lower, -1, -2), (-2, -1))
+    rhs_bar = jnp.flip(forward_substitution(reversed_transpose, jnp.flip(cotangent, -2)), -2)
+    return -jnp.tril(rhs_bar @ jnp.swapaxes(solution, -1, -2), -1), rhs_bar
+
+
+solve_unit_lower = jax.custom_vjp(forward_substitution)
+solve_unit_lower.defvjp(_solve_forward, _solve_backward)
+solve_unit_lower.__doc__ = (
+    """:func:`forward_substitution` with its gradient by the transposed system (:func:`_solve_backward`)."""
+)
 
 
 def chunked(q: Array, k: Array, v: Array, beta: Array, log_decay: Array | None, state: Array, *, chunk: int):

@@ -101,8 +101,12 @@ def scan_chunks(phi_q, keys, key_log_mask, v_aug, log_decay, initial, precision)
         scores_c = scores_c * jnp.exp(jnp.where(jnp.isfinite(own_c), own_c - ref, -jnp.inf))[..., None]
         ref = ref[..., None]
         chunk_ref = ref[..., -1:, :]
-        inter = jnp.einsum("...qf,...df->...qd", phi_q_c * jnp.exp(state_log - ref), state, precision=precision)
-        kv = jnp.einsum("...kd,...kf->...df", v_c, phi_k_c * jnp.exp(to_end_c - chunk_ref), precision=precision)
+        if state_log.shape[-1] == 1:  # one decay per token: scale the d_v + 1 side, narrower than the F side
+            inter = jnp.einsum("...qf,...df->...qd", phi_q_c, state, precision=precision) * jnp.exp(state_log - ref)
+            kv = jnp.einsum("...kd,...kf->...df", v_c * jnp.exp(to_end_c - chunk_ref), phi_k_c, precision=precision)
+        else:
+            inter = jnp.einsum("...qf,...df->...qd", phi_q_c * jnp.exp(state_log - ref), state, precision=precision)
+            kv = jnp.einsum("...kd,...kf->...df", v_c, phi_k_c * jnp.exp(to_end_c - chunk_ref), precision=precision)
         intra = jnp.einsum("...qk,...kd->...qd", scores_c, v_c, precision=precision)
         state = state * jnp.exp(state_log[..., -1:, :] - chunk_ref) + kv
         return (state, chunk_ref), (intra + inter, ref)

@@ -36,6 +36,20 @@ def run_once(compiled, args) -> float:
     return time.perf_counter() - start
 
 
+def medians_in_turns(runs: dict, repeats: int, per: int = 1) -> dict:
+    """Median seconds (divided by ``per``: tokens per call, say) of each compiled run ``{name: (compiled, args)}``,
+    every run timed in turn, in a new random order each round, so that the machine's drift and noise (and the cache
+    a long run leaves behind) fall on every run alike."""
+    for compiled, args in runs.values():
+        jax.block_until_ready(compiled(*args))
+    times = {name: [] for name in runs}
+    names, order = list(runs), np.random.default_rng(0)
+    for _ in range(repeats):
+        for i in order.permutation(len(names)):
+            times[names[i]].append(run_once(*runs[names[i]]))
+    return {name: float(np.median(t)) / per for name, t in times.items()}
+
+
 def timing_summary(seconds: list[float]) -> dict:
     times_ms = [1e3 * t for t in seconds]
     return {

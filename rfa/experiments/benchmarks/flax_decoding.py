@@ -22,16 +22,13 @@ every longer position, and writes JSON and a log-log figure to the workdir.
 
 from __future__ import annotations
 
-import time
-
 import jax
 import jax.numpy as jnp
-import numpy as np
 from absl import flags
 from flax import nnx
 
 import rfa
-from rfa.experiments.benchmarks.common import crossover, environment, loglog_figure
+from rfa.experiments.benchmarks.common import crossover, environment, loglog_figure, medians_in_turns
 from rfa.experiments.benchmarks.guard import warn_against_committed
 from rfa.experiments.cli import run_main
 from rfa.experiments.report import markdown_table, output_path, write_json
@@ -49,6 +46,7 @@ _OUTPUT = flags.DEFINE_string("output", None, "JSON path; default <workdir>/benc
 _WORKDIR = flags.DEFINE_string("workdir", "workdir/benchmarks", "Where the JSON and the figure go.")
 
 TARGET = 1.2  # rfa's time per token at the last position over its time at the first
+GUARD_TOLERANCE = 0.3  # the speed guard's: these ratios moved by up to 0.2 between quiet runs (1.04, 1.18, 1.20)
 
 
 STATE_LAYERS = ("deltanet", "gated_deltanet", "kda", "gla")
@@ -85,24 +83,7 @@ def decoder(layer: nnx.Module, position: int, *, batch: int, steps: int, checks:
         return jax.lax.scan(body, state, tokens)[1]
 
     with rfa.checks.enabled(checks):
-        return jax.jit(decode).lower(state).compile(), state
-
-
-def seconds_per_token(runs: dict, *, steps: int, repeats: int) -> dict:
-    """Median seconds per token of each compiled run ``{name: (compiled, state)}``, timed in turns, in a new random
-    order each round, so that the machine's noise (and the cache a long run leaves behind) falls on every run alike."""
-    times = {name: [] for name in runs}
-    for compiled, state in runs.values():
-        jax.block_until_ready(compiled(state))
-    names, order = list(runs), np.random.default_rng(0)
-    for _ in range(repeats):
-        for i in order.permutation(len(names)):
-            name = names[i]
-            compiled, state = runs[name]
-            began = time.perf_counter()
-            jax.block_until_ready(compiled(state))
-            times[name].append(time.perf_counter() - began)
-    return {name: float(np.median(t)) / steps for name, t in times.items()}
+        return jax.jit(decode).lower(state).compile(), (state,)
 
 
 def main(argv):
@@ -120,7 +101,7 @@ def main(argv):
         (name, "unchecked"): decoder(built[name], first, batch=_BATCH.value, steps=_STEPS.value, checks=False)
         for name in rfa_layers
     }
-    timed = seconds_per_token(runs, steps=_STEPS.value, repeats=_REPEATS.value)
+    timed = medians_in_turns(runs, _REPEATS.value, per=_STEPS.value)
     results = {name: {p: timed[(name, p)] for p in positions} for name in built}
     checks_cost = {name: timed[(name, first)] / timed[(name, "unchecked")] for name in rfa_layers}
     last = positions[-1]
@@ -149,6 +130,7 @@ def main(argv):
         f"rfa_ratio_{last}_vs_{first}": ratio,
         "rfa_faster_from_position": faster_from,
         "ratios": {"last_vs_first": flat, "checks_over_unchecked": checks_cost},
+        "guard_tolerance": GUARD_TOLERANCE,
         "figure": figure,
     }
     write_json(output, data)
