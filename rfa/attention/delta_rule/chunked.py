@@ -73,7 +73,7 @@ def _solve_backward(residuals, cotangent):
 solve_unit_lower = jax.custom_vjp(forward_substitution)
 solve_unit_lower.defvjp(_solve_forward, _solve_backward)
 solve_unit_lower.__doc__ = (
-    """:func:`forward_substitution` with its gradient by the transposed system (:func:`_solve_backward`)."""
+    """:func:`forward_substitution`, its gradient by one substitution on the transposed system."""
 )
 
 
