@@ -108,10 +108,10 @@ def is_enabled() -> bool:
 
 
 def call_unchecked(fn: Callable, *args, **kwargs):
-    """``fn(*args, **kwargs)`` inside ``enabled(False)``: how rfa's model cores call the primitives with values they
-    computed themselves (a key-padding mask from bools, a log-sigmoid gate, a sigmoid β), which are in range by
-    construction. A check there would put a host round trip in every training and decoding step for nothing; the
-    arrays a user passes are checked where they enter (the primitives, the layers' masks)."""
+    """Calls ``fn`` with the arguments given, inside ``enabled(False)``: how rfa's model cores call the primitives
+    with values they computed themselves (a key-padding mask from bools, a log-sigmoid gate, a sigmoid β), which are
+    in range by construction. A check there would put a host round trip in every training and decoding step for
+    nothing; the arrays a user passes are checked where they enter (the primitives, the layers' masks)."""
     with enabled(False):
         return fn(*args, **kwargs)
 

@@ -19,14 +19,14 @@ SITES = {
     "gated_deltanet": AttentionConfig("gated_deltanet", chunk_size=4),
     "gated_deltanet_positive": AttentionConfig("gated_deltanet", 16, chunk_size=4, qk_map="positive"),
     "kda": AttentionConfig("kda", chunk_size=4),
-    "kda_positive": AttentionConfig("kda", 16, chunk_size=4, qk_map="positive"),  # KDA's decay over F channels
     "sliding_window": AttentionConfig("sliding_window", 3),  # a window of 3 tokens, shorter than the sequence
 }
+KDA_POSITIVE = AttentionConfig("kda", 16, chunk_size=4, qk_map="positive")  # KDA's decay over the map's F channels
 HYBRID = (SITES["gated_deltanet"], AttentionConfig("softmax"), SITES["sliding_window"])
 
 
 def config(kind, **overrides):
-    site = HYBRID if kind == "hybrid" else SITES[kind]
+    site = HYBRID if kind == "hybrid" else KDA_POSITIVE if kind == "kda_positive" else SITES[kind]
     return preset("tiny", vocab_size=VOCAB, decoder_attention=site, max_length=32, **overrides)
 
 

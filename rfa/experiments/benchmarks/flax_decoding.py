@@ -42,6 +42,7 @@ _NUM_FEATURES = flags.DEFINE_integer("num_features", 256, "m, the random feature
 _BATCH = flags.DEFINE_integer("batch", 1, "Sequences decoded at once.")
 _STEPS = flags.DEFINE_integer("steps", 32, "Tokens decoded per timed call (one jitted scan).")
 _REPEATS = flags.DEFINE_integer("repeats", 10, "Timed calls per position (median reported).")
+_LAYERS = flags.DEFINE_list("layers", None, "Layers to time (default: all; flax and rfa are always timed).")
 _OUTPUT = flags.DEFINE_string("output", None, "JSON path; default <workdir>/benchmark_flax_decoding.json.")
 _WORKDIR = flags.DEFINE_string("workdir", "workdir/benchmarks", "Where the JSON and the figure go.")
 
@@ -91,6 +92,9 @@ def main(argv):
     positions = [int(p) for p in _POSITIONS.value]
     first = min((p for p in positions if p >= 128), default=positions[0])  # the target's reference position
     built = layers(_FEATURES.value, _HEADS.value, _NUM_FEATURES.value)
+    built = {
+        name: layer for name, layer in built.items() if not _LAYERS.value or name in {*_LAYERS.value, "flax", "rfa"}
+    }
     runs = {
         (name, p): decoder(layer, p, batch=_BATCH.value, steps=_STEPS.value)
         for name, layer in built.items()
@@ -112,7 +116,7 @@ def main(argv):
     print(markdown_table(["position", *(f"{name} µs/token" for name in built)], rows))
     verdict = "met" if ratio <= TARGET else "NOT met"
     print(f"\nrfa: time per token at {last} is {ratio:.2f}x its time at {first} (target <= {TARGET}x: {verdict}).")
-    for name in STATE_LAYERS:
+    for name in (n for n in STATE_LAYERS if n in built):
         print(f"{name}: {last} vs {first}: {flat[name]:.2f}x.")
     print("checks / unchecked at " + f"{first}: " + ", ".join(f"{n} {c:.2f}" for n, c in checks_cost.items()))
     print(
