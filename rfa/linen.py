@@ -40,6 +40,14 @@ from rfa.attention.kernelized import attention_over, kernelized_attention
 from rfa.random_features.feature_maps import Estimator
 from rfa.random_features.feature_maps import estimator as lookup_estimator
 
+__all__ = [
+    "RANDOM_FEATURES",
+    "DeltaNet",
+    "GatedLinearAttention",
+    "KimiDeltaAttention",
+    "MultiHeadDotProductAttention",
+]  # the layers and their helpers; the rest are this module's imports
+
 Array = jax.Array
 
 RANDOM_FEATURES = "random_features"  # the collection of the random draws, and the rng that redraws them

@@ -37,6 +37,16 @@ from rfa.nnx_state_layers import KimiDeltaAttention as KimiDeltaAttention
 from rfa.random_features.feature_maps import Estimator
 from rfa.random_features.feature_maps import estimator as lookup_estimator
 
+__all__ = [
+    "DeltaNet",
+    "GatedLinearAttention",
+    "KimiDeltaAttention",
+    "MultiHeadAttention",
+    "redraw",
+    "restore",
+    "save",
+]  # the layers and their helpers; the rest are this module's imports
+
 Array = jax.Array
 
 NO_DECODE = (  # flax.nnx.MultiHeadAttention's message

@@ -233,3 +233,18 @@ def test_one_class_per_name():
     twins = ({"rfa/linen.py", "rfa/nnx.py"}, {"rfa/linen.py", "rfa/nnx_state_layers.py"})
     shared = {name: paths for name, paths in defined.items() if len(paths) > 1 and set(paths) not in twins}
     assert not shared, f"classes of the same name: {shared}"
+
+
+def test_the_flax_namespaces_export_their_layers_and_helpers_only():
+    """``from rfa.nnx import *`` (and rfa.linen's) brings the layers and their helpers, not the modules' imports."""
+    import rfa.linen
+    import rfa.nnx
+
+    exported = {module.__name__: set(module.__all__) for module in (rfa.nnx, rfa.linen)}
+    layers = {"DeltaNet", "KimiDeltaAttention", "GatedLinearAttention"}
+    assert exported["rfa.nnx"] == layers | {"MultiHeadAttention", "redraw", "save", "restore"}
+    assert exported["rfa.linen"] == layers | {"MultiHeadDotProductAttention", "RANDOM_FEATURES"}
+    for module in (rfa.nnx, rfa.linen):
+        namespace = {}
+        exec(f"from {module.__name__} import *", namespace)
+        assert set(namespace) - {"__builtins__"} == exported[module.__name__]

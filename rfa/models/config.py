@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 
+from rfa._validation import InputError, InputTypeError
 from rfa.models.cores import attention_kinds, core_class
 from rfa.random_features.feature_maps import registered_estimators
 from rfa.random_features.projections import PROJECTION_KINDS, ROW_SCALINGS
@@ -73,29 +74,29 @@ class AttentionConfig:
             )
             object.__setattr__(self, "projection_kind", projection)
         if self.kind not in attention_kinds():
-            raise ValueError(
+            raise InputError(
                 f"attention kind must be one of {list(attention_kinds())} ('softmax', 'linformer' or a registered "
                 f"feature map), got {self.kind!r}."
             )
         if not isinstance(self.gated, bool):
-            raise TypeError(f"AttentionConfig.gated must be a bool, got {self.gated!r}.")
+            raise InputTypeError(f"AttentionConfig.gated must be a bool, got {self.gated!r}.")
         if self.gate not in GATES:
-            raise ValueError(f"AttentionConfig.gate must be one of {list(GATES)}, got {self.gate!r}.")
+            raise InputError(f"AttentionConfig.gate must be one of {list(GATES)}, got {self.gate!r}.")
         if self.qk_map is not None and self.qk_map not in registered_estimators():
-            raise ValueError(
+            raise InputError(
                 f"AttentionConfig.qk_map must be None or a registered estimator {list(registered_estimators())}, "
                 f"got {self.qk_map!r}."
             )
         if self.projection_kind not in PROJECTION_KINDS or self.scaling not in ROW_SCALINGS:
-            raise ValueError(
+            raise InputError(
                 f"projection_kind must be one of {list(PROJECTION_KINDS)} and scaling one of {list(ROW_SCALINGS)}, "
                 f"got {self.projection_kind!r} and {self.scaling!r}."
             )
         for name, value in (("num_features", self.num_features), ("chunk_size", self.chunk_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"AttentionConfig.{name} must be an int >= 1, got {value!r}.")
+                raise InputError(f"AttentionConfig.{name} must be an int >= 1, got {value!r}.")
         if isinstance(self.redraw_every, bool) or not isinstance(self.redraw_every, int) or self.redraw_every < 0:
-            raise ValueError(f"AttentionConfig.redraw_every must be an int >= 0 (0: never), got {self.redraw_every!r}.")
+            raise InputError(f"AttentionConfig.redraw_every must be an int >= 0 (0: never), got {self.redraw_every!r}.")
 
     @property
     def params(self) -> dict:
@@ -105,7 +106,7 @@ class AttentionConfig:
 def _check_int(config, name: str, minimum: int) -> None:
     value = getattr(config, name)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{type(config).__name__}.{name} must be an int >= {minimum}, got {value!r}.")
+        raise InputError(f"{type(config).__name__}.{name} must be an int >= {minimum}, got {value!r}.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,7 +165,7 @@ class EncoderConfig:
             _check_int(self, name, 1)
         _check_int(self, "num_encoder_layers", 0)
         if self.d_model % self.num_heads:
-            raise ValueError(
+            raise InputError(
                 f"d_model = {self.d_model} is not divisible by num_heads = {self.num_heads}: each head gets "
                 "d_model / num_heads dimensions."
             )
@@ -172,33 +173,33 @@ class EncoderConfig:
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 value = getattr(self, name)
-                raise ValueError(f"{type(self).__name__}.{name} must be one of {list(allowed)}, got {value!r}.")
+                raise InputError(f"{type(self).__name__}.{name} must be one of {list(allowed)}, got {value!r}.")
         relative = self.positional == "relative"
         if relative and (self.relative_buckets < 4 or self.relative_max_distance < self.relative_buckets):
-            raise ValueError(
+            raise InputError(
                 "relative positions need relative_buckets >= 4 and relative_max_distance >= relative_buckets, got "
                 f"{self.relative_buckets} and {self.relative_max_distance}."
             )
         if not 0 <= self.dropout_rate < 1:
-            raise ValueError(f"dropout_rate must be in [0, 1), got {self.dropout_rate}.")
+            raise InputError(f"dropout_rate must be in [0, 1), got {self.dropout_rate}.")
         if self.sequence_axis is not None and not (isinstance(self.sequence_axis, str) and self.sequence_axis):
-            raise TypeError(
+            raise InputTypeError(
                 f"{type(self).__name__}.sequence_axis must be a mesh axis name or None, got {self.sequence_axis!r}."
             )
         if self.positional == "rotary" and self.head_dim % 2:
-            raise ValueError(f"rotary positions need an even head dimension, got {self.head_dim}.")
+            raise InputError(f"rotary positions need an even head dimension, got {self.head_dim}.")
         for site, causal, stateful in self.SITES:
             value = getattr(self, site)
             pattern = value if isinstance(value, tuple) else (value,)
             if not pattern or not all(isinstance(attention, AttentionConfig) for attention in pattern):
-                raise TypeError(
+                raise InputTypeError(
                     f"{site} must be an AttentionConfig or a non-empty tuple of them (one per layer, cycled), got "
                     f"{value!r}."
                 )
             for attention in pattern:
                 core = core_class(attention.kind)
                 if attention.qk_map is not None and not core.takes_qk_map:
-                    raise ValueError(
+                    raise InputError(
                         f"{site}: qk_map is the delta rule's map of q and k; {attention.kind!r} takes none."
                     )
                 core.check_site(site, attention, self, causal=causal, stateful=stateful)
@@ -261,19 +262,19 @@ class TransformerConfig(EncoderConfig):
             _check_int(self, name, 1)
         _check_int(self, "num_decoder_layers", 0)
         if self.pooling not in POOLINGS:
-            raise ValueError(f"TransformerConfig.pooling must be one of {list(POOLINGS)}, got {self.pooling!r}.")
+            raise InputError(f"TransformerConfig.pooling must be one of {list(POOLINGS)}, got {self.pooling!r}.")
         bad_target = self.target_vocab_size is not None and self.target_vocab_size < 1
         if not 0 <= self.pad_id < self.vocab_size or bad_target:
-            raise ValueError(
+            raise InputError(
                 f"pad_id must be a token of the vocabulary [0, {self.vocab_size}) and target_vocab_size None or >= 1, "
                 f"got pad_id={self.pad_id} and target_vocab_size={self.target_vocab_size}."
             )
         if not isinstance(self.cross_attention_rotary, bool):
-            raise TypeError(
+            raise InputTypeError(
                 f"TransformerConfig.cross_attention_rotary must be a bool, got {self.cross_attention_rotary!r}."
             )
         if self.cross_attention_rotary and self.positional != "rotary":
-            raise ValueError(
+            raise InputError(
                 f"cross_attention_rotary=True rotates q and k by their positions, which needs positional='rotary', "
                 f"got positional={self.positional!r}."
             )
@@ -320,5 +321,5 @@ def preset(name: str, **overrides) -> TransformerConfig:
       >>> config = rfa.models.preset("tiny", vocab_size=100, decoder_attention=AttentionConfig("positive", 64))
     """
     if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; presets: {sorted(PRESETS)}.")
+        raise InputError(f"unknown preset {name!r}; presets: {sorted(PRESETS)}.")
     return TransformerConfig(**{**PRESETS[name], **overrides})

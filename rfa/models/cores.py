@@ -45,6 +45,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rfa._validation import InputError
 from rfa.attention.kernelized import attention_over, kernelized_attention
 from rfa.attention.map_variables import (
     Calibratable,
@@ -138,34 +139,34 @@ class KernelizedCore(Calibratable):
     def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
         fm = lookup_estimator(attention.kind)
         if config.positional == "relative" and (attention.gated or config.sequence_axis is not None):
-            raise ValueError(
+            raise InputError(
                 f"{site} is kernelized ({attention.kind!r}) with positional='relative': its bias per relative "
                 "position runs by FFT over the whole sequence on one device, without a decay; it cannot be "
                 "combined with gated=True or a sequence_axis. Use 'rotary' there."
             )
         if fm.kernel == "gaussian":
-            raise ValueError(f"{site}: {attention.kind!r} estimates the Gaussian kernel, not softmax attention.")
+            raise InputError(f"{site}: {attention.kind!r} estimates the Gaussian kernel, not softmax attention.")
         missing = set(fm.required) - set(attention.params) - set(fm.sampled) - set(fm.learned)
         if stateful and missing:  # decoded token by token (self) or from a state of the source (cross)
-            raise ValueError(
+            raise InputError(
                 f"{site} with {attention.kind!r} needs feature_params {sorted(missing)} fixed in the config: "
                 "the decoder attends token by token, so they cannot come from the whole sequence."
             )
         if missing - set(fm.fitted):
-            raise ValueError(f"{site} with {attention.kind!r} needs feature_params {sorted(missing)}.")
+            raise InputError(f"{site} with {attention.kind!r} needs feature_params {sorted(missing)}.")
         if missing and config.sequence_axis is not None:
-            raise ValueError(
+            raise InputError(
                 f"{site} with {attention.kind!r} fits feature_params {sorted(missing)} to the whole sequence, which a "
                 f"device holding one block of it (sequence_axis={config.sequence_axis!r}) cannot: fix them in the "
                 "config (e.g. the map's standard_params), or do not split the sequence."
             )
         if attention.gated and attention.gate == "feature" and "key_log_weight" in fm.names():
-            raise ValueError(
+            raise InputError(
                 f"{site}: {attention.kind!r} weighs each key by 1 - its head's gate (gated RFA); a gate per feature "
                 "has no such weight. Use gate='head' with it, or another map."
             )
         if attention.gated and not causal:
-            raise ValueError(
+            raise InputError(
                 f"{site}: gated=True decays a causal state token by token; {site} attends bidirectionally. "
                 "Gate the decoder's self-attention only."
             )
@@ -229,7 +230,7 @@ class KernelizedCore(Calibratable):
 
     def _refuse_relative(self) -> None:
         if self.relative is not None:
-            raise ValueError(
+            raise InputError(
                 f"a kernelized site ({self.attention.kind!r}) with positional='relative' cannot decode token by "
                 "token: its bias of the distance i - j has no recurrent state. Train it with teacher forcing, "
                 "or use positional='rotary' for a model that decodes."
@@ -312,4 +313,4 @@ def core_class(kind: str) -> type:
         return CORES[kind]
     if kind in registered_estimators():
         return KernelizedCore
-    raise ValueError(f"attention kind must be one of {list(attention_kinds())}, got {kind!r}.")
+    raise InputError(f"attention kind must be one of {list(attention_kinds())}, got {kind!r}.")

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rfa._validation import InputError, InputTypeError
 from rfa.models.transformer import Decoder, EncoderDecoder, check_tokens
 
 Array = jax.Array
@@ -64,26 +65,26 @@ def _cache_length(model, inputs: Array, max_new_tokens: int) -> int:
 def _check_decoding(model, inputs, max_new_tokens: int, bos_id: int, eos_id: int | None) -> None:
     """Raises a clear error for anything the jitted decoders could only get wrong silently."""
     if not isinstance(model, Decoder | EncoderDecoder):
-        raise TypeError(f"decoding needs a Decoder or an EncoderDecoder, got {type(model).__name__}.")
+        raise InputTypeError(f"decoding needs a Decoder or an EncoderDecoder, got {type(model).__name__}.")
     config = model.config
     check_tokens(inputs, "inputs", config.vocab_size, config.max_length)
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be an int >= 1, got {max_new_tokens!r}.")
+        raise InputError(f"max_new_tokens must be an int >= 1, got {max_new_tokens!r}.")
     if inputs.shape[1] < 1:
-        raise ValueError("inputs must hold at least one token (the prompt or the source).")
+        raise InputError("inputs must hold at least one token (the prompt or the source).")
     if _cache_length(model, inputs, max_new_tokens) > config.max_length:
-        raise ValueError(
+        raise InputError(
             f"decoding {max_new_tokens} tokens after {inputs.shape[1] if isinstance(model, Decoder) else 'bos'} "
             f"needs {_cache_length(model, inputs, max_new_tokens)} positions > config.max_length = {config.max_length}."
         )
     for name, token in (("bos_id", bos_id), ("eos_id", eos_id)):
         if token is not None and not 0 <= token < config.output_vocab_size:
-            raise ValueError(f"{name} must be a token of [0, {config.output_vocab_size}), got {token}.")
+            raise InputError(f"{name} must be a token of [0, {config.output_vocab_size}), got {token}.")
     if isinstance(model, EncoderDecoder) and bos_id == config.pad_id:
-        raise ValueError(f"bos_id = {bos_id} is the padding token: the first target would be masked out.")
+        raise InputError(f"bos_id = {bos_id} is the padding token: the first target would be masked out.")
     dropouts = [m for _, m in nnx.iter_modules(model) if isinstance(m, nnx.Dropout)]
     if any(m.rate > 0 and not m.deterministic for m in dropouts):
-        raise ValueError("the model is in training mode (dropout on): call model.eval() before decoding.")
+        raise InputError("the model is in training mode (dropout on): call model.eval() before decoding.")
 
 
 def generate(
@@ -122,11 +123,11 @@ def generate(
     """
     _check_decoding(model, inputs, max_new_tokens, bos_id, eos_id)
     if not temperature >= 0:
-        raise ValueError(f"temperature must be >= 0 (0: greedy), got {temperature}.")
+        raise InputError(f"temperature must be >= 0 (0: greedy), got {temperature}.")
     if temperature > 0 and key is None:
-        raise ValueError("sampling (temperature > 0) needs a PRNG key.")
+        raise InputError("sampling (temperature > 0) needs a PRNG key.")
     if top_k is not None and not 1 <= top_k <= model.config.output_vocab_size:
-        raise ValueError(f"top_k must be None or in [1, {model.config.output_vocab_size}], got {top_k}.")
+        raise InputError(f"top_k must be None or in [1, {model.config.output_vocab_size}], got {top_k}.")
     key = jax.random.key(0) if key is None else key
     return _generate(
         model,
@@ -213,11 +214,11 @@ def beam_search(
     _check_decoding(model, inputs, max_new_tokens, bos_id, eos_id)
     vocab = model.config.output_vocab_size
     if isinstance(beam_size, bool) or not isinstance(beam_size, int) or not 1 <= beam_size <= vocab:
-        raise ValueError(f"beam_size must be an int in [1, {vocab}], got {beam_size!r}.")
+        raise InputError(f"beam_size must be an int in [1, {vocab}], got {beam_size!r}.")
     if isinstance(length_penalty, bool) or not isinstance(length_penalty, numbers.Real):
-        raise TypeError(f"length_penalty must be a real number (alpha), got {length_penalty!r}.")
+        raise InputTypeError(f"length_penalty must be a real number (alpha), got {length_penalty!r}.")
     if not math.isfinite(length_penalty):
-        raise ValueError(f"length_penalty must be finite, got {length_penalty}.")
+        raise InputError(f"length_penalty must be finite, got {length_penalty}.")
     return _beam_search(
         model,
         inputs,

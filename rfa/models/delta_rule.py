@@ -26,8 +26,9 @@ Sec. 3, and flash-linear-attention's ``KimiDeltaAttention`` layer):
 Each kind is one :class:`Variant` of :data:`VARIANTS`: its decay and its output gate.
 
 Decoding keeps the state ``S [batch, heads, d_k, d_v]`` and the convolution's last 3 inputs: O(d_k·d_v) per
-token at any position. A padding key (``key_mask`` False) enters nothing: its inputs are zeroed before the
-convolution and its β and g are 0, which leave the state as it is.
+token at any position. A padding key (``key_mask`` False) enters nothing, wherever it sits: the convolution skips
+it (:func:`causal_convolution`), and its β and g are 0, which leave the state as it is. So a right-padded prompt,
+then decoding, equals the unpadded prompt, then decoding, row by row.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rfa._validation import InputError
 from rfa.attention.delta_rule import delta_rule_attention, normalized_features
 from rfa.attention.map_variables import RandomMap, projection_key, random_variables, redraw_variables
 from rfa.checks import call_unchecked
@@ -49,14 +51,21 @@ Array = jax.Array
 CONV_TAPS = 4  # the papers' short convolution
 
 
-def causal_convolution(x: Array, weight: Array, history: Array) -> tuple[Array, Array]:
-    """Depthwise causal convolution ``y_t = Σ_j w_j x_{t−K+1+j}`` of ``x [batch, L, C]`` with ``weight [K, C]``,
-    continuing from ``history [batch, K − 1, C]`` (the inputs before ``x``; zeros at the start). Returns ``(y,
-    the last K − 1 inputs)``."""
+def causal_convolution(x: Array, weight: Array, history: Array, keep: Array) -> tuple[Array, Array]:
+    """Depthwise causal convolution ``y_t = Σ_j w_j x_{t−K+1+j}`` of ``x [batch, L, C]`` with ``weight [K, C]``
+    over the kept inputs (``keep [batch, L]``, False: padding), continuing from ``history [batch, K − 1, C]`` (the
+    kept inputs before ``x``; zeros at the start). Returns ``(y, the last K − 1 kept inputs)``.
+
+    Each row's kept inputs are convolved as one sequence, as if its padding were not there, wherever it sits
+    (left, right or between): a right-padded prompt leaves the history the unpadded prompt leaves. The outputs at
+    padding are those of the padding's own inputs after the kept ones (callers mask them out)."""
     taps, length = weight.shape[0], x.shape[1]
-    padded = jnp.concatenate([history.astype(x.dtype), x], axis=1)
+    order = jnp.argsort(~keep, axis=1, stable=True)  # each row's kept positions first, in order
+    padded = jnp.concatenate([history.astype(x.dtype), jnp.take_along_axis(x, order[..., None], axis=1)], axis=1)
     y = sum(weight[j] * padded[:, j : j + length] for j in range(taps))
-    return y, padded[:, padded.shape[1] - (taps - 1) :]
+    last = jnp.sum(keep, axis=1)[:, None] + jnp.arange(taps - 1)  # the K − 1 inputs up to the last kept one
+    history = jnp.take_along_axis(padded, last[..., None], axis=1)
+    return jnp.take_along_axis(y, jnp.argsort(order, axis=1)[..., None], axis=1), history
 
 
 def _inverse_softplus(y: Array) -> Array:
@@ -140,25 +149,25 @@ class DeltaRuleCore(RandomMap):
     def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
         """The delta rule is causal self-attention; its gate is its own, and its sequence is not split."""
         if not causal:
-            raise ValueError(
+            raise InputError(
                 f"{site}: {attention.kind!r} updates a state token by token (the delta rule is causal); {site} "
                 "attends bidirectionally or to a memory. Use it at the decoder's self-attention."
             )
         if attention.gated:
-            raise ValueError(
+            raise InputError(
                 f"{site}: {attention.kind!r} has its own decay ('gated_deltanet', 'kda'); gated=True is for feature "
                 "maps."
             )
         if config.positional == "relative":
-            raise ValueError(f"{site}: {attention.kind!r} has no relative bias; the short convolution gives position.")
+            raise InputError(f"{site}: {attention.kind!r} has no relative bias; the short convolution gives position.")
         if config.sequence_axis is not None:
-            raise ValueError(
+            raise InputError(
                 f"{site}: {attention.kind!r} does not run sequence-parallel in the models yet (the short convolution "
                 "reaches across a block's start); rfa.attention.delta_rule_attention(sequence_axis=) does."
             )
         fm = None if attention.qk_map is None else lookup_estimator(attention.qk_map)
         if fm is not None and (set(fm.required) - set(fm.sampled) or fm.learned or fm.kernel == "gaussian"):
-            raise ValueError(
+            raise InputError(
                 f"{site}: qk_map={attention.qk_map!r} needs parameters fitted, learned or given, or estimates the "
                 "Gaussian kernel; the delta rule takes a map of the softmax kernel with fixed parameters (positive, "
                 "trig, hyperbolic, elu, relu, taylor, ...)."
@@ -189,7 +198,7 @@ class DeltaRuleCore(RandomMap):
         b, length, h, dh = q.shape
         qkv = jnp.concatenate([q, k, v], axis=-1).reshape(b, length, 3 * h * dh).astype(jnp.float32)
         qkv = jnp.where(keep[..., None], qkv, 0.0)
-        qkv, history = causal_convolution(qkv, self.conv[...], history)
+        qkv, history = causal_convolution(qkv, self.conv[...], history, keep)
         q, k, v = jnp.split(qkv.reshape(b, length, h, 3 * dh), 3, axis=-1)
         v = jax.nn.silu(v)
         if self.qk_map is None:
@@ -253,6 +262,5 @@ class DeltaRuleCore(RandomMap):
         return self._run(q, k, v, x, keep, cache)
 
     def decode(self, q, k, v, x, cache, *, position, keep):
-        out, new = self.extend(q, k, v, x, cache, keep=keep[:, None])
-        conv = jnp.where(keep[:, None, None], new["conv"], cache["conv"])  # a padding token shifts nothing in
-        return out[:, 0], {"state": new["state"], "conv": conv}
+        out, cache = self.extend(q, k, v, x, cache, keep=keep[:, None])  # a padding token changes nothing
+        return out[:, 0], cache

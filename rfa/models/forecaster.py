@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rfa._validation import InputError
 from rfa.checks import raise_if
 from rfa.models.config import AttentionConfig, EncoderConfig
 from rfa.models.positional import PositionalEmbedding
@@ -59,14 +60,14 @@ class ForecastConfig:
         for name in ("lookback", "horizon", "channels", "patch_length"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"ForecastConfig.{name} must be an integer >= 1, got {value!r}.")
+                raise InputError(f"ForecastConfig.{name} must be an integer >= 1, got {value!r}.")
         if self.lookback % self.patch_length:
-            raise ValueError(
+            raise InputError(
                 f"lookback = {self.lookback} is not divisible by patch_length = {self.patch_length}: the patches must "
                 "tile the lookback window."
             )
         if self.positional not in ("sinusoidal", "learned"):
-            raise ValueError(f"ForecastConfig.positional must be 'sinusoidal' or 'learned', got {self.positional!r}.")
+            raise InputError(f"ForecastConfig.positional must be 'sinusoidal' or 'learned', got {self.positional!r}.")
         self.encoder_config()
 
     @property
@@ -111,7 +112,7 @@ class Forecaster(nnx.Module):
     def __call__(self, x: Array) -> Array:
         c = self.config
         if getattr(x, "ndim", None) != 3 or tuple(x.shape[1:]) != (c.lookback, c.channels):
-            raise ValueError(
+            raise InputError(
                 f"x must have shape [batch, lookback={c.lookback}, channels={c.channels}], got "
                 f"{tuple(getattr(x, 'shape', ()))}."
             )

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rfa._validation import InputError
 from rfa.attention.linformer import project_keys_values
 from rfa.models.softmax import attend_one, refuse_gate, softmax_attention
 
@@ -34,18 +35,18 @@ class LinformerCore(nnx.Module):
     def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
         refuse_gate(site, attention)
         if causal:
-            raise ValueError(
+            raise InputError(
                 f"{site}: linformer projects keys and values along the whole length, so every projected key "
                 "mixes in future positions: it cannot be causal or decode token by token. Use it at encoder or "
                 "cross-attention sites, and softmax or a kernelized kind at the decoder's self-attention."
             )
         if config.positional == "relative":
-            raise ValueError(f"{site}: linformer's keys are mixtures of positions, so a relative bias has no meaning.")
+            raise InputError(f"{site}: linformer's keys are mixtures of positions, so a relative bias has no meaning.")
 
     def _project(self, k, v, key_mask):
         length = k.shape[1]
         if length > self.max_length:
-            raise ValueError(
+            raise InputError(
                 f"linformer was built for sequences of at most max_length = {self.max_length} tokens (its E and F "
                 f"are [k, max_length]), got {length}; build the model with a larger max_length."
             )

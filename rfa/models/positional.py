@@ -21,6 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from rfa._validation import InputError
+
 Array = jax.Array
 
 
@@ -85,11 +87,11 @@ class PositionalEmbedding(nnx.Module):
         rngs: nnx.Rngs | None = None,
     ):
         if kind not in POSITIONAL_KINDS:
-            raise ValueError(f"positions must be one of {list(POSITIONAL_KINDS)}, got {kind!r}.")
+            raise InputError(f"positions must be one of {list(POSITIONAL_KINDS)}, got {kind!r}.")
         count = leading + (num_positions if grid is None else grid[0] * grid[1])
         if kind == "learned":
             if rngs is None:
-                raise ValueError("a learned position table needs rngs to draw it.")
+                raise InputError("a learned position table needs rngs to draw it.")
             self.table = nnx.Param(init(rngs.params(), (count, dim)))
         else:
             table = sinusoidal_table(num_positions, dim) if grid is None else sinusoidal_grid(*grid, dim)

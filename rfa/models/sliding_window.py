@@ -3,9 +3,10 @@
 The window w is ``AttentionConfig.num_features`` (what the kind's state grows with, as m for random features):
 a causal query attends to itself and the w − 1 tokens before it, a bidirectional one to ``|i − j| < w``
 (:func:`rfa.attention.sliding_window_attention`, O(L·w)). Decoding keeps the last w keys and values in a ring
-of w slots (token t in slot ``t mod w``, which overwrites token t − w, the one that just left the window), so the
-cache never grows and every filled slot is inside the window; with ``max_length < w`` the ring has
-``max_length`` slots and never wraps.
+of w slots (a row's n-th kept token in slot ``n mod w``, which overwrites kept token n − w, the one that just left
+the window), so the cache never grows and every filled slot is inside the window; with ``max_length < w`` the ring
+has ``max_length`` slots and never wraps. Padding takes no slot, wherever it sits: a right-padded prompt, then
+decoding, equals the unpadded prompt, then decoding.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rfa._validation import InputError
 from rfa.attention.exact import softmax_attention
 from rfa.attention.sliding_window import sliding_window_attention
 
@@ -35,11 +37,11 @@ class SlidingWindowCore(nnx.Module):
     def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
         """A window is a span of one sequence's positions: self-attention, no gate, no relative bias or split."""
         if site == "cross_attention":
-            raise ValueError(f"{site}: a sliding window spans positions of one sequence; cross-attention has two.")
+            raise InputError(f"{site}: a sliding window spans positions of one sequence; cross-attention has two.")
         if attention.gated:
-            raise ValueError(f"{site}: gated=True decays a kernelized state; 'sliding_window' has none.")
+            raise InputError(f"{site}: gated=True decays a kernelized state; 'sliding_window' has none.")
         if config.positional == "relative" or config.sequence_axis is not None:
-            raise ValueError(
+            raise InputError(
                 f"{site}: 'sliding_window' takes no relative bias and does not run sequence-parallel; use rotary or "
                 "absolute positions, and no sequence_axis."
             )
@@ -50,39 +52,46 @@ class SlidingWindowCore(nnx.Module):
         )
 
     def init_cache(self, batch: int, max_length: int) -> dict:
-        """``min(w, max_length)`` empty slots: the cache does not grow, and a window longer than the sequences
-        needs no more slots than they have tokens."""
+        """``min(w, max_length)`` empty slots and each row's count of kept tokens: the cache does not grow, and a
+        window longer than the sequences needs no more slots than they have tokens."""
         slots = min(self.window, max_length)
         shape = (batch, slots, self.num_heads, self.head_dim)
         return {
             "k": jnp.zeros(shape, self.dtype),
             "v": jnp.zeros(shape, self.dtype),
             "keep": jnp.zeros((batch, slots), jnp.bool_),
+            "count": jnp.zeros((batch,), jnp.int32),
         }
 
     def prefill(self, q, k, v, x, *, key_mask, positions, max_length):
-        """The prompt's outputs, and its last w tokens in their slots."""
+        """The prompt's outputs, and each row's last w kept tokens in their slots: the n-th kept token (from 0) in
+        slot ``n mod w``, wherever the padding sits."""
         out = self(q, k, v, x, key_mask=key_mask, q_positions=positions, k_positions=positions)
         cache = self.init_cache(q.shape[0], max_length)
         ring = cache["keep"].shape[1]
-        last = min(ring, q.shape[1])
-        slots = positions[:, -last:] % ring  # [batch, last]
-        rows = jnp.arange(q.shape[0])[:, None]
-        cache = {
-            "k": cache["k"].at[rows, slots].set(k[:, -last:].astype(self.dtype)),
-            "v": cache["v"].at[rows, slots].set(v[:, -last:].astype(self.dtype)),
-            "keep": cache["keep"].at[rows, slots].set(key_mask[:, -last:]),
+        order = jnp.argsort(~key_mask, axis=1, stable=True)[..., None, None]  # each row's kept tokens first
+        count = jnp.sum(key_mask, axis=1, dtype=jnp.int32)
+        slots = jnp.arange(ring)
+        latest = slots + ring * ((count[:, None] - 1 - slots) // ring)  # the last kept token n < count in each slot
+        filled = latest >= 0
+        index = jnp.clip(latest, 0, q.shape[1] - 1)[..., None, None]
+        kept = {
+            name: jnp.take_along_axis(jnp.take_along_axis(y, order, axis=1), index, axis=1).astype(self.dtype)
+            for name, y in (("k", k), ("v", v))
         }
-        return out, cache
+        return out, {**kept, "keep": filled, "count": count}
 
     def decode(self, q, k, v, x, cache, *, position, keep):
-        """One token: written to slot ``position mod w`` (over the token that left the window), then attends to
-        every filled slot."""
-        slot = position % cache["keep"].shape[1]
+        """One token: written to slot ``n mod w`` (over the token that left the window), n the row's count of kept
+        tokens, then attends to every filled slot; a padding token (``keep`` False) writes nothing."""
+        del position  # a row's place in the ring is its count of kept tokens
+        slots = jnp.arange(cache["keep"].shape[1])
+        write = (slots == cache["count"][:, None] % slots.size) & keep[:, None]  # [batch, slots]
         cache = {
-            "k": jax.lax.dynamic_update_slice_in_dim(cache["k"], k.astype(self.dtype), slot, axis=1),
-            "v": jax.lax.dynamic_update_slice_in_dim(cache["v"], v.astype(self.dtype), slot, axis=1),
-            "keep": jax.lax.dynamic_update_slice_in_dim(cache["keep"], keep[:, None], slot, axis=1),
+            "k": jnp.where(write[..., None, None], k.astype(self.dtype), cache["k"]),
+            "v": jnp.where(write[..., None, None], v.astype(self.dtype), cache["v"]),
+            "keep": cache["keep"] | write,
+            "count": cache["count"] + keep,
         }
         out = softmax_attention(
             q, cache["k"].astype(q.dtype), cache["v"].astype(q.dtype), mask=cache["keep"][:, None, None, :]

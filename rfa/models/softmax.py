@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rfa._validation import InputError
 from rfa.attention.fourier_integral import fourier_integral_attention
 from rfa.checks import check_finite
 from rfa.models.positional import RelativeBias
@@ -58,7 +59,7 @@ def write(cache: dict, start: Array | int, k: Array, v: Array, keep: Array) -> d
 
 def refuse_gate(site: str, attention) -> None:
     if attention.gated:
-        raise ValueError(
+        raise InputError(
             f"{site}: gated=True decays a kernelized state; kind {attention.kind!r} has none. Use a feature map "
             "kind (e.g. 'rfa' for gated RFA)."
         )
@@ -151,12 +152,12 @@ class FourierCore(SoftmaxCore):
         refuse_gate(site, attention)
         unknown = set(attention.params) - {"radius"}
         if unknown or attention.params.get("radius", 1.0) <= 0:
-            raise ValueError(
+            raise InputError(
                 f"{site}: Fourier integral attention takes one parameter, feature_params (('radius', R),) with R > 0; "
                 f"got {attention.feature_params!r}."
             )
         if config.positional == "relative":
-            raise ValueError(
+            raise InputError(
                 f"{site}: Fourier integral attention takes no relative bias; use rotary or absolute positions."
             )
 

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from rfa._validation import InputError
 from rfa.models.attention import AttentionSite
 from rfa.models.config import AttentionConfig, EncoderConfig
 from rfa.models.cores import core_class
@@ -93,21 +94,21 @@ class SwinConfig:
         object.__setattr__(self, "image_size", check_patching(self))
         object.__setattr__(self, "stages", tuple(self.stages))
         if not self.stages:
-            raise ValueError("SwinConfig.stages must hold at least one SwinStage.")
+            raise InputError("SwinConfig.stages must hold at least one SwinStage.")
         sizes = self.stage_sizes()
         for i, (stage, (rows, columns)) in enumerate(zip(self.stages, sizes, strict=True)):
             if i + 1 < len(self.stages) and (rows % 2 or columns % 2):
-                raise ValueError(f"stage {i} has a {rows}x{columns} map: patch merging needs even sides.")
+                raise InputError(f"stage {i} has a {rows}x{columns} map: patch merging needs even sides.")
             if stage.windowed:
                 if not core_class(stage.attention.kind).dense_masks:
-                    raise ValueError(
+                    raise InputError(
                         f"stage {i} is windowed with attention {stage.attention.kind!r}: the shifted windows need a "
                         "mask that is neither padding nor causal, which kernelized attention cannot apply. Use "
                         "windowed=False for a kernelized stage (global attention over its tokens)."
                     )
                 window = self.window(rows, columns)
                 if rows % window or columns % window:
-                    raise ValueError(
+                    raise InputError(
                         f"window_size = {self.window_size} does not divide stage {i}'s {rows}x{columns} map of "
                         "patches: choose a window that divides every windowed stage's map."
                     )

@@ -15,8 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from rfa._validation import is_concrete
+from rfa._validation import InputError, InputTypeError, is_concrete
 from rfa.attention.map_variables import redraw
+from rfa.checks import raise_if
 from rfa.models.config import EncoderConfig, TransformerConfig
 from rfa.models.layers import DecoderLayer, EncoderLayer
 from rfa.models.positional import PositionalEmbedding
@@ -28,15 +29,17 @@ EMBED_INIT = nnx.initializers.variance_scaling(1.0, "fan_in", "normal", out_axis
 def check_tokens(tokens, name: str, vocab_size: int, max_length: int) -> Array:
     """Checks ``tokens [batch, length]`` are integers (and, outside ``jit``, ids below ``vocab_size``)."""
     if not hasattr(tokens, "dtype") or not jnp.issubdtype(tokens.dtype, jnp.integer):
-        raise TypeError(f"{name} must be an integer array of token ids, got {getattr(tokens, 'dtype', type(tokens))}.")
+        raise InputTypeError(
+            f"{name} must be an integer array of token ids, got {getattr(tokens, 'dtype', type(tokens))}."
+        )
     if tokens.ndim != 2:
-        raise ValueError(f"{name} must have shape [batch, length], got {tuple(tokens.shape)}.")
+        raise InputError(f"{name} must have shape [batch, length], got {tuple(tokens.shape)}.")
     if tokens.shape[1] > max_length:
-        raise ValueError(f"{name} has length {tokens.shape[1]} > config.max_length = {max_length}.")
+        raise InputError(f"{name} has length {tokens.shape[1]} > config.max_length = {max_length}.")
     if is_concrete(tokens) and tokens.size:
         ids = np.asarray(tokens)  # on the host: jnp.min would be traced under an enclosing transformation
         if not 0 <= ids.min() <= ids.max() < vocab_size:
-            raise ValueError(f"{name} holds ids outside [0, {vocab_size}): min {ids.min()}, max {ids.max()}.")
+            raise InputError(f"{name} holds ids outside [0, {vocab_size}): min {ids.min()}, max {ids.max()}.")
     return jnp.asarray(tokens)
 
 
@@ -126,7 +129,7 @@ def _checked_cache_length(max_length: int | None, config: TransformerConfig, *, 
     length = config.max_length if max_length is None else max_length
     integer = isinstance(length, numbers.Integral) and not isinstance(length, bool)
     if not integer or not at_least <= length <= config.max_length:
-        raise ValueError(
+        raise InputError(
             f"cache length must be an int in [{at_least}, config.max_length = {config.max_length}], got {length!r}."
         )
     return int(length)
@@ -164,7 +167,8 @@ class Decoder(nnx.Module):
         position P exactly as after P token-by-token steps, with P times fewer sequential steps.
 
         Args:
-          prompt: ``[batch, P]`` token ids, P >= 1; padding tokens are left out of the caches.
+          prompt: ``[batch, P]`` token ids, P >= 1; padding tokens are left out of the caches. A prompt
+            whose last token is padding raises ``rfa.InputError`` (right padding: left-pad instead).
           max_length: cache slots, in ``[P, config.max_length]`` (default ``config.max_length``):
             the prompt plus every token to be decoded.
 
@@ -181,8 +185,14 @@ class Decoder(nnx.Module):
         """
         prompt = check_tokens(prompt, "prompt", self.config.vocab_size, self.config.max_length)
         if prompt.shape[1] < 1:
-            raise ValueError(f"prompt must hold at least one token, got shape {tuple(prompt.shape)}.")
+            raise InputError(f"prompt must hold at least one token, got shape {tuple(prompt.shape)}.")
         length = _checked_cache_length(max_length, self.config, at_least=prompt.shape[1])
+        raise_if(
+            prompt[:, -1] == self.config.pad_id,
+            "a prompt ends with padding (config.pad_id): the logits after a prompt are read at its last position, "
+            "and decoding continues every row at one position. Left-pad prompts of different lengths; the rfa.nnx "
+            "and rfa.linen layers decode right-padded prompts (their caches skip padding wherever it sits).",
+        )
         positions = _positions(prompt)
         x, caches = self.stack.prefill(
             self.embed(prompt, positions), key_mask=prompt != self.config.pad_id, positions=positions, max_length=length
@@ -227,7 +237,7 @@ class EncoderDecoder(nnx.Module):
 
     def __call__(self, source: Array, target_in: Array) -> Array:
         if getattr(source, "shape", (None,))[:1] != getattr(target_in, "shape", (None,))[:1]:
-            raise ValueError(
+            raise InputError(
                 f"source and target_in must have the same batch size, got source {getattr(source, 'shape', None)} "
                 f"and target_in {getattr(target_in, 'shape', None)}."
             )

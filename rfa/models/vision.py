@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rfa._validation import InputError, InputTypeError
 from rfa.models.config import AttentionConfig, EncoderConfig
 from rfa.models.positional import PositionalEmbedding
 from rfa.models.transformer import EncoderStack
@@ -32,11 +33,11 @@ def check_patching(config) -> tuple[int, int]:
     name = type(config).__name__
     size = tuple(config.image_size)
     if len(size) != 2 or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in size):
-        raise ValueError(f"{name}.image_size must be (height, width) of positive ints, got {config.image_size!r}.")
+        raise InputError(f"{name}.image_size must be (height, width) of positive ints, got {config.image_size!r}.")
     if isinstance(config.patch_size, bool) or not isinstance(config.patch_size, int) or config.patch_size < 1:
-        raise ValueError(f"{name}.patch_size must be a positive int, got {config.patch_size!r}.")
+        raise InputError(f"{name}.patch_size must be a positive int, got {config.patch_size!r}.")
     if size[0] % config.patch_size or size[1] % config.patch_size:
-        raise ValueError(
+        raise InputError(
             f"image_size {size[0]}x{size[1]} is not divisible by patch_size = {config.patch_size}: the patches must "
             "tile the image (pick a patch size that divides both sides, or resize the images)."
         )
@@ -47,12 +48,12 @@ def check_images(images, config) -> None:
     """``images`` must be floating ``[batch, height, width, channels]`` of the vision config (else an error)."""
     expected = (*config.image_size, config.channels)
     if getattr(images, "ndim", None) != 4 or tuple(images.shape[1:]) != expected:
-        raise ValueError(
+        raise InputError(
             f"images must have shape [batch, {expected[0]}, {expected[1]}, {expected[2]}] ({type(config).__name__}."
             f"image_size and channels), got {tuple(getattr(images, 'shape', ()))}."
         )
     if not jnp.issubdtype(images.dtype, jnp.floating):
-        raise TypeError(f"images must be floating point (e.g. pixels / 255), got {images.dtype}.")
+        raise InputTypeError(f"images must be floating point (e.g. pixels / 255), got {images.dtype}.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,9 +103,9 @@ class VisionConfig:
             ("pooling", VISION_POOLINGS),
         ):
             if getattr(self, name) not in allowed:
-                raise ValueError(f"VisionConfig.{name} must be one of {list(allowed)}, got {getattr(self, name)!r}.")
+                raise InputError(f"VisionConfig.{name} must be one of {list(allowed)}, got {getattr(self, name)!r}.")
         if self.positional == "sinusoidal" and self.d_model % 4:
-            raise ValueError(f"2-D sinusoidal positions need d_model divisible by 4, got {self.d_model}.")
+            raise InputError(f"2-D sinusoidal positions need d_model divisible by 4, got {self.d_model}.")
         object.__setattr__(self, "image_size", size)
         self.encoder_config()  # checks the widths and the attention
 

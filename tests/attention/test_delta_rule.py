@@ -14,6 +14,7 @@ import pytest
 import references
 from helpers import normal, tiered
 
+import rfa
 from rfa.attention import delta_rule_attention, naive_delta_rule_attention
 from rfa.attention.delta_rule import normalized_features
 from rfa.attention.delta_rule.chunked import forward_substitution, solve_unit_lower
@@ -158,6 +159,14 @@ def test_beta_zero_writes_nothing():
         Q[:, :9], K[:, :9], V[:, :9], beta[:, :9], initial_state=S0, return_state=True, chunk_size=3
     )
     np.testing.assert_allclose(after, before, rtol=1e-6, atol=1e-6)
+
+
+def test_a_python_number_is_one_beta_for_every_token_and_a_number_out_of_range_is_refused():
+    np.testing.assert_array_equal(
+        delta_rule_attention(Q, K, V, 0.5), delta_rule_attention(Q, K, V, np.full_like(BETA, 0.5))
+    )
+    with pytest.raises(rfa.InputError, match=r"beta must lie in \[0, 2\]"):
+        delta_rule_attention(Q, K, V, 3)
 
 
 def test_orthonormal_keys_with_beta_one_read_back_the_last_value_written():

@@ -41,20 +41,45 @@ def test_decoding_one_or_several_tokens_per_call_equals_the_full_pass(name):
 
 @pytest.mark.parametrize("name", tiered(list(LAYERS), {"deltanet", "gated_deltanet", "gla"}))
 def test_flax_masks_pad_and_other_masks_are_refused(name):
+    """Padding first (positions 0-2) and between tokens (position 6): the kept tokens' outputs are those of the
+    sequence without the padding, and a padded query outputs the output projection's bias."""
     layer = LAYERS[name]()
-    alone = call(layer, X[:, 3:])
-    padded = jnp.concatenate([jnp.full((2, 3, 32), 7.0), X[:, 3:]], axis=1)  # three padding tokens first
-    valid = jnp.arange(11)[None] >= 3
+    kept = np.array([3, 4, 5, 7, 8, 9, 10])
+    valid = jnp.isin(jnp.arange(11), kept)[None]
+    padded = jnp.where(valid[..., None], X, 7.0)
     mask = nnx.combine_masks(nnx.make_causal_mask(jnp.ones((2, 11))), nnx.make_attention_mask(valid, valid))
     out = call(layer, jnp.broadcast_to(padded, (2, 11, 32)), mask)
-    np.testing.assert_allclose(out[:, 3:], alone, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(out[:, :3], jnp.broadcast_to(layer.out.bias[...], (2, 3, 32)), atol=1e-6)
+    np.testing.assert_allclose(out[:, kept], call(layer, X[:, kept]), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[:, ~valid[0]], jnp.broadcast_to(layer.out.bias[...], (2, 4, 32)), atol=1e-6)
     window = jnp.tril(jnp.triu(jnp.ones((11, 11), bool), -2))
     with pytest.raises(rfa.InputError, match="kernelized attention cannot apply this mask") as eager:
         layer(X, mask=window)
     with pytest.raises(rfa.InputError) as jitted:
         rfa.checks.checked(call)(layer, X, window)
     assert str(jitted.value) == str(eager.value)
+
+
+@pytest.mark.parametrize("name", tiered(list(LAYERS), {"gated_deltanet"}))
+def test_right_padded_prompts_then_decoding_equal_each_prompt_alone(name):
+    """Prompts of 5 and 8 tokens right-padded to 8, then a token that is padding in the row that has ended, then two
+    tokens: every row's outputs are its prompt's alone (its state and convolution history hold no padding), and the
+    padding token leaves the row's whole cache as it was."""
+    layer, lengths = LAYERS[name](), (5, 8)
+    valid = jnp.arange(8)[None] < jnp.array(lengths)[:, None]
+    layer.init_cache(X.shape)
+    call(layer, jnp.where(valid[..., None], X[:, :8], 7.0), nnx.make_attention_mask(valid, valid), decode=True)
+    before = layer.cached_state.get_value()
+    ended = jnp.array([[False], [True]])
+    call(layer, X[:, 8:9], nnx.make_attention_mask(ended, ended), decode=True)
+    jax.tree.map(lambda a, b: np.testing.assert_array_equal(a[0], b[0]), layer.cached_state.get_value(), before)
+    out = jnp.concatenate([call(layer, X[:, t : t + 1], decode=True) for t in (9, 10)], axis=1)
+    for row, n in enumerate(lengths):
+        alone = LAYERS[name]()
+        alone.init_cache((1, 11, 32))
+        prompt = jnp.concatenate([X[row : row + 1, :n], X[row : row + 1, 8:9]], axis=1)[:, : n + row]
+        call(alone, prompt, decode=True)  # row 1's prompt is its 8 tokens and the 9th, which row 0 skipped
+        expected = jnp.concatenate([call(alone, X[row : row + 1, t : t + 1], decode=True) for t in (9, 10)], axis=1)
+        np.testing.assert_allclose(out[row : row + 1], expected, rtol=1e-5, atol=1e-5)
 
 
 def test_a_gated_layer_with_a_random_projection_is_redrawn():

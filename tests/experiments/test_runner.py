@@ -366,7 +366,7 @@ def test_benchmarks_write_json(tmp_path):
             sys.executable,
             "-m",
             "rfa.experiments.benchmarks.attention",
-            "--lengths=64,128",
+            "--lengths=64",
             "--repeats=1",
             "--min_repeats=1",
             f"--output={tmp_path / 'attention.json'}",
@@ -379,7 +379,7 @@ def test_benchmarks_write_json(tmp_path):
         capture_output=True,
     )
     attention = json.loads((tmp_path / "attention.json").read_text())
-    assert [r["length"] for r in attention["results"]] == [64, 128]
+    assert [r["length"] for r in attention["results"]] == [64]
     for result in attention["results"]:
         for case in ("exact", "bidir", "causal", "gated"):
             assert result["cases"][case]["median_ms"] > 0 and result["cases"][case]["memory"]["peak_bytes"] > 0
@@ -506,9 +506,9 @@ def test_benchmarks_write_json(tmp_path):
             sys.executable,
             "-m",
             "rfa.experiments.benchmarks.delta_rule",
-            "--lengths=16,32",
+            "--lengths=16",
             "--repeats=1",
-            "--recurrent_max=16",
+            "--recurrent_max=8",
             "--exact_max=16",
             f"--output={tmp_path / 'delta.json'}",
         ],
@@ -516,13 +516,12 @@ def test_benchmarks_write_json(tmp_path):
         check=True,
         capture_output=True,
     )
-    delta = json.loads((tmp_path / "delta.json").read_text())
+    delta = json.loads((tmp_path / "delta.json").read_text())  # the recurrent form left out above its maximum
     assert [sorted(set(r) - {"length"}) for r in delta["results"]] == [
-        ["delta chunked", "delta recurrent", "exact", "gated causal", "gla chunked", "kda chunked"],
-        ["delta chunked", "gated causal", "gla chunked", "kda chunked"],
+        ["delta chunked", "exact", "gated causal", "gla chunked", "kda chunked"],
     ]
     assert set(delta["ratios"]) == {"delta_over_gla", "gla_over_gated_causal", "kda_over_delta"}
-    assert set(delta["ratios"]["kda_over_delta"]) == {"16", "32"} and (tmp_path / "delta.png").stat().st_size > 10_000
+    assert set(delta["ratios"]["kda_over_delta"]) == {"16"} and (tmp_path / "delta.png").stat().st_size > 10_000
     subprocess.run(
         [
             sys.executable,

@@ -12,6 +12,7 @@ from flax import nnx
 from helpers import tiered
 from model_helpers import VOCAB, decode_step, forward, step_by_step, tokens
 
+import rfa
 from rfa.models import AttentionConfig, Decoder, preset, redraw_projections
 
 SITES = {
@@ -61,7 +62,7 @@ def test_a_hybrid_stack_cycles_its_pattern_and_keeps_a_cache_of_each_kind():
     assert [sorted(cache["self"]) for cache in caches] == [
         ["conv", "state"],
         ["k", "mask", "v"],
-        ["k", "keep", "v"],
+        ["count", "k", "keep", "v"],
         ["conv", "state"],
     ]
     assert caches[0]["self"]["state"].shape == (2, 4, 8, 8) and caches[2]["self"]["k"].shape == (2, 3, 4, 8)
@@ -161,19 +162,39 @@ def test_the_site_is_the_papers_layer(kind):
     np.testing.assert_allclose(out, attention.out(jnp.asarray(o, jnp.float32)), rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.slow  # 6 s of compiling three kinds' decoding
-def test_left_padding_writes_nothing():
-    """A site's outputs on a left-padded sequence equal its outputs on the sequence alone."""
-    attention = Decoder(config("gated_deltanet"), rngs=nnx.Rngs(0)).stack.layers[0].self_attention
-    x = jax.random.normal(jax.random.key(3), (1, 7, 32))
-    padded = jnp.concatenate([jax.random.normal(jax.random.key(4), (1, 3, 32)), x], axis=1)  # noise, masked
+@nnx.jit(static_argnames="max_length")
+def _prefill(site, x, keep, max_length):
+    return site.prefill(
+        x, key_mask=keep, positions=jnp.broadcast_to(jnp.arange(x.shape[1]), keep.shape), max_length=max_length
+    )
 
-    def site(x, mask):
-        positions = jnp.broadcast_to(jnp.arange(x.shape[1]), x.shape[:2])
-        return attention(x, key_mask=mask, q_positions=positions, k_positions=positions)
 
-    alone = site(x, jnp.ones((1, 7), bool))
-    np.testing.assert_allclose(site(padded, jnp.arange(10)[None] >= 3)[:, 3:], alone, rtol=1e-5, atol=1e-6)
+@nnx.jit
+def _decode(site, x, cache, position, keep):
+    return site.decode_step(x, cache, position, keep)
+
+
+@pytest.mark.parametrize("kind", tiered(["sliding_window", "kda"], {"sliding_window"}))
+def test_padded_prompts_then_decoding_equal_each_prompt_alone(kind):
+    """A site's prompt pass over a prompt of 5 tokens padded on both sides (1 before, 2 after) beside one of 8,
+    then a padding token in the row that has ended, then two tokens, equals each prompt's alone: the window's ring
+    holds each row's last kept tokens, the delta rule's convolution its last kept inputs; the padding token leaves
+    the row's cache as it was."""
+    site = Decoder(config(kind), rngs=nnx.Rngs(0)).stack.layers[0].self_attention
+    x = jax.random.normal(jax.random.key(3), (2, 11, 32))
+    keep = jnp.array([[False] + [True] * 5 + [False] * 2, [True] * 8])
+    _, cache = _prefill(site, x[:, :8], keep, 11)
+    _, after = _decode(site, x[:, 8], cache, jnp.asarray(8), jnp.array([False, True]))
+    jax.tree.map(lambda a, b: np.testing.assert_array_equal(a[0], b[0]), after, cache)
+    out = []
+    for t in (9, 10):
+        y, after = _decode(site, x[:, t], after, jnp.asarray(t), jnp.array([True, True]))
+        out.append(y)
+    for row, prompt in enumerate((x[:1, 1:6], x[1:, :9])):  # row 1's with its 9th token, which row 0 skipped
+        _, alone = _prefill(site, prompt, jnp.ones(prompt.shape[:2], bool), 11)
+        for t, y in zip((9, 10), out, strict=True):
+            expected, alone = _decode(site, x[row : row + 1, t], alone, jnp.asarray(t), jnp.array([True]))
+            np.testing.assert_allclose(y[row : row + 1], expected, rtol=1e-5, atol=1e-5)
 
 
 def test_the_kernelized_delta_rule_keeps_a_state_of_f_features_and_is_redrawn():
@@ -194,7 +215,12 @@ def test_a_bidirectional_site_a_second_gate_or_a_window_across_sequences_is_refu
         preset("tiny", vocab_size=VOCAB, cross_attention=AttentionConfig("sliding_window", 4))
     with pytest.raises(ValueError, match="qk_map is the delta rule's map of q and k; 'softmax' takes none"):
         preset("tiny", vocab_size=VOCAB, decoder_attention=AttentionConfig(qk_map="positive"))
-    with pytest.raises(ValueError, match="qk_map='oprf' needs parameters fitted"):
+    with pytest.raises(rfa.InputError, match="qk_map must be None or a registered estimator"):  # rfa's one type
+        AttentionConfig("deltanet", qk_map="silu")
+    with pytest.raises(rfa.InputError, match="qk_map='oprf' needs parameters fitted"):
         preset("tiny", vocab_size=VOCAB, decoder_attention=AttentionConfig("deltanet", qk_map="oprf"))
     with pytest.raises(TypeError, match="a non-empty tuple of them"):
         preset("tiny", vocab_size=VOCAB, decoder_attention=())
+    model = Decoder(config("sliding_window"), rngs=nnx.Rngs(0))
+    with pytest.raises(rfa.InputError, match="a prompt ends with padding"):
+        model.prefill(jnp.array([[3, 4, 5], [3, 4, model.config.pad_id]]))

@@ -166,17 +166,14 @@ def test_a_seq2seq_run_trains_logs_checkpoints_and_plots(sort_run):
     ("module", "attention"),
     [
         (listops, "exact"),
-        (python_source, "oprf"),
+        (python_source, "oprf"),  # a map fitted to the data
         (sort, "gated_rfa"),
-        (listops, "hedgehog"),
-        (sort, "linformer"),
-        (python_source, "taylor"),
+        (sort, "linformer"),  # projections along the length
         (pathfinder_vit, "positive"),
         (digits_swin, "exact"),
-        (python_source, "hybrid_gated_deltanet"),
-        (sort, "based"),
+        (python_source, "hybrid_gated_deltanet"),  # a stack of two kinds
     ],
-)
+)  # each task kind and the kinds whose training differs (learned maps train in tests/models/test_attention_kinds.py)
 def test_classifier_language_model_and_vision_runs(module, attention, data_dir, tmp_path):
     results = train_and_evaluate(_quick(module, attention, data_dir), str(tmp_path), progress=False)
     _check_run(results, str(tmp_path))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import numbers
 
 import jax
 import jax.numpy as jnp
@@ -31,6 +32,8 @@ def check_delta_rule_call(q, k, v, beta, log_decay, initial_state):
     q, k, v = check_qkv(q, k, v)
     check_causal_lengths(q, k)
     tokens = q.shape[:-1]  # [batch..., L, heads]
+    if isinstance(beta, numbers.Real) and not isinstance(beta, bool):  # one strength for every token and head
+        beta = jnp.asarray(beta, jnp.promote_types(q.dtype, jnp.float32))
     beta = check_floating(beta, "beta")
     check_broadcastable_to(beta.shape, tokens, "beta", "[batch..., L, heads] =")
     raise_if(
@@ -96,7 +99,8 @@ def delta_rule_attention(
       q: ``[batch..., L, heads, d_k]``.
       k: ``[batch..., L, heads, d_k]``.
       v: ``[batch..., L, heads, d_v]``.
-      beta: writing strengths in [0, 2], broadcastable to ``[batch..., L, heads]``. Gradients flow to it.
+      beta: writing strengths in [0, 2], broadcastable to ``[batch..., L, heads]``, or one Python number for every
+        token. Gradients flow to it.
       log_decay: log-decays ``g ≤ 0`` broadcastable to ``[batch..., L, heads]`` (one per token), or of as many axes
         as q and broadcastable to ``[batch..., L, heads, d_k]`` (one per key channel, KDA), or None (no decay).
         Gradients flow to it.

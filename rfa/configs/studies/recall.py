@@ -7,10 +7,11 @@ a size where nothing recalls; its output says so and compares nothing. ``:pairs4
 are the harder settings (4 pairs in 64 and in 128 tokens over 128 ids; ``rfa/configs/tasks/mqar.py``'s scales of those
 names): one kind per family, random features at m = 16, 64 and 256, Hedgehog at d' = 16 and 64 (OPRF, the
 second softmax-kernel map, and Hedgehog at 256 are left out for CPU time), the delta rule, a sliding window of 16
-tokens (a window of 64 covers a whole sequence of 64) and a hybrid stack. Each kind's learning rate is chosen on
-validation among three (one seed per rate, at its middle m), then every setting of the kind trains three seeds at
-that rate. ``:pairs8_v256`` is a first try at 8
-pairs, over 256 ids. Linformer is not among the kinds: it cannot be
+tokens (a window of 64 covers a whole sequence of 64) and two hybrid stacks: Gated DeltaNet below exact attention
+in the task's 2 layers, and Kimi Linear's 3 KDA layers to 1 exact, which takes 4 layers (``num_layers_of``). Each
+kind's learning rate is chosen on validation among three (one seed per rate, at its middle m), then every setting of
+the kind trains three seeds at that rate. ``:pairs8_v256`` is a first try at 8 pairs, over 256 ids. Linformer is
+not among the kinds: it cannot be
 causal, and MQAR is read by a causal decoder.
 """
 
@@ -37,6 +38,7 @@ def get_config(arg: str | None = None):
     )
     config.num_features = (4, 32)  # m of the kinds that take one (random features, Hedgehog's d', a window)
     config.num_features_of = {}  # {attention: its own m}, in place of num_features
+    config.num_layers_of = {}  # {attention: its decoder's layer count}, for a stack pattern longer than the task's
     config.seeds = (0, 1, 2)
     config.scale = ""  # each run's "<attention>,<scale>" ("": the task config's own)
     config.data_dir = "data"
@@ -67,12 +69,15 @@ def get_config(arg: str | None = None):
                         "gla",
                         "deltanet",
                         "gated_deltanet",
+                        "kda",
                         "sliding_window",
                         "hybrid_gated_deltanet",
+                        "hybrid_kda",
                     ),
                     "num_features": (16, 64, 256),
                     # a window of 64 or more covers the whole of pairs4_l64's sequences: exact attention
                     "num_features_of": {"hedgehog": (16, 64), "sliding_window": (16,)},
+                    "num_layers_of": {"hybrid_kda": 4},  # 3 KDA layers to 1 exact: a deeper model than the others
                     "scale": name,
                     "learning_rates": rates,
                     "sweep_per_kind": True,

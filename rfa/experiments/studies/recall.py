@@ -7,7 +7,8 @@ multi-query associative recall (MQAR, :mod:`rfa.data.mqar`) against the size of 
 carries. Every kind of ``config.attention`` trains ``tasks/<config.task>.py:<attention>[,<scale>]`` once per
 seed of ``config.seeds``; kinds whose map takes a feature count (random features, Hedgehog, gated RFA) train at
 each m of ``config.num_features`` (or of ``config.num_features_of[<attention>]``), the others (exact, elu, relu,
-taylor) once. Each setting's state size is the
+taylor) once; a kind in ``config.num_layers_of`` trains a decoder of that many layers (a stack pattern longer than
+the task's, as Kimi Linear's 3 KDA layers to 1 exact), the others the task's. Each setting's state size is the
 bytes of one layer's decode cache for one sequence at the config's length (exact attention: its keys and values,
 which grow with the length; kernelized: the state ``Σ_j φ(k_j)[v_j, 1]ᵀ`` of every head, which does not), read
 from the model's own ``init_cache``. Test accuracy at query positions is reported as mean ± standard deviation over
@@ -52,8 +53,10 @@ def _takes_features(study, attention: str) -> bool:
 
 
 def training_config(study, attention: str, num_features: int | None):
-    """The training config of one setting: ``tasks/<task>.py:<attention>[,<scale>]`` with m set."""
+    """The training config of one setting: ``tasks/<task>.py:<attention>[,<scale>]`` with m set, and the decoder's
+    layer count of ``study.num_layers_of[attention]`` where given."""
     config = task_run_config(study.task, attention, study.scale, study.data_dir)
+    config.model.num_decoder_layers = study.num_layers_of.get(attention, config.model.num_decoder_layers)
     if num_features is not None:
         config.attention.num_features = num_features
     return config
