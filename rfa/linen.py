@@ -291,8 +291,18 @@ class _BridgedStateLayer(nn.Module):
     chunk_size: int = 64
     decode: bool = False
 
+    def draws(self) -> bool:
+        """Whether the NNX layer draws random variables at init (the ``random_features`` collection)."""
+        return False
+
     @nn.compact
     def __call__(self, inputs: Array, *, mask: Array | None = None, decode: bool | None = None) -> Array:
+        if self.draws() and not self.is_initializing() and RANDOM_FEATURES not in self.variables:
+            raise InputError(
+                f"the variables hold no {RANDOM_FEATURES}: the layer's random projection W is a variable beside "
+                f"params; apply with every collection init returned ({{'params': ..., '{RANDOM_FEATURES}': ...}}), and "
+                "save and restore both (without it the layer would draw another W)."
+            )
         decode = self.decode if decode is None else decode
         options = {name: getattr(self, name) for name in self.forwarded}
         layer = nnx_bridge.ToLinen(
@@ -360,3 +370,8 @@ class GatedLinearAttention(_BridgedStateLayer):
 
     estimator: str = "elu"
     num_features: int = 64
+
+    def draws(self) -> bool:
+        """A map with a projection or sampled parameters draws them (positive features); elu+1 draws nothing."""
+        fm = lookup_estimator(self.estimator)
+        return fm.needs_projection or bool(fm.sampled)

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from rfa._validation import InputError, InputTypeError
-from rfa.models.transformer import Decoder, EncoderDecoder, check_tokens
+from rfa.models.transformer import Decoder, EncoderDecoder, check_prompt_end, check_tokens
 
 Array = jax.Array
 
@@ -68,6 +68,8 @@ def _check_decoding(model, inputs, max_new_tokens: int, bos_id: int, eos_id: int
         raise InputTypeError(f"decoding needs a Decoder or an EncoderDecoder, got {type(model).__name__}.")
     config = model.config
     check_tokens(inputs, "inputs", config.vocab_size, config.max_length)
+    if isinstance(model, Decoder):
+        check_prompt_end(inputs, config.pad_id)
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
         raise InputError(f"max_new_tokens must be an int >= 1, got {max_new_tokens!r}.")
     if inputs.shape[1] < 1:

@@ -17,7 +17,6 @@ from flax import nnx
 
 from rfa._validation import InputError, InputTypeError, is_concrete
 from rfa.attention.map_variables import redraw
-from rfa.checks import raise_if
 from rfa.models.config import EncoderConfig, TransformerConfig
 from rfa.models.layers import DecoderLayer, EncoderLayer
 from rfa.models.positional import PositionalEmbedding
@@ -41,6 +40,16 @@ def check_tokens(tokens, name: str, vocab_size: int, max_length: int) -> Array:
         if not 0 <= ids.min() <= ids.max() < vocab_size:
             raise InputError(f"{name} holds ids outside [0, {vocab_size}): min {ids.min()}, max {ids.max()}.")
     return jnp.asarray(tokens)
+
+
+def check_prompt_end(prompt, pad_id: int) -> None:
+    """Outside ``jit`` (as the ids' range in :func:`check_tokens`), refuses a prompt whose last token is padding."""
+    if is_concrete(prompt) and prompt.size and np.any(np.asarray(prompt)[:, -1] == pad_id):
+        raise InputError(
+            "a prompt ends with padding (config.pad_id): the logits after a prompt are read at its last position, "
+            "and decoding continues every row at one position. Left-pad prompts of different lengths; the rfa.nnx "
+            "and rfa.linen layers decode right-padded prompts (their caches skip padding wherever it sits)."
+        )
 
 
 class Embedder(nnx.Module):
@@ -168,7 +177,7 @@ class Decoder(nnx.Module):
 
         Args:
           prompt: ``[batch, P]`` token ids, P >= 1; padding tokens are left out of the caches. A prompt
-            whose last token is padding raises ``rfa.InputError`` (right padding: left-pad instead).
+            whose last token is padding raises ``rfa.InputError`` outside ``jit`` (right padding: left-pad instead).
           max_length: cache slots, in ``[P, config.max_length]`` (default ``config.max_length``):
             the prompt plus every token to be decoded.
 
@@ -187,12 +196,7 @@ class Decoder(nnx.Module):
         if prompt.shape[1] < 1:
             raise InputError(f"prompt must hold at least one token, got shape {tuple(prompt.shape)}.")
         length = _checked_cache_length(max_length, self.config, at_least=prompt.shape[1])
-        raise_if(
-            prompt[:, -1] == self.config.pad_id,
-            "a prompt ends with padding (config.pad_id): the logits after a prompt are read at its last position, "
-            "and decoding continues every row at one position. Left-pad prompts of different lengths; the rfa.nnx "
-            "and rfa.linen layers decode right-padded prompts (their caches skip padding wherever it sits).",
-        )
+        check_prompt_end(prompt, self.config.pad_id)
         positions = _positions(prompt)
         x, caches = self.stack.prefill(
             self.embed(prompt, positions), key_mask=prompt != self.config.pad_id, positions=positions, max_length=length

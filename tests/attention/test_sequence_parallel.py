@@ -141,7 +141,7 @@ for P in (2, 8):
             q, k, v, beta, log_decay=g, initial_state=delta_state, return_state=True, chunk_size=3,
             sequence_axis=sequence_axis)
     split = jax.shard_map(delta("seq"), mesh=mesh_p, in_specs=(tokens,) * 5,
-                          out_specs=(tokens, jax.sharding.PartitionSpec()), check_vma=False)
+                          out_specs=(tokens, jax.sharding.PartitionSpec()))  # shard_map's default check_vma
     for name, decays in (("delta_rule", g), ("kda", channel_decay))[: 2 if P == 2 else 1]:
         args = (unit_q, unit_k, v, beta, decays)
         (out, s), (ref, ref_state) = jax.jit(split)(*args), delta(None)(*args)
@@ -179,8 +179,9 @@ def test_sequence_parallel_equals_one_device(report, case, devices):
 
 @pytest.mark.parametrize(("devices", "decay"), [(2, "delta_rule"), (8, "delta_rule"), (2, "kda")])
 def test_the_delta_rule_split_over_devices_equals_one_device(report, devices, decay):
-    """Outputs and state; gradients for a decay per token (KDA's split composes the same per-block affine maps,
-    and its gradients are held to the float64 recurrence on one device in test_delta_rule.py)."""
+    """Outputs and state (replicated: ``out_specs=P()`` under shard_map's default ``check_vma``); gradients for a
+    decay per token (KDA's split composes the same per-block affine maps, and its gradients are held to the float64
+    recurrence on one device in test_delta_rule.py)."""
     errors = report[f"{decay}/P{devices}"]
     assert errors["output"] < 1e-5 and errors["state"] < 1e-5, errors
     if decay == "delta_rule":

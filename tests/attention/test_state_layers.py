@@ -89,6 +89,16 @@ def test_a_gated_layer_with_a_random_projection_is_redrawn():
     assert float(jnp.max(jnp.abs(call(layer, X) - before))) > 1e-4
 
 
+def test_a_linen_layer_with_a_random_projection_refuses_variables_without_it():
+    """Without the ``random_features`` collection the layer would draw another W and answer differently."""
+    layer = rfa.linen.GatedLinearAttention(num_heads=4, estimator="positive", num_features=16)
+    variables = layer.init(jax.random.key(1), X)
+    with pytest.raises(rfa.InputError, match="the variables hold no random_features"):
+        layer.apply({"params": variables["params"]}, X)
+    elu = rfa.linen.GatedLinearAttention(num_heads=4)  # draws nothing: params alone are every variable
+    assert list(elu.init(jax.random.key(1), X)) == ["params"]
+
+
 @pytest.mark.parametrize("name", tiered(["gated_deltanet", "gla", "kda"], {"gated_deltanet", "gla"}))
 def test_the_linen_layers_decode_from_the_cache_collection_as_the_full_pass(name):
     """``rfa.linen``: ``init`` with ``decode=True`` creates the empty state; each ``apply(mutable=["cache"])``

@@ -14,6 +14,7 @@ from model_helpers import VOCAB, decode_step, forward, step_by_step, tokens
 
 import rfa
 from rfa.models import AttentionConfig, Decoder, preset, redraw_projections
+from rfa.models.decoding import generate
 
 SITES = {
     "deltanet": AttentionConfig("deltanet", chunk_size=4),
@@ -222,5 +223,8 @@ def test_a_bidirectional_site_a_second_gate_or_a_window_across_sequences_is_refu
     with pytest.raises(TypeError, match="a non-empty tuple of them"):
         preset("tiny", vocab_size=VOCAB, decoder_attention=())
     model = Decoder(config("sliding_window"), rngs=nnx.Rngs(0))
+    right_padded = jnp.array([[3, 4, 5], [3, 4, model.config.pad_id]])
     with pytest.raises(rfa.InputError, match="a prompt ends with padding"):
-        model.prefill(jnp.array([[3, 4, 5], [3, 4, model.config.pad_id]]))
+        model.prefill(right_padded)
+    with pytest.raises(rfa.InputError, match="a prompt ends with padding"):
+        generate(model, right_padded, max_new_tokens=2)

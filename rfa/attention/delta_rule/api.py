@@ -161,6 +161,13 @@ def _run(q, k, v, beta, log_decay, state, *, chunk_size: int, sequence_axis: str
     return out.astype(q.dtype), end.reshape(state.shape)
 
 
+def varying(x: Array, axis: str) -> Array:
+    """``x`` typed as varying over the mesh axis ``axis`` (a no-op where it is, or where JAX tracks no such types)."""
+    if axis in jax.typeof(x).manual_axis_type.varying:
+        return x
+    return jax.lax.pcast(x, axis, to="varying")
+
+
 def _sequence_parallel(form, args, start: Array, axis: str) -> tuple[Array, Array]:
     """This block's output and the sequence's final state, the sequence split over the mesh axis ``axis``.
 
@@ -168,6 +175,7 @@ def _sequence_parallel(form, args, start: Array, axis: str) -> tuple[Array, Arra
     ``[0 | I]`` with values ``[V | 0]`` yields ``[B | A]``."""
     check_axis(axis)
     q, k, v, beta, log_decay = args
+    start = varying(start, axis)  # the scans' carries vary over the blocks, as shard_map's check_vma types them
     num_rows, d_k, d_v = start.shape
     identity = jnp.broadcast_to(jnp.eye(d_k, dtype=start.dtype), (num_rows, d_k, d_k))
     values = jnp.concatenate([v, jnp.zeros(v.shape[:-1] + (d_k,), v.dtype)], axis=-1)
@@ -179,5 +187,7 @@ def _sequence_parallel(form, args, start: Array, axis: str) -> tuple[Array, Arra
         return transition @ s + offset, s
 
     end, entering = jax.lax.scan(enter, start, (transitions, offsets))
-    out, _ = form(q, k, v, beta, log_decay, jnp.take(entering, jax.lax.axis_index(axis), axis=0))
-    return out, end
+    index = jax.lax.axis_index(axis)
+    out, _ = form(q, k, v, beta, log_decay, jnp.take(entering, index, axis=0))
+    # The same end on every device: device 0's, summed with zeros (exact), is typed as the same for shard_map.
+    return out, jax.lax.psum(jnp.where(index == 0, end, 0), axis)
