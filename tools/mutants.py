@@ -1533,6 +1533,22 @@ MUTANTS = [
         "a prompt's ring is filled by position, so padding before the last kept tokens shifts them out of it",
     ),
     Mutant(
+        "delta-split-carry-not-varying",
+        "rfa/attention/delta_rule/api.py",
+        "    start = varying(start, axis)",
+        "    start = start",
+        ("tests/attention/test_sequence_parallel.py",),
+        "inside shard_map with its default check_vma, the scans' carries change type and the call fails",
+    ),
+    Mutant(
+        "delta-split-state-typed-per-device",
+        "rfa/attention/delta_rule/api.py",
+        "    return out, jax.lax.psum(jnp.where(index == 0, end, 0), axis)",
+        "    return out, end",
+        ("tests/attention/test_sequence_parallel.py",),
+        "the returned state is typed as varying, so shard_map refuses out_specs=P() for it",
+    ),
+    Mutant(
         "conv-over-padding",
         "rfa/models/delta_rule.py",
         "    order = jnp.argsort(~keep, axis=1, stable=True)",
