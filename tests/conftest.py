@@ -111,6 +111,8 @@ def data_dir(tmp_path_factory):
 LONGEST_FIRST = (
     "train/test_train.py",
     "experiments/test_runner.py",
+    "experiments/test_benchmark_smoke.py",
+    "train/test_commands.py",
     "train/test_multiprocess.py",
     "train/test_sequence_sharded_training.py",
     "experiments/test_estimators_in_models.py",

@@ -92,3 +92,13 @@ def run_as_users_do(script: str, *, timeout: float, what: str) -> str:
         pytest.fail(f"{what} did not finish in {timeout} s; it printed: {printed!r}")
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
+
+
+def run_module(*args, **kwargs) -> subprocess.CompletedProcess:
+    """``python -m <args>`` from the checkout's root, its output captured as text."""
+    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, **kwargs)
+
+
+def lines(text: str) -> list[str]:
+    """The non-blank lines of ``text`` (progress bars' carriage returns split lines too)."""
+    return [line for line in re.split(r"[\r\n]+", text) if line.strip()]

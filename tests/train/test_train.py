@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import non_progress_lines
+from helpers import lines, non_progress_lines, run_module
 
 from rfa.configs.tasks import digits_swin, listops, pathfinder_vit, python_source, sort
 from rfa.tasks import eval_batches, get_task
@@ -91,13 +91,13 @@ def test_metric_sums_match_numpy_for_a_classifier(data_dir):
 
 
 @pytest.fixture(scope="module")
-def sort_run(data_dir, tmp_path_factory):
+def sortrun_module(data_dir, tmp_path_factory):
     """``(config, workdir, results)`` of one quick sort run with positive features, shared by the module."""
     config, workdir = _quick(sort, "positive", data_dir), str(tmp_path_factory.mktemp("sort_run"))
     return config, workdir, train_and_evaluate(config, workdir, progress=False)
 
 
-def _check_run(results: dict, workdir: str) -> None:
+def _checkrun_module(results: dict, workdir: str) -> None:
     records = read_metrics(workdir)
     assert [r["step"] for r in records if r["split"] == "train"] == [4, 8, 12]
     assert [r["step"] for r in records if r["split"] == "validation"] == [12]  # test is not in the metrics
@@ -157,7 +157,7 @@ def test_a_trained_model_is_rebuilt_for_longer_sequences_and_evaluated_on_them(s
 @pytest.mark.slow
 def test_a_seq2seq_run_trains_logs_checkpoints_and_plots(sort_run):
     _, workdir, results = sort_run
-    _check_run(results, workdir)
+    _checkrun_module(results, workdir)
     assert results["kind"] == "seq2seq" and 0 <= results["test"]["sequence_accuracy"] <= 1
 
 
@@ -176,7 +176,7 @@ def test_a_seq2seq_run_trains_logs_checkpoints_and_plots(sort_run):
 )  # each task kind and the kinds whose training differs (learned maps train in tests/models/test_attention_kinds.py)
 def test_classifier_language_model_and_vision_runs(module, attention, data_dir, tmp_path):
     results = train_and_evaluate(_quick(module, attention, data_dir), str(tmp_path), progress=False)
-    _check_run(results, str(tmp_path))
+    _checkrun_module(results, str(tmp_path))
     if module is python_source:
         assert results["test"]["perplexity"] == pytest.approx(np.exp(results["test"]["loss"]))
     if module in (pathfinder_vit, digits_swin):  # image models: no perplexity; throughput counts pixels
@@ -243,12 +243,8 @@ run_main(train.main)
 """
 
 
-def _lines(text: str) -> list[str]:
-    return [line for line in re.split(r"[\r\n]+", text) if line.strip()]
-
-
 @pytest.mark.slow
-def test_ctrl_c_then_kill_9_then_resume_ends_with_the_metrics_of_an_uninterrupted_run(sort_run, tmp_path):
+def test_ctrl_c_then_kill_9_then_resume_ends_with_the_metrics_of_an_uninterruptedrun_module(sort_run, tmp_path):
     config, whole, results = sort_run  # 12 steps, logs every 4, checkpoints every 4, keeps 2
     workdir, data_dir = tmp_path / "run", tmp_path / "tfds"  # a data_dir to prepare: its output is checked too
     arguments = ["--config=sort:positive,quick", f"--workdir={workdir}", f"--config.data_dir={data_dir}"]
@@ -260,7 +256,7 @@ def test_ctrl_c_then_kill_9_then_resume_ends_with_the_metrics_of_an_uninterrupte
     done = run_until(signal.SIGINT, 6)  # between two logs: the resumed run must log what this one would have
     assert done.returncode == 130 and done.stdout == ""
     checkpoint = workdir / "checkpoints" / "6"
-    assert len(_lines(done.stderr)) > 2 and non_progress_lines(done.stderr, "sort") == [
+    assert len(lines(done.stderr)) > 2 and non_progress_lines(done.stderr, "sort") == [
         f"Preparing algorithmic/sort/1.0.0 in {data_dir} (first use: generated here, nothing to download)",
         f"interrupted by SIGINT at step 6: checkpoint saved to {checkpoint}; run the same command to resume",
     ]
@@ -449,16 +445,12 @@ def test_eight_devices_match_one_device(sort_run, data_dir, tmp_path):
         np.testing.assert_allclose(values, reference, rtol=2e-5, err_msg=mesh)
 
 
-def _run(*args, **kwargs):
-    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, **kwargs)
-
-
 @pytest.mark.slow
 def test_decode_answers_inputs_from_the_command_line_and_a_file(sort_run, tmp_path):
     workdir = sort_run[1]
     (tmp_path / "inputs.txt").write_text("dcba\nhello\n")
     for extra in ([], ["--beam_size", "2"]):
-        done = _run(
+        done = run_module(
             "rfa.experiments.decode",
             "--workdir",
             workdir,
@@ -473,93 +465,3 @@ def test_decode_answers_inputs_from_the_command_line_and_a_file(sort_run, tmp_pa
         assert [line.split("\t")[0] for line in lines] == ["abc", "dcba", "hello"]
         assert all(len(line.split("\t")) == 2 for line in lines)
     assert "sort / positive, checkpoint step 12" in done.stderr
-
-
-@pytest.mark.slow
-def test_entry_points_report_bad_input_without_a_traceback(data_dir, tmp_path):
-    done = _run("rfa.experiments.decode", "--workdir", str(tmp_path), "--input", "abc")
-    assert done.returncode != 0 and "is not a training workdir: it has no config.json" in done.stderr
-    done = _run(
-        "rfa.experiments.train",
-        "--config",
-        "sort:positive,quick",
-        "--workdir",
-        str(tmp_path / "w"),
-        "--config.task=nope",
-    )
-    assert done.returncode != 0 and "error: config.task: unknown task 'nope'" in done.stderr
-    done = _run(
-        "rfa.experiments.train",
-        "--config",
-        "sort:positive,quick",
-        "--workdir",
-        str(tmp_path / "w"),
-        "--config.task=imdb_reviews",
-        f"--config.data_dir={tmp_path / 'empty'}",
-    )
-    (line,) = _lines(done.stderr)  # the error alone: no TFDS warning about the missing dataset before it
-    assert done.returncode != 0 and "error: dataset 'imdb_reviews' (split 'train[:90%]') is not prepared" in line
-    for typo, expected in (
-        ("--config.num_trian_steps=3", "the config has no field 'num_trian_steps'"),
-        ("--config.model.d_modle=3", 'Did you mean "d_model"'),
-    ):
-        done = _run(
-            "rfa.experiments.train",
-            "--config",
-            "sort:positive,quick",
-            "--workdir",
-            str(tmp_path / "w"),
-            typo,
-        )
-        (line,) = _lines(done.stderr)
-        assert done.returncode != 0 and line.startswith(f"error: {typo}: ") and expected in line, done.stderr
-    done = _run(
-        "rfa.experiments.train",
-        "--config",
-        "sunspots:positive,quick",
-        "--workdir",
-        str(tmp_path / "s"),
-        "--config.max_length=400",
-        f"--config.data_dir={data_dir}",
-    )
-    line = _lines(done.stderr)[-1]  # after the line that says the series is being prepared
-    assert done.returncode != 0 and "config.max_length = 400 plus config.model.horizon = 4" in line, done.stderr
-    assert "Traceback" not in done.stderr
-
-
-@pytest.mark.slow
-def test_compare_kernels_trains_every_pair_and_writes_the_table(data_dir, tmp_path):
-    output = tmp_path / "table.json"
-    _run(
-        "rfa.experiments.studies.compare_kernels",
-        "--config",
-        "compare_kernels:quick",
-        "--workdir",
-        str(tmp_path),
-        f"--config.data_dir={data_dir}",
-        f"--output={output}",
-        check=True,
-    )
-    rows = (tmp_path / "table.md").read_text().splitlines()
-    assert [row.split(" | ")[:4] for row in rows[2:]] == [
-        ["| sort", "exact", "-", "2"],
-        ["| sort", "positive", "8", "2"],  # the quick variant's num_features_of, in place of the config's 16
-    ]
-    results = json.loads(output.read_text())
-    assert [(r["attention"], r["seeds"]) for r in results] == [("exact", [0, 1]), ("positive", [0, 1])]
-    accuracies = [run["test"]["accuracy"] for run in results[1]["runs"]]
-    losses = [run["test"]["loss"] for run in results[1]["runs"]]
-    assert losses[0] != losses[1]  # the seeds are different runs
-    assert results[1]["test"]["accuracy"]["mean"] == pytest.approx(np.mean(accuracies))
-    assert (tmp_path / "sort" / "positive" / "seed_1" / "results.json").exists()
-    assert (tmp_path / "table.png").stat().st_size > 10_000
-    done = _run(
-        "rfa.experiments.studies.compare_kernels",
-        "--config",
-        "compare_kernels:quick",
-        "--workdir",
-        str(tmp_path),
-        "--config.tasks=nope",
-        "--output=",
-    )
-    assert done.returncode != 0 and "rfa ships no task config 'nope'" in done.stderr

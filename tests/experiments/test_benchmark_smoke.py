@@ -1,0 +1,198 @@
+"""Every benchmark runs as a user runs it, at smoke sizes, and writes its JSON and figure (split from
+test_runner.py so that the two halves run on both test workers)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.mark.slow
+def test_benchmarks_write_json(tmp_path):
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rfa.experiments.benchmarks.attention",
+            "--lengths=64",
+            "--repeats=1",
+            "--min_repeats=1",
+            f"--output={tmp_path / 'attention.json'}",
+            "--huge_pages=false",
+            "--estimators=positive,hybrid,aderf",
+            "--estimators_length=64",
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    attention = json.loads((tmp_path / "attention.json").read_text())
+    assert [r["length"] for r in attention["results"]] == [64]
+    for result in attention["results"]:
+        for case in ("exact", "bidir", "causal", "gated"):
+            assert result["cases"][case]["median_ms"] > 0 and result["cases"][case]["memory"]["peak_bytes"] > 0
+        assert result["ratios"]["gated_over_causal"] > 0
+    rows = attention["estimators"]["estimators"]
+    assert {name: row["features"] for name, row in rows.items()} == {"positive": 256, "hybrid": 1536, "aderf": 256}
+    assert rows["positive"]["over_positive"] == 1.0 and "fit" not in rows["positive"]
+    assert rows["aderf"]["fit"]["median_ms"] > 0 and rows["aderf"]["fit_over_forward"] > 0
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rfa.experiments.benchmarks.mse",
+            "--variant=quick",
+            f"--output={tmp_path / 'mse.json'}",
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    mse = json.loads((tmp_path / "mse.json").read_text())
+    assert mse["feature_evaluations"] == 2000 * 14 * 2 * (128 + 64) and mse["feature_evaluations_per_second"] > 0
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rfa.experiments.benchmarks.decoding",
+            "--positions=8,32",
+            "--kinds=kda",
+            "--steps=2",
+            "--repeats=1",
+            f"--output={tmp_path / 'decoding.json'}",
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rfa.experiments.benchmarks.flax_decoding",
+            "--positions=8,128",
+            "--layers=kda",
+            "--steps=2",
+            "--repeats=1",
+            "--features=16",
+            "--heads=2",
+            "--num_features=8",
+            f"--output={tmp_path / 'flax_decoding.json'}",
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    flax_decoding = json.loads((tmp_path / "flax_decoding.json").read_text())
+    layers = {"flax", "rfa", "kda"}  # --layers: the state layer asked for, beside Flax's and rfa's attention
+    assert set(flax_decoding["seconds_per_token"]) == layers and "rfa_ratio_128_vs_128" in flax_decoding
+    assert set(flax_decoding["ratios"]["checks_over_unchecked"]) == layers - {"flax"}
+    assert (tmp_path / "flax_decoding.png").exists()
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rfa.experiments.benchmarks.checks",
+            "--length=32",
+            "--repeats=1",
+            f"--output={tmp_path / 'checks.json'}",
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    checks = json.loads((tmp_path / "checks.json").read_text())
+    assert set(checks["ratio_with_vs_without"]) == {"traced mask", "traced log_decay", "forecaster"}
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rfa.experiments.benchmarks.scaling",
+            "--lengths=32,64",
+            "--repeats=1",
+            "--fit_from=32",
+            f"--output={tmp_path / 'scaling.json'}",
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    scaling = json.loads((tmp_path / "scaling.json").read_text())
+    assert {(r["model"], r["kind"]) for r in scaling["results"]} == {
+        ("decoder", "exact"),
+        ("decoder", "positive"),
+        ("decoder", "gated"),
+        ("encoder", "exact"),
+        ("encoder", "positive"),
+    }
+    assert all(r["median_ms"] > 0 and r["memory"]["peak_bytes"] > 0 for r in scaling["results"])
+    assert all(isinstance(fit["time_slope"], float) for fit in scaling["summary"].values())
+    assert (tmp_path / "scaling.png").stat().st_size > 10_000
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rfa.experiments.benchmarks.relative",
+            "--lengths=16,32",
+            "--repeats=1",
+            "--dense_max=16",
+            f"--output={tmp_path / 'relative.json'}",
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    relative = json.loads((tmp_path / "relative.json").read_text())
+    assert [sorted(set(r) - {"length"}) for r in relative["results"]] == [
+        ["dense", "fft", "no bias"],
+        ["fft", "no bias"],
+    ]
+    assert relative["slopes"]["dense"] is None and isinstance(relative["slopes"]["fft"], float)
+    assert (tmp_path / "relative.png").stat().st_size > 10_000
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rfa.experiments.benchmarks.delta_rule",
+            "--lengths=16",
+            "--repeats=1",
+            "--recurrent_max=8",
+            "--exact_max=16",
+            f"--output={tmp_path / 'delta.json'}",
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    delta = json.loads((tmp_path / "delta.json").read_text())  # the recurrent form left out above its maximum
+    assert [sorted(set(r) - {"length"}) for r in delta["results"]] == [
+        ["delta chunked", "exact", "gated causal", "gla chunked", "kda chunked"],
+    ]
+    assert set(delta["ratios"]) == {"delta_over_gla", "gla_over_gated_causal", "kda_over_delta"}
+    assert set(delta["ratios"]["kda_over_delta"]) == {"16"} and (tmp_path / "delta.png").stat().st_size > 10_000
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rfa.experiments.benchmarks.step_time",
+            "--kinds=exact",
+            "--scale=quick",
+            "--repeats=1",
+            f"--data_dir={tmp_path / 'data'}",
+            f"--output={tmp_path / 'step_time.json'}",
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    step_time = json.loads((tmp_path / "step_time.json").read_text())
+    assert set(step_time["seconds_per_step"]) == {"exact"} and step_time["ratios"]["exact_over_exact"] == 1.0
+    decoding = json.loads((tmp_path / "decoding.json").read_text())
+    kinds = {"kernelized", "kda"}  # --kinds, and kernelized attention, every ratio's reference
+    assert set(decoding["seconds_per_token"]) == kinds
+    assert all(t > 0 for d in decoding["seconds_per_token"].values() for t in d.values())
+    assert set(decoding["ratios"]["checks_over_unchecked"]) == kinds
