@@ -749,7 +749,7 @@ MUTANTS = [
         "rfa/experiments/report.py",
         "    return output or os.path.join(workdir, name)",
         "    return os.path.join(workdir, name)",
-        ("tests/train/test_train.py::test_compare_kernels_trains_every_pair_and_writes_the_table",),
+        ("tests/train/test_commands.py::test_compare_kernels_trains_every_pair_and_writes_the_table",),
         "--output is ignored: results go to the workdir only",
     ),
     Mutant(
@@ -938,7 +938,7 @@ MUTANTS = [
         "rfa/experiments/cli.py",
         '        sys.exit(f"error: {override_error(argv, error)}")\n',
         "        raise\n",
-        ("tests/train/test_train.py::test_entry_points_report_bad_input_without_a_traceback",),
+        ("tests/train/test_commands.py::test_entry_points_report_bad_input_without_a_traceback",),
         "a typo in a --config override prints a traceback",
     ),
     Mutant(
@@ -946,7 +946,7 @@ MUTANTS = [
         "rfa/tasks/forecast.py",
         "        if max_length + horizon > len(values):\n",
         "        if False:\n",
-        ("tests/train/test_train.py::test_entry_points_report_bad_input_without_a_traceback",),
+        ("tests/train/test_commands.py::test_entry_points_report_bad_input_without_a_traceback",),
         "a lookback longer than the series fails without naming config.max_length and config.model.horizon",
     ),
     Mutant(
@@ -1140,7 +1140,7 @@ MUTANTS = [
         "rfa/experiments/seeded.py",
         "        seeded.seed = seed\n",
         "        seeded.seed = seeds[0]\n",
-        ("tests/train/test_train.py::test_compare_kernels_trains_every_pair_and_writes_the_table",),
+        ("tests/train/test_commands.py::test_compare_kernels_trains_every_pair_and_writes_the_table",),
         "the seeds of a study all train the same run: no spread",
     ),
     Mutant(
