@@ -91,13 +91,13 @@ def test_metric_sums_match_numpy_for_a_classifier(data_dir):
 
 
 @pytest.fixture(scope="module")
-def sortrun_module(data_dir, tmp_path_factory):
+def sort_run(data_dir, tmp_path_factory):
     """``(config, workdir, results)`` of one quick sort run with positive features, shared by the module."""
     config, workdir = _quick(sort, "positive", data_dir), str(tmp_path_factory.mktemp("sort_run"))
     return config, workdir, train_and_evaluate(config, workdir, progress=False)
 
 
-def _checkrun_module(results: dict, workdir: str) -> None:
+def _check_run(results: dict, workdir: str) -> None:
     records = read_metrics(workdir)
     assert [r["step"] for r in records if r["split"] == "train"] == [4, 8, 12]
     assert [r["step"] for r in records if r["split"] == "validation"] == [12]  # test is not in the metrics
@@ -157,7 +157,7 @@ def test_a_trained_model_is_rebuilt_for_longer_sequences_and_evaluated_on_them(s
 @pytest.mark.slow
 def test_a_seq2seq_run_trains_logs_checkpoints_and_plots(sort_run):
     _, workdir, results = sort_run
-    _checkrun_module(results, workdir)
+    _check_run(results, workdir)
     assert results["kind"] == "seq2seq" and 0 <= results["test"]["sequence_accuracy"] <= 1
 
 
@@ -176,7 +176,7 @@ def test_a_seq2seq_run_trains_logs_checkpoints_and_plots(sort_run):
 )  # each task kind and the kinds whose training differs (learned maps train in tests/models/test_attention_kinds.py)
 def test_classifier_language_model_and_vision_runs(module, attention, data_dir, tmp_path):
     results = train_and_evaluate(_quick(module, attention, data_dir), str(tmp_path), progress=False)
-    _checkrun_module(results, str(tmp_path))
+    _check_run(results, str(tmp_path))
     if module is python_source:
         assert results["test"]["perplexity"] == pytest.approx(np.exp(results["test"]["loss"]))
     if module in (pathfinder_vit, digits_swin):  # image models: no perplexity; throughput counts pixels
@@ -244,7 +244,7 @@ run_main(train.main)
 
 
 @pytest.mark.slow
-def test_ctrl_c_then_kill_9_then_resume_ends_with_the_metrics_of_an_uninterruptedrun_module(sort_run, tmp_path):
+def test_ctrl_c_then_kill_9_then_resume_ends_with_the_metrics_of_an_uninterrupted_run(sort_run, tmp_path):
     config, whole, results = sort_run  # 12 steps, logs every 4, checkpoints every 4, keeps 2
     workdir, data_dir = tmp_path / "run", tmp_path / "tfds"  # a data_dir to prepare: its output is checked too
     arguments = ["--config=sort:positive,quick", f"--workdir={workdir}", f"--config.data_dir={data_dir}"]
