@@ -7,9 +7,10 @@ PY := $(VENV)/bin/python
 WORKDIR ?= workdir
 # pytest-xdist processes for `make test`; each test file runs whole on one worker (its shared fixtures too).
 # A worker that crashes fails its test and is not restarted: with --dist loadfile, pytest-xdist restarting crashed
-# workers re-ran the crashing test and then hung with its live workers idle.
+# workers re-ran the crashing test and then hung with its live workers idle. --no-loadscope-reorder: pytest-xdist 3.8
+# would hand out the files with most tests first, over tests/conftest.py's longest-first order.
 TEST_WORKERS ?= 2
-XDIST := -n $(TEST_WORKERS) --dist loadfile --max-worker-restart=0
+XDIST := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --max-worker-restart=0
 
 .PHONY: reproduce test test-fast mutation docs benchmark lint
 

@@ -1,5 +1,5 @@
 """``rfa.linen.MultiHeadDotProductAttention``: Flax Linen's attention layer with kernelized attention;
-``rfa.linen.DeltaNet``, ``rfa.linen.KimiDeltaAttention`` and ``rfa.linen.GatedLinearAttention``: causal layers whose
+``rfa.linen.DeltaNet``, ``GatedDeltaNet``, ``KimiDeltaAttention`` and ``GatedLinearAttention``: causal layers whose
 cache is a state.
 
 A drop-in replacement for ``flax.linen.MultiHeadDotProductAttention``: the same fields and call arguments,
@@ -25,32 +25,33 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import ClassVar
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-from flax.nnx import bridge as nnx_bridge
 
-from rfa import nnx as rfa_nnx
 from rfa._validation import InputError, InputTypeError
 from rfa.attention.flax_adapter import refuse_attention_weights
 from rfa.attention.flax_cache import cross_attention_step, empty_state, self_attention_step
 from rfa.attention.kernelized import attention_over, kernelized_attention
+from rfa.linen_state_layers import RANDOM_FEATURES
+from rfa.linen_state_layers import DeltaNet as DeltaNet  # rfa.linen.DeltaNet
+from rfa.linen_state_layers import GatedDeltaNet as GatedDeltaNet
+from rfa.linen_state_layers import GatedLinearAttention as GatedLinearAttention
+from rfa.linen_state_layers import KimiDeltaAttention as KimiDeltaAttention
 from rfa.random_features.feature_maps import Estimator
 from rfa.random_features.feature_maps import estimator as lookup_estimator
 
 __all__ = [
     "RANDOM_FEATURES",
     "DeltaNet",
+    "GatedDeltaNet",
     "GatedLinearAttention",
     "KimiDeltaAttention",
     "MultiHeadDotProductAttention",
 ]  # the layers and their helpers; the rest are this module's imports
 
 Array = jax.Array
-
-RANDOM_FEATURES = "random_features"  # the collection of the random draws, and the rng that redraws them
 
 
 class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
@@ -273,105 +274,3 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
             out, state.value = self_attention_step(attend, query, key, value, mask=mask, state=state.value)
             index.value = index.value + query.shape[-3]
         return out
-
-
-class _BridgedStateLayer(nn.Module):
-    """A causal layer of :mod:`rfa.nnx` whose cache is a state, as a Linen module (``flax.nnx.bridge.ToLinen``).
-
-    The parameters are the NNX layer's, under ``params/layer``. ``decode=True``: ``init`` creates the empty state in
-    the ``cache`` collection (the input's length does not matter) and each ``apply(..., mutable=["cache"])``
-    continues it with the call's tokens, one or several, as Flax's attention does with its cache.
-    """
-
-    layer_class: ClassVar[type]  # the rfa.nnx layer
-    forwarded: ClassVar[tuple[str, ...]]  # the fields passed to its constructor
-
-    num_heads: int
-    out_features: int | None = None
-    chunk_size: int = 64
-    decode: bool = False
-
-    def draws(self) -> bool:
-        """Whether the NNX layer draws random variables at init (the ``random_features`` collection)."""
-        return False
-
-    @nn.compact
-    def __call__(self, inputs: Array, *, mask: Array | None = None, decode: bool | None = None) -> Array:
-        if self.draws() and not self.is_initializing() and RANDOM_FEATURES not in self.variables:
-            raise InputError(
-                f"the variables hold no {RANDOM_FEATURES}: the layer's random projection W is a variable beside "
-                f"params; apply with every collection init returned ({{'params': ..., '{RANDOM_FEATURES}': ...}}), and "
-                "save and restore both (without it the layer would draw another W)."
-            )
-        decode = self.decode if decode is None else decode
-        options = {name: getattr(self, name) for name in self.forwarded}
-        layer = nnx_bridge.ToLinen(
-            self.layer_class, args=(self.num_heads, inputs.shape[-1], self.out_features), kwargs=options, name="layer"
-        )
-        if not decode:
-            return layer(inputs, None, mask=mask, nnx_method="step")
-        initialized = self.has_variable("cache", "state")
-        state = self.variable("cache", "state", lambda: layer(inputs.shape[0], nnx_method="empty_state"))
-        if not initialized:  # init: the cache is created empty, as Flax's attention creates its own
-            return layer(inputs, None, mask=mask, nnx_method="step")
-        out, state.value = layer(inputs, state.value, mask=mask, nnx_method="step")
-        return out
-
-
-class DeltaNet(_BridgedStateLayer):
-    """DeltaNet or Gated DeltaNet (``gated``) as a Flax Linen layer: :class:`rfa.nnx.DeltaNet` through Flax's
-    bridge, with the state as the ``cache`` collection.
-
-    Example:
-      >>> layer = rfa.linen.DeltaNet(num_heads=4, decode=True)
-      >>> x = jnp.ones((2, 10, 32))
-      >>> variables = layer.init(jax.random.key(0), x)
-      >>> y, updated = layer.apply(variables, x[:, :1], mutable=["cache"])  # one token from the state
-      >>> y.shape
-      (2, 1, 32)
-    """
-
-    layer_class: ClassVar[type] = rfa_nnx.DeltaNet
-    forwarded: ClassVar[tuple[str, ...]] = ("chunk_size", "gated")
-
-    gated: bool = True
-
-
-class KimiDeltaAttention(_BridgedStateLayer):
-    """Kimi Delta Attention as a Flax Linen layer: :class:`rfa.nnx.KimiDeltaAttention` through Flax's bridge, with
-    the state as the ``cache`` collection.
-
-    Example:
-      >>> layer = rfa.linen.KimiDeltaAttention(num_heads=4, decode=True)
-      >>> x = jnp.ones((2, 10, 32))
-      >>> variables = layer.init(jax.random.key(0), x)
-      >>> y, updated = layer.apply(variables, x[:, :1], mutable=["cache"])  # one token from the state
-      >>> y.shape
-      (2, 1, 32)
-    """
-
-    layer_class: ClassVar[type] = rfa_nnx.KimiDeltaAttention
-    forwarded: ClassVar[tuple[str, ...]] = ("chunk_size",)
-
-
-class GatedLinearAttention(_BridgedStateLayer):
-    """Gated linear attention as a Flax Linen layer: :class:`rfa.nnx.GatedLinearAttention` through Flax's bridge,
-    with the state as the ``cache`` collection.
-
-    Example:
-      >>> layer = rfa.linen.GatedLinearAttention(num_heads=4)
-      >>> x = jnp.ones((2, 10, 32))
-      >>> layer.apply(layer.init(jax.random.key(0), x), x).shape
-      (2, 10, 32)
-    """
-
-    layer_class: ClassVar[type] = rfa_nnx.GatedLinearAttention
-    forwarded: ClassVar[tuple[str, ...]] = ("chunk_size", "estimator", "num_features")
-
-    estimator: str = "elu"
-    num_features: int = 64
-
-    def draws(self) -> bool:
-        """A map with a projection or sampled parameters draws them (positive features); elu+1 draws nothing."""
-        fm = lookup_estimator(self.estimator)
-        return fm.needs_projection or bool(fm.sampled)

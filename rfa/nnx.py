@@ -1,6 +1,7 @@
 """``rfa.nnx.MultiHeadAttention``: Flax NNX's ``nnx.MultiHeadAttention`` with kernelized attention;
-``rfa.nnx.DeltaNet``, ``rfa.nnx.KimiDeltaAttention`` and ``rfa.nnx.GatedLinearAttention``: causal layers whose decode
-cache is a recurrent state.
+``rfa.nnx.DeltaNet``, ``GatedDeltaNet``, ``KimiDeltaAttention`` and ``GatedLinearAttention``: causal layers whose decode
+cache is a recurrent state; :func:`load_fla_state_dict` sets the delta-rule layers from flash-linear-attention's
+weights.
 
 A drop-in replacement: the same constructor and call arguments (swapping the class is the whole change),
 plus the estimator's (``estimator``, ``num_features``, ``projection_kind``, ...). The attention between
@@ -29,9 +30,11 @@ from rfa.attention.flax_adapter import KernelizedAttention, refuse_attention_wei
 from rfa.attention.flax_cache import cross_attention_step, empty_state, self_attention_step
 from rfa.attention.map_variables import projection_key
 from rfa.attention.map_variables import redraw as redraw  # rfa.nnx.redraw
+from rfa.fla_weights import load_fla_state_dict as load_fla_state_dict  # rfa.nnx.load_fla_state_dict
 from rfa.layer_checkpoints import restore as restore  # rfa.nnx.restore
 from rfa.layer_checkpoints import save as save  # rfa.nnx.save
 from rfa.nnx_state_layers import DeltaNet as DeltaNet  # rfa.nnx.DeltaNet
+from rfa.nnx_state_layers import GatedDeltaNet as GatedDeltaNet
 from rfa.nnx_state_layers import GatedLinearAttention as GatedLinearAttention
 from rfa.nnx_state_layers import KimiDeltaAttention as KimiDeltaAttention
 from rfa.random_features.feature_maps import Estimator
@@ -39,9 +42,11 @@ from rfa.random_features.feature_maps import estimator as lookup_estimator
 
 __all__ = [
     "DeltaNet",
+    "GatedDeltaNet",
     "GatedLinearAttention",
     "KimiDeltaAttention",
     "MultiHeadAttention",
+    "load_fla_state_dict",
     "redraw",
     "restore",
     "save",

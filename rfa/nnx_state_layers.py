@@ -1,8 +1,10 @@
-"""``rfa.nnx.DeltaNet``, ``rfa.nnx.KimiDeltaAttention`` and ``rfa.nnx.GatedLinearAttention``: causal Flax NNX layers
+"""``rfa.nnx.DeltaNet``, ``GatedDeltaNet``, ``KimiDeltaAttention`` and ``GatedLinearAttention``: causal Flax NNX layers
 whose decode cache is a recurrent state (imported from :mod:`rfa.nnx`; this module keeps :mod:`rfa.nnx` short).
 """
 
 from __future__ import annotations
+
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -15,56 +17,22 @@ from rfa.layer_checkpoints import restore as restore  # rfa.nnx.restore
 from rfa.layer_checkpoints import save as save  # rfa.nnx.save
 from rfa.models.config import AttentionConfig, EncoderConfig
 from rfa.models.cores import core_class
+from rfa.models.delta_rule import DeltaRuleLayer, check_qk_map
+from rfa.models.delta_rule_options import DeltaRuleOptions
 
 Array = jax.Array
 
 
 class _StateLayer(nnx.Module):
-    """Causal self-attention by one of rfa's model cores between Flax-style q/k/v/output projections, with a
-    recurrent state as the decode cache (the base of :class:`DeltaNet`, :class:`KimiDeltaAttention` and
+    """Flax's interface (``mask``, ``decode``, ``init_cache``) over a causal layer whose decode cache is a state:
+    a subclass gives ``run(x, keep, state) -> (y, state)`` (``state`` None: from nothing) and
+    ``empty_state(batch)`` (the base of :class:`DeltaNet`, :class:`GatedDeltaNet`, :class:`KimiDeltaAttention` and
     :class:`GatedLinearAttention`)."""
-
-    def __init__(
-        self,
-        num_heads: int,
-        in_features: int,
-        attention,
-        *,
-        out_features: int | None,
-        decode: bool,
-        dtype,
-        rngs: nnx.Rngs,
-    ):
-        num_heads = check_positive_int(num_heads, "num_heads")
-        in_features = check_positive_int(in_features, "in_features")
-        if in_features % num_heads:
-            raise InputError(f"in_features ({in_features}) must be divisible by num_heads ({num_heads}).")
-        config = EncoderConfig(
-            d_model=in_features,
-            num_heads=num_heads,
-            mlp_dim=1,
-            num_encoder_layers=0,
-            dtype=jnp.dtype(dtype or jnp.float32).name,
-        )
-        core_class(attention.kind).check_site("attention", attention, config, causal=True, stateful=True)
-        heads = (num_heads, config.head_dim)
-        self.num_heads, self.in_features = num_heads, in_features  # as nnx.MultiHeadAttention names them
-        self.query, self.key, self.value = (
-            nnx.LinearGeneral(in_features, heads, dtype=dtype, rngs=rngs) for _ in range(3)
-        )
-        self.out = nnx.LinearGeneral(heads, out_features or in_features, axis=(-2, -1), dtype=dtype, rngs=rngs)
-        self.core = core_class(attention.kind)(config, attention, causal=True, cross=False, rngs=rngs)
-        self.decode = decode
-        self.cached_state = nnx.data(None)
 
     def init_cache(self, input_shape: tuple[int, ...], dtype=jnp.float32) -> None:
         """The empty state for inputs ``[batch, length, features]`` (its size does not depend on ``length``)."""
         del dtype
         self.cached_state = nnx.Cache(self.empty_state(input_shape[0]))
-
-    def empty_state(self, batch: int):
-        """The state of no token for ``batch`` sequences (a pytree of arrays)."""
-        return self.core.init_cache(batch, 1)
 
     def __call__(self, inputs: Array, *, mask: Array | None = None, decode: bool | None = None) -> Array:
         """``inputs [batch, L, in_features]`` → ``[batch, L, out_features]``, causal. ``mask`` (Flax's, nonzero =
@@ -81,47 +49,110 @@ class _StateLayer(nnx.Module):
 
     def step(self, inputs: Array, state, *, mask: Array | None = None):
         """The layer as a function of the state: ``(outputs, state after the tokens)`` from ``state`` (a state of
-        :meth:`empty_state`), or the outputs of a whole sequence when ``state`` is None."""
-        q, k, v = self.query(inputs), self.key(inputs), self.value(inputs)
-        plan = plan_mask(mask, q, k, is_causal=True)
+        :meth:`empty_state`), or the outputs of a whole sequence when ``state`` is None. A padded query outputs 0
+        (as fla's layers, which leave padding out)."""
+        batch, length = inputs.shape[0], inputs.shape[-2]
+        heads = jax.ShapeDtypeStruct((batch, length, self.num_heads, 1), inputs.dtype)  # the mask's layout
+        plan = plan_mask(mask, heads, heads, is_causal=True)
         if not isinstance(plan.pattern, int):
             shape, found = plan.found
             raise_if(plan.pattern == UNSUPPORTED, lambda found: unsupported_message(shape, found), values=(found,))
-        batch, length = inputs.shape[0], inputs.shape[-2]
         keep = jnp.ones((batch, length), jnp.bool_)
         if plan.keep_keys is not None:
             keep = jnp.broadcast_to(jnp.any(plan.keep_keys, axis=-2), (batch, length))
-        if state is None:
-            positions = jnp.broadcast_to(jnp.arange(length), (batch, length))
-            out = self.core(q, k, v, inputs, key_mask=keep, q_positions=positions, k_positions=positions)
-        else:
-            out, state = self.core.extend(q, k, v, inputs, state, keep=keep)
-        if plan.keep_queries is not None:  # a padded query outputs 0, as in every rfa attention
+        out, after = self.run(inputs, keep, state)
+        if plan.keep_queries is not None:
             keep_q = jnp.broadcast_to(jnp.any(plan.keep_queries, axis=-2), (batch, length))
-            out = jnp.where(keep_q[..., None, None], out, 0.0)
-        out = self.out(out.astype(self.out.dtype or out.dtype))
-        return out if state is None else (out, state)
+            out = jnp.where(keep_q[..., None], out, 0.0)
+        return out if state is None else (out, after)
 
 
-class DeltaNet(_StateLayer):
-    """DeltaNet or Gated DeltaNet as a Flax NNX layer: causal self-attention by the (gated) delta rule.
+class _DeltaRule(_StateLayer, DeltaRuleLayer):
+    """A delta-rule layer of :mod:`rfa.models.delta_rule` with Flax's interface: its kind is the subclass's."""
 
-    The papers' layer (:mod:`rfa.models.delta_rule`: short convolutions, L2-normalized q and k, β by a sigmoid,
-    with ``gated`` Mamba2's decay and the output gate; Yang, Wang, Zhang, Shen, Kim, NeurIPS 2024; Yang, Kautz,
-    Hatamizadeh, ICLR 2025) between q/k/v projections and an output projection as ``nnx.MultiHeadAttention``'s
-    (head size ``in_features // num_heads``). With ``decode=True`` the cache is the state ``[batch, heads, d, d]``
-    and the convolution's last inputs: O(1) per token at any position.
+    kind: str
+
+    def __init__(
+        self,
+        num_heads: int,
+        in_features: int,
+        out_features: int | None = None,
+        *,
+        head_dim: int | None = None,
+        num_v_heads: int | None = None,
+        expand_v: float = 1.0,
+        use_beta: bool = True,
+        allow_neg_eigval: bool = False,
+        use_gate: bool | None = None,
+        use_short_conv: bool = True,
+        conv_size: int = 4,
+        conv_bias: bool = False,
+        qk_activation: str = "silu",
+        qk_norm: str = "l2",
+        norm_eps: float = 1e-5,
+        qk_map: str | None = None,
+        num_features: int = 64,
+        chunk_size: int = 64,
+        decode: bool = False,
+        dtype=None,
+        rngs: nnx.Rngs,
+    ):
+        options = DeltaRuleOptions(
+            head_dim=head_dim,
+            num_v_heads=num_v_heads,
+            expand_v=expand_v,
+            use_beta=use_beta,
+            allow_neg_eigval=allow_neg_eigval,
+            use_gate=use_gate,
+            use_short_conv=use_short_conv,
+            conv_size=conv_size,
+            conv_bias=conv_bias,
+            qk_activation=qk_activation,
+            qk_norm=qk_norm,
+            norm_eps=norm_eps,
+        )
+        attention = AttentionConfig(self.kind, num_features, chunk_size=chunk_size, qk_map=qk_map, delta_rule=options)
+        check_qk_map(type(self).__name__, attention)
+        num_heads = check_positive_int(num_heads, "num_heads")
+        self.in_features = check_positive_int(in_features, "in_features")  # as nnx.MultiHeadAttention names it
+        super().__init__(attention, in_features, num_heads, out_features=out_features, dtype=dtype, rngs=rngs)
+        self.decode = decode
+        self.cached_state = nnx.data(None)
+
+
+_OPTIONS_DOC = """
+    The keyword arguments ``head_dim``, ``num_v_heads``, ``expand_v``, ``use_beta``, ``allow_neg_eigval``, ``use_gate``,
+    ``use_short_conv``, ``conv_size``, ``conv_bias``, ``qk_activation``, ``qk_norm`` and ``norm_eps`` are fla's options
+    (:class:`rfa.models.DeltaRuleOptions`; ``head_dim`` defaults to ``in_features // num_heads`` and ``expand_v`` to
+    1). The parameters carry fla's names (``q_proj``, ``k_proj``, ``v_proj``, ``q_conv1d``, ..., ``o_norm``,
+    ``o_proj``); :func:`rfa.nnx.load_fla_state_dict` loads a state dict of fla's layer. The layer takes ``inputs``
+    only (self-attention: no ``inputs_k``/``inputs_v``, no ``deterministic``, no dropout): it replaces
+    ``nnx.MultiHeadAttention`` at a causal self-attention site.
 
     Args:
-      num_heads: the number of heads, as in ``nnx.MultiHeadAttention``.
-      in_features: the input's features.
+      num_heads: query/key heads, as in ``nnx.MultiHeadAttention``.
+      in_features: the input's features (fla's ``hidden_size``).
       out_features: the output's features (default ``in_features``).
-      gated: Gated DeltaNet (a learned decay and output gate) or DeltaNet.
+      qk_map: a registered estimator whose L2-normalized features replace the q/k activation and norm (the
+        kernelized delta rule), with ``num_features`` its m; its W is drawn from ``rngs`` and redrawn by
+        :func:`redraw`.
       chunk_size: tokens per chunk of the chunked form.
       decode: with True the call continues the cached state (``init_cache`` first), as Flax's ``decode``.
       dtype: the computation dtype of the projections (the state stays float32).
       rngs: ``params`` initializes the weights.
+"""
 
+
+class DeltaNet(_DeltaRule):
+    """DeltaNet as a Flax NNX layer: causal self-attention by the delta rule,
+    ``S_t = (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ``, ``o_t = S_tᵀ q_t``.
+
+    The layer of Yang, Wang, Zhang, Shen, Kim, "Parallelizing Linear Transformers with the Delta Rule over
+    Sequence Length" (NeurIPS 2024) as flash-linear-attention's ``DeltaNet`` (:mod:`rfa.models.delta_rule`). With
+    ``decode=True`` the cache is the state ``[batch, num_v_heads, d_k, d_v]`` and the convolution's last inputs:
+    O(1) per token at any position. ``gated=True`` (before 0.6 the default) builds :class:`GatedDeltaNet`'s layer
+    under this name, with a warning, for one release.
+    {options}
     Example:
       >>> layer = rfa.nnx.DeltaNet(4, 32, rngs=nnx.Rngs(0))
       >>> x = jnp.ones((2, 10, 32))
@@ -132,52 +163,49 @@ class DeltaNet(_StateLayer):
       (2, 1, 32)
     """
 
-    def __init__(
-        self,
-        num_heads: int,
-        in_features: int,
-        out_features: int | None = None,
-        *,
-        gated: bool = True,
-        chunk_size: int = 64,
-        decode: bool = False,
-        dtype=None,
-        rngs: nnx.Rngs,
-    ):
-        kind = "gated_deltanet" if gated else "deltanet"
-        super().__init__(
-            num_heads,
-            in_features,
-            AttentionConfig(kind, chunk_size=chunk_size),
-            out_features=out_features,
-            decode=decode,
-            dtype=dtype,
-            rngs=rngs,
-        )
+    kind = "deltanet"
+
+    def __init__(self, num_heads: int, in_features: int, out_features: int | None = None, *, gated=None, **options):
+        if gated is not None:
+            warnings.warn(
+                "rfa.nnx.DeltaNet(gated=...) is rfa.nnx.GatedDeltaNet (gated=True) or rfa.nnx.DeltaNet since rfa "
+                "0.6; DeltaNet is ungated by default.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            self.kind = "gated_deltanet" if gated else "deltanet"
+        super().__init__(num_heads, in_features, out_features, **options)
 
 
-class KimiDeltaAttention(_StateLayer):
+class GatedDeltaNet(_DeltaRule):
+    """Gated DeltaNet as a Flax NNX layer: ``S_t = α_t (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ`` with Mamba2's
+    decay ``α_t = exp(−exp(A_log) · softplus(a_proj x_t + dt_bias))`` per value head and the output gated by
+    ``SiLU(g_proj x)``.
+
+    The layer of Yang, Kautz, Hatamizadeh, "Gated Delta Networks: Improving Mamba2 with Delta Rule" (ICLR 2025)
+    as flash-linear-attention's ``GatedDeltaNet`` (:mod:`rfa.models.delta_rule`); Qwen3-Next's linear-attention
+    layers are this layer with grouped value heads (``num_v_heads``). With ``decode=True`` the cache is the state
+    and the convolution's last inputs: O(1) per token at any position.
+    {options}
+    Example:
+      >>> layer = rfa.nnx.GatedDeltaNet(2, 32, head_dim=8, num_v_heads=4, expand_v=2.0, rngs=nnx.Rngs(0))
+      >>> layer(jnp.ones((2, 10, 32))).shape
+      (2, 10, 32)
+    """
+
+    kind = "gated_deltanet"
+
+
+class KimiDeltaAttention(_DeltaRule):
     """Kimi Delta Attention (KDA) as a Flax NNX layer: the delta rule with one decay per key channel,
     ``S_t = (I − β_t k_t k_tᵀ) Diag(α_t) S_{t−1} + β_t k_t v_tᵀ``.
 
     The layer of Kimi Team, "Kimi Linear: An Expressive, Efficient Attention Architecture" (arXiv 2510.26692, 2025)
-    as flash-linear-attention's ``KimiDeltaAttention`` (:mod:`rfa.models.delta_rule`): short convolutions with SiLU
-    on q, k and v, q and k L2-normalized (q by ``1/√d_k``), ``β = sigmoid(w_βᵀx)``, the decay
-    ``g = −exp(A_log[h]) · softplus(f + dt_bias)`` with ``f`` from a low-rank projection and ``dt_bias`` per key
-    channel, and the output ``RMSNorm(o) ⊙ sigmoid(g_out)`` with ``g_out`` from a second low-rank projection;
-    between q/k/v projections and an output projection as ``nnx.MultiHeadAttention``'s (head size
-    ``in_features // num_heads``). With ``decode=True`` the cache is the state ``[batch, heads, d, d]`` and the
-    convolution's last inputs: O(1) per token at any position.
-
-    Args:
-      num_heads: the number of heads, as in ``nnx.MultiHeadAttention``.
-      in_features: the input's features.
-      out_features: the output's features (default ``in_features``).
-      chunk_size: tokens per chunk of the chunked form (sub-chunks of 8 inside).
-      decode: with True the call continues the cached state (``init_cache`` first), as Flax's ``decode``.
-      dtype: the computation dtype of the projections (the state stays float32).
-      rngs: ``params`` initializes the weights.
-
+    as flash-linear-attention's ``KimiDeltaAttention`` (:mod:`rfa.models.delta_rule`): the decay
+    ``g = −exp(A_log[h]) · softplus(f_proj x + dt_bias)`` with ``f_proj`` low rank and ``dt_bias`` per key channel,
+    and the output ``o_norm(o) ⊙ sigmoid(g_proj x)`` with ``g_proj`` low rank (``use_gate`` plays no part). With
+    ``decode=True`` the cache is the state and the convolution's last inputs: O(1) per token at any position.
+    {options}
     Example:
       >>> layer = rfa.nnx.KimiDeltaAttention(4, 32, rngs=nnx.Rngs(0))
       >>> x = jnp.ones((2, 10, 32))
@@ -188,26 +216,11 @@ class KimiDeltaAttention(_StateLayer):
       (2, 1, 32)
     """
 
-    def __init__(
-        self,
-        num_heads: int,
-        in_features: int,
-        out_features: int | None = None,
-        *,
-        chunk_size: int = 64,
-        decode: bool = False,
-        dtype=None,
-        rngs: nnx.Rngs,
-    ):
-        super().__init__(
-            num_heads,
-            in_features,
-            AttentionConfig("kda", chunk_size=chunk_size),
-            out_features=out_features,
-            decode=decode,
-            dtype=dtype,
-            rngs=rngs,
-        )
+    kind = "kda"
+
+
+for _layer in (DeltaNet, GatedDeltaNet, KimiDeltaAttention):
+    _layer.__doc__ = _layer.__doc__.replace("{options}", _OPTIONS_DOC)
 
 
 class GatedLinearAttention(_StateLayer):
@@ -246,7 +259,40 @@ class GatedLinearAttention(_StateLayer):
         dtype=None,
         rngs: nnx.Rngs,
     ):
+        num_heads = check_positive_int(num_heads, "num_heads")
+        in_features = check_positive_int(in_features, "in_features")
+        if in_features % num_heads:
+            raise InputError(f"in_features ({in_features}) must be divisible by num_heads ({num_heads}).")
         attention = AttentionConfig(estimator, num_features, chunk_size=chunk_size, gated=True, gate="feature")
-        super().__init__(
-            num_heads, in_features, attention, out_features=out_features, decode=decode, dtype=dtype, rngs=rngs
+        config = EncoderConfig(  # the widths rfa's kernelized core reads
+            d_model=in_features,
+            num_heads=num_heads,
+            mlp_dim=1,
+            num_encoder_layers=0,
+            dtype=jnp.dtype(dtype or jnp.float32).name,
         )
+        core_class(attention.kind).check_site("attention", attention, config, causal=True, stateful=True)
+        heads = (num_heads, config.head_dim)
+        self.num_heads, self.in_features = num_heads, in_features  # as nnx.MultiHeadAttention names them
+        self.query, self.key, self.value = (
+            nnx.LinearGeneral(in_features, heads, dtype=dtype, rngs=rngs) for _ in range(3)
+        )
+        self.out = nnx.LinearGeneral(heads, out_features or in_features, axis=(-2, -1), dtype=dtype, rngs=rngs)
+        self.core = core_class(attention.kind)(config, attention, causal=True, cross=False, rngs=rngs)
+        self.decode = decode
+        self.cached_state = nnx.data(None)
+
+    def empty_state(self, batch: int):
+        """The state ``(S, z)`` of no token for ``batch`` sequences."""
+        return self.core.init_cache(batch, 1)
+
+    def run(self, inputs: Array, keep: Array, state):
+        """Gated linear attention over ``inputs`` (``keep``: False at padding) from ``state`` (None: from
+        nothing): ``(outputs, state)``."""
+        q, k, v = self.query(inputs), self.key(inputs), self.value(inputs)
+        if state is None:
+            positions = jnp.broadcast_to(jnp.arange(inputs.shape[-2]), keep.shape)
+            out = self.core(q, k, v, inputs, key_mask=keep, q_positions=positions, k_positions=positions)
+        else:
+            out, state = self.core.extend(q, k, v, inputs, state, keep=keep)
+        return self.out(out.astype(self.out.dtype or out.dtype)), state

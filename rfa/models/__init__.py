@@ -3,6 +3,7 @@
 from rfa.models import decoding
 from rfa.models.attention import AttentionInputs, AttentionSite
 from rfa.models.config import PRESETS, AttentionConfig, EncoderConfig, TransformerConfig, preset
+from rfa.models.delta_rule_options import DeltaRuleOptions
 from rfa.models.forecaster import ForecastConfig, Forecaster
 from rfa.models.swin import SwinConfig, SwinStage, SwinTransformer
 from rfa.models.transformer import Decoder, Encoder, EncoderDecoder, redraw_projections
@@ -20,6 +21,7 @@ __all__ = [
     "AttentionInputs",
     "AttentionSite",
     "Decoder",
+    "DeltaRuleOptions",
     "Encoder",
     "EncoderConfig",
     "EncoderDecoder",

@@ -39,6 +39,14 @@ class AttentionInputs(nnx.Intermediate):
     """
 
 
+def attention_site(config: EncoderConfig, attention: AttentionConfig, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+    """The site of ``attention``: an :class:`AttentionSite` around the kind's core, or the core itself where it owns
+    its projections (the delta rule's layer, whose heads and widths are its own; ``owns_projections``)."""
+    core = core_class(attention.kind)
+    site = core if core.owns_projections else AttentionSite
+    return site(config, attention, causal=causal, cross=cross, rngs=rngs)
+
+
 class AttentionSite(nnx.Module):
     """Self- or cross-attention ``[batch, q_len, d_model] -> [batch, q_len, d_model]``.
 

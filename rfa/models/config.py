@@ -12,6 +12,7 @@ import warnings
 
 from rfa._validation import InputError, InputTypeError
 from rfa.models.cores import attention_kinds, core_class
+from rfa.models.delta_rule_options import DeltaRuleOptions
 from rfa.random_features.feature_maps import registered_estimators
 from rfa.random_features.projections import PROJECTION_KINDS, ROW_SCALINGS
 
@@ -51,6 +52,8 @@ class AttentionConfig:
       qk_map: (the delta rule) the map of queries and keys: None, the papers' (SiLU, then L2 normalization), or a
         registered estimator with fixed parameters, whose features are L2-normalized (the kernelized delta rule,
         :func:`rfa.attention.delta_rule.normalized_features`; m = ``num_features``).
+      delta_rule: (the delta rule) its layer's options, fla's (:class:`~rfa.models.DeltaRuleOptions`:
+        head sizes, grouped value heads, β, the gate, the short convolution, the q/k activation and norm).
     """
 
     kind: str = "softmax"
@@ -63,6 +66,7 @@ class AttentionConfig:
     gated: bool = False
     gate: str = "head"
     qk_map: str | None = None
+    delta_rule: DeltaRuleOptions = dataclasses.field(default_factory=DeltaRuleOptions)
     projection: dataclasses.InitVar[str | None] = None  # the 0.2 name of projection_kind, for one release
 
     def __post_init__(self, projection: str | None):
@@ -86,6 +90,12 @@ class AttentionConfig:
             raise InputError(
                 f"AttentionConfig.qk_map must be None or a registered estimator {list(registered_estimators())}, "
                 f"got {self.qk_map!r}."
+            )
+        if not isinstance(self.delta_rule, DeltaRuleOptions):
+            raise InputTypeError(f"AttentionConfig.delta_rule must be a DeltaRuleOptions, got {self.delta_rule!r}.")
+        if self.delta_rule != DeltaRuleOptions() and not core_class(self.kind).owns_projections:
+            raise InputError(
+                f"AttentionConfig.delta_rule sets the options of the delta rule's layer; kind {self.kind!r} has none."
             )
         if self.projection_kind not in PROJECTION_KINDS or self.scaling not in ROW_SCALINGS:
             raise InputError(

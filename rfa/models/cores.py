@@ -36,7 +36,9 @@ Each core class states its kind's rules, so nothing else matches kinds by name: 
 causal self-attention, and so decode token by token), ``bidirectional`` (it can run bidirectional
 self-attention), ``cross`` (it can attend to a memory), ``dense_masks`` (it applies any dense mask, such as
 Swin's shifted windows), ``uses_num_features`` (``AttentionConfig.num_features`` means something to it),
-and ``check_site``, which refuses a configuration the kind cannot run at a site.
+``owns_projections`` (it is the whole site, ``x → y``, with projections of its own: the delta rule's layer,
+whose heads and widths are its options'; :func:`rfa.models.attention.attention_site`) and ``check_site``, which
+refuses a configuration the kind cannot run at a site.
 """
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ class KernelizedCore(Calibratable):
 
     causal, bidirectional, cross, dense_masks, uses_num_features = True, True, True, False, True
     takes_qk_map = False
+    owns_projections = False  # an AttentionSite projects q, k, v and the output around it
 
     def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         fm = lookup_estimator(attention.kind)

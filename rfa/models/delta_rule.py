@@ -1,34 +1,42 @@
-"""DeltaNet, Gated DeltaNet and Kimi Delta Attention as an attention core of rfa's models (kinds ``"deltanet"``,
-``"gated_deltanet"``, ``"kda"``).
+"""DeltaNet, Gated DeltaNet and Kimi Delta Attention as one layer ``x → y``: the site of rfa's models for the kinds
+``"deltanet"``, ``"gated_deltanet"`` and ``"kda"``, and the body of ``rfa.nnx.DeltaNet``, ``GatedDeltaNet`` and
+``KimiDeltaAttention``.
 
-Between the site's q/k/v projections and its output projection, as the papers' layers (Yang, Wang, Zhang, Shen,
-Kim, "Parallelizing Linear Transformers with the Delta Rule over Sequence Length", NeurIPS 2024, Sec. 3.3 and
-Fig. 1; Yang, Kautz, Hatamizadeh, "Gated Delta Networks: Improving Mamba2 with Delta Rule", ICLR 2025, Sec. 3.4
-and Fig. 1; Kimi Team, "Kimi Linear: An Expressive, Efficient Attention Architecture", arXiv 2510.26692, 2025,
-Sec. 3, and flash-linear-attention's ``KimiDeltaAttention`` layer):
+The papers' layers (Yang, Wang, Zhang, Shen, Kim, "Parallelizing Linear Transformers with the Delta Rule over
+Sequence Length", NeurIPS 2024, Sec. 3.3 and Fig. 1; Yang, Kautz, Hatamizadeh, "Gated Delta Networks: Improving
+Mamba2 with Delta Rule", ICLR 2025, Sec. 3.4 and Fig. 1; Kimi Team, "Kimi Linear: An Expressive, Efficient
+Attention Architecture", arXiv 2510.26692, 2025, Sec. 3) as flash-linear-attention (fla) writes them
+(``fla/layers/{delta_net,gated_deltanet,kda}.py``), with fla's option and parameter names
+(:class:`rfa.models.DeltaRuleOptions`; :mod:`rfa.fla_weights` converts fla's weights):
 
-- a short causal depthwise convolution (4 taps) over the projected q, k and v, then SiLU;
-- q and k L2-normalized per head, q scaled by ``1/√d_k``: ``‖k_t‖ = 1``, so with ``β_t ∈ [0, 1]`` the transition
-  ``I − β_t k_t k_tᵀ`` has eigenvalues in [0, 1] and the state cannot grow. With ``AttentionConfig.qk_map`` a
-  registered estimator replaces SiLU: q and k are its features, L2-normalized (the kernelized delta rule,
-  :func:`rfa.attention.delta_rule.normalized_features`), and the state is ``[F, d_v]``;
-- the writing strength ``β_t = sigmoid(w_βᵀ x_t)`` per token and head;
-- Gated DeltaNet: the decay ``α_t = exp(g_t)``, ``g_t = −exp(A_log) · softplus(w_αᵀ x_t + b_dt)`` per token and
-  head (Mamba2's parametrization: ``A`` drawn in [1, 16], ``softplus(b_dt)`` in [0.001, 0.1]);
-- KDA: one decay per token, head and key channel, ``g_t = −exp(A_log[h]) · softplus(f_t + b_dt)``, ``f_t`` from a
-  low-rank projection (``d_model → head_dim → heads·d_k``, no bias), ``b_dt`` per key channel starting at 0 and
-  ``A`` per head drawn in [1, 16] (fla's initialization);
-- :func:`rfa.attention.delta_rule_attention` (chunked over a sequence, recurrent when decoding);
-- the output normalized per head (RMSNorm over d_v); Gated DeltaNet multiplies it by ``SiLU(W_g x_t)``, KDA by
-  ``sigmoid(g_out)`` with ``g_out`` from a low-rank projection (``d_model → head_dim → heads·d_v``, a bias on the
-  second).
+- bias-free projections ``q_proj``, ``k_proj`` (``num_heads · head_dim``) and ``v_proj`` (``num_v_heads ·
+  head_dim · expand_v``);
+- a short causal depthwise convolution (``conv_size`` taps, ``q_conv1d``, ``k_conv1d``, ``v_conv1d``), SiLU on v
+  and ``qk_activation`` on q and k; q and k normalized per head (``qk_norm``: L2, so with β ∈ [0, 1] the transition
+  ``I − β_t k_t k_tᵀ`` has eigenvalues in [0, 1] and the state cannot grow; or by their sum), q scaled by
+  ``1/√d_k``. With ``AttentionConfig.qk_map`` a registered estimator replaces the activation and the norm: q and k
+  are its features, L2-normalized (the kernelized delta rule, :func:`rfa.attention.delta_rule.normalized_features`);
+- the writing strength ``β_t = sigmoid(b_proj x_t)`` per token and value head (1 without ``use_beta``; doubled,
+  in [0, 2], with ``allow_neg_eigval``: Grazzi et al., "Unlocking State-Tracking in Linear RNNs Through Negative
+  Eigenvalues", ICLR 2025);
+- Gated DeltaNet: the decay ``α_t = exp(g_t)``, ``g_t = −exp(A_log) · softplus(a_proj x_t + dt_bias)`` per token
+  and value head (Mamba2's parametrization);
+- KDA: one decay per token, head and key channel, ``g_t = −exp(A_log[h]) · softplus(f_proj x_t + dt_bias)``,
+  ``f_proj`` low rank (``d_model → head_v_dim → heads · d_k``, no bias), ``dt_bias`` per key channel;
+- :func:`rfa.attention.delta_rule_attention` (chunked over a sequence, recurrent when decoding); grouped value
+  heads (``num_v_heads`` a multiple of ``num_heads``, as Qwen3-Next) share their group's q and k;
+- the output ``o_norm`` (RMSNorm over ``head_v_dim``, ``ε = norm_eps``), times ``SiLU(g_proj x)`` (``use_gate``,
+  Gated DeltaNet's default) or ``sigmoid`` of a low-rank ``g_proj`` with a bias (KDA), then ``o_proj``.
 
-Each kind is one :class:`Variant` of :data:`VARIANTS`: its decay and its output gate.
+Initialization: ``A`` uniform in [1, 16] (Mamba2's range, which fla's KDA keeps; fla's Gated DeltaNet draws it in
+(0, 16), where an ``A`` near 0 means a head that never forgets; rfa keeps the papers' floor of 1) and ``dt =
+softplus(dt_bias)`` log-uniform in [0.001, 0.1] (Mamba2's and fla's); KDA's ``dt_bias`` starts at 0 (fla's); the
+convolutions uniform in ±1/√conv_size (PyTorch's ``Conv1d``, as fla).
 
-Decoding keeps the state ``S [batch, heads, d_k, d_v]`` and the convolution's last 3 inputs: O(d_k·d_v) per
-token at any position. A padding key (``key_mask`` False) enters nothing, wherever it sits: the convolution skips
-it (:func:`causal_convolution`), and its β and g are 0, which leave the state as it is. So a right-padded prompt,
-then decoding, equals the unpadded prompt, then decoding, row by row.
+Decoding keeps the state ``S [batch, num_v_heads, d_k, d_v]`` and the convolution's last ``conv_size − 1`` inputs:
+O(d_k·d_v) per token at any position. A padding token (``keep`` False) enters nothing, wherever it sits: the
+convolution skips it (:func:`causal_convolution`), and its β and g are 0, which leave the state as it is. So a
+right-padded prompt, then decoding, equals the unpadded prompt, then decoding, row by row.
 """
 
 from __future__ import annotations
@@ -44,106 +52,243 @@ from rfa._validation import InputError
 from rfa.attention.delta_rule import delta_rule_attention, normalized_features
 from rfa.attention.map_variables import RandomMap, projection_key, random_variables, redraw_variables
 from rfa.checks import call_unchecked
+from rfa.models.delta_rule_options import QK_ACTIVATIONS
+from rfa.models.short_convolution import ShortConvolution, causal_convolution
 from rfa.random_features.feature_maps import estimator as lookup_estimator
 
 Array = jax.Array
 
-CONV_TAPS = 4  # the papers' short convolution
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """What a delta-rule kind adds to DeltaNet: ``decay`` (None, ``"head"``: one per token and value head,
+    ``"channel"``: one per token, head and key channel) and ``output_gate`` (``"silu"``: full rank, on by
+    ``use_gate``; ``"sigmoid"``: low rank, always on)."""
+
+    decay: str | None
+    output_gate: str
+    gated_by_default: bool
 
 
-def causal_convolution(x: Array, weight: Array, history: Array, keep: Array) -> tuple[Array, Array]:
-    """Depthwise causal convolution ``y_t = Σ_j w_j x_{t−K+1+j}`` of ``x [batch, L, C]`` with ``weight [K, C]``
-    over the kept inputs (``keep [batch, L]``, False: padding), continuing from ``history [batch, K − 1, C]`` (the
-    kept inputs before ``x``; zeros at the start). Returns ``(y, the last K − 1 kept inputs)``.
-
-    Each row's kept inputs are convolved as one sequence, as if its padding were not there, wherever it sits
-    (left, right or between): a right-padded prompt leaves the history the unpadded prompt leaves. The outputs at
-    padding are those of the padding's own inputs after the kept ones (callers mask them out)."""
-    taps, length = weight.shape[0], x.shape[1]
-    order = jnp.argsort(~keep, axis=1, stable=True)  # each row's kept positions first, in order
-    padded = jnp.concatenate([history.astype(x.dtype), jnp.take_along_axis(x, order[..., None], axis=1)], axis=1)
-    y = sum(weight[j] * padded[:, j : j + length] for j in range(taps))
-    last = jnp.sum(keep, axis=1)[:, None] + jnp.arange(taps - 1)  # the K − 1 inputs up to the last kept one
-    history = jnp.take_along_axis(padded, last[..., None], axis=1)
-    return jnp.take_along_axis(y, jnp.argsort(order, axis=1)[..., None], axis=1), history
+VARIANTS = {
+    "deltanet": Variant(None, "silu", False),
+    "gated_deltanet": Variant("head", "silu", True),
+    "kda": Variant("channel", "sigmoid", True),
+}
 
 
 def _inverse_softplus(y: Array) -> Array:
     return y + jnp.log(-jnp.expm1(-y))
 
 
-@dataclasses.dataclass(frozen=True)
-class Variant:
-    """What a delta-rule kind adds to DeltaNet: ``decay`` (None, ``"head"``: one per token and head, ``"channel"``:
-    one per token, head and key channel) and ``output_gate`` (None, ``"silu"``: full rank, ``"sigmoid"``: low
-    rank)."""
-
-    decay: str | None
-    output_gate: str | None
-
-
-VARIANTS = {
-    "deltanet": Variant(None, None),
-    "gated_deltanet": Variant("head", "silu"),
-    "kda": Variant("channel", "sigmoid"),
-}
+def _linear(d_in: int, d_out: int, *, dtype, rngs: nnx.Rngs, bias: bool = False) -> nnx.Linear:
+    return nnx.Linear(d_in, d_out, use_bias=bias, dtype=dtype, rngs=rngs)
 
 
 def low_rank(d_in: int, rank: int, d_out: int, *, bias: bool, dtype, rngs: nnx.Rngs) -> nnx.Sequential:
-    """``d_in → rank → d_out`` without a bias on the first linear map (KDA's gate projections)."""
+    """``d_in → rank → d_out`` without a bias on the first linear map (KDA's ``f_proj`` and ``g_proj``)."""
     return nnx.Sequential(
-        nnx.Linear(d_in, rank, use_bias=False, dtype=dtype, rngs=rngs),
-        nnx.Linear(rank, d_out, use_bias=bias, dtype=dtype, rngs=rngs),
+        _linear(d_in, rank, dtype=dtype, rngs=rngs), _linear(rank, d_out, bias=bias, dtype=dtype, rngs=rngs)
     )
 
 
-class DeltaRuleCore(RandomMap):
-    """DeltaNet (``"deltanet"``), Gated DeltaNet (``"gated_deltanet"``) or Kimi Delta Attention (``"kda"``) at a
-    causal self-attention site; see the module's docstring."""
+def check_qk_map(site: str, attention) -> None:
+    """Refuses a ``qk_map`` the delta rule cannot take, or one beside a q/k activation or norm it replaces."""
+    fm = None if attention.qk_map is None else lookup_estimator(attention.qk_map)
+    if fm is not None and (set(fm.required) - set(fm.sampled) or fm.learned or fm.kernel == "gaussian"):
+        raise InputError(
+            f"{site}: qk_map={attention.qk_map!r} needs parameters fitted, learned or given, or estimates the "
+            "Gaussian kernel; the delta rule takes a map of the softmax kernel with fixed parameters (positive, "
+            "trig, hyperbolic, elu, relu, taylor, ...)."
+        )
+    o = attention.delta_rule
+    if fm is not None and (o.qk_activation, o.qk_norm) != ("silu", "l2"):
+        raise InputError(
+            f"{site}: qk_map={attention.qk_map!r} replaces qk_activation and qk_norm (its features are "
+            "L2-normalized); leave them at 'silu' and 'l2'."
+        )
 
-    causal, bidirectional, cross, dense_masks, uses_num_features = True, False, False, False, False
-    takes_qk_map = True  # AttentionConfig.qk_map: an estimator's normalized features instead of SiLU and L2
 
-    def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
-        del causal, cross  # causal self-attention only (check_site)
-        d, h, dh = config.d_model, config.num_heads, config.head_dim
-        self.num_heads, self.head_dim, self.chunk_size = h, dh, attention.chunk_size
-        self.variant, self.attention = VARIANTS[attention.kind], attention
+class DeltaRuleLayer(RandomMap):
+    """The delta rule's layer ``x [batch, L, in_features] → [batch, L, out_features]`` of one kind (see the
+    module's docstring), with its cache: the state and the convolution's history.
+
+    Args:
+      attention: the kind (``"deltanet"``, ``"gated_deltanet"``, ``"kda"``), ``chunk_size``, ``qk_map`` and its
+        map's settings, and ``delta_rule``, the :class:`rfa.models.DeltaRuleOptions`.
+      in_features: d_model.
+      num_heads: query/key heads.
+      out_features: the output's width (default ``in_features``).
+      dtype: of the projections (the delta rule runs in float32).
+      rngs: ``params`` initializes the weights; ``projection`` (else ``params``) draws a ``qk_map``'s W.
+    """
+
+    def __init__(self, attention, in_features: int, num_heads: int, *, out_features=None, dtype=None, rngs: nnx.Rngs):
+        o = attention.delta_rule
+        self.attention, self.variant, self.options = attention, VARIANTS[attention.kind], o
+        h, dk, hv = num_heads, o.key_dim(in_features, num_heads), o.value_heads(num_heads)
+        dv = o.head_v_dim(in_features, num_heads)
+        self.num_heads, self.head_dim, self.num_v_heads, self.head_v_dim = h, dk, hv, dv
         self.qk_map = None if attention.qk_map is None else lookup_estimator(attention.qk_map)
         random = self.qk_map is not None and (self.qk_map.needs_projection or bool(self.qk_map.sampled))
-        key = projection_key(rngs) if random else None
         self.projection, self.random_params = (
             random_variables(
                 self.qk_map,
-                key,
+                projection_key(rngs),
                 attention.num_features,
-                dh,
+                dk,
                 projection_kind=attention.projection_kind,
                 scaling=attention.scaling,
             )
             if random
             else (None, nnx.Dict())
         )
-        self.key_dim = dh if self.qk_map is None else self.qk_map.num_outputs(attention.num_features, dh)
-        bound = 1 / math.sqrt(CONV_TAPS)  # PyTorch's Conv1d default, as the papers' code
-        self.conv = nnx.Param(jax.random.uniform(rngs.params(), (CONV_TAPS, 3 * h * dh), minval=-bound, maxval=bound))
-        dtype = jnp.dtype(config.dtype)
-        self.beta = nnx.Linear(d, h, dtype=dtype, rngs=rngs)
-        self.norm = nnx.RMSNorm(dh, rngs=rngs)
-        decay, gate = self.variant.decay, self.variant.output_gate
-        if decay == "head":
-            self.decay = nnx.Linear(d, h, dtype=dtype, rngs=rngs)
-            dt = jnp.exp(jax.random.uniform(rngs.params(), (h,), minval=math.log(1e-3), maxval=math.log(0.1)))
-            self.dt_bias = nnx.Param(_inverse_softplus(dt))
-        elif decay == "channel":
-            self.decay = low_rank(d, dh, h * self.key_dim, bias=False, dtype=dtype, rngs=rngs)
+        self.key_dim = dk if self.qk_map is None else self.qk_map.num_outputs(attention.num_features, dk)
+        d, dtype = in_features, jnp.dtype(dtype or jnp.float32)
+        self.q_proj, self.k_proj = (_linear(d, h * dk, dtype=dtype, rngs=rngs) for _ in range(2))
+        self.v_proj = _linear(d, hv * dv, dtype=dtype, rngs=rngs)
+        if o.use_short_conv:
+            self.q_conv1d, self.k_conv1d = (
+                ShortConvolution(h * dk, o.conv_size, bias=o.conv_bias, rngs=rngs) for _ in range(2)
+            )
+            self.v_conv1d = ShortConvolution(hv * dv, o.conv_size, bias=o.conv_bias, rngs=rngs)
+        self.b_proj = (
+            _linear(d, hv if self.variant.decay != "channel" else h, dtype=dtype, rngs=rngs) if o.use_beta else None
+        )
+        if self.variant.decay == "head":
+            self.a_proj = _linear(d, hv, dtype=dtype, rngs=rngs)
+            dt = jnp.exp(jax.random.uniform(rngs.params(), (hv,), minval=math.log(1e-3), maxval=math.log(0.1)))
+            self.dt_bias = nnx.Param(_inverse_softplus(jnp.maximum(dt, 1e-4)))
+            self.A_log = nnx.Param(jnp.log(jax.random.uniform(rngs.params(), (hv,), minval=1.0, maxval=16.0)))
+        elif self.variant.decay == "channel":
+            self.f_proj = low_rank(d, dv, h * self.key_dim, bias=False, dtype=dtype, rngs=rngs)
             self.dt_bias = nnx.Param(jnp.zeros((h * self.key_dim,)))
-        if decay is not None:
             self.A_log = nnx.Param(jnp.log(jax.random.uniform(rngs.params(), (h,), minval=1.0, maxval=16.0)))
-        if gate == "silu":
-            self.output_gate = nnx.Linear(d, h * dh, dtype=dtype, rngs=rngs)
-        elif gate == "sigmoid":
-            self.output_gate = low_rank(d, dh, h * dh, bias=True, dtype=dtype, rngs=rngs)
+        gate = self.variant.output_gate
+        if gate == "sigmoid":
+            self.g_proj = low_rank(d, dv, hv * dv, bias=True, dtype=dtype, rngs=rngs)
+        elif self.variant.gated_by_default if o.use_gate is None else o.use_gate:
+            self.g_proj = _linear(d, hv * dv, dtype=dtype, rngs=rngs)
+        else:
+            self.g_proj = None
+        self.o_norm = nnx.RMSNorm(dv, epsilon=o.norm_eps, rngs=rngs)
+        self.o_proj = _linear(hv * dv, out_features or in_features, dtype=dtype, rngs=rngs)
+
+    @property
+    def redraw_every(self) -> int:
+        """The redrawing policy of ``qk_map`` (``AttentionConfig.redraw_every``), read by :func:`rfa.nnx.redraw`."""
+        return self.attention.redraw_every
+
+    def redraw(self, key: Array) -> None:
+        """Replaces the random projection of ``qk_map`` by a fresh draw from ``key``."""
+        a = self.attention
+        redraw_variables(
+            self.projection,
+            self.random_params,
+            self.qk_map,
+            key,
+            a.num_features,
+            self.head_dim,
+            projection_kind=a.projection_kind,
+            scaling=a.scaling,
+        )
+
+    def empty_state(self, batch: int) -> dict:
+        """The empty state ``[batch, num_v_heads, d_k, d_v]`` and convolution history (a fixed size at any
+        length)."""
+        conv = self.options.conv_size - 1 if self.options.use_short_conv else 0
+        channels = 2 * self.num_heads * self.head_dim + self.num_v_heads * self.head_v_dim
+        return {
+            "state": jnp.zeros((batch, self.num_v_heads, self.key_dim, self.head_v_dim), jnp.float32),
+            "conv": jnp.zeros((batch, conv, channels), jnp.float32),
+        }
+
+    def _convolve(self, x, keep, history):
+        """q, k, v projected and convolved (over the kept tokens), and the convolution's new history."""
+        qkv = jnp.concatenate([self.q_proj(x), self.k_proj(x), self.v_proj(x)], axis=-1).astype(jnp.float32)
+        if not self.options.use_short_conv:
+            return qkv, history
+        convs = (self.q_conv1d, self.k_conv1d, self.v_conv1d)
+        weight = jnp.concatenate([c.weight[...] for c in convs], axis=-1)
+        qkv, history = causal_convolution(jnp.where(keep[..., None], qkv, 0.0), weight, history, keep)
+        if self.options.conv_bias:
+            qkv = qkv + jnp.concatenate([c.bias[...] for c in convs])
+        return qkv, history
+
+    def _inputs(self, x, keep, history):
+        """q, k ``[batch, L, num_v_heads, ·]``, v, β ``[batch, L, num_v_heads]``, g and the new history."""
+        o, (b, length) = self.options, x.shape[:2]
+        h, dk, hv, dv = self.num_heads, self.head_dim, self.num_v_heads, self.head_v_dim
+        qkv, history = self._convolve(x, keep, history)
+        q, k, v = jnp.split(qkv, [h * dk, 2 * h * dk], axis=-1)
+        q, k = (y.reshape(b, length, h, dk) for y in (q, k))
+        v = jax.nn.silu(v).reshape(b, length, hv, dv)
+        if self.qk_map is None:
+            q, k = (QK_ACTIVATIONS[o.qk_activation](y) for y in (q, k))
+            if o.qk_norm == "l2":
+                q, k = (y / jnp.sqrt(jnp.sum(y * y, axis=-1, keepdims=True) + 1e-6) for y in (q, k))
+            else:
+                q, k = (y / jnp.sum(y, axis=-1, keepdims=True) for y in (q, k))
+        else:
+            projection = None if self.projection is None else self.projection[...]
+            params = {name: value[...] for name, value in self.random_params.items()} | self.attention.params
+            q, k = normalized_features(q, k, estimator=self.qk_map, projection=projection, feature_params=params)
+        group = hv // h  # value heads per query/key head
+        beta = jnp.ones((b, length, hv), jnp.float32)
+        if self.b_proj is not None:
+            beta = jax.nn.sigmoid(self.b_proj(x).astype(jnp.float32))
+            beta = jnp.repeat(beta, hv // beta.shape[-1], axis=-1)
+        beta = jnp.where(keep[..., None], beta * (2.0 if o.allow_neg_eigval else 1.0), 0.0)
+        log_decay = None
+        if self.variant.decay == "head":
+            rate = self.a_proj(x).astype(jnp.float32) + self.dt_bias[...]
+            log_decay = -jnp.exp(self.A_log[...]) * jax.nn.softplus(rate)
+            log_decay = jnp.where(keep[..., None], log_decay, 0.0)
+        elif self.variant.decay == "channel":
+            rate = (self.f_proj(x).astype(jnp.float32) + self.dt_bias[...]).reshape(b, length, h, self.key_dim)
+            log_decay = -jnp.exp(self.A_log[...])[:, None] * jax.nn.softplus(rate)
+            log_decay = jnp.repeat(jnp.where(keep[..., None, None], log_decay, 0.0), group, axis=2)
+        q, k = (jnp.repeat(y, group, axis=2) for y in (q, k))
+        return q / math.sqrt(self.key_dim), k, v, beta, log_decay, history
+
+    def _output(self, out, x):
+        out = self.o_norm(out)
+        if self.g_proj is not None:
+            activation = jax.nn.sigmoid if self.variant.output_gate == "sigmoid" else jax.nn.silu
+            out = out * activation(self.g_proj(x).astype(jnp.float32)).reshape(out.shape)
+        return self.o_proj(out.reshape(out.shape[:2] + (-1,)).astype(self.o_proj.dtype or x.dtype))
+
+    def run(self, x: Array, keep: Array, cache: dict | None = None) -> tuple[Array, dict]:
+        """``x [batch, L, in_features]`` (``keep [batch, L]``, False: padding) continuing ``cache`` (None: from
+        nothing): ``(y [batch, L, out_features], the cache after the kept tokens)``."""
+        cache = self.empty_state(x.shape[0]) if cache is None else cache
+        q, k, v, beta, log_decay, history = self._inputs(x, keep, cache["conv"])
+        out, state = call_unchecked(
+            delta_rule_attention,
+            q,
+            k,
+            v,
+            beta,
+            log_decay=log_decay,
+            initial_state=cache["state"],
+            return_state=True,
+            chunk_size=self.attention.chunk_size,
+        )
+        return self._output(out, x), {"state": state, "conv": history}
+
+
+class DeltaRuleCore(nnx.Module):
+    """A model's causal self-attention site of a delta-rule kind: :class:`DeltaRuleLayer` from the model's widths,
+    with the interface of :class:`rfa.models.AttentionSite` (the layer owns its projections)."""
+
+    causal, bidirectional, cross, dense_masks, uses_num_features = True, False, False, False, False
+    takes_qk_map = True  # AttentionConfig.qk_map: an estimator's normalized features instead of SiLU and L2
+    owns_projections = True  # the site is the core: no q/k/v/output projections around it
+
+    def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+        del causal, cross  # causal self-attention only (check_site)
+        self.layer = DeltaRuleLayer(attention, config.d_model, config.num_heads, dtype=config.dtype, rngs=rngs)
+        self.causal = True
 
     @staticmethod
     def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
@@ -165,102 +310,24 @@ class DeltaRuleCore(RandomMap):
                 f"{site}: {attention.kind!r} does not run sequence-parallel in the models yet (the short convolution "
                 "reaches across a block's start); rfa.attention.delta_rule_attention(sequence_axis=) does."
             )
-        fm = None if attention.qk_map is None else lookup_estimator(attention.qk_map)
-        if fm is not None and (set(fm.required) - set(fm.sampled) or fm.learned or fm.kernel == "gaussian"):
-            raise InputError(
-                f"{site}: qk_map={attention.qk_map!r} needs parameters fitted, learned or given, or estimates the "
-                "Gaussian kernel; the delta rule takes a map of the softmax kernel with fixed parameters (positive, "
-                "trig, hyperbolic, elu, relu, taylor, ...)."
-            )
+        check_qk_map(site, attention)
+        attention.delta_rule.head_v_dim(config.d_model, config.num_heads)
+        attention.delta_rule.value_heads(config.num_heads)
 
-    @property
-    def redraw_every(self) -> int:
-        """The site's redrawing policy (``AttentionConfig.redraw_every``), read by :func:`rfa.nnx.redraw`."""
-        return self.attention.redraw_every
-
-    def redraw(self, key: Array) -> None:
-        """Replaces the random projection of ``qk_map`` by a fresh draw from ``key``."""
-        a = self.attention
-        redraw_variables(
-            self.projection,
-            self.random_params,
-            self.qk_map,
-            key,
-            a.num_features,
-            self.head_dim,
-            projection_kind=a.projection_kind,
-            scaling=a.scaling,
-        )
-
-    def _inputs(self, q, k, v, x, keep, history):
-        """The papers' map of q, k, v (convolution, SiLU, L2 norm, 1/√d_k), β and g: ``[batch, L, heads, ·]`` and
-        ``[batch, L, heads]``, and the convolution's new history."""
-        b, length, h, dh = q.shape
-        qkv = jnp.concatenate([q, k, v], axis=-1).reshape(b, length, 3 * h * dh).astype(jnp.float32)
-        qkv = jnp.where(keep[..., None], qkv, 0.0)
-        qkv, history = causal_convolution(qkv, self.conv[...], history, keep)
-        q, k, v = jnp.split(qkv.reshape(b, length, h, 3 * dh), 3, axis=-1)
-        v = jax.nn.silu(v)
-        if self.qk_map is None:
-            q, k = (jax.nn.silu(y) for y in (q, k))
-            q, k = (y / jnp.sqrt(jnp.sum(y * y, axis=-1, keepdims=True) + 1e-6) for y in (q, k))
-        else:
-            projection = None if self.projection is None else self.projection[...]
-            params = {name: value[...] for name, value in self.random_params.items()} | self.attention.params
-            q, k = normalized_features(q, k, estimator=self.qk_map, projection=projection, feature_params=params)
-        beta = jnp.where(keep[..., None], jax.nn.sigmoid(self.beta(x).astype(jnp.float32)), 0.0)
-        log_decay = None
-        if self.variant.decay is not None:
-            rate = self.decay(x).astype(jnp.float32) + self.dt_bias[...]  # [batch, L, heads] or [.., heads · d_k]
-            if self.variant.decay == "channel":
-                rate = rate.reshape(rate.shape[:-1] + (h, self.key_dim))
-            scale = jnp.exp(self.A_log[...]).reshape((h,) + (1,) * (rate.ndim - 3))
-            keep = keep.reshape(keep.shape + (1,) * (rate.ndim - 2))
-            log_decay = jnp.where(keep, -scale * jax.nn.softplus(rate), 0.0)
-        return q / math.sqrt(self.key_dim), k, v, beta, log_decay, history
-
-    def _output(self, out, x):
-        out = self.norm(out)
-        gate = self.variant.output_gate
-        if gate is not None:
-            activation = jax.nn.silu if gate == "silu" else jax.nn.sigmoid
-            out = out * activation(self.output_gate(x).astype(jnp.float32)).reshape(out.shape)
-        return out.astype(x.dtype)
-
-    def _run(self, q, k, v, x, keep, cache):
-        q, k, v, beta, log_decay, history = self._inputs(q, k, v, x, keep, cache["conv"])
-        out, state = call_unchecked(
-            delta_rule_attention,
-            q,
-            k,
-            v,
-            beta,
-            log_decay=log_decay,
-            initial_state=cache["state"],
-            return_state=True,
-            chunk_size=self.chunk_size,
-        )
-        return self._output(out, x), {"state": state, "conv": history}
-
-    def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions) -> Array:
-        return self._run(q, k, v, x, key_mask, self.init_cache(q.shape[0], q.shape[1]))[0]
+    def __call__(self, x: Array, memory=None, *, key_mask: Array, q_positions: Array, k_positions: Array) -> Array:
+        del memory, q_positions, k_positions  # self-attention; the convolution gives position
+        return self.layer.run(x, key_mask)[0]
 
     def init_cache(self, batch: int, max_length: int) -> dict:
         """The empty state and convolution history (``max_length`` plays no part: the cache does not grow)."""
         del max_length
-        h, dh = self.num_heads, self.head_dim
-        return {
-            "state": jnp.zeros((batch, h, self.key_dim, dh), jnp.float32),
-            "conv": jnp.zeros((batch, CONV_TAPS - 1, 3 * h * dh), jnp.float32),
-        }
+        return self.layer.empty_state(batch)
 
-    def prefill(self, q, k, v, x, *, key_mask, positions, max_length):
-        return self.extend(q, k, v, x, self.init_cache(q.shape[0], max_length), keep=key_mask)
+    def prefill(self, x: Array, *, key_mask: Array, positions: Array, max_length: int):
+        del positions, max_length
+        return self.layer.run(x, key_mask)
 
-    def extend(self, q, k, v, x, cache, *, keep):
-        """Tokens ``[batch, n, heads, d]`` continuing from ``cache``: ``(out [batch, n, heads, d], cache)``."""
-        return self._run(q, k, v, x, keep, cache)
-
-    def decode(self, q, k, v, x, cache, *, position, keep):
-        out, cache = self.extend(q, k, v, x, cache, keep=keep[:, None])  # a padding token changes nothing
+    def decode_step(self, x: Array, cache: dict, position: Array, keep: Array):
+        del position
+        out, cache = self.layer.run(x[:, None], keep[:, None], cache)  # a padding token changes nothing
         return out[:, 0], cache

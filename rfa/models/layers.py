@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from rfa.models.attention import AttentionSite
+from rfa.models.attention import attention_site
 from rfa.models.config import EncoderConfig, TransformerConfig
 
 Array = jax.Array
@@ -51,7 +51,7 @@ class EncoderLayer(nnx.Module):
 
     def __init__(self, config: EncoderConfig, *, layer: int = 0, rngs: nnx.Rngs):
         attention = config.layer_attention("encoder_attention", layer)
-        self.attention = AttentionSite(config, attention, causal=False, cross=False, rngs=rngs)
+        self.attention = attention_site(config, attention, causal=False, cross=False, rngs=rngs)
         self.mlp = MLP(config, rngs=rngs)
         self.attention_residual = Residual(config, rngs=rngs)
         self.mlp_residual = Residual(config, rngs=rngs)
@@ -68,10 +68,10 @@ class DecoderLayer(nnx.Module):
 
     def __init__(self, config: TransformerConfig, *, cross: bool, layer: int = 0, rngs: nnx.Rngs):
         own = config.layer_attention("decoder_attention", layer)
-        self.self_attention = AttentionSite(config, own, causal=True, cross=False, rngs=rngs)
+        self.self_attention = attention_site(config, own, causal=True, cross=False, rngs=rngs)
         self.self_residual = Residual(config, rngs=rngs)
         memory = config.layer_attention("cross_attention", layer)
-        self.cross_attention = AttentionSite(config, memory, causal=False, cross=True, rngs=rngs) if cross else None
+        self.cross_attention = attention_site(config, memory, causal=False, cross=True, rngs=rngs) if cross else None
         self.cross_residual = Residual(config, rngs=rngs) if cross else None
         self.mlp = MLP(config, rngs=rngs)
         self.mlp_residual = Residual(config, rngs=rngs)
@@ -88,8 +88,8 @@ class DecoderLayer(nnx.Module):
     def prefill(self, x: Array, *, key_mask: Array, positions: Array, max_length: int) -> tuple[Array, dict]:
         """The layer over a whole prompt ``x [batch, P, d_model]`` (no cross-attention): ``(y, cache)``.
 
-        The self-attention cache holds the prompt (:meth:`AttentionSite.prefill`), for
-        :meth:`decode_step` to continue from position P.
+        The self-attention cache holds the prompt (the site's ``prefill``,
+        :meth:`rfa.models.AttentionSite.prefill`), for :meth:`decode_step` to continue from position P.
         """
         cache = {}
 

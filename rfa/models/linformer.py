@@ -22,6 +22,7 @@ class LinformerCore(nnx.Module):
 
     causal, bidirectional, cross, dense_masks, uses_num_features = False, True, True, False, True
     takes_qk_map = False
+    owns_projections = False  # an AttentionSite projects q, k, v and the output around it
 
     def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         del causal, cross  # never causal (check_site)

@@ -27,6 +27,7 @@ class SlidingWindowCore(nnx.Module):
 
     causal, bidirectional, cross, dense_masks, uses_num_features = True, True, False, False, True
     takes_qk_map = False
+    owns_projections = False  # an AttentionSite projects q, k, v and the output around it
 
     def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         del cross, rngs  # self-attention only (check_site); no parameters

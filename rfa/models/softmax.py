@@ -70,6 +70,7 @@ class SoftmaxCore(nnx.Module):
 
     causal, bidirectional, cross, dense_masks, uses_num_features = True, True, True, True, False
     takes_qk_map = False
+    owns_projections = False  # an AttentionSite projects q, k, v and the output around it
 
     def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         self.causal, self.dtype = causal, jnp.dtype(config.dtype)

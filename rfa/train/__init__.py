@@ -5,7 +5,7 @@ from rfa.train.checkpoint import CheckpointError, Checkpoints
 from rfa.train.config import ATTENTION_VARIANTS, base_config, build_model, check_config, model_config, task_config
 from rfa.train.loop import TrainingInterrupted, evaluate, train_and_evaluate
 from rfa.train.metrics import MetricWriter, plot_curves, read_metrics
-from rfa.train.optim import make_optimizer, make_schedule
+from rfa.train.optim import make_optimizer, make_schedule, weight_decay_mask
 from rfa.train.sharding import DistributedError, global_batch, initialize_distributed, make_mesh, state_sharding
 from rfa.train.steps import make_eval_step, make_train_step, metric_sums, summarize
 from rfa.train.trained import evaluate_model, load_model
@@ -39,4 +39,5 @@ __all__ = [
     "summarize",
     "task_config",
     "train_and_evaluate",
+    "weight_decay_mask",
 ]

@@ -12,11 +12,35 @@ The schedules:
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import ml_collections
 import optax
 
 SCHEDULES = ("cosine", "inverse_sqrt", "constant")
+NO_WEIGHT_DECAY = ("bias", "scale", "A_log", "dt_bias")  # biases, norms' scales, the decay's parameters
+
+
+def weight_decay_mask(params):
+    """True where AdamW decays a parameter: every weight but biases, norms' scales (LayerNorm, RMSNorm) and the
+    delta rule's ``A_log`` and ``dt_bias`` (Mamba2's and flash-linear-attention's ``_no_weight_decay``: decaying
+    them would pull the decay rates toward ``A = 1`` and ``softplus(0)``, not toward small weights).
+
+    ``params`` is any pytree whose dict keys name the parameters (``nnx.state(model, nnx.Param)``, Linen's
+    ``params``); pass the function as ``optax.adamw(..., mask=weight_decay_mask)`` in a loop of your own.
+
+    Example:
+      >>> layer = rfa.nnx.GatedDeltaNet(2, 16, rngs=nnx.Rngs(0))
+      >>> mask = weight_decay_mask(nnx.state(layer, nnx.Param))
+      >>> mask["q_proj"]["kernel"].get_value(), mask["A_log"].get_value(), mask["o_norm"]["scale"].get_value()
+      (True, False, False)
+    """
+
+    def decays(path, _) -> bool:
+        names = [str(key.key) for key in path if isinstance(key, jax.tree_util.DictKey)]
+        return not names or names[-1] not in NO_WEIGHT_DECAY
+
+    return jax.tree_util.tree_map_with_path(decays, params)
 
 
 def make_schedule(config: ml_collections.ConfigDict, *, num_steps: int, d_model: int) -> optax.Schedule:
@@ -46,7 +70,8 @@ def make_schedule(config: ml_collections.ConfigDict, *, num_steps: int, d_model:
 
 
 def make_optimizer(config: ml_collections.ConfigDict, *, num_steps: int, d_model: int) -> optax.GradientTransformation:
-    """Global-norm gradient clipping (0: none), then AdamW with the schedule (``config = config.optimizer``).
+    """Global-norm gradient clipping (0: none), then AdamW with the schedule (``config = config.optimizer``),
+    decaying the weights of :func:`weight_decay_mask`.
 
     Example:
       >>> from rfa.train.config import task_config
@@ -60,5 +85,6 @@ def make_optimizer(config: ml_collections.ConfigDict, *, num_steps: int, d_model
         b2=config.b2,
         eps=config.eps,
         weight_decay=config.weight_decay,
+        mask=weight_decay_mask,
     )
     return optax.chain(optax.clip_by_global_norm(config.grad_clip_norm), adamw) if config.grad_clip_norm else adamw

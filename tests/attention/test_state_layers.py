@@ -1,4 +1,4 @@
-"""``rfa.nnx.DeltaNet``, ``rfa.nnx.KimiDeltaAttention`` and ``rfa.nnx.GatedLinearAttention`` (and their Linen
+"""``rfa.nnx.DeltaNet``, ``GatedDeltaNet``, ``KimiDeltaAttention`` and ``GatedLinearAttention`` (and their Linen
 twins): Flax layers whose decode cache is a state.
 
 Decoding (token by token, or several tokens per call) equals the full pass; Flax's causal and padding masks are
@@ -17,8 +17,8 @@ from helpers import tiered
 import rfa
 
 LAYERS = {
-    "deltanet": lambda: rfa.nnx.DeltaNet(4, 32, gated=False, chunk_size=4, rngs=nnx.Rngs(0)),
-    "gated_deltanet": lambda: rfa.nnx.DeltaNet(4, 32, chunk_size=4, rngs=nnx.Rngs(0)),
+    "deltanet": lambda: rfa.nnx.DeltaNet(4, 32, chunk_size=4, rngs=nnx.Rngs(0)),
+    "gated_deltanet": lambda: rfa.nnx.GatedDeltaNet(4, 32, chunk_size=4, rngs=nnx.Rngs(0)),
     "gla": lambda: rfa.nnx.GatedLinearAttention(4, 32, chunk_size=4, rngs=nnx.Rngs(0)),
     "kda": lambda: rfa.nnx.KimiDeltaAttention(4, 32, chunk_size=4, rngs=nnx.Rngs(0)),
 }
@@ -42,7 +42,7 @@ def test_decoding_one_or_several_tokens_per_call_equals_the_full_pass(name):
 @pytest.mark.parametrize("name", tiered(list(LAYERS), {"deltanet", "gated_deltanet", "gla"}))
 def test_flax_masks_pad_and_other_masks_are_refused(name):
     """Padding first (positions 0-2) and between tokens (position 6): the kept tokens' outputs are those of the
-    sequence without the padding, and a padded query outputs the output projection's bias."""
+    sequence without the padding, and a padded query outputs 0 (as fla's layers, which leave padding out)."""
     layer = LAYERS[name]()
     kept = np.array([3, 4, 5, 7, 8, 9, 10])
     valid = jnp.isin(jnp.arange(11), kept)[None]
@@ -50,7 +50,7 @@ def test_flax_masks_pad_and_other_masks_are_refused(name):
     mask = nnx.combine_masks(nnx.make_causal_mask(jnp.ones((2, 11))), nnx.make_attention_mask(valid, valid))
     out = call(layer, jnp.broadcast_to(padded, (2, 11, 32)), mask)
     np.testing.assert_allclose(out[:, kept], call(layer, X[:, kept]), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(out[:, ~valid[0]], jnp.broadcast_to(layer.out.bias[...], (2, 4, 32)), atol=1e-6)
+    np.testing.assert_array_equal(out[:, ~valid[0]], 0.0)
     window = jnp.tril(jnp.triu(jnp.ones((11, 11), bool), -2))
     with pytest.raises(rfa.InputError, match="kernelized attention cannot apply this mask") as eager:
         layer(X, mask=window)
@@ -103,7 +103,7 @@ def test_a_linen_layer_with_a_random_projection_refuses_variables_without_it():
 def test_the_linen_layers_decode_from_the_cache_collection_as_the_full_pass(name):
     """``rfa.linen``: ``init`` with ``decode=True`` creates the empty state; each ``apply(mutable=["cache"])``
     continues it (a prompt, then one token per call) and equals the full pass; padding masks apply as in NNX."""
-    layers = {"gated_deltanet": rfa.linen.DeltaNet, "gla": rfa.linen.GatedLinearAttention}
+    layers = {"gated_deltanet": rfa.linen.GatedDeltaNet, "gla": rfa.linen.GatedLinearAttention}
     layer = (layers | {"kda": rfa.linen.KimiDeltaAttention})[name]
     params = layer(num_heads=4, chunk_size=4).init(jax.random.key(0), X)["params"]
     full = layer(num_heads=4, chunk_size=4).apply({"params": params}, X)

@@ -55,9 +55,14 @@ def test_a_prompt_then_decoding_equals_teacher_forcing(kind):
     np.testing.assert_allclose(jnp.stack(stepped, 1), forward(model, sequence)[:, 4:10], rtol=1e-4, atol=1e-4)
 
 
+def _core_name(site):
+    """The core of an AttentionSite, or the site itself where it owns its projections (the delta rule)."""
+    return type(site.core if isinstance(site, rfa.models.AttentionSite) else site).__name__
+
+
 def test_a_hybrid_stack_cycles_its_pattern_and_keeps_a_cache_of_each_kind():
     model = Decoder(config("hybrid", num_decoder_layers=4), rngs=nnx.Rngs(0))
-    kinds = [type(layer.self_attention.core).__name__ for layer in model.stack.layers]
+    kinds = [_core_name(layer.self_attention) for layer in model.stack.layers]
     assert kinds == ["DeltaRuleCore", "SoftmaxCore", "SlidingWindowCore", "DeltaRuleCore"]
     caches = model.init_cache(2, 20)
     assert [sorted(cache["self"]) for cache in caches] == [
@@ -75,7 +80,7 @@ def test_a_hybrid_stack_trains(stack):
     Linear preset: three KDA layers to one exact)."""
     if stack == "kimi_linear_tiny":
         model = Decoder(preset(stack, vocab_size=VOCAB, max_length=32), rngs=nnx.Rngs(0))
-        kinds = [type(layer.self_attention.core).__name__ for layer in model.stack.layers]
+        kinds = [_core_name(layer.self_attention) for layer in model.stack.layers]
         assert kinds == ["DeltaRuleCore"] * 3 + ["SoftmaxCore"]
     else:
         model = Decoder(config(stack), rngs=nnx.Rngs(0))
@@ -111,56 +116,48 @@ def _low_rank(layers, x):
     return y if second.bias is None else y + np.asarray(second.bias[...], np.float64)
 
 
-@pytest.mark.parametrize(
-    "kind", tiered(["deltanet", "gated_deltanet", "gated_deltanet_positive", "kda", "kda_positive"], {"kda"})
-)
-def test_the_site_is_the_papers_layer(kind):
-    """Short convolution and SiLU on q, k, v; q, k L2-normalized, q by 1/√d_k; β = sigmoid(w_βᵀx); Gated DeltaNet:
-    g = −exp(A_log)·softplus(w_αᵀx + b_dt), per head; KDA (fla's KimiDeltaAttention): the same with w_αᵀx a low-rank
-    projection per key channel and b_dt per channel; the delta rule (float64 recurrence; KDA's decays first, then
-    the erase); RMSNorm per head, times SiLU(W_g x) (Gated DeltaNet) or sigmoid of a low-rank projection with a
-    bias (KDA) — in NumPy from the model's parameters, left padding included."""
-    attention = Decoder(config(kind), rngs=nnx.Rngs(0)).stack.layers[0].self_attention
-    core = attention.core
+@pytest.mark.parametrize("kind", tiered(["gated_deltanet_positive", "kda_positive"], {"kda_positive"}))
+def test_the_site_is_the_kernelized_delta_rule(kind):
+    """A model's site with ``qk_map``: the papers' layer (``tests/attention/test_fla_layers.py`` holds it to fla's)
+    with positive random features of q and k (scaled by d^-1/4), L2-normalized, in place of SiLU and the L2 norm;
+    KDA's decay over the map's F channels — in NumPy from the model's parameters, left padding included."""
+    site = Decoder(config(kind), rngs=nnx.Rngs(0)).stack.layers[0].self_attention
+    layer = site.layer
     x = jax.random.normal(jax.random.key(2), (2, 9, 32))
     mask = jnp.arange(9)[None] >= jnp.array([[0], [3]])  # the second sequence left-padded
     positions = jnp.broadcast_to(jnp.arange(9), (2, 9))
-    out = attention(x, key_mask=mask, q_positions=positions, k_positions=positions)
+    out = site(x, key_mask=mask, q_positions=positions, k_positions=positions)
 
     keep = np.asarray(mask, np.float64)[..., None]
+    x64 = np.asarray(x, np.float64)
     qkv = np.concatenate(
-        [np.asarray(layer(x), np.float64) for layer in (attention.query, attention.key, attention.value)], -1
-    )  # [q_h | k_h | v_h]
-    qkv = qkv.reshape(2, 9, -1) * keep
-    w = np.asarray(core.conv[...], np.float64)  # [taps, channels]
+        [x64 @ np.asarray(p.kernel[...], np.float64) for p in (layer.q_proj, layer.k_proj, layer.v_proj)], -1
+    )
+    qkv = qkv * keep  # [q | k | v], each [heads · d]
+    w = np.concatenate(
+        [np.asarray(c.weight[...], np.float64) for c in (layer.q_conv1d, layer.k_conv1d, layer.v_conv1d)], -1
+    )
     padded = np.concatenate([np.zeros((2, 3, qkv.shape[-1])), qkv], 1)
     conv = np.stack([sum(w[j] * padded[:, t + j] for j in range(4)) for t in range(9)], 1)
-    q, k, v = np.split(conv.reshape(2, 9, 4, 24), 3, axis=-1)
+    q, k, v = (y.reshape(2, 9, 4, 8) for y in np.split(conv, 3, axis=-1))
     v = _silu(v)
-    if kind.endswith("_positive"):  # positive random features of q and k (scaled by d^-1/4), normalized
-        W = np.asarray(core.projection[...], np.float64)
-        q, k = (references.positive(y * 8**-0.25, W) for y in (q, k))
-        q, k = (y / np.sqrt(np.sum(y**2, axis=-1, keepdims=True)) for y in (q, k))
-    else:
-        q, k = (_silu(y) for y in (q, k))
-        q, k = (y / np.sqrt(np.sum(y**2, axis=-1, keepdims=True) + 1e-6) for y in (q, k))  # padding: 0, not NaN
-    beta = _sigmoid(np.asarray(core.beta(x), np.float64)) * keep
-    log_decay = None
-    x64 = np.asarray(x, np.float64)
-    A = np.exp(np.asarray(core.A_log[...], np.float64)) if hasattr(core, "A_log") else None
+    W = np.asarray(layer.projection[...], np.float64)
+    q, k = (references.positive(y * 8**-0.25, W) for y in (q, k))
+    q, k = (y / np.sqrt(np.sum(y**2, axis=-1, keepdims=True)) for y in (q, k))
+    beta = _sigmoid(x64 @ np.asarray(layer.b_proj.kernel[...], np.float64)) * keep
+    A = np.exp(np.asarray(layer.A_log[...], np.float64))
     if kind.startswith("gated"):
-        rate = np.log1p(np.exp(np.asarray(core.decay(x), np.float64) + np.asarray(core.dt_bias[...])))
+        rate = np.log1p(np.exp(x64 @ np.asarray(layer.a_proj.kernel[...], np.float64) + np.asarray(layer.dt_bias[...])))
         log_decay = -A * rate * keep
-    if kind.startswith("kda"):
-        rate = np.log1p(np.exp(_low_rank(core.decay, x64) + np.asarray(core.dt_bias[...], np.float64)))
-        log_decay = -A[:, None] * rate.reshape(q.shape) * keep[..., None]  # [batch, L, heads, d_k]
+        gate = _silu(x64 @ np.asarray(layer.g_proj.kernel[...], np.float64))
+    else:
+        rate = np.log1p(np.exp(_low_rank(layer.f_proj, x64) + np.asarray(layer.dt_bias[...], np.float64)))
+        log_decay = -A[:, None] * rate.reshape(q.shape) * keep[..., None]  # [batch, L, heads, F]
+        gate = _sigmoid(_low_rank(layer.g_proj, x64))
     o, _ = references.delta_rule(q / np.sqrt(q.shape[-1]), k, v, beta, log_decay)
-    o = o / np.sqrt(np.mean(o**2, axis=-1, keepdims=True) + 1e-6) * np.asarray(core.norm.scale[...])
-    if kind.startswith("gated"):
-        o = o * _silu(np.asarray(core.output_gate(x), np.float64)).reshape(o.shape)
-    if kind.startswith("kda"):
-        o = o * _sigmoid(_low_rank(core.output_gate, x64)).reshape(o.shape)
-    np.testing.assert_allclose(out, attention.out(jnp.asarray(o, jnp.float32)), rtol=1e-4, atol=1e-5)
+    o = o / np.sqrt(np.mean(o**2, axis=-1, keepdims=True) + 1e-5) * np.asarray(layer.o_norm.scale[...])
+    o = (o * gate.reshape(o.shape)).reshape(2, 9, 32) @ np.asarray(layer.o_proj.kernel[...], np.float64)
+    np.testing.assert_allclose(out, o, rtol=1e-4, atol=1e-5)
 
 
 @nnx.jit(static_argnames="max_length")

@@ -63,14 +63,14 @@ def test_the_training_and_decoding_steps_of_a_stateful_model_make_no_host_call(k
 
 
 LAYERS = {
-    "nnx.DeltaNet": lambda: rfa.nnx.DeltaNet(2, 16, chunk_size=4, rngs=nnx.Rngs(0)),
+    "nnx.GatedDeltaNet": lambda: rfa.nnx.GatedDeltaNet(2, 16, chunk_size=4, rngs=nnx.Rngs(0)),
     "nnx.GatedLinearAttention": lambda: rfa.nnx.GatedLinearAttention(2, 16, chunk_size=4, rngs=nnx.Rngs(0)),
     "nnx.KimiDeltaAttention": lambda: rfa.nnx.KimiDeltaAttention(2, 16, chunk_size=4, rngs=nnx.Rngs(0)),
     "nnx.MultiHeadAttention": lambda: rfa.nnx.MultiHeadAttention(2, 16, num_features=8, rngs=nnx.Rngs(0)),
 }
 
 
-@pytest.mark.parametrize("name", tiered(list(LAYERS), {"nnx.DeltaNet"}))
+@pytest.mark.parametrize("name", tiered(list(LAYERS), {"nnx.GatedDeltaNet"}))
 def test_a_decoding_step_of_an_nnx_layer_makes_no_host_call(name):
     layer = LAYERS[name]()
     x = jax.random.normal(jax.random.key(0), (2, 1, 16))
@@ -88,10 +88,10 @@ def test_a_decoding_step_of_an_nnx_layer_makes_no_host_call(name):
 @pytest.mark.parametrize(
     "layer",
     [
-        rfa.linen.DeltaNet(num_heads=2, chunk_size=4, decode=True),
+        rfa.linen.GatedDeltaNet(num_heads=2, chunk_size=4, decode=True),
         rfa.linen.GatedLinearAttention(num_heads=2, decode=True),
     ],
-    ids=["DeltaNet", "GatedLinearAttention"],
+    ids=["GatedDeltaNet", "GatedLinearAttention"],
 )
 def test_a_decoding_step_of_a_linen_layer_makes_no_host_call(layer: nn.Module):
     x = jax.random.normal(jax.random.key(0), (2, 1, 16))

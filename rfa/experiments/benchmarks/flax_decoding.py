@@ -10,7 +10,7 @@ timed in turn, in a new random order each round, so that the machine's noise fal
 - ``rfa``: ``rfa.nnx.MultiHeadAttention`` (positive features, m = ``--num-features``) with ``decode=True``: its
   cache is the recurrent state, the same size at any position, so a token should cost the same at any position
   (target: 16k vs 128 <= 1.2x; the ratio is taken between the first position >= 128 and the last).
-- ``deltanet``, ``gated_deltanet``, ``kda``, ``gla``: ``rfa.nnx.DeltaNet`` (ungated, gated),
+- ``deltanet``, ``gated_deltanet``, ``kda``, ``gla``: ``rfa.nnx.DeltaNet``, ``rfa.nnx.GatedDeltaNet``,
   ``rfa.nnx.KimiDeltaAttention`` and ``rfa.nnx.GatedLinearAttention`` with ``decode=True``: a state and (the delta
   rule) a convolution history, flat in position as well.
 
@@ -58,8 +58,8 @@ def layers(features: int, heads: int, num_features: int) -> dict[str, nnx.Module
     return {
         "flax": nnx.MultiHeadAttention(heads, features, decode=True, rngs=nnx.Rngs(0)),
         "rfa": rfa.nnx.MultiHeadAttention(heads, features, num_features=num_features, decode=True, rngs=nnx.Rngs(0)),
-        "deltanet": rfa.nnx.DeltaNet(heads, features, gated=False, decode=True, rngs=nnx.Rngs(0)),
-        "gated_deltanet": rfa.nnx.DeltaNet(heads, features, decode=True, rngs=nnx.Rngs(0)),
+        "deltanet": rfa.nnx.DeltaNet(heads, features, decode=True, rngs=nnx.Rngs(0)),
+        "gated_deltanet": rfa.nnx.GatedDeltaNet(heads, features, decode=True, rngs=nnx.Rngs(0)),
         "kda": rfa.nnx.KimiDeltaAttention(heads, features, decode=True, rngs=nnx.Rngs(0)),
         "gla": rfa.nnx.GatedLinearAttention(heads, features, decode=True, rngs=nnx.Rngs(0)),
     }

@@ -1,0 +1,104 @@
+"""The options of rfa's delta-rule layers (:mod:`rfa.models.delta_rule`), named as flash-linear-attention's
+``DeltaNet``, ``GatedDeltaNet`` and ``KimiDeltaAttention`` layers name them."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import jax
+
+from rfa._validation import InputError, InputTypeError, check_positive_int
+
+QK_ACTIVATIONS = {
+    "silu": jax.nn.silu,
+    "relu": jax.nn.relu,
+    "elu": lambda y: jax.nn.elu(y) + 1.0,  # elu+1, fla's elu_p1
+    "identity": lambda y: y,
+}
+QK_NORMS = ("l2", "sum")
+
+
+@dataclasses.dataclass(frozen=True)
+class DeltaRuleOptions:
+    """The options of a delta-rule layer, named as flash-linear-attention's layers name them.
+
+    Attributes:
+      head_dim: d_k of a query/key head (None: ``in_features // num_heads``; fla's Gated DeltaNet defaults to 256).
+      num_v_heads: value heads (None: ``num_heads``); more than ``num_heads``, a multiple of it, is grouped value
+        attention (GVA): each group of value heads shares one query/key head.
+      expand_v: a value head's width over ``head_dim`` (fla's Gated DeltaNet defaults to 2; rfa to 1, the width
+        of ``nnx.MultiHeadAttention``).
+      use_beta: a learned writing strength β per token and value head (False: β = 1).
+      allow_neg_eigval: β ∈ [0, 2] instead of [0, 1] (the state-tracking variant).
+      use_gate: the output gate (None: the kind's, on for Gated DeltaNet and KDA, off for DeltaNet).
+      use_short_conv: the short convolution of q, k and v (without it, q, k and v go straight to their
+        activations).
+      conv_size: its taps.
+      conv_bias: a bias in the convolution.
+      qk_activation: of q and k: ``"silu"``, ``"relu"``, ``"elu"`` (elu+1) or ``"identity"``.
+      qk_norm: of q and k per head: ``"l2"`` or ``"sum"`` (divided by their sum).
+      norm_eps: ε of the output RMSNorm.
+
+    Example:
+      >>> options = DeltaRuleOptions(head_dim=16, num_v_heads=8, expand_v=2.0)
+      >>> options.head_v_dim(32, 4), options.value_heads(4)
+      (32, 8)
+    """
+
+    head_dim: int | None = None
+    num_v_heads: int | None = None
+    expand_v: float = 1.0
+    use_beta: bool = True
+    allow_neg_eigval: bool = False
+    use_gate: bool | None = None
+    use_short_conv: bool = True
+    conv_size: int = 4
+    conv_bias: bool = False
+    qk_activation: str = "silu"
+    qk_norm: str = "l2"
+    norm_eps: float = 1e-5
+
+    def __post_init__(self):
+        for name in ("head_dim", "num_v_heads"):
+            if getattr(self, name) is not None:
+                check_positive_int(getattr(self, name), f"DeltaRuleOptions.{name}")
+        check_positive_int(self.conv_size, "DeltaRuleOptions.conv_size")
+        for name in ("use_beta", "allow_neg_eigval", "use_short_conv", "conv_bias"):
+            if not isinstance(getattr(self, name), bool):
+                raise InputTypeError(f"DeltaRuleOptions.{name} must be a bool, got {getattr(self, name)!r}.")
+        if self.use_gate is not None and not isinstance(self.use_gate, bool):
+            raise InputTypeError(f"DeltaRuleOptions.use_gate must be None or a bool, got {self.use_gate!r}.")
+        if self.qk_activation not in QK_ACTIVATIONS or self.qk_norm not in QK_NORMS:
+            raise InputError(
+                f"DeltaRuleOptions: qk_activation must be one of {list(QK_ACTIVATIONS)} and qk_norm one of "
+                f"{list(QK_NORMS)}, got {self.qk_activation!r} and {self.qk_norm!r}."
+            )
+        if not self.expand_v > 0 or not self.norm_eps > 0:
+            raise InputError(
+                f"DeltaRuleOptions: expand_v and norm_eps must be > 0, got {self.expand_v!r} and {self.norm_eps!r}."
+            )
+
+    def key_dim(self, in_features: int, num_heads: int) -> int:
+        """d_k: ``head_dim``, else ``in_features // num_heads`` (which must then divide)."""
+        if self.head_dim is not None:
+            return self.head_dim
+        if in_features % num_heads:
+            raise InputError(
+                f"in_features ({in_features}) must be divisible by num_heads ({num_heads}), or give head_dim."
+            )
+        return in_features // num_heads
+
+    def head_v_dim(self, in_features: int, num_heads: int) -> int:
+        """d_v = ``d_k · expand_v``, which must be a whole number."""
+        d_v = self.key_dim(in_features, num_heads) * self.expand_v
+        if not math.isclose(d_v, round(d_v)):
+            raise InputError(f"head_dim · expand_v must be a whole number, got {d_v} (expand_v={self.expand_v}).")
+        return round(d_v)
+
+    def value_heads(self, num_heads: int) -> int:
+        """``num_v_heads``, else ``num_heads``; a multiple of ``num_heads``."""
+        heads = self.num_v_heads or num_heads
+        if heads % num_heads:
+            raise InputError(f"num_v_heads ({heads}) must be a multiple of num_heads ({num_heads}).")
+        return heads
