@@ -64,21 +64,36 @@ class AttentionSite(nnx.Module):
     """
 
     def __init__(self, config: EncoderConfig, attention: AttentionConfig, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+        config = config.at_site(attention)  # the site's heads
         d, h, dh = config.d_model, config.num_heads, config.head_dim
+        kv = attention.num_kv_heads or h
         dtype = jnp.dtype(config.dtype)
         self.query = nnx.LinearGeneral(d, (h, dh), dtype=dtype, rngs=rngs)
-        self.key = nnx.LinearGeneral(d, (h, dh), dtype=dtype, rngs=rngs)
-        self.value = nnx.LinearGeneral(d, (h, dh), dtype=dtype, rngs=rngs)
+        self.key = nnx.LinearGeneral(d, (kv, dh), dtype=dtype, rngs=rngs)
+        self.value = nnx.LinearGeneral(d, (kv, dh), dtype=dtype, rngs=rngs)
+        self.gate = nnx.LinearGeneral(d, (h, dh), dtype=dtype, rngs=rngs) if attention.output_gate else None
         self.out = nnx.LinearGeneral((h, dh), d, axis=(-2, -1), dtype=dtype, rngs=rngs)
         self.rotary = config.positional == "rotary" and (not cross or config.cross_attention_rotary)
+        self.rope_base, self.groups = attention.rope_base, h // kv
         self.core = core_class(attention.kind)(config, attention, causal=causal, cross=cross, rngs=rngs)
         self.causal = causal
 
+    def _rotate(self, x, positions):
+        return rotate(x, positions, base=self.rope_base) if self.rotary else x
+
+    def _keys_values(self, memory, positions):
+        """Keys and values, rotated keys, each key/value head repeated over its group of query heads (GQA)."""
+        k, v = self._rotate(self.key(memory), positions), self.value(memory)
+        return jnp.repeat(k, self.groups, axis=-2), jnp.repeat(v, self.groups, axis=-2)
+
     def _queries_keys(self, x, memory, q_positions, k_positions):
-        q, k, v = self.query(x), self.key(memory), self.value(memory)
-        if self.rotary:
-            q, k = rotate(q, q_positions), rotate(k, k_positions)
-        return q, k, v
+        return self._rotate(self.query(x), q_positions), *self._keys_values(memory, k_positions)
+
+    def _output(self, out, x):
+        """The output projection of the core's output, gated by ``sigmoid(W_g x)`` where the site has a gate."""
+        if self.gate is not None:
+            out = out * jax.nn.sigmoid(self.gate(x).astype(jnp.float32)).reshape(out.shape)
+        return self.out(out.astype(x.dtype))
 
     def __call__(
         self, x: Array, memory: Array | None = None, *, key_mask: Array, q_positions: Array, k_positions: Array
@@ -94,7 +109,9 @@ class AttentionSite(nnx.Module):
         q, k, v = self._queries_keys(x, x if memory is None else memory, q_positions, k_positions)
         if hasattr(self, "__captures__"):  # inside nnx.capture (sown outside, the values would stay on the module)
             self.sow(AttentionInputs, "inputs", (q, k, v, key_mask))
-        return self.out(self.core(q, k, v, x, key_mask=key_mask, q_positions=q_positions, k_positions=k_positions))
+        return self._output(
+            self.core(q, k, v, x, key_mask=key_mask, q_positions=q_positions, k_positions=k_positions), x
+        )
 
     # Decoding.
 
@@ -131,7 +148,7 @@ class AttentionSite(nnx.Module):
         """
         q, k, v = self._queries_keys(x, x, positions, positions)
         out, cache = self.core.prefill(q, k, v, x, key_mask=key_mask, positions=positions, max_length=max_length)
-        return self.out(out), cache
+        return self._output(out, x), cache
 
     def decode_step(self, x: Array, cache, position: Array, keep: Array):
         """One token of causal self-attention: ``x [batch, d_model]`` at ``position`` -> ``(y, cache)``.
@@ -141,20 +158,15 @@ class AttentionSite(nnx.Module):
         positions = jnp.broadcast_to(position, x.shape[:1])[:, None]
         q, k, v = self._queries_keys(x[:, None], x[:, None], positions, positions)
         out, cache = self.core.decode(q, k, v, x[:, None], cache, position=position, keep=keep)
-        return self.out(out.astype(x.dtype)), cache
+        return self._output(out, x), cache
 
     def prepare_memory(self, memory: Array, key_mask: Array):
         """Cross-attention's encoder side, computed once: keys/values (exact), projected ones (linformer) or
         the state ``(S, z)`` (kernelized)."""
         positions = jnp.broadcast_to(jnp.arange(memory.shape[1]), key_mask.shape)
-        k, v = self.key(memory), self.value(memory)
-        if self.rotary:
-            k = rotate(k, positions)
-        return self.core.prepare_memory(k, v, key_mask)
+        return self.core.prepare_memory(*self._keys_values(memory, positions), key_mask)
 
     def attend_memory(self, x: Array, prepared, position: Array) -> Array:
         """Cross-attention of one decoder token ``x [batch, d_model]`` to :meth:`prepare_memory`'s result."""
-        q = self.query(x[:, None])
-        if self.rotary:
-            q = rotate(q, jnp.broadcast_to(position, x.shape[:1])[:, None])
-        return self.out(self.core.attend_memory(q, prepared).astype(x.dtype))
+        q = self._rotate(self.query(x[:, None]), jnp.broadcast_to(position, x.shape[:1])[:, None])
+        return self._output(self.core.attend_memory(q, prepared), x)

@@ -7,6 +7,7 @@ cross-attention) is chosen independently: exact softmax or a registered random-f
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import warnings
 
@@ -52,6 +53,14 @@ class AttentionConfig:
       qk_map: (the delta rule) the map of queries and keys: None, the papers' (SiLU, then L2 normalization), or a
         registered estimator with fixed parameters, whose features are L2-normalized (the kernelized delta rule,
         :func:`rfa.attention.delta_rule.normalized_features`; m = ``num_features``).
+      num_heads: the site's heads (None: the model's ``num_heads``); a head is ``d_model / num_heads`` wide (the delta
+        rule's: its ``delta_rule.head_dim``). Hybrid stacks give each layer its own.
+      num_kv_heads: (exact and kernelized sites) grouped-query attention: key/value heads, a divisor of the
+        site's heads, each shared by a group of query heads (Ainslie et al., "GQA", EMNLP 2023). None: one per head.
+      output_gate: (exact and kernelized sites) the attention's output times ``sigmoid(W_g x)`` per head and
+        channel, before the output projection (gated attention, as Qwen3-Next's full-attention layers; Qiu et al.,
+        "Gated Attention for Large Language Models", 2025).
+      rope_base: the rotary base of the site's positions (``positional="rotary"``).
       delta_rule: (the delta rule) its layer's options, fla's (:class:`~rfa.models.DeltaRuleOptions`:
         head sizes, grouped value heads, β, the gate, the short convolution, the q/k activation and norm).
     """
@@ -66,6 +75,10 @@ class AttentionConfig:
     gated: bool = False
     gate: str = "head"
     qk_map: str | None = None
+    num_heads: int | None = None
+    num_kv_heads: int | None = None
+    output_gate: bool = False
+    rope_base: float = 10000.0
     delta_rule: DeltaRuleOptions = dataclasses.field(default_factory=DeltaRuleOptions)
     projection: dataclasses.InitVar[str | None] = None  # the 0.2 name of projection_kind, for one release
 
@@ -91,9 +104,24 @@ class AttentionConfig:
                 f"AttentionConfig.qk_map must be None or a registered estimator {list(registered_estimators())}, "
                 f"got {self.qk_map!r}."
             )
+        for name in ("num_heads", "num_kv_heads"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise InputError(f"AttentionConfig.{name} must be None or an int >= 1, got {value!r}.")
+        if not isinstance(self.output_gate, bool):
+            raise InputTypeError(f"AttentionConfig.output_gate must be a bool, got {self.output_gate!r}.")
+        if isinstance(self.rope_base, bool) or not isinstance(self.rope_base, (int, float)) or self.rope_base <= 1:
+            raise InputError(f"AttentionConfig.rope_base must be a number > 1, got {self.rope_base!r}.")
+        owns = core_class(self.kind).owns_projections
+        if owns and (self.num_kv_heads is not None or self.output_gate):
+            raise InputError(
+                f"AttentionConfig: {self.kind!r} has its own layer; num_kv_heads and output_gate are for the exact "
+                "and kernelized sites (its grouped value heads and gate: delta_rule=DeltaRuleOptions(num_v_heads=, "
+                "use_gate=))."
+            )
         if not isinstance(self.delta_rule, DeltaRuleOptions):
             raise InputTypeError(f"AttentionConfig.delta_rule must be a DeltaRuleOptions, got {self.delta_rule!r}.")
-        if self.delta_rule != DeltaRuleOptions() and not core_class(self.kind).owns_projections:
+        if self.delta_rule != DeltaRuleOptions() and not owns:
             raise InputError(
                 f"AttentionConfig.delta_rule sets the options of the delta rule's layer; kind {self.kind!r} has none."
             )
@@ -206,17 +234,48 @@ class EncoderConfig:
                     f"{site} must be an AttentionConfig or a non-empty tuple of them (one per layer, cycled), got "
                     f"{value!r}."
                 )
+            layers = self.num_layers(site)
+            if layers and len(pattern) > layers:
+                raise InputError(
+                    f"{site} gives {len(pattern)} layers' attention for a stack of {layers}: the pattern is cycled "
+                    "over the layers, so the layers past the stack's would be dropped. Give one entry per layer, or "
+                    "a shorter pattern to repeat."
+                )
             for attention in pattern:
                 core = core_class(attention.kind)
+                heads = attention.num_heads or self.num_heads
+                if not core.owns_projections and (self.d_model % heads or heads % (attention.num_kv_heads or heads)):
+                    raise InputError(
+                        f"{site}: {heads} heads must divide d_model = {self.d_model}, and num_kv_heads = "
+                        f"{attention.num_kv_heads} must divide the heads."
+                    )
                 if attention.qk_map is not None and not core.takes_qk_map:
                     raise InputError(
                         f"{site}: qk_map is the delta rule's map of q and k; {attention.kind!r} takes none."
                     )
-                core.check_site(site, attention, self, causal=causal, stateful=stateful)
+                core.check_site(site, attention, self.at_site(attention), causal=causal, stateful=stateful)
 
     @property
     def head_dim(self) -> int:
         return self.d_model // self.num_heads
+
+    def num_layers(self, site: str) -> int:
+        """The depth of the stack whose layers hold ``site``."""
+        return self.num_encoder_layers
+
+    def at_site(self, attention: AttentionConfig) -> EncoderConfig:
+        """The config as a site of ``attention`` sees it: ``num_heads`` (and so ``head_dim``) the site's own.
+
+        Example:
+          >>> config = rfa.models.preset("tiny", vocab_size=50)
+          >>> config.at_site(AttentionConfig(num_heads=2)).head_dim, config.head_dim
+          (16, 8)
+        """
+        if attention.num_heads is None or attention.num_heads == self.num_heads:
+            return self
+        site = copy.copy(self)  # not dataclasses.replace: the site's checks are __post_init__'s own, per site
+        object.__setattr__(site, "num_heads", attention.num_heads)
+        return site
 
     def layer_attention(self, site: str, layer: int) -> AttentionConfig:
         """The attention of layer ``layer`` (from 0) at ``site``: the site's config, or its pattern's entry
@@ -290,6 +349,9 @@ class TransformerConfig(EncoderConfig):
             )
         super().__post_init__()
 
+    def num_layers(self, site: str) -> int:
+        return self.num_encoder_layers if site == "encoder_attention" else self.num_decoder_layers
+
     @property
     def output_vocab_size(self) -> int:
         return self.target_vocab_size or self.vocab_size
@@ -318,14 +380,37 @@ PRESETS = {
         dropout_rate=0.0,
         decoder_attention=(AttentionConfig("kda"),) * 3 + (AttentionConfig(),),
     ),
+    # Qwen3-Next's stack, scaled down to the tiny widths (Qwen Team, "Qwen3-Next", 2025): three Gated DeltaNet layers
+    # with grouped value heads (2 query/key heads of 16, 4 value heads of 32) to one gated exact-attention layer with
+    # grouped-query attention (4 query heads, 2 key/value heads, an output gate, rotary base 10⁷). Qwen3-Next's
+    # exact layers rotate a quarter of each head and its MLPs are mixtures of experts; here every channel and a
+    # dense MLP.
+    "qwen3_next_tiny": dict(
+        d_model=32,
+        num_heads=4,
+        mlp_dim=64,
+        num_encoder_layers=0,
+        num_decoder_layers=4,
+        max_length=256,
+        dropout_rate=0.0,
+        norm="pre",
+        positional="rotary",
+        decoder_attention=(
+            AttentionConfig(
+                "gated_deltanet", num_heads=2, delta_rule=DeltaRuleOptions(head_dim=16, num_v_heads=4, expand_v=2.0)
+            ),
+        )
+        * 3
+        + (AttentionConfig(num_heads=4, num_kv_heads=2, output_gate=True, rope_base=1e7),),
+    ),
     # "Attention Is All You Need", Table 3, base model.
     "base": dict(d_model=512, num_heads=8, mlp_dim=2048, num_encoder_layers=6, num_decoder_layers=6, dropout_rate=0.1),
 }
 
 
 def preset(name: str, **overrides) -> TransformerConfig:
-    """A :class:`TransformerConfig` from a named preset (``"tiny"``, ``"kimi_linear_tiny"``, ``"base"``) with field
-    overrides.
+    """A :class:`TransformerConfig` from a named preset (``"tiny"``, ``"kimi_linear_tiny"``, ``"qwen3_next_tiny"``,
+    ``"base"``) with field overrides.
 
     Example:
       >>> config = rfa.models.preset("tiny", vocab_size=100, decoder_attention=AttentionConfig("positive", 64))

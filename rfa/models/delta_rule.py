@@ -287,6 +287,7 @@ class DeltaRuleCore(nnx.Module):
 
     def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         del causal, cross  # causal self-attention only (check_site)
+        config = config.at_site(attention)  # the site's heads
         self.layer = DeltaRuleLayer(attention, config.d_model, config.num_heads, dtype=config.dtype, rngs=rngs)
         self.causal = True
 

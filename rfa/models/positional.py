@@ -103,17 +103,18 @@ class PositionalEmbedding(nnx.Module):
         return table if positions is None else table[positions]
 
 
-def rotate(x: Array, positions: Array) -> Array:
+def rotate(x: Array, positions: Array, *, base: float = 10000.0) -> Array:
     """Rotary position embedding of ``x [batch, length, heads, d]`` at integer ``positions [batch, length]``.
 
-    Pairs ``(x_i, x_{i + d/2})`` are rotated by ``positions · 10000^{-2i/d}``.
+    Pairs ``(x_i, x_{i + d/2})`` are rotated by ``positions · base^{-2i/d}`` (Su et al., RoFormer, 2021: base 10000;
+    long-context models raise it, Qwen3-Next's layers use 10⁷).
 
     Example:
       >>> rotate(jnp.ones((1, 3, 2, 8)), jnp.arange(3)[None]).shape
       (1, 3, 2, 8)
     """
     half = x.shape[-1] // 2
-    rate = 10000.0 ** (-jnp.arange(half, dtype=jnp.float32) / half)
+    rate = base ** (-jnp.arange(half, dtype=jnp.float32) / half)
     angle = positions[..., None, None].astype(jnp.float32) * rate  # [batch, length, 1, half]
     cos, sin = jnp.cos(angle), jnp.sin(angle)
     x1, x2 = x[..., :half].astype(jnp.float32), x[..., half:].astype(jnp.float32)

@@ -55,8 +55,8 @@ ATTENTION_VARIANTS = {
     "gated_deltanet_positive": {"kind": "gated_deltanet", "qk_map": "positive"},  # the kernelized delta rule
     "kda": {"kind": "kda"},  # Kimi Delta Attention: the gated delta rule with one decay per key channel
     "sliding_window": {"kind": "sliding_window"},  # exact attention within a window of num_features tokens
-    # Hybrid stacks (config.attention.layers: a variant per layer, cycled). Qwen3-Next puts one softmax layer after
-    # three Gated DeltaNet layers; a 2-layer model takes the pattern's first two entries, so here it is 1:1.
+    # Hybrid stacks (config.attention.layers: a variant per layer, cycled; a pattern longer than the stack is refused).
+    # Qwen3-Next puts one softmax layer after three Gated DeltaNet layers; the tasks' 2-layer models take 1:1.
     "hybrid_gated_deltanet": {"kind": "gated_deltanet", "layers": ("gated_deltanet", "exact")},
     # Kimi Linear's stack: three KDA layers to one exact (with config.model.num_decoder_layers = 4).
     "hybrid_kda": {"kind": "kda", "layers": ("kda", "kda", "kda", "exact")},
@@ -351,8 +351,8 @@ def _site(a: dict, head_dim: int, site: str) -> AttentionConfig:
     (Linformer), the encoder's for one that can only be causal (the delta rule), cross-attention for one without
     a memory (the delta rule, a sliding window)."""
     able = {"decoder": "causal", "encoder": "bidirectional", "cross": "cross"}[site]
-    if a["kind"] in attention_kinds() and not getattr(core_class(a["kind"]), able):
-        return AttentionConfig()
+    if a["kind"] == "softmax" or (a["kind"] in attention_kinds() and not getattr(core_class(a["kind"]), able)):
+        return AttentionConfig()  # exact attention: no other field means anything to it
     given = {name: float(value) for name, value in a["feature_params"]}
     fm = estimator(a["kind"]) if a["kind"] in registered_estimators() else None
     if site != "encoder" and fm is not None and fm.fitted:  # decoded with a state: fixed, not fitted
@@ -375,7 +375,7 @@ def _site(a: dict, head_dim: int, site: str) -> AttentionConfig:
 def _attention(config: ml_collections.ConfigDict, head_dim: int, site: str):
     """The attention of one site: one :class:`AttentionConfig`, or one per layer of a hybrid stack (cycled)."""
     layers = tuple(_site(a, head_dim, site) for a in layer_variants(config))
-    return layers[0] if len(layers) == 1 else layers
+    return layers[0] if len(set(layers)) == 1 else layers  # a site where every layer is alike: one config
 
 
 def model_config(config: ml_collections.ConfigDict, task: Task):

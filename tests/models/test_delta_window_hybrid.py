@@ -13,7 +13,7 @@ from helpers import tiered
 from model_helpers import VOCAB, decode_step, forward, step_by_step, tokens
 
 import rfa
-from rfa.models import AttentionConfig, Decoder, preset, redraw_projections
+from rfa.models import AttentionConfig, Decoder, DeltaRuleOptions, preset, redraw_projections
 from rfa.models.decoding import generate
 
 SITES = {
@@ -39,10 +39,13 @@ def test_decoding_equals_teacher_forcing(kind):
     np.testing.assert_allclose(step_by_step(model, sequence), forward(model, sequence), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("kind", tiered([*SITES, "hybrid", "kimi_linear_tiny"], {"hybrid"}))
+PRESET_STACKS = ("kimi_linear_tiny", "qwen3_next_tiny")
+
+
+@pytest.mark.parametrize("kind", tiered([*SITES, "hybrid", *PRESET_STACKS], {"hybrid", "qwen3_next_tiny"}))
 def test_a_prompt_then_decoding_equals_teacher_forcing(kind):
     """A prompt of 5 tokens in one parallel pass, then 6 more decoded: every layer's cache continues the pass."""
-    if kind == "kimi_linear_tiny":
+    if kind in PRESET_STACKS:
         model = Decoder(preset(kind, vocab_size=VOCAB, max_length=32), rngs=nnx.Rngs(0))
     else:
         model = Decoder(config(kind, num_decoder_layers=3), rngs=nnx.Rngs(0))
@@ -60,6 +63,39 @@ def _core_name(site):
     return type(site.core if isinstance(site, rfa.models.AttentionSite) else site).__name__
 
 
+def _rotary(x, positions, base):
+    """RoFormer's rotation of the halves ``(x_i, x_{i+d/2})`` by ``position · base^{-2i/d}``."""
+    half = x.shape[-1] // 2
+    angle = positions[:, :, None, None] * base ** (-np.arange(half) / half)
+    x1, x2 = x[..., :half], x[..., half:]
+    return np.concatenate([x1 * np.cos(angle) - x2 * np.sin(angle), x1 * np.sin(angle) + x2 * np.cos(angle)], -1)
+
+
+def test_a_layer_of_its_own_heads_grouped_keys_an_output_gate_and_a_rotary_base_is_the_formula():
+    """The Qwen3-Next preset's exact layer: 4 query heads over 2 key/value heads (heads 0-1 read key head 0, 2-3
+    head 1), rotary positions of base 10⁷, causal softmax, the output times sigmoid(W_g x) — in NumPy from its
+    parameters, and a cache of its own heads' keys."""
+    model = Decoder(preset("qwen3_next_tiny", vocab_size=VOCAB, max_length=32), rngs=nnx.Rngs(0))
+    site = model.stack.layers[3].self_attention
+    x = jax.random.normal(jax.random.key(4), (2, 7, 32))
+    positions = jnp.broadcast_to(jnp.arange(7), (2, 7))
+    out = site(x, key_mask=jnp.ones((2, 7), bool), q_positions=positions, k_positions=positions)
+
+    x64, p64 = np.asarray(x, np.float64), np.asarray(positions, np.float64)
+
+    def project(layer):
+        return np.einsum("bld,dhk->blhk", x64, np.asarray(layer.kernel[...], np.float64)) + np.asarray(layer.bias[...])
+
+    q, k, v = _rotary(project(site.query), p64, 1e7), _rotary(project(site.key), p64, 1e7), project(site.value)
+    k, v = np.repeat(k, 2, axis=2), np.repeat(v, 2, axis=2)
+    logits = np.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(8) + np.where(np.tri(7), 0.0, -np.inf)
+    weights = np.exp(logits - logits.max(-1, keepdims=True))
+    o = np.einsum("bhqk,bkhd->bqhd", weights / weights.sum(-1, keepdims=True), v) * _sigmoid(project(site.gate))
+    expected = np.einsum("bqhd,hdo->bqo", o, np.asarray(site.out.kernel[...], np.float64)) + np.asarray(site.out.bias)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
+    assert site.key.kernel.shape == (32, 2, 8) and model.init_cache(2, 20)[0]["self"]["state"].shape == (2, 4, 16, 32)
+
+
 def test_a_hybrid_stack_cycles_its_pattern_and_keeps_a_cache_of_each_kind():
     model = Decoder(config("hybrid", num_decoder_layers=4), rngs=nnx.Rngs(0))
     kinds = [_core_name(layer.self_attention) for layer in model.stack.layers]
@@ -74,16 +110,17 @@ def test_a_hybrid_stack_cycles_its_pattern_and_keeps_a_cache_of_each_kind():
     assert caches[0]["self"]["state"].shape == (2, 4, 8, 8) and caches[2]["self"]["k"].shape == (2, 3, 4, 8)
 
 
-@pytest.mark.parametrize("stack", tiered(["hybrid", "kimi_linear_tiny"], {"hybrid"}))
+@pytest.mark.parametrize("stack", tiered(["hybrid", *PRESET_STACKS], {"hybrid"}))
 def test_a_hybrid_stack_trains(stack):
     """Thirty Adam steps on one batch of a copy task lower the loss by half: gradients reach every kind (the Kimi
-    Linear preset: three KDA layers to one exact)."""
-    if stack == "kimi_linear_tiny":
+    Linear preset: three KDA layers to one exact; the Qwen3-Next preset: three Gated DeltaNet layers with grouped
+    value heads to one gated exact layer with grouped-query attention)."""
+    if stack in PRESET_STACKS:
         model = Decoder(preset(stack, vocab_size=VOCAB, max_length=32), rngs=nnx.Rngs(0))
         kinds = [_core_name(layer.self_attention) for layer in model.stack.layers]
         assert kinds == ["DeltaRuleCore"] * 3 + ["SoftmaxCore"]
     else:
-        model = Decoder(config(stack), rngs=nnx.Rngs(0))
+        model = Decoder(config(stack, num_decoder_layers=3), rngs=nnx.Rngs(0))
     optimizer = nnx.Optimizer(model, optax.adam(3e-3), wrt=nnx.Param)
     sequence = tokens(2, (4, 12))
 
@@ -219,6 +256,18 @@ def test_a_bidirectional_site_a_second_gate_or_a_window_across_sequences_is_refu
         preset("tiny", vocab_size=VOCAB, decoder_attention=AttentionConfig("deltanet", qk_map="oprf"))
     with pytest.raises(TypeError, match="a non-empty tuple of them"):
         preset("tiny", vocab_size=VOCAB, decoder_attention=())
+    with pytest.raises(rfa.InputError, match="gives 3 layers' attention for a stack of 2"):
+        preset("tiny", vocab_size=VOCAB, decoder_attention=(AttentionConfig(),) * 3)
+    with pytest.raises(rfa.InputError, match="num_kv_heads = 3 must divide the heads"):
+        preset("tiny", vocab_size=VOCAB, decoder_attention=AttentionConfig(num_kv_heads=3))
+    with pytest.raises(rfa.InputError, match="'gated_deltanet' has its own layer; num_kv_heads and output_gate"):
+        AttentionConfig("gated_deltanet", output_gate=True)
+    with pytest.raises(rfa.InputError, match=r"num_v_heads \(6\) must be a multiple of num_heads \(4\)"):
+        preset(
+            "tiny",
+            vocab_size=VOCAB,
+            decoder_attention=AttentionConfig("kda", delta_rule=DeltaRuleOptions(num_v_heads=6)),
+        )
     model = Decoder(config("sliding_window"), rngs=nnx.Rngs(0))
     right_padded = jnp.array([[3, 4, 5], [3, 4, model.config.pad_id]])
     with pytest.raises(rfa.InputError, match="a prompt ends with padding"):

@@ -175,7 +175,8 @@ def test_a_seq2seq_run_trains_logs_checkpoints_and_plots(sort_run):
     ],
 )  # each task kind and the kinds whose training differs (learned maps train in tests/models/test_attention_kinds.py)
 def test_classifier_language_model_and_vision_runs(module, attention, data_dir, tmp_path):
-    results = train_and_evaluate(_quick(module, attention, data_dir), str(tmp_path), progress=False)
+    layers = {"model__num_decoder_layers": 2} if attention.startswith("hybrid") else {}  # both kinds of the stack
+    results = train_and_evaluate(_quick(module, attention, data_dir, **layers), str(tmp_path), progress=False)
     _check_run(results, str(tmp_path))
     if module is python_source:
         assert results["test"]["perplexity"] == pytest.approx(np.exp(results["test"]["loss"]))
