@@ -1581,6 +1581,22 @@ MUTANTS = [
         "the short convolution's bias (fla's conv_bias) is loaded but not added",
     ),
     Mutant(
+        "gqa-kv-heads-tiled",
+        "rfa/models/attention.py",
+        "        return jnp.repeat(k, self.groups, axis=-2), jnp.repeat(v, self.groups, axis=-2)",
+        "        return (jnp.tile(x, (1,) * (x.ndim - 2) + (self.groups, 1)) for x in (k, v))",
+        (HYBRID_TESTS,),
+        "a site's grouped-query heads read the wrong key/value head",
+    ),
+    Mutant(
+        "rope-base-ignored",
+        "rfa/models/attention.py",
+        "rotate(x, positions, base=self.rope_base)",
+        "rotate(x, positions)",
+        (HYBRID_TESTS,),
+        "a site's rotary base is left at 10000",
+    ),
+    Mutant(
         "hybrid-drops-a-layer-cache",
         "rfa/models/transformer.py",
         "            new_caches.append(cache)\n",
