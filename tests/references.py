@@ -425,3 +425,38 @@ def delta_rule(q, k, v, beta, log_decay=None, state=None):
                 S[b, h] = erased + beta[b, t, h] * k_t @ v[b, t, h][None, :]
                 out[b, t, h] = S[b, h].T @ q[b, t, h]
     return out, S
+
+
+def _layer_norm(x, norm, eps=1e-6):
+    """Flax's LayerNorm (ε = 1e-6) of ``x [..., d]`` with ``norm``'s scale and bias, in float64."""
+    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * _f64(norm.scale[...]) + _f64(norm.bias[...])
+
+
+def _dense(x, layer):
+    """``x W + b`` of an ``nnx.Linear`` or ``nnx.LinearGeneral`` (its kernel's first axis contracted)."""
+    kernel = _f64(layer.kernel[...])
+    out = np.tensordot(x, kernel.reshape(kernel.shape[0], -1), axes=1).reshape(x.shape[:-1] + kernel.shape[1:])
+    return out + _f64(layer.bias[...])
+
+
+def _gelu(x):
+    """GELU, tanh approximation (``jax.nn.gelu``'s default)."""
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+
+
+def pre_norm_encoder(stack, x):
+    """A pre-norm Transformer encoder (Xiong et al., ICML 2020) with exact multi-head attention and a GELU MLP, in
+    float64 from the parameters of an rfa ``EncoderStack``: per layer ``x + Attn(LN(x))`` then ``x + MLP(LN(x))``,
+    then a final LayerNorm; ``x [batch, L, d]``, no padding."""
+    x = _f64(x)
+    for layer in stack.layers:
+        site, h = layer.attention, _layer_norm(x, layer.attention_residual.norm)
+        q, k, v = _dense(h, site.query), _dense(h, site.key), _dense(h, site.value)  # [batch, L, heads, d_h]
+        logits = np.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(q.shape[-1])
+        weights = np.exp(logits - logits.max(-1, keepdims=True))
+        o = np.einsum("bhqk,bkhd->bqhd", weights / weights.sum(-1, keepdims=True), v)
+        x = x + np.tensordot(o, _f64(site.out.kernel[...]), axes=2) + _f64(site.out.bias[...])
+        h = _layer_norm(x, layer.mlp_residual.norm)
+        x = x + _dense(_gelu(_dense(h, layer.mlp.hidden)), layer.mlp.output)
+    return _layer_norm(x, stack.final_norm)

@@ -1597,6 +1597,22 @@ MUTANTS = [
         "a site's rotary base is left at 10000",
     ),
     Mutant(
+        "vit-pools-a-patch",
+        "rfa/models/vision.py",
+        "        pooled = x[:, 0] if self.cls is not None else x.mean(axis=1)",
+        "        pooled = x[:, 1] if self.cls is not None else x.mean(axis=1)",
+        ("tests/models/test_vision.py",),
+        "the head reads the first patch instead of the class token",
+    ),
+    Mutant(
+        "forecast-level-over-channels",
+        "rfa/models/forecaster.py",
+        "        level = jnp.mean(x, axis=1, keepdims=True)",
+        "        level = jnp.mean(x, axis=(1, 2), keepdims=True)",
+        ("tests/models/test_forecaster.py",),
+        "one level for all channels of a window instead of one per channel",
+    ),
+    Mutant(
         "hybrid-drops-a-layer-cache",
         "rfa/models/transformer.py",
         "            new_caches.append(cache)\n",

@@ -4,12 +4,31 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import references
 from flax import nnx
 from helpers import normal
 
 from rfa.models import AttentionConfig, ForecastConfig, Forecaster
 
 SMALL = dict(lookback=24, horizon=5, channels=2, patch_length=4, d_model=16, num_heads=2, mlp_dim=32, num_layers=1)
+
+
+def test_the_forecaster_is_its_forward_in_numpy():
+    """PatchTST's forward in float64 from the model's weights: each window less its mean, cut into patches of 4
+    steps (both channels of a step together, step by step), embedded, plus learned positions, the pre-norm encoder
+    (:func:`references.pre_norm_encoder`), the head on every token flattened, the mean added back."""
+    model = Forecaster(ForecastConfig(**SMALL, positional="learned"), rngs=nnx.Rngs(0))
+    model.positions.table[...] = jnp.asarray(normal(3, model.positions.table.shape))
+    x = normal(1, (3, 24, 2)) + np.array([5.0, -2.0])
+    level = x.mean(axis=1, keepdims=True)
+    windows = x - level
+    tokens = np.stack([windows[:, t : t + 4].reshape(3, -1) for t in range(0, 24, 4)], axis=1)  # [3, 6, 4 · 2]
+    h = tokens @ np.asarray(model.embed.kernel[...], np.float64) + np.asarray(model.embed.bias[...], np.float64)
+    h = references.pre_norm_encoder(model.encoder, h + np.asarray(model.positions.table[...], np.float64))
+    head = h.reshape(3, -1) @ np.asarray(model.head.kernel[...], np.float64) + np.asarray(model.head.bias[...])
+    np.testing.assert_allclose(
+        jax.jit(model.__call__)(jnp.asarray(x, jnp.float32)), head.reshape(3, 5, 2) + level, atol=2e-5
+    )
 
 
 @pytest.mark.slow

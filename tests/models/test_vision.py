@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import references
 from flax import nnx
 from helpers import normal
 
@@ -25,6 +26,26 @@ def reference_patches(images, p):
                 rows.append(images[b, i * p : (i + 1) * p, j * p : (j + 1) * p, :].reshape(-1))
         out.append(rows)
     return np.array(out)
+
+
+@pytest.mark.parametrize(("embedding", "pooling"), [("linear", "cls"), ("conv", "mean")])
+def test_the_vision_transformer_is_the_papers_forward_in_numpy(embedding, pooling):
+    """Two layers of ViT in float64 from the model's weights: patches by loops, their linear embedding (a
+    convolution's kernel read as the same map), the class token first, the learned positions, the pre-norm encoder
+    (:func:`references.pre_norm_encoder`), then the head on the class token or on the mean of the patches."""
+    config = VisionConfig(**(SMALL | dict(num_layers=2)), patch_embedding=embedding, pooling=pooling)
+    model = VisionTransformer(config, rngs=nnx.Rngs(0))
+    model.positions.table[...] = jnp.asarray(normal(3, model.positions.table.shape))  # no zeros left to hide a row
+    images = normal(1, (2, 8, 12, 3))
+    x = reference_patches(images, 4) @ np.asarray(model.embed.kernel[...], np.float64).reshape(4 * 4 * 3, 16)
+    x = x + np.asarray(model.embed.bias[...], np.float64)
+    if pooling == "cls":
+        cls = np.broadcast_to(np.asarray(model.cls[...], np.float64), (2, 1, 16))
+        x = np.concatenate([cls, x], axis=1)
+    x = references.pre_norm_encoder(model.encoder, x + np.asarray(model.positions.table[...], np.float64))
+    pooled = x[:, 0] if pooling == "cls" else x.mean(axis=1)
+    expected = pooled @ np.asarray(model.head.kernel[...], np.float64) + np.asarray(model.head.bias[...])
+    np.testing.assert_allclose(jax.jit(model.__call__)(jnp.asarray(images, jnp.float32)), expected, atol=2e-5)
 
 
 def test_patches_are_the_image_tiles_in_raster_order():
