@@ -1,6 +1,6 @@
 """``rfa.linen.MultiHeadDotProductAttention``: Flax Linen's attention layer with kernelized attention;
-``rfa.linen.DeltaNet``, ``GatedDeltaNet``, ``KimiDeltaAttention`` and ``GatedLinearAttention``: causal layers whose
-cache is a state.
+``rfa.linen.DeltaNet``, ``GatedDeltaNet``, ``KimiDeltaAttention``, ``GatedLinearAttention`` and
+``SlidingWindowAttention``: causal layers whose cache is a state of fixed size.
 
 A drop-in replacement for ``flax.linen.MultiHeadDotProductAttention``: the same fields and call arguments,
 the same parameter tree (``query``, ``key``, ``value``, ``out``, and ``query_ln``/``key_ln`` with
@@ -39,6 +39,7 @@ from rfa.linen_state_layers import DeltaNet as DeltaNet  # rfa.linen.DeltaNet
 from rfa.linen_state_layers import GatedDeltaNet as GatedDeltaNet
 from rfa.linen_state_layers import GatedLinearAttention as GatedLinearAttention
 from rfa.linen_state_layers import KimiDeltaAttention as KimiDeltaAttention
+from rfa.linen_state_layers import SlidingWindowAttention as SlidingWindowAttention
 from rfa.random_features.feature_maps import Estimator
 from rfa.random_features.feature_maps import estimator as lookup_estimator
 
@@ -49,6 +50,7 @@ __all__ = [
     "GatedLinearAttention",
     "KimiDeltaAttention",
     "MultiHeadDotProductAttention",
+    "SlidingWindowAttention",
 ]  # the layers and their helpers; the rest are this module's imports
 
 Array = jax.Array

@@ -1,4 +1,5 @@
-"""``rfa.linen.DeltaNet``, ``GatedDeltaNet``, ``KimiDeltaAttention`` and ``GatedLinearAttention``: the causal layers
+"""``rfa.linen.DeltaNet``, ``GatedDeltaNet``, ``KimiDeltaAttention``, ``GatedLinearAttention`` and
+``SlidingWindowAttention``: the causal layers
 of :mod:`rfa.nnx` whose cache is a state, as Linen modules through Flax's bridge (imported from :mod:`rfa.linen`;
 this module keeps :mod:`rfa.linen` short)."""
 
@@ -157,3 +158,23 @@ class GatedLinearAttention(_BridgedStateLayer):
         """A map with a projection or sampled parameters draws them (positive features); elu+1 draws nothing."""
         fm = lookup_estimator(self.estimator)
         return fm.needs_projection or bool(fm.sampled)
+
+
+class SlidingWindowAttention(_BridgedStateLayer):
+    """Causal sliding-window attention as a Flax Linen layer: :class:`rfa.nnx.SlidingWindowAttention` through Flax's
+    bridge, with the ring of the last ``window`` keys and values as the ``cache`` collection (``window`` is
+    required; ``chunk_size`` plays no part).
+
+    Example:
+      >>> layer = rfa.linen.SlidingWindowAttention(num_heads=4, window=3, decode=True)
+      >>> x = jnp.ones((2, 10, 32))
+      >>> variables = layer.init(jax.random.key(0), x)
+      >>> y, updated = layer.apply(variables, x[:, :1], mutable=["cache"])  # one token from the ring
+      >>> y.shape
+      (2, 1, 32)
+    """
+
+    layer_class: ClassVar[type] = rfa_nnx.SlidingWindowAttention
+    forwarded: ClassVar[tuple[str, ...]] = ("window",)
+
+    window: int | None = None

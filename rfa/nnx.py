@@ -1,7 +1,7 @@
 """``rfa.nnx.MultiHeadAttention``: Flax NNX's ``nnx.MultiHeadAttention`` with kernelized attention;
-``rfa.nnx.DeltaNet``, ``GatedDeltaNet``, ``KimiDeltaAttention`` and ``GatedLinearAttention``: causal layers whose decode
-cache is a recurrent state; :func:`load_fla_state_dict` sets the delta-rule layers from flash-linear-attention's
-weights.
+``rfa.nnx.DeltaNet``, ``GatedDeltaNet``, ``KimiDeltaAttention``, ``GatedLinearAttention`` and
+``SlidingWindowAttention``: causal layers whose decode cache is a state of fixed size; :func:`load_fla_state_dict` sets
+the delta-rule layers from flash-linear-attention's weights.
 
 A drop-in replacement: the same constructor and call arguments (swapping the class is the whole change),
 plus the estimator's (``estimator``, ``num_features``, ``projection_kind``, ...). The attention between
@@ -37,6 +37,7 @@ from rfa.nnx_state_layers import DeltaNet as DeltaNet  # rfa.nnx.DeltaNet
 from rfa.nnx_state_layers import GatedDeltaNet as GatedDeltaNet
 from rfa.nnx_state_layers import GatedLinearAttention as GatedLinearAttention
 from rfa.nnx_state_layers import KimiDeltaAttention as KimiDeltaAttention
+from rfa.nnx_state_layers import SlidingWindowAttention as SlidingWindowAttention
 from rfa.random_features.feature_maps import Estimator
 from rfa.random_features.feature_maps import estimator as lookup_estimator
 
@@ -46,6 +47,7 @@ __all__ = [
     "GatedLinearAttention",
     "KimiDeltaAttention",
     "MultiHeadAttention",
+    "SlidingWindowAttention",
     "load_fla_state_dict",
     "redraw",
     "restore",

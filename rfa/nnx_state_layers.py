@@ -1,5 +1,6 @@
-"""``rfa.nnx.DeltaNet``, ``GatedDeltaNet``, ``KimiDeltaAttention`` and ``GatedLinearAttention``: causal Flax NNX layers
-whose decode cache is a recurrent state (imported from :mod:`rfa.nnx`; this module keeps :mod:`rfa.nnx` short).
+"""``rfa.nnx.DeltaNet``, ``GatedDeltaNet``, ``KimiDeltaAttention``, ``GatedLinearAttention`` and
+``SlidingWindowAttention``: causal Flax NNX layers whose decode cache is a state of fixed size (imported from
+:mod:`rfa.nnx`; this module keeps :mod:`rfa.nnx` short).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ Array = jax.Array
 class _StateLayer(nnx.Module):
     """Flax's interface (``mask``, ``decode``, ``init_cache``) over a causal layer whose decode cache is a state:
     a subclass gives ``run(x, keep, state) -> (y, state)`` (``state`` None: from nothing) and
-    ``empty_state(batch)`` (the base of :class:`DeltaNet`, :class:`GatedDeltaNet`, :class:`KimiDeltaAttention` and
-    :class:`GatedLinearAttention`)."""
+    ``empty_state(batch)`` (the base of :class:`DeltaNet`, :class:`GatedDeltaNet`, :class:`KimiDeltaAttention`,
+    :class:`GatedLinearAttention` and :class:`SlidingWindowAttention`)."""
 
     def init_cache(self, input_shape: tuple[int, ...], dtype=jnp.float32) -> None:
         """The empty state for inputs ``[batch, length, features]`` (its size does not depend on ``length``)."""
@@ -223,7 +224,50 @@ for _layer in (DeltaNet, GatedDeltaNet, KimiDeltaAttention):
     _layer.__doc__ = _layer.__doc__.replace("{options}", _OPTIONS_DOC)
 
 
-class GatedLinearAttention(_StateLayer):
+class _ProjectedCore(_StateLayer):
+    """One of rfa's model cores between ``nnx.MultiHeadAttention``'s q/k/v/output projections, with the core's
+    cache as the state (the base of :class:`GatedLinearAttention` and :class:`SlidingWindowAttention`)."""
+
+    def _build(self, num_heads, in_features, attention, *, out_features, decode, dtype, rngs, cache_slots):
+        num_heads = check_positive_int(num_heads, "num_heads")
+        in_features = check_positive_int(in_features, "in_features")
+        if in_features % num_heads:
+            raise InputError(f"in_features ({in_features}) must be divisible by num_heads ({num_heads}).")
+        config = EncoderConfig(  # the widths rfa's cores read
+            d_model=in_features,
+            num_heads=num_heads,
+            mlp_dim=1,
+            num_encoder_layers=0,
+            dtype=jnp.dtype(dtype or jnp.float32).name,
+        )
+        core_class(attention.kind).check_site("attention", attention, config, causal=True, stateful=True)
+        heads = (num_heads, config.head_dim)
+        self.num_heads, self.in_features = num_heads, in_features  # as nnx.MultiHeadAttention names them
+        self.query, self.key, self.value = (
+            nnx.LinearGeneral(in_features, heads, dtype=dtype, rngs=rngs) for _ in range(3)
+        )
+        self.out = nnx.LinearGeneral(heads, out_features or in_features, axis=(-2, -1), dtype=dtype, rngs=rngs)
+        self.core = core_class(attention.kind)(config, attention, causal=True, cross=False, rngs=rngs)
+        self.decode, self.cache_slots = decode, cache_slots
+        self.cached_state = nnx.data(None)
+
+    def empty_state(self, batch: int):
+        """The core's cache of no token for ``batch`` sequences."""
+        return self.core.init_cache(batch, self.cache_slots)
+
+    def run(self, inputs: Array, keep: Array, state):
+        """The core over ``inputs`` (``keep``: False at padding) from ``state`` (None: from nothing):
+        ``(outputs, state)``."""
+        q, k, v = self.query(inputs), self.key(inputs), self.value(inputs)
+        if state is None:
+            positions = jnp.broadcast_to(jnp.arange(inputs.shape[-2]), keep.shape)
+            out = self.core(q, k, v, inputs, key_mask=keep, q_positions=positions, k_positions=positions)
+        else:
+            out, state = self.core.extend(q, k, v, inputs, state, keep=keep)
+        return self.out(out.astype(self.out.dtype or out.dtype)), state
+
+
+class GatedLinearAttention(_ProjectedCore):
     """Gated linear attention as a Flax NNX layer: ``S_t = diag(g_t) S_{t−1} + φ(k_t)v_tᵀ`` with a data-dependent
     gate per head and feature, ``g_t = sigmoid(W x_t + b)`` (Yang et al., "Gated Linear Attention Transformers with
     Hardware-Efficient Training", ICML 2024, with a full-rank gate), normalized as rfa's kernelized attention.
@@ -259,40 +303,66 @@ class GatedLinearAttention(_StateLayer):
         dtype=None,
         rngs: nnx.Rngs,
     ):
-        num_heads = check_positive_int(num_heads, "num_heads")
-        in_features = check_positive_int(in_features, "in_features")
-        if in_features % num_heads:
-            raise InputError(f"in_features ({in_features}) must be divisible by num_heads ({num_heads}).")
         attention = AttentionConfig(estimator, num_features, chunk_size=chunk_size, gated=True, gate="feature")
-        config = EncoderConfig(  # the widths rfa's kernelized core reads
-            d_model=in_features,
-            num_heads=num_heads,
-            mlp_dim=1,
-            num_encoder_layers=0,
-            dtype=jnp.dtype(dtype or jnp.float32).name,
+        self._build(
+            num_heads,
+            in_features,
+            attention,
+            out_features=out_features,
+            decode=decode,
+            dtype=dtype,
+            rngs=rngs,
+            cache_slots=1,  # the state (S, z) has no slots
         )
-        core_class(attention.kind).check_site("attention", attention, config, causal=True, stateful=True)
-        heads = (num_heads, config.head_dim)
-        self.num_heads, self.in_features = num_heads, in_features  # as nnx.MultiHeadAttention names them
-        self.query, self.key, self.value = (
-            nnx.LinearGeneral(in_features, heads, dtype=dtype, rngs=rngs) for _ in range(3)
+
+
+class SlidingWindowAttention(_ProjectedCore):
+    """Causal sliding-window softmax attention as a Flax NNX layer: each query attends to itself and the
+    ``window − 1`` tokens before it (Beltagy, Peters, Cohan, "Longformer", 2020; Mistral's layers), in O(L·w).
+
+    ``nnx.MultiHeadAttention``'s projections around rfa's window (:mod:`rfa.models.sliding_window`); with
+    ``decode=True`` the cache is a ring of the last ``window`` keys and values, the same size at any position.
+    Padding (Flax's mask) is left out wherever it sits: the window counts each row's kept tokens, in the full pass
+    and in the ring alike, so a right-padded prompt, then decoding, equals the prompt alone, then decoding.
+
+    Args:
+      num_heads: the number of heads, as in ``nnx.MultiHeadAttention``.
+      in_features: the input's features.
+      window: w, the tokens a query sees (itself included).
+      out_features: the output's features (default ``in_features``).
+      decode: with True the call continues the cached ring (``init_cache`` first), as Flax's ``decode``.
+      dtype: the computation dtype.
+      rngs: ``params`` initializes the weights.
+
+    Example:
+      >>> layer = rfa.nnx.SlidingWindowAttention(4, 32, window=4, rngs=nnx.Rngs(0))
+      >>> x = jnp.ones((2, 10, 32))
+      >>> layer(x).shape
+      (2, 10, 32)
+      >>> layer.init_cache(x.shape)
+      >>> layer(x[:, :1], decode=True).shape  # one token from the ring
+      (2, 1, 32)
+    """
+
+    def __init__(
+        self,
+        num_heads: int,
+        in_features: int,
+        out_features: int | None = None,
+        *,
+        window: int,
+        decode: bool = False,
+        dtype=None,
+        rngs: nnx.Rngs,
+    ):
+        window = check_positive_int(window, "window")
+        self._build(
+            num_heads,
+            in_features,
+            AttentionConfig("sliding_window", window),
+            out_features=out_features,
+            decode=decode,
+            dtype=dtype,
+            rngs=rngs,
+            cache_slots=window,
         )
-        self.out = nnx.LinearGeneral(heads, out_features or in_features, axis=(-2, -1), dtype=dtype, rngs=rngs)
-        self.core = core_class(attention.kind)(config, attention, causal=True, cross=False, rngs=rngs)
-        self.decode = decode
-        self.cached_state = nnx.data(None)
-
-    def empty_state(self, batch: int):
-        """The state ``(S, z)`` of no token for ``batch`` sequences."""
-        return self.core.init_cache(batch, 1)
-
-    def run(self, inputs: Array, keep: Array, state):
-        """Gated linear attention over ``inputs`` (``keep``: False at padding) from ``state`` (None: from
-        nothing): ``(outputs, state)``."""
-        q, k, v = self.query(inputs), self.key(inputs), self.value(inputs)
-        if state is None:
-            positions = jnp.broadcast_to(jnp.arange(inputs.shape[-2]), keep.shape)
-            out = self.core(q, k, v, inputs, key_mask=keep, q_positions=positions, k_positions=positions)
-        else:
-            out, state = self.core.extend(q, k, v, inputs, state, keep=keep)
-        return self.out(out.astype(self.out.dtype or out.dtype)), state

@@ -241,7 +241,7 @@ def test_the_flax_namespaces_export_their_layers_and_helpers_only():
     import rfa.nnx
 
     exported = {module.__name__: set(module.__all__) for module in (rfa.nnx, rfa.linen)}
-    layers = {"DeltaNet", "GatedDeltaNet", "KimiDeltaAttention", "GatedLinearAttention"}
+    layers = {"DeltaNet", "GatedDeltaNet", "KimiDeltaAttention", "GatedLinearAttention", "SlidingWindowAttention"}
     assert exported["rfa.nnx"] == layers | {"MultiHeadAttention", "redraw", "save", "restore", "load_fla_state_dict"}
     assert exported["rfa.linen"] == layers | {"MultiHeadDotProductAttention", "RANDOM_FEATURES"}
     for module in (rfa.nnx, rfa.linen):

@@ -1613,6 +1613,14 @@ MUTANTS = [
         "one level for all channels of a window instead of one per channel",
     ),
     Mutant(
+        "window-over-positions",
+        "rfa/models/sliding_window.py",
+        "        order = jnp.argsort(~key_mask, axis=1, stable=True)  # each row's kept tokens first, in order",
+        "        order = jnp.broadcast_to(jnp.arange(key_mask.shape[1]), key_mask.shape)",
+        ("tests/attention/test_state_layers.py",),
+        "the full pass lays the window over positions, padding included, while the ring counts kept tokens",
+    ),
+    Mutant(
         "hybrid-drops-a-layer-cache",
         "rfa/models/transformer.py",
         "            new_caches.append(cache)\n",

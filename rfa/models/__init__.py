@@ -2,9 +2,10 @@
 
 from rfa.models import decoding
 from rfa.models.attention import AttentionInputs, AttentionSite
-from rfa.models.config import PRESETS, AttentionConfig, EncoderConfig, TransformerConfig, preset
+from rfa.models.config import AttentionConfig, EncoderConfig, TransformerConfig
 from rfa.models.delta_rule_options import DeltaRuleOptions
 from rfa.models.forecaster import ForecastConfig, Forecaster
+from rfa.models.presets import PRESETS, preset
 from rfa.models.swin import SwinConfig, SwinStage, SwinTransformer
 from rfa.models.transformer import Decoder, Encoder, EncoderDecoder, redraw_projections
 from rfa.models.vision import VisionConfig, VisionTransformer

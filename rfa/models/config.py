@@ -1,4 +1,4 @@
-"""The frozen configuration of the Transformer models and its named presets.
+"""The frozen configuration of the Transformer models (its named presets: :mod:`rfa.models.presets`).
 
 Vaswani et al., "Attention Is All You Need", NeurIPS 2017 (the ``base`` preset, Table 3);
 the attention at each site (encoder self-attention, masked decoder self-attention,
@@ -355,66 +355,3 @@ class TransformerConfig(EncoderConfig):
     @property
     def output_vocab_size(self) -> int:
         return self.target_vocab_size or self.vocab_size
-
-
-PRESETS = {
-    # For tests and quick experiments on a CPU.
-    "tiny": dict(
-        d_model=32,
-        num_heads=4,
-        mlp_dim=64,
-        num_encoder_layers=2,
-        num_decoder_layers=2,
-        max_length=256,
-        dropout_rate=0.0,
-    ),
-    # Kimi Linear's stack, scaled down to the tiny widths (Kimi Team, "Kimi Linear", arXiv 2510.26692, 2025): a
-    # decoder of three Kimi Delta Attention layers to one exact; Kimi Linear's full attention is MLA, here softmax.
-    "kimi_linear_tiny": dict(
-        d_model=32,
-        num_heads=4,
-        mlp_dim=64,
-        num_encoder_layers=0,
-        num_decoder_layers=4,
-        max_length=256,
-        dropout_rate=0.0,
-        decoder_attention=(AttentionConfig("kda"),) * 3 + (AttentionConfig(),),
-    ),
-    # Qwen3-Next's stack, scaled down to the tiny widths (Qwen Team, "Qwen3-Next", 2025): three Gated DeltaNet layers
-    # with grouped value heads (2 query/key heads of 16, 4 value heads of 32) to one gated exact-attention layer with
-    # grouped-query attention (4 query heads, 2 key/value heads, an output gate, rotary base 10⁷). Qwen3-Next's
-    # exact layers rotate a quarter of each head and its MLPs are mixtures of experts; here every channel and a
-    # dense MLP.
-    "qwen3_next_tiny": dict(
-        d_model=32,
-        num_heads=4,
-        mlp_dim=64,
-        num_encoder_layers=0,
-        num_decoder_layers=4,
-        max_length=256,
-        dropout_rate=0.0,
-        norm="pre",
-        positional="rotary",
-        decoder_attention=(
-            AttentionConfig(
-                "gated_deltanet", num_heads=2, delta_rule=DeltaRuleOptions(head_dim=16, num_v_heads=4, expand_v=2.0)
-            ),
-        )
-        * 3
-        + (AttentionConfig(num_heads=4, num_kv_heads=2, output_gate=True, rope_base=1e7),),
-    ),
-    # "Attention Is All You Need", Table 3, base model.
-    "base": dict(d_model=512, num_heads=8, mlp_dim=2048, num_encoder_layers=6, num_decoder_layers=6, dropout_rate=0.1),
-}
-
-
-def preset(name: str, **overrides) -> TransformerConfig:
-    """A :class:`TransformerConfig` from a named preset (``"tiny"``, ``"kimi_linear_tiny"``, ``"qwen3_next_tiny"``,
-    ``"base"``) with field overrides.
-
-    Example:
-      >>> config = rfa.models.preset("tiny", vocab_size=100, decoder_attention=AttentionConfig("positive", 64))
-    """
-    if name not in PRESETS:
-        raise InputError(f"unknown preset {name!r}; presets: {sorted(PRESETS)}.")
-    return TransformerConfig(**{**PRESETS[name], **overrides})

@@ -2,7 +2,8 @@
 
 The window w is ``AttentionConfig.num_features`` (what the kind's state grows with, as m for random features):
 a causal query attends to itself and the w − 1 tokens before it, a bidirectional one to ``|i − j| < w``
-(:func:`rfa.attention.sliding_window_attention`, O(L·w)). Decoding keeps the last w keys and values in a ring
+(:func:`rfa.attention.sliding_window_attention`, O(L·w)), counted over each row's kept tokens (padding, wherever
+it sits, is left out before the window is laid). Decoding keeps the last w keys and values in a ring
 of w slots (a row's n-th kept token in slot ``n mod w``, which overwrites kept token n − w, the one that just left
 the window), so the cache never grows and every filled slot is inside the window; with ``max_length < w`` the ring
 has ``max_length`` slots and never wraps. Padding takes no slot, wherever it sits: a right-padded prompt, then
@@ -48,9 +49,13 @@ class SlidingWindowCore(nnx.Module):
             )
 
     def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions) -> Array:
-        return sliding_window_attention(
-            q, k, v, window=self.window, is_causal=self.causal, mask=key_mask[:, None, None, :]
-        )
+        """The window over each row's kept tokens, as if its padding were not there (as the decode ring counts
+        them): a query attends to the w kept tokens up to it (causal) or within w − 1 kept tokens of it."""
+        order = jnp.argsort(~key_mask, axis=1, stable=True)  # each row's kept tokens first, in order
+        kept = jnp.arange(key_mask.shape[1]) < jnp.sum(key_mask, axis=1, keepdims=True)
+        q, k, v = (jnp.take_along_axis(y, order[..., None, None], axis=1) for y in (q, k, v))
+        out = sliding_window_attention(q, k, v, window=self.window, is_causal=self.causal, mask=kept[:, None, None, :])
+        return jnp.take_along_axis(out, jnp.argsort(order, axis=1)[..., None, None], axis=1)
 
     def init_cache(self, batch: int, max_length: int) -> dict:
         """``min(w, max_length)`` empty slots and each row's count of kept tokens: the cache does not grow, and a
@@ -81,6 +86,18 @@ class SlidingWindowCore(nnx.Module):
             for name, y in (("k", k), ("v", v))
         }
         return out, {**kept, "keep": filled, "count": count}
+
+    def extend(self, q, k, v, x, cache, *, keep):
+        """Tokens ``[batch, n, heads, d]`` (``keep [batch, n]``) continuing the ring one at a time: ``(out,
+        cache)``."""
+
+        def token(cache, inputs):
+            q, k, v, keep = inputs
+            out, cache = self.decode(q[:, None], k[:, None], v[:, None], None, cache, position=None, keep=keep)
+            return cache, out
+
+        cache, out = jax.lax.scan(token, cache, tuple(jnp.swapaxes(y, 0, 1) for y in (q, k, v, keep)))
+        return jnp.swapaxes(out, 0, 1), cache
 
     def decode(self, q, k, v, x, cache, *, position, keep):
         """One token: written to slot ``n mod w`` (over the token that left the window), n the row's count of kept

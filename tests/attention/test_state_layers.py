@@ -1,5 +1,5 @@
-"""``rfa.nnx.DeltaNet``, ``GatedDeltaNet``, ``KimiDeltaAttention`` and ``GatedLinearAttention`` (and their Linen
-twins): Flax layers whose decode cache is a state.
+"""``rfa.nnx.DeltaNet``, ``GatedDeltaNet``, ``KimiDeltaAttention``, ``GatedLinearAttention`` and
+``SlidingWindowAttention`` (and their Linen twins): Flax layers whose decode cache is a state of fixed size.
 
 Decoding (token by token, or several tokens per call) equals the full pass; Flax's causal and padding masks are
 applied (a padded sequence equals the sequence alone, a padded query outputs 0) and other masks refused, eagerly
@@ -21,6 +21,7 @@ LAYERS = {
     "gated_deltanet": lambda: rfa.nnx.GatedDeltaNet(4, 32, chunk_size=4, rngs=nnx.Rngs(0)),
     "gla": lambda: rfa.nnx.GatedLinearAttention(4, 32, chunk_size=4, rngs=nnx.Rngs(0)),
     "kda": lambda: rfa.nnx.KimiDeltaAttention(4, 32, chunk_size=4, rngs=nnx.Rngs(0)),
+    "window": lambda: rfa.nnx.SlidingWindowAttention(4, 32, window=3, rngs=nnx.Rngs(0)),
 }
 X = jax.random.normal(jax.random.key(1), (2, 11, 32))
 
@@ -120,3 +121,18 @@ def test_the_linen_layers_decode_from_the_cache_collection_as_the_full_pass(name
     padded = layer(num_heads=4, chunk_size=4).apply({"params": params}, X, mask=nnx.make_attention_mask(valid, valid))
     alone = layer(num_heads=4, chunk_size=4).apply({"params": params}, X[:, 3:])
     np.testing.assert_allclose(padded[:, 3:], alone, rtol=1e-5, atol=1e-5)
+
+
+def test_the_sliding_window_layer_is_flax_attention_with_a_band_mask():
+    """``rfa.nnx.SlidingWindowAttention`` with ``nnx.MultiHeadAttention``'s weights is that layer under the mask of
+    the window (causal, the last 3 tokens), over a batch with padding between tokens: the window counts kept tokens,
+    so the reference is Flax's layer on each row's kept tokens alone."""
+    layer = LAYERS["window"]()
+    flax_layer = nnx.MultiHeadAttention(4, 32, decode=False, rngs=nnx.Rngs(1))
+    nnx.update(flax_layer, nnx.state(layer, nnx.Param))
+    band = jnp.tril(jnp.triu(jnp.ones((11, 11), bool), -2))
+    np.testing.assert_allclose(call(layer, X), flax_layer(X, mask=band), rtol=1e-5, atol=1e-5)
+    valid = jnp.isin(jnp.arange(11), jnp.array([0, 1, 4, 5, 6, 9, 10]))[None]
+    out = call(layer, X, nnx.make_attention_mask(valid, valid))
+    kept = X[:, valid[0]]
+    np.testing.assert_allclose(out[:, valid[0]], flax_layer(kept, mask=band[:7, :7]), rtol=1e-5, atol=1e-5)
