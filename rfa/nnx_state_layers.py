@@ -94,6 +94,7 @@ class _DeltaRule(_StateLayer, DeltaRuleLayer):
         qk_map: str | None = None,
         num_features: int = 64,
         chunk_size: int = 64,
+        sequence_axis: str | None = None,
         decode: bool = False,
         dtype=None,
         rngs: nnx.Rngs,
@@ -116,7 +117,15 @@ class _DeltaRule(_StateLayer, DeltaRuleLayer):
         check_qk_map(type(self).__name__, attention)
         num_heads = check_positive_int(num_heads, "num_heads")
         self.in_features = check_positive_int(in_features, "in_features")  # as nnx.MultiHeadAttention names it
-        super().__init__(attention, in_features, num_heads, out_features=out_features, dtype=dtype, rngs=rngs)
+        super().__init__(
+            attention,
+            in_features,
+            num_heads,
+            out_features=out_features,
+            sequence_axis=sequence_axis,
+            dtype=dtype,
+            rngs=rngs,
+        )
         self.decode = decode
         self.cached_state = nnx.data(None)
 
@@ -138,6 +147,9 @@ _OPTIONS_DOC = """
         kernelized delta rule), with ``num_features`` its m; its W is drawn from ``rngs`` and redrawn by
         :func:`redraw`.
       chunk_size: tokens per chunk of the chunked form.
+      sequence_axis: a mesh axis: where the mesh set by ``jax.set_mesh`` has it (size > 1), every call splits L
+        over it, as ``rfa.nnx.MultiHeadAttention``'s (the short convolution takes its history from the blocks
+        before; the state passes from block to block).
       decode: with True the call continues the cached state (``init_cache`` first), as Flax's ``decode``.
       dtype: the computation dtype of the projections (the state stays float32).
       rngs: ``params`` initializes the weights.

@@ -1543,7 +1543,7 @@ MUTANTS = [
     Mutant(
         "delta-split-state-typed-per-device",
         "rfa/attention/delta_rule/api.py",
-        "    return out, jax.lax.psum(jnp.where(index == 0, end, 0), axis)",
+        "    return out, invariant(end, axis)",
         "    return out, end",
         ("tests/attention/test_sequence_parallel.py",),
         "the returned state is typed as varying, so shard_map refuses out_specs=P() for it",
@@ -1551,7 +1551,7 @@ MUTANTS = [
     Mutant(
         "conv-over-padding",
         "rfa/models/short_convolution.py",
-        "    order = jnp.argsort(~keep, axis=1, stable=True)",
+        "    order = jnp.argsort(~keep, axis=1, stable=True)  # each row's kept positions first, in order",
         "    order = jnp.broadcast_to(jnp.arange(length), keep.shape)",
         ("tests/attention/test_state_layers.py",),
         "the short convolution runs over padding between tokens instead of skipping it",
@@ -1559,8 +1559,8 @@ MUTANTS = [
     Mutant(
         "gva-heads-tiled",
         "rfa/models/delta_rule.py",
-        "        q, k = (jnp.repeat(y, group, axis=2) for y in (q, k))",
-        "        q, k = (jnp.tile(y, (1, 1, group, 1)) for y in (q, k))",
+        "        q, k = (jnp.repeat(y, hv // h, axis=2) for y in (q, k))",
+        "        q, k = (jnp.tile(y, (1, 1, hv // h, 1)) for y in (q, k))",
         ("tests/attention/test_fla_layers.py",),
         "grouped value heads paired with the wrong query/key head",
     ),
@@ -1575,8 +1575,8 @@ MUTANTS = [
     Mutant(
         "conv-bias-dropped",
         "rfa/models/delta_rule.py",
-        "            qkv = qkv + jnp.concatenate([c.bias[...] for c in convs])",
-        "            qkv = qkv",
+        '                qkv = qkv + weights["conv_bias"]',
+        "                qkv = qkv",
         ("tests/attention/test_fla_layers.py",),
         "the short convolution's bias (fla's conv_bias) is loaded but not added",
     ),
@@ -1619,6 +1619,22 @@ MUTANTS = [
         "        order = jnp.broadcast_to(jnp.arange(key_mask.shape[1]), key_mask.shape)",
         ("tests/attention/test_state_layers.py",),
         "the full pass lays the window over positions, padding included, while the ring counts kept tokens",
+    ),
+    Mutant(
+        "split-conv-history-from-no-block",
+        "rfa/models/short_convolution.py",
+        "    return last_kept(jax.lax.axis_index(axis)), invariant(last_kept(flags.shape[0] - 1), axis)",
+        "    return history.astype(x.dtype), invariant(last_kept(flags.shape[0] - 1), axis)",
+        ("tests/attention/test_sequence_parallel_layers.py",),
+        "split along L, each block's convolution starts from the layer's history, not from the blocks before it",
+    ),
+    Mutant(
+        "split-conv-history-skips-the-block-before",
+        "rfa/models/short_convolution.py",
+        "        use = flags & (jnp.arange(flags.shape[0]) <= upto)[:, None, None]",
+        "        use = flags & (jnp.arange(flags.shape[0]) < upto)[:, None, None]",
+        ("tests/attention/test_sequence_parallel_layers.py",),
+        "split along L, a block's convolution history leaves out the block just before it",
     ),
     Mutant(
         "hybrid-drops-a-layer-cache",

@@ -42,6 +42,7 @@ right-padded prompt, then decoding, equals the unpadded prompt, then decoding, r
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import jax
@@ -53,7 +54,7 @@ from rfa.attention.delta_rule import delta_rule_attention, normalized_features
 from rfa.attention.map_variables import RandomMap, projection_key, random_variables, redraw_variables
 from rfa.checks import call_unchecked
 from rfa.models.delta_rule_options import QK_ACTIVATIONS
-from rfa.models.short_convolution import ShortConvolution, causal_convolution
+from rfa.models.short_convolution import ShortConvolution, causal_convolution, history_entering_block
 from rfa.random_features.feature_maps import estimator as lookup_estimator
 
 Array = jax.Array
@@ -123,8 +124,19 @@ class DeltaRuleLayer(RandomMap):
       rngs: ``params`` initializes the weights; ``projection`` (else ``params``) draws a ``qk_map``'s W.
     """
 
-    def __init__(self, attention, in_features: int, num_heads: int, *, out_features=None, dtype=None, rngs: nnx.Rngs):
+    def __init__(
+        self,
+        attention,
+        in_features: int,
+        num_heads: int,
+        *,
+        out_features=None,
+        sequence_axis: str | None = None,
+        dtype=None,
+        rngs: nnx.Rngs,
+    ):
         o = attention.delta_rule
+        self.sequence_axis = sequence_axis
         self.attention, self.variant, self.options = attention, VARIANTS[attention.kind], o
         h, dk, hv = num_heads, o.key_dim(in_features, num_heads), o.value_heads(num_heads)
         dv = o.head_v_dim(in_features, num_heads)
@@ -203,37 +215,11 @@ class DeltaRuleLayer(RandomMap):
             "conv": jnp.zeros((batch, conv, channels), jnp.float32),
         }
 
-    def _convolve(self, x, keep, history):
-        """q, k, v projected and convolved (over the kept tokens), and the convolution's new history."""
-        qkv = jnp.concatenate([self.q_proj(x), self.k_proj(x), self.v_proj(x)], axis=-1).astype(jnp.float32)
-        if not self.options.use_short_conv:
-            return qkv, history
-        convs = (self.q_conv1d, self.k_conv1d, self.v_conv1d)
-        weight = jnp.concatenate([c.weight[...] for c in convs], axis=-1)
-        qkv, history = causal_convolution(jnp.where(keep[..., None], qkv, 0.0), weight, history, keep)
-        if self.options.conv_bias:
-            qkv = qkv + jnp.concatenate([c.bias[...] for c in convs])
-        return qkv, history
-
-    def _inputs(self, x, keep, history):
-        """q, k ``[batch, L, num_v_heads, ·]``, v, β ``[batch, L, num_v_heads]``, g and the new history."""
+    def _write_and_decay(self, x, keep):
+        """β ``[batch, L, num_v_heads]`` and g (``[batch, L, num_v_heads]`` or, per key channel, ``[..., d_k]``), 0
+        at padding: token by token, from the layer's input."""
         o, (b, length) = self.options, x.shape[:2]
-        h, dk, hv, dv = self.num_heads, self.head_dim, self.num_v_heads, self.head_v_dim
-        qkv, history = self._convolve(x, keep, history)
-        q, k, v = jnp.split(qkv, [h * dk, 2 * h * dk], axis=-1)
-        q, k = (y.reshape(b, length, h, dk) for y in (q, k))
-        v = jax.nn.silu(v).reshape(b, length, hv, dv)
-        if self.qk_map is None:
-            q, k = (QK_ACTIVATIONS[o.qk_activation](y) for y in (q, k))
-            if o.qk_norm == "l2":
-                q, k = (y / jnp.sqrt(jnp.sum(y * y, axis=-1, keepdims=True) + 1e-6) for y in (q, k))
-            else:
-                q, k = (y / jnp.sum(y, axis=-1, keepdims=True) for y in (q, k))
-        else:
-            projection = None if self.projection is None else self.projection[...]
-            params = {name: value[...] for name, value in self.random_params.items()} | self.attention.params
-            q, k = normalized_features(q, k, estimator=self.qk_map, projection=projection, feature_params=params)
-        group = hv // h  # value heads per query/key head
+        h, hv = self.num_heads, self.num_v_heads
         beta = jnp.ones((b, length, hv), jnp.float32)
         if self.b_proj is not None:
             beta = jax.nn.sigmoid(self.b_proj(x).astype(jnp.float32))
@@ -247,9 +233,53 @@ class DeltaRuleLayer(RandomMap):
         elif self.variant.decay == "channel":
             rate = (self.f_proj(x).astype(jnp.float32) + self.dt_bias[...]).reshape(b, length, h, self.key_dim)
             log_decay = -jnp.exp(self.A_log[...])[:, None] * jax.nn.softplus(rate)
-            log_decay = jnp.repeat(jnp.where(keep[..., None, None], log_decay, 0.0), group, axis=2)
-        q, k = (jnp.repeat(y, group, axis=2) for y in (q, k))
-        return q / math.sqrt(self.key_dim), k, v, beta, log_decay, history
+            log_decay = jnp.repeat(jnp.where(keep[..., None, None], log_decay, 0.0), hv // h, axis=2)
+        return beta, log_decay
+
+    def _mix(self, qkv, keep, beta, log_decay, cache, weights, axis):
+        """From the projected ``qkv [batch, L, channels]`` to the delta rule's output ``[batch, L, num_v_heads,
+        d_v]`` and the cache after the tokens: the convolution over the kept tokens, the activations and norms (or
+        ``qk_map``'s features), the delta rule. ``axis``: inside ``shard_map``, the mesh axis splitting L."""
+        o, (b, length) = self.options, qkv.shape[:2]
+        h, dk, hv, dv = self.num_heads, self.head_dim, self.num_v_heads, self.head_v_dim
+        history = cache["conv"]
+        if o.use_short_conv:
+            qkv = jnp.where(keep[..., None], qkv, 0.0)
+            if axis is None:
+                qkv, history = causal_convolution(qkv, weights["conv"], history, keep)
+            else:
+                entering, history = history_entering_block(qkv, keep, history, o.conv_size, axis)
+                qkv, _ = causal_convolution(qkv, weights["conv"], entering, keep)
+            if o.conv_bias:
+                qkv = qkv + weights["conv_bias"]
+        q, k, v = jnp.split(qkv, [h * dk, 2 * h * dk], axis=-1)
+        q, k = (y.reshape(b, length, h, dk) for y in (q, k))
+        v = jax.nn.silu(v).reshape(b, length, hv, dv)
+        if self.qk_map is None:
+            q, k = (QK_ACTIVATIONS[o.qk_activation](y) for y in (q, k))
+            if o.qk_norm == "l2":
+                q, k = (y / jnp.sqrt(jnp.sum(y * y, axis=-1, keepdims=True) + 1e-6) for y in (q, k))
+            else:
+                q, k = (y / jnp.sum(y, axis=-1, keepdims=True) for y in (q, k))
+        else:
+            params = weights["random_params"] | self.attention.params
+            q, k = normalized_features(
+                q, k, estimator=self.qk_map, projection=weights["projection"], feature_params=params
+            )
+        q, k = (jnp.repeat(y, hv // h, axis=2) for y in (q, k))  # each group of value heads reads its q and k
+        out, state = call_unchecked(
+            delta_rule_attention,
+            q / math.sqrt(self.key_dim),
+            k,
+            v,
+            beta,
+            log_decay=log_decay,
+            initial_state=cache["state"],
+            return_state=True,
+            chunk_size=self.attention.chunk_size,
+            sequence_axis=axis,
+        )
+        return out, {"state": state, "conv": history}
 
     def _output(self, out, x):
         out = self.o_norm(out)
@@ -260,21 +290,47 @@ class DeltaRuleLayer(RandomMap):
 
     def run(self, x: Array, keep: Array, cache: dict | None = None) -> tuple[Array, dict]:
         """``x [batch, L, in_features]`` (``keep [batch, L]``, False: padding) continuing ``cache`` (None: from
-        nothing): ``(y [batch, L, out_features], the cache after the kept tokens)``."""
+        nothing): ``(y [batch, L, out_features], the cache after the kept tokens)``.
+
+        With ``sequence_axis`` where the mesh set by ``jax.set_mesh`` splits it, L is split over that axis: the
+        projections and gates run token by token on each device's block, the convolution takes its history from
+        the blocks before (:func:`history_entering_block`) and the delta rule passes the state on
+        (:func:`rfa.attention.delta_rule_attention` with ``sequence_axis``). Inside the user's ``jax.shard_map``
+        over that axis, the inputs are this device's block and the same happens without a ``shard_map`` of its
+        own."""
         cache = self.empty_state(x.shape[0]) if cache is None else cache
-        q, k, v, beta, log_decay, history = self._inputs(x, keep, cache["conv"])
-        out, state = call_unchecked(
-            delta_rule_attention,
-            q,
-            k,
-            v,
-            beta,
-            log_decay=log_decay,
-            initial_state=cache["state"],
-            return_state=True,
-            chunk_size=self.attention.chunk_size,
-        )
-        return self._output(out, x), {"state": state, "conv": history}
+        qkv = jnp.concatenate([self.q_proj(x), self.k_proj(x), self.v_proj(x)], axis=-1).astype(jnp.float32)
+        beta, log_decay = self._write_and_decay(x, keep)
+        weights = {"random_params": {name: value[...] for name, value in self.random_params.items()}}
+        weights["projection"] = None if self.projection is None else self.projection[...]
+        if self.options.use_short_conv:
+            convs = (self.q_conv1d, self.k_conv1d, self.v_conv1d)
+            weights["conv"] = jnp.concatenate([c.weight[...] for c in convs], axis=-1)
+            if self.options.conv_bias:
+                weights["conv_bias"] = jnp.concatenate([c.bias[...] for c in convs])
+        mesh, axis = jax.sharding.get_abstract_mesh(), self.sequence_axis
+        if axis is None or axis not in mesh.axis_names or mesh.shape[axis] == 1:
+            out, cache = self._mix(qkv, keep, beta, log_decay, cache, weights, None)
+        elif axis in mesh.manual_axes:  # called inside the user's shard_map: the arrays are this device's block
+            out, cache = self._mix(qkv, keep, beta, log_decay, cache, weights, axis)
+        else:
+            tokens, whole = jax.sharding.PartitionSpec(None, axis), jax.sharding.PartitionSpec()
+            specs = (tokens, tokens, tokens, tokens, whole, whole)
+            args = (qkv, keep, beta, log_decay, cache, weights)
+            if mesh.axis_types[mesh.axis_names.index(axis)] == jax.sharding.AxisType.Explicit:
+                args = tuple(
+                    jax.tree.map(lambda x, spec=spec: jax.reshard(x, spec), a)
+                    for a, spec in zip(args, specs, strict=True)
+                )
+            out, cache = jax.shard_map(
+                functools.partial(self._mix, axis=axis),
+                mesh=mesh,
+                in_specs=specs,
+                out_specs=(tokens, whole),
+                axis_names={axis},
+                check_vma=False,  # the state and history are the same on every device by construction
+            )(*args)
+        return self._output(out, x), cache
 
 
 class DeltaRuleCore(nnx.Module):
@@ -288,12 +344,19 @@ class DeltaRuleCore(nnx.Module):
     def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         del causal, cross  # causal self-attention only (check_site)
         config = config.at_site(attention)  # the site's heads
-        self.layer = DeltaRuleLayer(attention, config.d_model, config.num_heads, dtype=config.dtype, rngs=rngs)
+        self.layer = DeltaRuleLayer(
+            attention,
+            config.d_model,
+            config.num_heads,
+            sequence_axis=config.sequence_axis,
+            dtype=config.dtype,
+            rngs=rngs,
+        )
         self.causal = True
 
     @staticmethod
     def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
-        """The delta rule is causal self-attention; its gate is its own, and its sequence is not split."""
+        """The delta rule is causal self-attention, and its gate is its own."""
         if not causal:
             raise InputError(
                 f"{site}: {attention.kind!r} updates a state token by token (the delta rule is causal); {site} "
@@ -306,11 +369,6 @@ class DeltaRuleCore(nnx.Module):
             )
         if config.positional == "relative":
             raise InputError(f"{site}: {attention.kind!r} has no relative bias; the short convolution gives position.")
-        if config.sequence_axis is not None:
-            raise InputError(
-                f"{site}: {attention.kind!r} does not run sequence-parallel in the models yet (the short convolution "
-                "reaches across a block's start); rfa.attention.delta_rule_attention(sequence_axis=) does."
-            )
         check_qk_map(site, attention)
         attention.delta_rule.head_v_dim(config.d_model, config.num_heads)
         attention.delta_rule.value_heads(config.num_heads)

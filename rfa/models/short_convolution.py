@@ -9,6 +9,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rfa.attention.delta_rule.api import invariant
+
 Array = jax.Array
 
 
@@ -39,3 +41,33 @@ class ShortConvolution(nnx.Module):
         self.bias = (
             nnx.Param(jax.random.uniform(rngs.params(), (channels,), minval=-bound, maxval=bound)) if bias else None
         )
+
+
+def history_entering_block(x: Array, keep: Array, history: Array, taps: int, axis: str) -> tuple[Array, Array]:
+    """Inside ``jax.shard_map`` with the sequence split over the mesh axis ``axis``: the history entering this
+    device's block (the last ``taps − 1`` kept inputs before it: of the blocks of the devices before this one, then
+    of ``history``) and the history after the whole sequence (the same on every device).
+
+    Each device's last ``taps − 1`` kept inputs are gathered (fewer where its block keeps fewer), so a block of
+    padding alone passes its predecessors' inputs on, as :func:`causal_convolution` does within a block."""
+    size, length = taps - 1, x.shape[1]
+    if size == 0:
+        return history, history
+    order = jnp.argsort(~keep, axis=1, stable=True)
+    compact = jnp.take_along_axis(x, order[..., None], axis=1)
+    last = jnp.sum(keep, axis=1)[:, None] - size + jnp.arange(size)  # [batch, taps − 1]; < 0: no such input
+    tail = jnp.take_along_axis(compact, jnp.clip(last, 0, length - 1)[..., None], axis=1)
+    tails, kept = jax.lax.all_gather(tail, axis), jax.lax.all_gather(last >= 0, axis)  # [devices, batch, taps − 1]
+    blocks = jnp.concatenate([history[None].astype(x.dtype), tails])  # block 0: the history; device d's: d + 1
+    flags = jnp.concatenate([jnp.ones_like(kept[:1]), kept])
+    batch, channels = x.shape[0], x.shape[-1]
+    inputs = jnp.moveaxis(blocks, 0, 1).reshape(batch, -1, channels)
+
+    def last_kept(upto):  # the last taps − 1 kept inputs of blocks 0..upto
+        use = flags & (jnp.arange(flags.shape[0]) <= upto)[:, None, None]
+        use = jnp.moveaxis(use, 0, 1).reshape(batch, -1)
+        ordered = jnp.take_along_axis(inputs, jnp.argsort(~use, axis=1, stable=True)[..., None], axis=1)
+        pick = jnp.sum(use, axis=1)[:, None] - size + jnp.arange(size)  # the history's inputs: always >= taps − 1
+        return jnp.take_along_axis(ordered, pick[..., None], axis=1)
+
+    return last_kept(jax.lax.axis_index(axis)), invariant(last_kept(flags.shape[0] - 1), axis)

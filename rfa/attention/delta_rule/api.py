@@ -168,6 +168,12 @@ def varying(x: Array, axis: str) -> Array:
     return jax.lax.pcast(x, axis, to="varying")
 
 
+def invariant(x: Array, axis: str) -> Array:
+    """``x``, the same on every device of the mesh axis ``axis``, typed so for ``shard_map``'s ``out_specs=P()``:
+    device 0's, summed with zeros (exact)."""
+    return jax.lax.psum(jnp.where(jax.lax.axis_index(axis) == 0, x, jnp.zeros_like(x)), axis)
+
+
 def _sequence_parallel(form, args, start: Array, axis: str) -> tuple[Array, Array]:
     """This block's output and the sequence's final state, the sequence split over the mesh axis ``axis``.
 
@@ -189,5 +195,4 @@ def _sequence_parallel(form, args, start: Array, axis: str) -> tuple[Array, Arra
     end, entering = jax.lax.scan(enter, start, (transitions, offsets))
     index = jax.lax.axis_index(axis)
     out, _ = form(q, k, v, beta, log_decay, jnp.take(entering, index, axis=0))
-    # The same end on every device: device 0's, summed with zeros (exact), is typed as the same for shard_map.
-    return out, jax.lax.psum(jnp.where(index == 0, end, 0), axis)
+    return out, invariant(end, axis)
