@@ -120,6 +120,7 @@ class DeltaRuleLayer(RandomMap):
       in_features: d_model.
       num_heads: query/key heads.
       out_features: the output's width (default ``in_features``).
+      sequence_axis: a mesh axis along which :meth:`run` splits L where the mesh set by ``jax.set_mesh`` has it.
       dtype: of the projections (the delta rule runs in float32).
       rngs: ``params`` initializes the weights; ``projection`` (else ``params``) draws a ``qk_map``'s W.
     """
