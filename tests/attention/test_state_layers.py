@@ -136,3 +136,12 @@ def test_the_sliding_window_layer_is_flax_attention_with_a_band_mask():
     out = call(layer, X, nnx.make_attention_mask(valid, valid))
     kept = X[:, valid[0]]
     np.testing.assert_allclose(out[:, valid[0]], flax_layer(kept, mask=band[:7, :7]), rtol=1e-5, atol=1e-5)
+
+
+def test_deltanet_gated_true_is_the_gated_layer_with_a_warning_for_one_release():
+    """Before 0.6 ``rfa.nnx.DeltaNet`` was Gated DeltaNet by default; ``gated=True`` still builds that layer (the
+    same weights and outputs as ``rfa.nnx.GatedDeltaNet``), with a DeprecationWarning."""
+    with pytest.warns(DeprecationWarning, match="rfa.nnx.GatedDeltaNet"):
+        old = rfa.nnx.DeltaNet(4, 32, gated=True, chunk_size=4, rngs=nnx.Rngs(0))
+    np.testing.assert_array_equal(call(old, X), call(LAYERS["gated_deltanet"](), X))
+    assert not hasattr(LAYERS["deltanet"](), "A_log")  # DeltaNet itself has no decay
