@@ -47,7 +47,15 @@ class _BridgedStateLayer(nn.Module):
         return {name: getattr(self, name) for name in self.forwarded}
 
     @nn.compact
-    def __call__(self, inputs: Array, *, mask: Array | None = None, decode: bool | None = None) -> Array:
+    def __call__(
+        self,
+        inputs: Array,
+        *,
+        mask: Array | None = None,
+        segment_ids: Array | None = None,
+        decode: bool | None = None,
+    ) -> Array:
+        """As the NNX layer's call: ``mask`` (Flax's), ``segment_ids [batch, L]`` (packed sequences), ``decode``."""
         if self.draws() and not self.is_initializing() and RANDOM_FEATURES not in self.variables:
             raise InputError(
                 f"the variables hold no {RANDOM_FEATURES}: the layer's random projection W is a variable beside "
@@ -62,12 +70,12 @@ class _BridgedStateLayer(nn.Module):
             name="layer",
         )
         if not decode:
-            return layer(inputs, None, mask=mask, nnx_method="step")
+            return layer(inputs, None, mask=mask, segment_ids=segment_ids, nnx_method="step")
         initialized = self.has_variable("cache", "state")
         state = self.variable("cache", "state", lambda: layer(inputs.shape[0], nnx_method="empty_state"))
         if not initialized:  # init: the cache is created empty, as Flax's attention creates its own
-            return layer(inputs, None, mask=mask, nnx_method="step")
-        out, state.value = layer(inputs, state.value, mask=mask, nnx_method="step")
+            return layer(inputs, None, mask=mask, segment_ids=segment_ids, nnx_method="step")
+        out, state.value = layer(inputs, state.value, mask=mask, segment_ids=segment_ids, nnx_method="step")
         return out
 
 

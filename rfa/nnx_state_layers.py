@@ -13,6 +13,7 @@ from flax import nnx
 
 from rfa._validation import InputError, check_positive_int
 from rfa.attention.masks import UNSUPPORTED, plan_mask, unsupported_message
+from rfa.attention.segments import check_segment_ids
 from rfa.checks import raise_if
 from rfa.layer_checkpoints import restore as restore  # rfa.nnx.restore
 from rfa.layer_checkpoints import save as save  # rfa.nnx.save
@@ -26,7 +27,7 @@ Array = jax.Array
 
 class _StateLayer(nnx.Module):
     """Flax's interface (``mask``, ``decode``, ``init_cache``) over a causal layer whose decode cache is a state:
-    a subclass gives ``run(x, keep, state) -> (y, state)`` (``state`` None: from nothing) and
+    a subclass gives ``run(x, keep, state, segment_ids) -> (y, state)`` (``state`` None: from nothing) and
     ``empty_state(batch)`` (the base of :class:`DeltaNet`, :class:`GatedDeltaNet`, :class:`KimiDeltaAttention`,
     :class:`GatedLinearAttention` and :class:`SlidingWindowAttention`)."""
 
@@ -35,23 +36,34 @@ class _StateLayer(nnx.Module):
         del dtype
         self.cached_state = nnx.Cache(self.empty_state(input_shape[0]))
 
-    def __call__(self, inputs: Array, *, mask: Array | None = None, decode: bool | None = None) -> Array:
+    def __call__(
+        self,
+        inputs: Array,
+        *,
+        mask: Array | None = None,
+        segment_ids: Array | None = None,
+        decode: bool | None = None,
+    ) -> Array:
         """``inputs [batch, L, in_features]`` → ``[batch, L, out_features]``, causal. ``mask`` (Flax's, nonzero =
         attend) is key padding or causal ∧ padding (``nnx.make_causal_mask``, ``make_attention_mask``); other
-        masks raise. With ``decode`` the tokens continue the cached state (one or several at a time)."""
+        masks raise. ``segment_ids [batch, L]`` (integers) packs sequences into a row, as Flax's convention: each
+        is computed as if alone, its state and short convolution starting fresh at its first kept token
+        (:mod:`rfa.attention.segments`; pass the padding mask as ``mask``, not as a segment mask). With ``decode``
+        the tokens continue the cached state (one or several at a time)."""
         decode = self.decode if decode is None else decode
         if not decode:
-            return self.step(inputs, None, mask=mask)
+            return self.step(inputs, None, mask=mask, segment_ids=segment_ids)
         if self.cached_state is None:
             raise InputError("Autoregressive cache not initialized, call ``init_cache`` first.")
-        out, state = self.step(inputs, self.cached_state.get_value(), mask=mask)
+        out, state = self.step(inputs, self.cached_state.get_value(), mask=mask, segment_ids=segment_ids)
         self.cached_state.set_value(state)
         return out
 
-    def step(self, inputs: Array, state, *, mask: Array | None = None):
+    def step(self, inputs: Array, state, *, mask: Array | None = None, segment_ids: Array | None = None):
         """The layer as a function of the state: ``(outputs, state after the tokens)`` from ``state`` (a state of
         :meth:`empty_state`), or the outputs of a whole sequence when ``state`` is None. A padded query outputs 0
-        (as fla's layers, which leave padding out)."""
+        (as fla's layers, which leave padding out). With ``segment_ids`` the state given is the first sequence's
+        and the state returned the last one's."""
         batch, length = inputs.shape[0], inputs.shape[-2]
         heads = jax.ShapeDtypeStruct((batch, length, self.num_heads, 1), inputs.dtype)  # the mask's layout
         plan = plan_mask(mask, heads, heads, is_causal=True)
@@ -61,7 +73,9 @@ class _StateLayer(nnx.Module):
         keep = jnp.ones((batch, length), jnp.bool_)
         if plan.keep_keys is not None:
             keep = jnp.broadcast_to(jnp.any(plan.keep_keys, axis=-2), (batch, length))
-        out, after = self.run(inputs, keep, state)
+        if segment_ids is not None:
+            segment_ids = check_segment_ids(segment_ids, (batch, length))
+        out, after = self.run(inputs, keep, state, segment_ids)
         if plan.keep_queries is not None:
             keep_q = jnp.broadcast_to(jnp.any(plan.keep_queries, axis=-2), (batch, length))
             out = jnp.where(keep_q[..., None], out, 0.0)
@@ -267,13 +281,19 @@ class _ProjectedCore(_StateLayer):
         """The core's cache of no token for ``batch`` sequences."""
         return self.core.init_cache(batch, self.cache_slots)
 
-    def run(self, inputs: Array, keep: Array, state):
-        """The core over ``inputs`` (``keep``: False at padding) from ``state`` (None: from nothing):
-        ``(outputs, state)``."""
+    def run(self, inputs: Array, keep: Array, state, segment_ids: Array | None = None):
+        """The core over ``inputs`` (``keep``: False at padding; ``segment_ids``: packed sequences) from ``state``
+        (None: from nothing): ``(outputs, state)``."""
         q, k, v = self.query(inputs), self.key(inputs), self.value(inputs)
         if state is None:
             positions = jnp.broadcast_to(jnp.arange(inputs.shape[-2]), keep.shape)
-            out = self.core(q, k, v, inputs, key_mask=keep, q_positions=positions, k_positions=positions)
+            packed = {} if segment_ids is None else {"segment_ids": segment_ids}
+            out = self.core(q, k, v, inputs, key_mask=keep, q_positions=positions, k_positions=positions, **packed)
+        elif segment_ids is not None:
+            raise InputError(
+                f"{type(self).__name__}: segment_ids (packed sequences) are for a whole pass, not for tokens that "
+                "continue a cached state; decode one sequence per row."
+            )
         else:
             out, state = self.core.extend(q, k, v, inputs, state, keep=keep)
         return self.out(out.astype(self.out.dtype or out.dtype)), state

@@ -350,11 +350,14 @@ def kernelized_attention(
     return np.where(den != 0, num / np.where(den != 0, den, 1.0), 0.0)
 
 
-def softmax_attention(q, k, v, *, keep_k=None, keep_q=None, causal=False, allowed_pairs=None):
-    """``softmax(QKᵀ/√d + mask) V`` in float64; a query with no kept key outputs 0. ``allowed_pairs [Lq, Lk]``:
-    which keys each query may attend to, besides the other masks."""
+def softmax_attention(q, k, v, *, keep_k=None, keep_q=None, causal=False, allowed_pairs=None, bias=None):
+    """``softmax(QKᵀ/√d + B + mask) V`` in float64; a query with no kept key outputs 0. ``allowed_pairs [Lq, Lk]``:
+    which keys each query may attend to, besides the other masks; ``bias`` B: added to the logits, broadcast to
+    ``[B, H, Lq, Lk]`` (e.g. ``[H, Lq, Lk]``, a bias per head and pair)."""
     q, k, v = _f64(q), _f64(k), _f64(v)
     logits = np.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(q.shape[-1])
+    if bias is not None:
+        logits = logits + _f64(bias)
     allowed = np.ones(logits.shape, bool)
     if keep_k is not None:
         allowed = allowed & np.asarray(keep_k, bool)[:, None, None, :]

@@ -19,6 +19,7 @@ from rfa.attention.common import (
     renormalize,
     with_ones_column,
 )
+from rfa.attention.segments import check_segment_ids, check_self_attention, same_sequence
 from rfa.checks import check_finite
 
 Array = jax.Array
@@ -87,7 +88,17 @@ def unnormalized_softmax_attention(q: Array, k: Array, v: Array, *, mask=None, i
     return num.astype(q.dtype), den.astype(q.dtype)
 
 
-def softmax_attention(q: Array, k: Array, v: Array, *, mask=None, is_causal: bool = False) -> Array:
+def packed_mask(q, k, mask, segment_ids, where: str) -> Array:
+    """``mask`` joined to the packed sequences' mask (query and key of one id; :mod:`rfa.attention.segments`)."""
+    q, k, _ = check_qkv(q, k, k)
+    check_self_attention(q, k, where)
+    same = same_sequence(check_segment_ids(segment_ids, q.shape[:-3] + q.shape[-3:-2]))
+    return same if mask is None else check_mask(mask, q, k) & same
+
+
+def softmax_attention(
+    q: Array, k: Array, v: Array, *, mask=None, is_causal: bool = False, segment_ids: Array | None = None
+) -> Array:
     """Exact softmax attention ``D⁻¹ exp(QKᵀ/√d) V``, computed in float32.
 
     Rows are max-stabilized; a query that attends to no key outputs 0.
@@ -98,6 +109,9 @@ def softmax_attention(q: Array, k: Array, v: Array, *, mask=None, is_causal: boo
       v: ``[batch..., kv_len, heads, d_v]``.
       mask: boolean, broadcastable to ``[batch..., heads, q_len, kv_len]``; True = attend.
       is_causal: mask out keys after the query (needs q_len == kv_len).
+      segment_ids: packed sequences (self-attention): integers broadcastable to ``[batch..., L]``; a query attends
+        only to keys of its own id (Flax's ``make_attention_mask(segment_ids, segment_ids, jnp.equal)``, joined
+        to ``mask``).
 
     Returns:
       ``[batch..., q_len, heads, d_v]`` in ``q.dtype``.
@@ -107,5 +121,7 @@ def softmax_attention(q: Array, k: Array, v: Array, *, mask=None, is_causal: boo
       >>> rfa.softmax_attention(q, k, v, is_causal=True).shape
       (2, 5, 4, 8)
     """
+    if segment_ids is not None:
+        mask = packed_mask(q, k, mask, segment_ids, "softmax_attention")
     num, den = _numerator_and_normalizer(q, k, v, mask, is_causal, stabilize=True)
     return renormalize(num, den).astype(q.dtype)

@@ -17,13 +17,21 @@ import jax.numpy as jnp
 
 from rfa._validation import InputError, check_broadcastable_to, check_positive_int
 from rfa.attention.common import as_bool_mask, check_causal_lengths, check_qkv
+from rfa.attention.segments import check_segment_ids
 from rfa.checks import check_finite
 
 Array = jax.Array
 
 
 def sliding_window_attention(
-    q: Array, k: Array, v: Array, *, window: int, is_causal: bool = True, mask: Array | None = None
+    q: Array,
+    k: Array,
+    v: Array,
+    *,
+    window: int,
+    is_causal: bool = True,
+    mask: Array | None = None,
+    segment_ids: Array | None = None,
 ) -> Array:
     """Exact softmax attention restricted to a window of ``window`` positions, in O(L·w) time and memory.
 
@@ -35,6 +43,8 @@ def sliding_window_attention(
       is_causal: whether the window ends at the query (True) or is centred on it.
       mask: key padding (nonzero = attend), broadcastable to ``[batch..., heads, 1, L]``; a dense mask would undo
         the blocks and is refused.
+      segment_ids: packed sequences: integers broadcastable to ``[batch..., L]``; a query attends only to the keys
+        of its own id in its window (:mod:`rfa.attention.segments`).
 
     Returns:
       ``[batch..., L, heads, d_v]`` in ``q.dtype``, computed in float32; a query with no key in its window
@@ -63,11 +73,13 @@ def sliding_window_attention(
         check_broadcastable_to(mask.shape, target, "mask", "[batch..., heads, 1, L] =")
         keep = jnp.broadcast_to(mask, target)[..., 0, :]  # [batch..., heads, L]
     check_finite(q=q, k=k, v=v, keep={"k": keep, "v": keep})
-    return _blocks(q, k, v, keep, window=window, is_causal=is_causal)
+    if segment_ids is not None:
+        segment_ids = check_segment_ids(segment_ids, q.shape[:-2])[..., None, :]  # [batch..., 1, L]
+    return _blocks(q, k, v, keep, segment_ids, window=window, is_causal=is_causal)
 
 
 @jax.jit(static_argnames=("window", "is_causal"))
-def _blocks(q, k, v, keep, *, window: int, is_causal: bool) -> Array:
+def _blocks(q, k, v, keep, segment_ids, *, window: int, is_causal: bool) -> Array:
     """The blocked computation: query block n against key blocks n − 1, n (and n + 1 when bidirectional)."""
     length, heads = q.shape[-3], q.shape[-2]
     num_blocks = -(-length // window)
@@ -95,13 +107,18 @@ def _blocks(q, k, v, keep, *, window: int, is_causal: bool) -> Array:
         return jnp.concatenate([x[..., n : n + num_blocks, :, :] for n in offsets], axis=-2)
 
     keys, values = neighbours(k_blocks), neighbours(v_blocks)  # [..., heads, N, (1 + before + after) w, d]
-    keys_kept = jnp.concatenate([keep_blocks[..., n : n + num_blocks, :] for n in offsets], axis=-1)
+
+    keys_kept = neighbours(keep_blocks[..., None])[..., 0]
     logits = jnp.einsum("...nqd,...nkd->...nqk", q_blocks, keys) / math.sqrt(q.shape[-1])
     query = jnp.arange(window)[:, None]
     key = jnp.arange(len(offsets) * window)[None, :] - before * window  # relative to the query block's start
     distance = query - key  # i − j
     inside = (distance >= 0) & (distance < window) if is_causal else jnp.abs(distance) < window
     allowed = inside & keys_kept[..., None, :]
+    if segment_ids is not None:  # packed sequences: a query reads the keys of its own id only
+        id_blocks = blocks(segment_ids[..., None], before, after, -1)  # [..., 1, N + extra, w, 1]
+        key_ids, query_ids = neighbours(id_blocks)[..., 0], id_blocks[..., before : before + num_blocks, :, :]
+        allowed = allowed & (query_ids == key_ids[..., None, :])
     logits = jnp.where(allowed, logits, -jnp.inf)
     row_max = jnp.max(logits, axis=-1, keepdims=True)
     weights = jnp.exp(logits - jax.lax.stop_gradient(jnp.where(jnp.isfinite(row_max), row_max, 0.0)))

@@ -213,10 +213,12 @@ class KernelizedCore(Calibratable):
                 }
         return options
 
-    def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions, return_state: bool = False):
+    def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions, return_state: bool = False, segment_ids=None):
         if self.calibrating:
             self.calibrate(q, k, mask=key_mask[:, None, None, :])
         options = self._options(x if self.causal else None)
+        if segment_ids is not None:  # packed sequences: the causal state restarts at each one
+            options["segment_ids"] = segment_ids
         if self.relative is not None:
             options["relative_bias"] = self.relative.by_lag(q.shape[1])
         return call_unchecked(

@@ -41,7 +41,6 @@ right-padded prompt, then decoding, equals the unpadded prompt, then decoding, r
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 
@@ -52,30 +51,13 @@ from flax import nnx
 from rfa._validation import InputError
 from rfa.attention.delta_rule import delta_rule_attention, normalized_features
 from rfa.attention.map_variables import RandomMap, projection_key, random_variables, redraw_variables
+from rfa.attention.segments import sequence_index
 from rfa.checks import call_unchecked
-from rfa.models.delta_rule_options import QK_ACTIVATIONS
+from rfa.models.delta_rule_options import QK_ACTIVATIONS, VARIANTS
 from rfa.models.short_convolution import ShortConvolution, causal_convolution, history_entering_block
 from rfa.random_features.feature_maps import estimator as lookup_estimator
 
 Array = jax.Array
-
-
-@dataclasses.dataclass(frozen=True)
-class Variant:
-    """What a delta-rule kind adds to DeltaNet: ``decay`` (None, ``"head"``: one per token and value head,
-    ``"channel"``: one per token, head and key channel) and ``output_gate`` (``"silu"``: full rank, on by
-    ``use_gate``; ``"sigmoid"``: low rank, always on)."""
-
-    decay: str | None
-    output_gate: str
-    gated_by_default: bool
-
-
-VARIANTS = {
-    "deltanet": Variant(None, "silu", False),
-    "gated_deltanet": Variant("head", "silu", True),
-    "kda": Variant("channel", "sigmoid", True),
-}
 
 
 def _inverse_softplus(y: Array) -> Array:
@@ -237,17 +219,18 @@ class DeltaRuleLayer(RandomMap):
             log_decay = jnp.repeat(jnp.where(keep[..., None, None], log_decay, 0.0), hv // h, axis=2)
         return beta, log_decay
 
-    def _mix(self, qkv, keep, beta, log_decay, cache, weights, axis):
+    def _mix(self, qkv, keep, beta, log_decay, cache, weights, axis, segment_ids=None):
         """From the projected ``qkv [batch, L, channels]`` to the delta rule's output ``[batch, L, num_v_heads,
         d_v]`` and the cache after the tokens: the convolution over the kept tokens, the activations and norms (or
-        ``qk_map``'s features), the delta rule. ``axis``: inside ``shard_map``, the mesh axis splitting L."""
+        ``qk_map``'s features), the delta rule. ``axis``: inside ``shard_map``, the mesh axis splitting L;
+        ``segment_ids``: packed sequences (not with ``axis``)."""
         o, (b, length) = self.options, qkv.shape[:2]
         h, dk, hv, dv = self.num_heads, self.head_dim, self.num_v_heads, self.head_v_dim
         history = cache["conv"]
         if o.use_short_conv:
             qkv = jnp.where(keep[..., None], qkv, 0.0)
             if axis is None:
-                qkv, history = causal_convolution(qkv, weights["conv"], history, keep)
+                qkv, history = causal_convolution(qkv, weights["conv"], history, keep, segment_ids)
             else:
                 entering, history = history_entering_block(qkv, keep, history, o.conv_size, axis)
                 qkv, _ = causal_convolution(qkv, weights["conv"], entering, keep)
@@ -279,6 +262,7 @@ class DeltaRuleLayer(RandomMap):
             return_state=True,
             chunk_size=self.attention.chunk_size,
             sequence_axis=axis,
+            segment_ids=None if segment_ids is None else sequence_index(segment_ids, keep),
         )
         return out, {"state": state, "conv": history}
 
@@ -289,9 +273,13 @@ class DeltaRuleLayer(RandomMap):
             out = out * activation(self.g_proj(x).astype(jnp.float32)).reshape(out.shape)
         return self.o_proj(out.reshape(out.shape[:2] + (-1,)).astype(self.o_proj.dtype or x.dtype))
 
-    def run(self, x: Array, keep: Array, cache: dict | None = None) -> tuple[Array, dict]:
+    def run(
+        self, x: Array, keep: Array, cache: dict | None = None, segment_ids: Array | None = None
+    ) -> tuple[Array, dict]:
         """``x [batch, L, in_features]`` (``keep [batch, L]``, False: padding) continuing ``cache`` (None: from
-        nothing): ``(y [batch, L, out_features], the cache after the kept tokens)``.
+        nothing): ``(y [batch, L, out_features], the cache after the kept tokens)``. With ``segment_ids [batch,
+        L]`` (packed sequences) the state and the convolution start fresh at each sequence's first kept token
+        (:mod:`rfa.attention.segments`): ``cache`` is the first sequence's, the cache returned the last one's.
 
         With ``sequence_axis`` where the mesh set by ``jax.set_mesh`` splits it, L is split over that axis: the
         projections and gates run token by token on each device's block, the convolution takes its history from
@@ -311,7 +299,12 @@ class DeltaRuleLayer(RandomMap):
                 weights["conv_bias"] = jnp.concatenate([c.bias[...] for c in convs])
         mesh, axis = jax.sharding.get_abstract_mesh(), self.sequence_axis
         if axis is None or axis not in mesh.axis_names or mesh.shape[axis] == 1:
-            out, cache = self._mix(qkv, keep, beta, log_decay, cache, weights, None)
+            out, cache = self._mix(qkv, keep, beta, log_decay, cache, weights, None, segment_ids)
+        elif segment_ids is not None:
+            raise InputError(
+                f"{type(self).__name__}: segment_ids (packed sequences) are not supported with the sequence split "
+                f"over {axis!r}; run packed rows without sequence_axis."
+            )
         elif axis in mesh.manual_axes:  # called inside the user's shard_map: the arrays are this device's block
             out, cache = self._mix(qkv, keep, beta, log_decay, cache, weights, axis)
         else:

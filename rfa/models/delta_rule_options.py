@@ -1,5 +1,5 @@
 """The options of rfa's delta-rule layers (:mod:`rfa.models.delta_rule`), named as flash-linear-attention's
-``DeltaNet``, ``GatedDeltaNet`` and ``KimiDeltaAttention`` layers name them."""
+``DeltaNet``, ``GatedDeltaNet`` and ``KimiDeltaAttention`` layers name them, and what each kind adds to DeltaNet."""
 
 from __future__ import annotations
 
@@ -17,6 +17,24 @@ QK_ACTIVATIONS = {
     "identity": lambda y: y,
 }
 QK_NORMS = ("l2", "sum")
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """What a delta-rule kind adds to DeltaNet: ``decay`` (None, ``"head"``: one per token and value head,
+    ``"channel"``: one per token, head and key channel) and ``output_gate`` (``"silu"``: full rank, on by
+    ``use_gate``; ``"sigmoid"``: low rank, always on)."""
+
+    decay: str | None
+    output_gate: str
+    gated_by_default: bool
+
+
+VARIANTS = {
+    "deltanet": Variant(None, "silu", False),
+    "gated_deltanet": Variant("head", "silu", True),
+    "kda": Variant("channel", "sigmoid", True),
+}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,24 +10,38 @@ import jax.numpy as jnp
 from flax import nnx
 
 from rfa.attention.delta_rule.api import invariant
+from rfa.attention.segments import sequence_index
 
 Array = jax.Array
 
 
-def causal_convolution(x: Array, weight: Array, history: Array, keep: Array) -> tuple[Array, Array]:
+def causal_convolution(
+    x: Array, weight: Array, history: Array, keep: Array, segment_ids: Array | None = None
+) -> tuple[Array, Array]:
     """Depthwise causal convolution ``y_t = Σ_j w_j x_{t−K+1+j}`` of ``x [batch, L, C]`` with ``weight [K, C]``
     over the kept inputs (``keep [batch, L]``, False: padding), continuing from ``history [batch, K − 1, C]`` (the
     kept inputs before ``x``; zeros at the start). Returns ``(y, the last K − 1 kept inputs)``.
 
     Each row's kept inputs are convolved as one sequence, as if its padding were not there, wherever it sits
     (left, right or between): a right-padded prompt leaves the history the unpadded prompt leaves. The outputs at
-    padding are those of the padding's own inputs after the kept ones (callers mask them out)."""
+    padding are those of the padding's own inputs after the kept ones (callers mask them out).
+
+    With ``segment_ids [batch, L]`` (packed sequences, :mod:`rfa.attention.segments`) an output reads the inputs
+    of its own sequence only, and the history the first sequence's: a sequence starts from zeros, and the history
+    returned holds the last sequence's inputs alone."""
     taps, length = weight.shape[0], x.shape[1]
     order = jnp.argsort(~keep, axis=1, stable=True)  # each row's kept positions first, in order
     padded = jnp.concatenate([history.astype(x.dtype), jnp.take_along_axis(x, order[..., None], axis=1)], axis=1)
-    y = sum(weight[j] * padded[:, j : j + length] for j in range(taps))
+    reads = [padded[:, j : j + length] for j in range(taps)]  # what output t reads through tap j
     last = jnp.sum(keep, axis=1)[:, None] + jnp.arange(taps - 1)  # the K − 1 inputs up to the last kept one
     history = jnp.take_along_axis(padded, last[..., None], axis=1)
+    if segment_ids is not None:  # each input's sequence, counted from the history's (0); another's reads as 0
+        index = jnp.take_along_axis(sequence_index(segment_ids, keep), order, axis=1)
+        index = jnp.concatenate([jnp.zeros_like(index[:, : taps - 1]), index], axis=1)[..., None]
+        reads = [jnp.where(index[:, j : j + length] == index[:, taps - 1 :], r, 0.0) for j, r in enumerate(reads)]
+        final = jnp.take_along_axis(index, jnp.maximum(last[:, -1:] if taps > 1 else last, 0)[..., None], axis=1)
+        history = jnp.where(jnp.take_along_axis(index, last[..., None], axis=1) == final, history, 0.0)
+    y = sum(weight[j] * reads[j] for j in range(taps))
     return jnp.take_along_axis(y, jnp.argsort(order, axis=1)[..., None], axis=1), history
 
 

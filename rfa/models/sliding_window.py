@@ -48,13 +48,18 @@ class SlidingWindowCore(nnx.Module):
                 "absolute positions, and no sequence_axis."
             )
 
-    def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions) -> Array:
+    def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions, segment_ids=None) -> Array:
         """The window over each row's kept tokens, as if its padding were not there (as the decode ring counts
-        them): a query attends to the w kept tokens up to it (causal) or within w − 1 kept tokens of it."""
+        them): a query attends to the w kept tokens up to it (causal) or within w − 1 kept tokens of it, of its own
+        sequence where ``segment_ids [batch, L]`` packs several."""
         order = jnp.argsort(~key_mask, axis=1, stable=True)  # each row's kept tokens first, in order
         kept = jnp.arange(key_mask.shape[1]) < jnp.sum(key_mask, axis=1, keepdims=True)
         q, k, v = (jnp.take_along_axis(y, order[..., None, None], axis=1) for y in (q, k, v))
-        out = sliding_window_attention(q, k, v, window=self.window, is_causal=self.causal, mask=kept[:, None, None, :])
+        if segment_ids is not None:
+            segment_ids = jnp.take_along_axis(segment_ids, order, axis=1)
+        out = sliding_window_attention(
+            q, k, v, window=self.window, is_causal=self.causal, mask=kept[:, None, None, :], segment_ids=segment_ids
+        )
         return jnp.take_along_axis(out, jnp.argsort(order, axis=1)[..., None, None], axis=1)
 
     def init_cache(self, batch: int, max_length: int) -> dict:

@@ -1,11 +1,14 @@
-"""The Swin Transformer: windows, the shifted-window mask, window attention against a brute-force reference."""
+"""The Swin Transformer: windows, the shifted-window mask, window attention against a brute-force reference, the
+whole model against the paper's forward in NumPy."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import references
 from flax import nnx
 from helpers import normal
+from references import _dense, _f64, _gelu, _layer_norm
 
 from rfa.models import AttentionConfig
 from rfa.models.swin import (
@@ -86,6 +89,104 @@ def test_window_attention_equals_dense_attention_with_the_window_mask_and_bias(s
     x = normal(2, (2, 8, 12, 8))
     got = jax.jit(lambda m, x: m(x))(module, jnp.asarray(x))
     np.testing.assert_allclose(got, reference_window_attention(module, x), rtol=2e-4, atol=2e-5)
+
+
+def reference_swin(model: SwinTransformer, config: SwinConfig, images: np.ndarray) -> np.ndarray:
+    """The Swin Transformer's forward in float64 from the paper (Liu et al., ICCV 2021), reading only ``model``'s
+    parameters: the partition into p × p patches (each flattened row by row, then channels) and their linear embedding,
+    LayerNorm, the learned absolute positions ("ape"); per stage, pre-norm blocks ``x + MSA(LN(x))``,
+    ``x + MLP(LN(x))`` whose exact attention ``softmax(QKᵀ/√d + B)V`` is restricted to M × M windows, every other
+    block's windows displaced by ⌊M/2⌋ (Fig. 2: the partial windows at the borders kept apart, which is what the
+    cyclic shift and its mask compute), with the bias B of each head and relative offset (Δrow, Δcolumn) = query −
+    key at table row ``(Δrow + M − 1)(2M − 1) + Δcolumn + M − 1``; a map no larger than M is one window and never
+    shifted (the paper's code); a ``windowed=False`` stage attends over all its tokens (exact, no bias); between
+    stages, each 2 × 2 group concatenated in the paper's order (top-left, bottom-left, top-right, bottom-right),
+    LayerNorm, a linear map 4C → 2C without bias; then LayerNorm, the mean over the tokens and the head.
+
+    Attention is computed densely over every token of the map with the windows as a mask, not window by window.
+    """
+    x, p = _f64(images), config.patch_size
+    batch, height, width, channels = x.shape
+    rows, columns = height // p, width // p
+    kernel = _f64(model.embed.kernel[...]).reshape(p, p, channels, config.embed_dim)  # [row, column, channel, out]
+    x = np.einsum("bxiyjc,ijcd->bxyd", x.reshape(batch, rows, p, columns, p, channels), kernel)  # [batch, R, C, d]
+    x = _layer_norm(x + _f64(model.embed.bias[...]), model.embed_norm)
+    x = x + _f64(model.positions.table[...]).reshape(rows, columns, -1)
+    for i, stage in enumerate(config.stages):
+        rows, columns = x.shape[1:3]
+        if min(rows, columns) <= config.window_size:
+            window, shift = min(rows, columns), 0
+        else:
+            window, shift = config.window_size, config.window_size // 2
+        r, c = np.divmod(np.arange(rows * columns), columns)  # each token's row and column, raster order
+        x = x.reshape(batch, rows * columns, -1)
+        for j, block in enumerate(model.stages[i]):
+            h = _layer_norm(x, block.attention_residual.norm)
+            if stage.windowed:
+                s = shift if j % 2 else 0  # windows displaced by s: the window of (r, c) is ⌊(r − s)/M⌋, ⌊(c − s)/M⌋
+                same = ((r[:, None] - s) // window == (r[None] - s) // window) & (
+                    (c[:, None] - s) // window == (c[None] - s) // window
+                )
+                dr, dc = r[:, None] - r[None] + window - 1, c[:, None] - c[None] + window - 1
+                offset = np.where(same, dr * (2 * window - 1) + dc, 0)
+                bias = _f64(block.attention.bias_table[...])[offset].transpose(2, 0, 1)  # [heads, L, L]
+                qkv = h @ _f64(block.attention.qkv.kernel[...]) + _f64(block.attention.qkv.bias[...])
+                q, k, v = (t.reshape(batch, rows * columns, stage.num_heads, -1) for t in np.split(qkv, 3, -1))
+                o = references.softmax_attention(q, k, v, allowed_pairs=same, bias=bias)
+                x = x + _dense(o.reshape(h.shape), block.attention.out)
+            else:
+                site = block.attention.attention
+                q, k, v = _dense(h, site.query), _dense(h, site.key), _dense(h, site.value)  # [batch, L, heads, d]
+                o = references.softmax_attention(q, k, v)
+                x = x + np.tensordot(o, _f64(site.out.kernel[...]), axes=2) + _f64(site.out.bias[...])
+            h = _layer_norm(x, block.mlp_residual.norm)
+            x = x + _dense(_gelu(_dense(h, block.mlp.hidden)), block.mlp.output)
+        x = x.reshape(batch, rows, columns, -1)
+        if i + 1 < len(config.stages):
+            merge = model.merges[i]
+            x = np.concatenate([x[:, 0::2, 0::2], x[:, 1::2, 0::2], x[:, 0::2, 1::2], x[:, 1::2, 1::2]], axis=-1)
+            x = _layer_norm(x, merge.norm) @ _f64(merge.reduce.kernel[...])
+    pooled = _layer_norm(x, model.norm).mean(axis=(1, 2))
+    return _dense(pooled, model.head)
+
+
+SWIN_CASES = {
+    # 8x16 map: windows shifted by 2 in the second block; 4x8: one window high, so two windows never shifted;
+    # 2x4: global exact attention. Non-square maps, so that rows and columns cannot be swapped unseen.
+    "shifted-then-unshifted-then-global": SwinConfig(
+        image_size=(16, 32),
+        patch_size=2,
+        channels=3,
+        embed_dim=8,
+        window_size=4,
+        stages=(SwinStage(depth=2, num_heads=2), SwinStage(depth=2, num_heads=4), SwinStage(1, 2, windowed=False)),
+    ),
+    # 16x24 then 8x12 maps: the shift reaches both stages (and the patch merging between two shifted stages).
+    "shifted-in-both-stages": SwinConfig(
+        image_size=(32, 48),
+        patch_size=2,
+        channels=3,
+        embed_dim=8,
+        window_size=4,
+        stages=(SwinStage(depth=2, num_heads=2), SwinStage(depth=2, num_heads=4)),
+    ),
+}
+
+
+@pytest.mark.parametrize("config", list(SWIN_CASES.values()), ids=list(SWIN_CASES))
+def test_the_swin_transformer_is_the_papers_forward_in_numpy(config):
+    """rfa's Swin Transformer (float32, jitted) gives the logits of :func:`reference_swin` (float64) with the same
+    weights, every one moved off its initial value (unit norm scales, zero biases, a near-zero bias table or position
+    table would hide a misread or unused parameter)."""
+    model = SwinTransformer(config, rngs=nnx.Rngs(0))
+    params = nnx.state(model, nnx.Param)
+    draws = iter(range(100, 10_000))
+    nnx.update(model, jax.tree.map(lambda w: w + jnp.asarray(normal(next(draws), w.shape, 0.3)), params))
+    images = normal(1, (2, *config.image_size, config.channels))
+    got = jax.jit(lambda m, x: m(x))(model, jnp.asarray(images))
+    expected = reference_swin(model, config, images)
+    assert float(np.abs(expected).max()) > 0.1
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ from rfa.attention.delta_rule.chunked import chunked
 from rfa.attention.delta_rule.recurrent import recurrent
 from rfa.attention.kernelized.prepare import check_decay_sign
 from rfa.attention.kernelized.sequence_parallel import check_axis
+from rfa.attention.segments import check_segment_ids, sequence_starts, with_resets
 from rfa.checks import check_finite, raise_if
 
 Array = jax.Array
@@ -75,6 +76,7 @@ def delta_rule_attention(
     return_state: bool = False,
     chunk_size: int = 64,
     sequence_axis: str | None = None,
+    segment_ids: Array | None = None,
 ) -> Array | tuple[Array, Array]:
     """Causal attention by the (gated) delta rule: a state that overwrites the value of a key instead of adding.
 
@@ -112,6 +114,12 @@ def delta_rule_attention(
         block's. A block maps the state entering it affinely, ``S ↦ A S + B`` (``A`` is ``d_k × d_k``); each
         device forms its ``(A, B)``, they are all-gathered and composed in order, and each device then runs its
         block from the state the blocks before it leave. The returned state is the sequence's, on every device.
+      segment_ids: packed sequences: integers broadcastable to ``[batch..., L]``, one id per sequence packed in the
+        row (Flax's convention). The state starts fresh at each token whose id differs from the token's before it
+        (a decay factor of 0 there; :mod:`rfa.attention.segments`), so each sequence is computed as if alone;
+        ``initial_state`` is the first sequence's. Padding inside a packed row (β = 0, g = 0) should carry the id
+        of the sequence before it, or it would start one (``rfa.attention.segments.sequence_index`` makes such
+        ids from any ids and a padding mask). Not with ``sequence_axis``.
 
     Returns:
       ``[batch..., L, heads, d_v]`` in ``q.dtype``; with ``return_state``, ``(output, state)``, the state
@@ -131,6 +139,11 @@ def delta_rule_attention(
     """
     chunk_size = check_positive_int(chunk_size, "chunk_size")
     q, k, v, beta, log_decay, state = check_delta_rule_call(q, k, v, beta, log_decay, initial_state)
+    if segment_ids is not None:
+        if sequence_axis is not None:
+            raise InputError("delta_rule_attention: segment_ids are not supported with sequence_axis.")
+        segment_ids = check_segment_ids(segment_ids, q.shape[:-2])
+        log_decay = with_resets(log_decay, sequence_starts(segment_ids)[..., None])
     check_finite(q=q, k=k, v=v)
     out, state = _run(q, k, v, beta, log_decay, state, chunk_size=chunk_size, sequence_axis=sequence_axis)
     return (out, state) if return_state else out

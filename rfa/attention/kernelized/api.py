@@ -16,6 +16,7 @@ from rfa.attention.kernelized.prepare import Call, check_call, check_decay_sign,
 from rfa.attention.kernelized.relative import relative
 from rfa.attention.kernelized.sequence_parallel import check_key_padding, sequence_parallel
 from rfa.attention.masks import CAUSAL, PADDING, UNSUPPORTED, MaskPlan, plan_mask, unsupported_message
+from rfa.attention.segments import check_segment_ids, check_self_attention, sequence_starts, with_resets
 from rfa.attention.state import RecurrentState
 from rfa.checks import check_finite, raise_if
 from rfa.random_features.feature_maps import Estimator
@@ -42,6 +43,7 @@ def kernelized_attention(
     return_state: bool = False,
     sequence_axis: str | None = None,
     relative_bias: Array | None = None,
+    segment_ids: Array | None = None,
 ) -> Array | tuple[Array, RecurrentState]:
     """Random-feature attention ``D̂⁻¹ φ(Q)(φ(K)ᵀV)`` in O(L·m·d) time and memory, in every mode.
 
@@ -95,6 +97,10 @@ def kernelized_attention(
         ``exp(b[L − 1 + i − j]) φ(q_i)ᵀφ(k_j)`` (Luo et al., NeurIPS 2021), bidirectional or causal, computed by FFT
         in O(L log L) per feature and value column (:mod:`rfa.attention.kernelized.relative`, with its round-off).
         Gradients flow to it. Not with a state, ``log_decay`` or ``sequence_axis``.
+      segment_ids: packed sequences (causal only, not with ``sequence_axis`` or ``relative_bias``): integers
+        broadcastable to ``[batch..., L]``, one id per sequence packed in the row (Flax's convention). Each
+        sequence is computed as if alone: the state starts fresh at a kept token whose id differs from the last
+        kept token's (:mod:`rfa.attention.segments`); ``initial_state`` is the first sequence's.
 
     Returns:
       ``[batch..., q_len, heads, d_v]`` in ``q.dtype`` (a query with no attended key outputs 0);
@@ -132,6 +138,8 @@ def kernelized_attention(
         sequence_axis=sequence_axis,
         relative_bias=relative_bias,
     )
+    if segment_ids is not None:
+        call = _with_sequence_starts(call, segment_ids)
     keys = call.keep_keys
     check_finite(q=call.q, k=call.k, v=call.v, keep={"q": call.keep_queries, "k": keys, "v": keys})
     out, state = _dispatch(call, plan)
@@ -139,6 +147,22 @@ def kernelized_attention(
 
 
 kernelized_attention = renamed_keywords(feature_map="estimator")(kernelized_attention)  # its keyword before rfa 0.3
+
+
+def _with_sequence_starts(call: Call, segment_ids) -> Call:
+    """``call`` with its packed sequences' starts folded into its log-decays (:mod:`rfa.attention.segments`)."""
+    where = "kernelized_attention"
+    if not call.is_causal or call.sequence_axis is not None or call.relative_bias is not None:
+        raise InputError(
+            f"{where}: segment_ids need is_causal=True without sequence_axis or relative_bias (a packed row's "
+            "sequences restart the causal state; the other modes have none to restart)."
+        )
+    check_self_attention(call.q, call.k, where)
+    batch, length = call.q.shape[:-3], call.q.shape[-3]
+    segment_ids = check_segment_ids(segment_ids, batch + (length,))[..., None, :]  # [batch..., 1, L]
+    keep = None if call.keep_keys is None else jnp.broadcast_to(call.keep_keys, batch + call.keep_keys.shape[-2:])
+    starts = jnp.swapaxes(sequence_starts(segment_ids, keep), -1, -2)  # [batch..., L, heads or 1]
+    return call.replace(log_decay=with_resets(call.log_decay, starts))
 
 
 def _dispatch(call: Call, plan: MaskPlan) -> tuple[Array, RecurrentState]:
