@@ -17,7 +17,7 @@ from rfa.attention.segments import check_segment_ids
 from rfa.checks import raise_if
 from rfa.layer_checkpoints import restore as restore  # rfa.nnx.restore
 from rfa.layer_checkpoints import save as save  # rfa.nnx.save
-from rfa.models.config import AttentionConfig, EncoderConfig
+from rfa.models.config import AttentionConfig, SiteWidths
 from rfa.models.cores import core_class
 from rfa.models.delta_rule import DeltaRuleLayer, check_qk_map
 from rfa.models.delta_rule_options import DeltaRuleOptions
@@ -259,13 +259,7 @@ class _ProjectedCore(_StateLayer):
         in_features = check_positive_int(in_features, "in_features")
         if in_features % num_heads:
             raise InputError(f"in_features ({in_features}) must be divisible by num_heads ({num_heads}).")
-        config = EncoderConfig(  # the widths rfa's cores read
-            d_model=in_features,
-            num_heads=num_heads,
-            mlp_dim=1,
-            num_encoder_layers=0,
-            dtype=jnp.dtype(dtype or jnp.float32).name,
-        )
+        config = SiteWidths(in_features, num_heads, dtype=jnp.dtype(dtype or jnp.float32).name)
         core_class(attention.kind).check_site("attention", attention, config, causal=True, stateful=True)
         heads = (num_heads, config.head_dim)
         self.num_heads, self.in_features = num_heads, in_features  # as nnx.MultiHeadAttention names them

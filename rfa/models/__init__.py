@@ -2,7 +2,7 @@
 
 from rfa.models import decoding
 from rfa.models.attention import AttentionInputs, AttentionSite
-from rfa.models.config import AttentionConfig, EncoderConfig, TransformerConfig
+from rfa.models.config import AttentionConfig, EncoderConfig, SiteWidths, TransformerConfig
 from rfa.models.delta_rule_options import DeltaRuleOptions
 from rfa.models.forecaster import ForecastConfig, Forecaster
 from rfa.models.presets import PRESETS, preset
@@ -29,6 +29,7 @@ __all__ = [
     "ForecastConfig",
     "Forecaster",
     "MultiHeadAttention",
+    "SiteWidths",
     "SwinConfig",
     "SwinStage",
     "SwinTransformer",

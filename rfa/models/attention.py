@@ -43,8 +43,9 @@ def attention_site(config: EncoderConfig, attention: AttentionConfig, *, causal:
     """The site of ``attention``: an :class:`AttentionSite` around the kind's core, or the core itself where it owns
     its projections (the delta rule's layer, whose heads and widths are its own; ``owns_projections``)."""
     core = core_class(attention.kind)
-    site = core if core.owns_projections else AttentionSite
-    return site(config, attention, causal=causal, cross=cross, rngs=rngs)
+    if core.owns_projections:
+        return core(config.at_site(attention), attention, causal=causal, cross=cross, rngs=rngs)
+    return AttentionSite(config, attention, causal=causal, cross=cross, rngs=rngs)
 
 
 class AttentionSite(nnx.Module):
@@ -64,10 +65,10 @@ class AttentionSite(nnx.Module):
     """
 
     def __init__(self, config: EncoderConfig, attention: AttentionConfig, *, causal: bool, cross: bool, rngs: nnx.Rngs):
-        config = config.at_site(attention)  # the site's heads
-        d, h, dh = config.d_model, config.num_heads, config.head_dim
+        widths = config.at_site(attention)  # the site's heads
+        d, h, dh = widths.d_model, widths.num_heads, widths.head_dim
         kv = attention.num_kv_heads or h
-        dtype = jnp.dtype(config.dtype)
+        dtype = jnp.dtype(widths.dtype)
         self.query = nnx.LinearGeneral(d, (h, dh), dtype=dtype, rngs=rngs)
         self.key = nnx.LinearGeneral(d, (kv, dh), dtype=dtype, rngs=rngs)
         self.value = nnx.LinearGeneral(d, (kv, dh), dtype=dtype, rngs=rngs)
@@ -75,7 +76,7 @@ class AttentionSite(nnx.Module):
         self.out = nnx.LinearGeneral((h, dh), d, axis=(-2, -1), dtype=dtype, rngs=rngs)
         self.rotary = config.positional == "rotary" and (not cross or config.cross_attention_rotary)
         self.rope_base, self.groups = attention.rope_base, h // kv
-        self.core = core_class(attention.kind)(config, attention, causal=causal, cross=cross, rngs=rngs)
+        self.core = core_class(attention.kind)(widths, attention, causal=causal, cross=cross, rngs=rngs)
         self.causal = causal
 
     def _rotate(self, x, positions):

@@ -7,7 +7,6 @@ cross-attention) is chosen independently: exact softmax or a registered random-f
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import warnings
 
@@ -148,6 +147,31 @@ def _check_int(config, name: str, minimum: int) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
+class SiteWidths:
+    """What an attention core reads of its model at one site (:mod:`rfa.models.cores`): the site's widths, dtype and
+    positions, and the mesh axis that splits the sequence. A model's come from :meth:`EncoderConfig.at_site`; a
+    drop-in layer (``rfa.nnx.GatedLinearAttention``) makes its own from its arguments.
+
+    Example:
+      >>> SiteWidths(d_model=32, num_heads=4).head_dim
+      8
+    """
+
+    d_model: int
+    num_heads: int
+    dtype: str = "float32"
+    positional: str = "sinusoidal"
+    sequence_axis: str | None = None
+    max_length: int | None = None
+    relative_buckets: int = 32
+    relative_max_distance: int = 128
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.num_heads
+
+
+@dataclasses.dataclass(frozen=True)
 class EncoderConfig:
     """The widths, depth and attention of a Transformer encoder stack, apart from any vocabulary.
 
@@ -263,19 +287,24 @@ class EncoderConfig:
         """The depth of the stack whose layers hold ``site``."""
         return self.num_encoder_layers
 
-    def at_site(self, attention: AttentionConfig) -> EncoderConfig:
-        """The config as a site of ``attention`` sees it: ``num_heads`` (and so ``head_dim``) the site's own.
+    def at_site(self, attention: AttentionConfig) -> SiteWidths:
+        """What a site of ``attention`` reads of the config: ``num_heads`` (and so ``head_dim``) the site's own.
 
         Example:
           >>> config = rfa.models.preset("tiny", vocab_size=50)
           >>> config.at_site(AttentionConfig(num_heads=2)).head_dim, config.head_dim
           (16, 8)
         """
-        if attention.num_heads is None or attention.num_heads == self.num_heads:
-            return self
-        site = copy.copy(self)  # not dataclasses.replace: the site's checks are __post_init__'s own, per site
-        object.__setattr__(site, "num_heads", attention.num_heads)
-        return site
+        return SiteWidths(
+            d_model=self.d_model,
+            num_heads=attention.num_heads or self.num_heads,
+            dtype=self.dtype,
+            positional=self.positional,
+            sequence_axis=self.sequence_axis,
+            max_length=self.max_length,
+            relative_buckets=self.relative_buckets,
+            relative_max_distance=self.relative_max_distance,
+        )
 
     def layer_attention(self, site: str, layer: int) -> AttentionConfig:
         """The attention of layer ``layer`` (from 0) at ``site``: the site's config, or its pattern's entry

@@ -22,8 +22,9 @@ a feature map           :class:`KernelizedCore`: ``rfa.kernelized_attention`` wi
                         of ``num_features`` tokens, the last w keys and values as its cache
 ======================  ==================================================================================
 
-Every core takes the same calls (the queries' input ``x [batch, q_len, d_model]`` comes along for the
-cores that compute gates from it):
+Every core is built as ``core(widths, attention, causal=, cross=, rngs=)`` from what it reads of its model,
+the site's :class:`~rfa.models.config.SiteWidths`, and takes the same calls (the queries' input
+``x [batch, q_len, d_model]`` comes along for the cores that compute gates from it):
 
 - ``core(q, k, v, x, key_mask=, q_positions=, k_positions=) -> out [batch, q_len, heads, head_dim]``;
 - ``init_cache(batch, max_length)``, ``prefill(q, k, v, x, key_mask=, positions=, max_length=) -> (out,
@@ -95,31 +96,31 @@ class KernelizedCore(Calibratable):
     takes_qk_map = False
     owns_projections = False  # an AttentionSite projects q, k, v and the output around it
 
-    def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+    def __init__(self, widths, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         fm = lookup_estimator(attention.kind)
         self.estimator, self.attention, self.causal = fm, attention, causal
-        self.num_heads, self.head_dim = config.num_heads, config.head_dim
-        self.sequence_axis = config.sequence_axis
+        self.num_heads, self.head_dim = widths.num_heads, widths.head_dim
+        self.sequence_axis = widths.sequence_axis
         random = fm.needs_projection or bool(fm.sampled)
         key = projection_key(rngs) if random else None
         self.projection, self.random_params = random_variables(
             fm,
             key,
             attention.num_features,
-            config.head_dim,
+            widths.head_dim,
             projection_kind=attention.projection_kind,
             scaling=attention.scaling,
         )
-        self.learned_params = learned_variables(fm, config.num_heads, attention.num_features, config.head_dim)
-        gates = config.num_heads * (
-            fm.num_outputs(attention.num_features, config.head_dim) if attention.gate == "feature" else 1
+        self.learned_params = learned_variables(fm, widths.num_heads, attention.num_features, widths.head_dim)
+        gates = widths.num_heads * (
+            fm.num_outputs(attention.num_features, widths.head_dim) if attention.gate == "feature" else 1
         )
         self.gate = (
             nnx.Linear(
-                config.d_model,
+                widths.d_model,
                 gates,
                 bias_init=nnx.initializers.constant(GATE_BIAS),
-                dtype=jnp.dtype(config.dtype),
+                dtype=jnp.dtype(widths.dtype),
                 rngs=rngs,
             )
             if attention.gated
@@ -127,21 +128,21 @@ class KernelizedCore(Calibratable):
         )
         self.relative = (
             RelativeBias(
-                config.num_heads,
-                num_buckets=config.relative_buckets,
-                max_distance=config.relative_max_distance,
+                widths.num_heads,
+                num_buckets=widths.relative_buckets,
+                max_distance=widths.relative_max_distance,
                 bidirectional=not causal,
                 rngs=rngs,
             )
-            if config.positional == "relative" and not cross
+            if widths.positional == "relative" and not cross
             else None
         )
         self.init_calibration()  # parameters fitted on calibration batches (rfa.attention.calibrating)
 
     @staticmethod
-    def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
+    def check_site(site: str, attention, widths, *, causal: bool, stateful: bool) -> None:
         fm = lookup_estimator(attention.kind)
-        if config.positional == "relative" and (attention.gated or config.sequence_axis is not None):
+        if widths.positional == "relative" and (attention.gated or widths.sequence_axis is not None):
             raise InputError(
                 f"{site} is kernelized ({attention.kind!r}) with positional='relative': its bias per relative "
                 "position runs by FFT over the whole sequence on one device, without a decay; it cannot be "
@@ -157,10 +158,10 @@ class KernelizedCore(Calibratable):
             )
         if missing - set(fm.fitted):
             raise InputError(f"{site} with {attention.kind!r} needs feature_params {sorted(missing)}.")
-        if missing and config.sequence_axis is not None:
+        if missing and widths.sequence_axis is not None:
             raise InputError(
                 f"{site} with {attention.kind!r} fits feature_params {sorted(missing)} to the whole sequence, which a "
-                f"device holding one block of it (sequence_axis={config.sequence_axis!r}) cannot: fix them in the "
+                f"device holding one block of it (sequence_axis={widths.sequence_axis!r}) cannot: fix them in the "
                 "config (e.g. the map's standard_params), or do not split the sequence."
             )
         if attention.gated and attention.gate == "feature" and "key_log_weight" in fm.names():

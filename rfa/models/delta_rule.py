@@ -335,21 +335,20 @@ class DeltaRuleCore(nnx.Module):
     takes_qk_map = True  # AttentionConfig.qk_map: an estimator's normalized features instead of SiLU and L2
     owns_projections = True  # the site is the core: no q/k/v/output projections around it
 
-    def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+    def __init__(self, widths, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         del causal, cross  # causal self-attention only (check_site)
-        config = config.at_site(attention)  # the site's heads
         self.layer = DeltaRuleLayer(
             attention,
-            config.d_model,
-            config.num_heads,
-            sequence_axis=config.sequence_axis,
-            dtype=config.dtype,
+            widths.d_model,
+            widths.num_heads,
+            sequence_axis=widths.sequence_axis,
+            dtype=widths.dtype,
             rngs=rngs,
         )
         self.causal = True
 
     @staticmethod
-    def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
+    def check_site(site: str, attention, widths, *, causal: bool, stateful: bool) -> None:
         """The delta rule is causal self-attention, and its gate is its own."""
         if not causal:
             raise InputError(
@@ -361,11 +360,11 @@ class DeltaRuleCore(nnx.Module):
                 f"{site}: {attention.kind!r} has its own decay ('gated_deltanet', 'kda'); gated=True is for feature "
                 "maps."
             )
-        if config.positional == "relative":
+        if widths.positional == "relative":
             raise InputError(f"{site}: {attention.kind!r} has no relative bias; the short convolution gives position.")
         check_qk_map(site, attention)
-        attention.delta_rule.head_v_dim(config.d_model, config.num_heads)
-        attention.delta_rule.value_heads(config.num_heads)
+        attention.delta_rule.head_v_dim(widths.d_model, widths.num_heads)
+        attention.delta_rule.value_heads(widths.num_heads)
 
     def __call__(self, x: Array, memory=None, *, key_mask: Array, q_positions: Array, k_positions: Array) -> Array:
         del memory, q_positions, k_positions  # self-attention; the convolution gives position

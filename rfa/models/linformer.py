@@ -24,16 +24,16 @@ class LinformerCore(nnx.Module):
     takes_qk_map = False
     owns_projections = False  # an AttentionSite projects q, k, v and the output around it
 
-    def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+    def __init__(self, widths, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         del causal, cross  # never causal (check_site)
-        init = nnx.initializers.normal(1 / math.sqrt(config.max_length))
-        shape = (attention.num_features, config.max_length)
+        init = nnx.initializers.normal(1 / math.sqrt(widths.max_length))
+        shape = (attention.num_features, widths.max_length)
         self.key_projection = nnx.Param(init(rngs.params(), shape))
         self.value_projection = nnx.Param(init(rngs.params(), shape))
-        self.max_length = config.max_length
+        self.max_length = widths.max_length
 
     @staticmethod
-    def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
+    def check_site(site: str, attention, widths, *, causal: bool, stateful: bool) -> None:
         refuse_gate(site, attention)
         if causal:
             raise InputError(
@@ -41,7 +41,7 @@ class LinformerCore(nnx.Module):
                 "mixes in future positions: it cannot be causal or decode token by token. Use it at encoder or "
                 "cross-attention sites, and softmax or a kernelized kind at the decoder's self-attention."
             )
-        if config.positional == "relative":
+        if widths.positional == "relative":
             raise InputError(f"{site}: linformer's keys are mixtures of positions, so a relative bias has no meaning.")
 
     def _project(self, k, v, key_mask):

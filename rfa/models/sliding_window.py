@@ -30,19 +30,19 @@ class SlidingWindowCore(nnx.Module):
     takes_qk_map = False
     owns_projections = False  # an AttentionSite projects q, k, v and the output around it
 
-    def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+    def __init__(self, widths, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         del cross, rngs  # self-attention only (check_site); no parameters
-        self.causal, self.window, self.dtype = causal, attention.num_features, jnp.dtype(config.dtype)
-        self.num_heads, self.head_dim = config.num_heads, config.head_dim
+        self.causal, self.window, self.dtype = causal, attention.num_features, jnp.dtype(widths.dtype)
+        self.num_heads, self.head_dim = widths.num_heads, widths.head_dim
 
     @staticmethod
-    def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
+    def check_site(site: str, attention, widths, *, causal: bool, stateful: bool) -> None:
         """A window is a span of one sequence's positions: self-attention, no gate, no relative bias or split."""
         if site == "cross_attention":
             raise InputError(f"{site}: a sliding window spans positions of one sequence; cross-attention has two.")
         if attention.gated:
             raise InputError(f"{site}: gated=True decays a kernelized state; 'sliding_window' has none.")
-        if config.positional == "relative" or config.sequence_axis is not None:
+        if widths.positional == "relative" or widths.sequence_axis is not None:
             raise InputError(
                 f"{site}: 'sliding_window' takes no relative bias and does not run sequence-parallel; use rotary or "
                 "absolute positions, and no sequence_axis."

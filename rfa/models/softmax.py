@@ -72,15 +72,15 @@ class SoftmaxCore(nnx.Module):
     takes_qk_map = False
     owns_projections = False  # an AttentionSite projects q, k, v and the output around it
 
-    def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
-        self.causal, self.dtype = causal, jnp.dtype(config.dtype)
-        self.num_heads, self.head_dim = config.num_heads, config.head_dim
-        relative = config.positional == "relative" and not cross
+    def __init__(self, widths, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+        self.causal, self.dtype = causal, jnp.dtype(widths.dtype)
+        self.num_heads, self.head_dim = widths.num_heads, widths.head_dim
+        relative = widths.positional == "relative" and not cross
         self.relative = (
             RelativeBias(
-                config.num_heads,
-                num_buckets=config.relative_buckets,
-                max_distance=config.relative_max_distance,
+                widths.num_heads,
+                num_buckets=widths.relative_buckets,
+                max_distance=widths.relative_max_distance,
                 bidirectional=not causal,
                 rngs=rngs,
             )
@@ -89,7 +89,7 @@ class SoftmaxCore(nnx.Module):
         )
 
     @staticmethod
-    def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
+    def check_site(site: str, attention, widths, *, causal: bool, stateful: bool) -> None:
         """Raises a ValueError for a configuration the kind cannot run at ``site`` (every core has one):
         exact attention runs every configuration but a gate."""
         refuse_gate(site, attention)
@@ -144,12 +144,12 @@ class FourierCore(SoftmaxCore):
     The radius R is ``AttentionConfig.feature_params``' ``"radius"`` (default 1), fixed, one for every head.
     """
 
-    def __init__(self, config, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
-        super().__init__(config, attention, causal=causal, cross=cross, rngs=rngs)
+    def __init__(self, widths, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+        super().__init__(widths, attention, causal=causal, cross=cross, rngs=rngs)
         self.radius = float(attention.params.get("radius", 1.0))
 
     @staticmethod
-    def check_site(site: str, attention, config, *, causal: bool, stateful: bool) -> None:
+    def check_site(site: str, attention, widths, *, causal: bool, stateful: bool) -> None:
         refuse_gate(site, attention)
         unknown = set(attention.params) - {"radius"}
         if unknown or attention.params.get("radius", 1.0) <= 0:
@@ -157,7 +157,7 @@ class FourierCore(SoftmaxCore):
                 f"{site}: Fourier integral attention takes one parameter, feature_params (('radius', R),) with R > 0; "
                 f"got {attention.feature_params!r}."
             )
-        if config.positional == "relative":
+        if widths.positional == "relative":
             raise InputError(
                 f"{site}: Fourier integral attention takes no relative bias; use rotary or absolute positions."
             )

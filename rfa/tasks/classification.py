@@ -9,7 +9,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from rfa.data.pipeline import pad
+from rfa.data.pipeline import pad, stream
 from rfa.data.tokenizers import PAD_ID
 from rfa.models import Encoder
 from rfa.tasks.base import TaskKind, register_task_kind
@@ -29,7 +29,7 @@ class Classification(TaskKind):
         dataset = dataset.map(
             lambda ex: {"inputs": encode(ex[task.inputs])[:max_length], "label": np.int32(ex[task.targets])}
         )
-        return dataset.to_iter_dataset().map(
+        return stream(dataset).map(
             lambda ex: {"inputs": pad(ex["inputs"], max_length), "label": ex["label"], "weight": np.float32(1)}
         )
 

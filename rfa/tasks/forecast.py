@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from rfa.data.pipeline import load_source
+from rfa.data.pipeline import load_source, stream
 from rfa.data.series import Windows
 from rfa.models import ForecastConfig, Forecaster
 from rfa.tasks.base import TaskKind, register_task_kind
@@ -45,7 +45,7 @@ class Forecast(TaskKind):
         return Windows(values, int(example["start"]), train_values, max_length, horizon)
 
     def examples(self, task, dataset, *, max_length):
-        return dataset.to_iter_dataset()
+        return stream(dataset)
 
     def model_config(self, config, task, attention, *, sequence_axis):
         m = config.model

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from rfa.data.pipeline import stream
 from rfa.models import AttentionConfig, SwinConfig, SwinStage, SwinTransformer, VisionConfig, VisionTransformer
 from rfa.tasks.base import TaskKind, register_task_kind
 from rfa.tasks.common import cross_entropy_summary, cross_entropy_sums
@@ -82,7 +83,7 @@ class ImageClassification(TaskKind):
                 "weight": np.float32(1),
             }
         )
-        return dataset.to_iter_dataset()
+        return stream(dataset)
 
     def model_config(self, config, task, attention, *, sequence_axis):
         architecture = config.model.architecture

@@ -11,6 +11,7 @@ import grain
 import jax.numpy as jnp
 import numpy as np
 
+from rfa.data.pipeline import stream
 from rfa.data.tokenizers import EOS_ID, PAD_ID
 from rfa.models import Decoder, decoding
 from rfa.tasks.base import TaskKind, register_task_kind
@@ -31,7 +32,7 @@ class LanguageModel(TaskKind):
         encode = task.tokenizer.encode
         documents = dataset.map(lambda ex: {"inputs": np.append(encode(ex[task.inputs]), np.int32(EOS_ID))})
         windows = grain.experimental.ConcatThenSplitIterDataset(
-            documents.to_iter_dataset(), length_struct={"inputs": max_length + 1}
+            stream(documents), length_struct={"inputs": max_length + 1}
         )
         return windows.map(lambda ex: {"inputs": ex["inputs"][:-1], "targets": ex["inputs"][1:]})
 

@@ -9,7 +9,7 @@ Metrics: cross-entropy and accuracy at query positions.
 from __future__ import annotations
 
 from rfa.data.mqar import check_sizes, mqar_config
-from rfa.data.pipeline import load_source
+from rfa.data.pipeline import load_source, stream
 from rfa.tasks.base import TaskKind, register_task_kind
 from rfa.tasks.common import cross_entropy_summary, transformer_config
 from rfa.tasks.lm import LanguageModel
@@ -39,7 +39,7 @@ class Recall(LanguageModel):
         return load_source(task, split, data_dir, sizes)
 
     def examples(self, task, dataset, *, max_length):
-        return dataset.to_iter_dataset().map(lambda ex: {"inputs": ex[task.inputs], "targets": ex[task.targets]})
+        return stream(dataset).map(lambda ex: {"inputs": ex[task.inputs], "targets": ex[task.targets]})
 
     def model_config(self, config, task, attention, *, sequence_axis):
         return transformer_config(

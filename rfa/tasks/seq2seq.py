@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfa.data.pipeline import pad
+from rfa.data.pipeline import pad, stream
 from rfa.data.tokenizers import BOS_ID, EOS_ID, PAD_ID
 from rfa.models import EncoderDecoder, decoding
 from rfa.tasks.base import SITES, TaskKind, register_task_kind
@@ -42,7 +42,7 @@ class Seq2Seq(TaskKind):
                 "targets": np.append(encode(ex[task.targets]), np.int32(EOS_ID)),
             }
         ).filter(lambda ex: len(ex["inputs"]) <= max_length and len(ex["targets"]) <= max_length)
-        return dataset.to_iter_dataset().map(lambda ex: {key: pad(ex[key], max_length) for key in ex})
+        return stream(dataset).map(lambda ex: {key: pad(ex[key], max_length) for key in ex})
 
     def model_config(self, config, task, attention, *, sequence_axis):
         return transformer_config(config, task, attention, sequence_axis=sequence_axis)

@@ -100,14 +100,15 @@ def trained_model(config: ml_collections.ConfigDict, workdir: str) -> tuple[np.n
     """Per head, the queries and keys of encoder layer ``config.model.layer`` on evaluation inputs.
 
     The model of ``config.model.config`` is trained for ``config.model.num_train_steps`` steps into
-    ``<workdir>/model`` (resumed there like any training run), then its self-attention projections
-    are read on the first evaluation batch, padding left out; up to ``num_vectors`` tokens per head.
+    ``<workdir>/model`` (resumed there like any training run; evaluated on one batch only), then its self-attention
+    projections are read on the first evaluation batch, padding left out; up to ``num_vectors`` tokens per head.
     """
     from rfa.tasks import eval_batches
     from rfa.train import load_model, train_and_evaluate
 
     train_config = _load_config(config.model.config)
     train_config.num_train_steps = config.model.num_train_steps
+    train_config.eval_batches = 1  # the study reads the model's projections, not its metrics
     train_config.data_dir = config.data_dir
     model_dir = os.path.join(workdir, "model")
     train_and_evaluate(train_config, model_dir)
