@@ -4,13 +4,13 @@ Run:
   rfa benchmark scaling
   rfa benchmark scaling --lengths 1024,2048,4096 --output /tmp/scaling.json
 
-Models (batch 1, float32, d_model 64, 4 heads of 16, MLP 128, 2 layers, vocabulary 256): a decoder
-language model (causal self-attention) and an encoder classifier (bidirectional, mean pooling).
-Kinds: ``exact`` (softmax), ``positive`` (m = 64 positive random features) and, for the decoder,
-``gated`` (positive features with a learned decay gate). A step is the jitted, donated
-``value_and_grad`` of the cross-entropy plus an Adam update (``nnx.Optimizer``), compiled ahead of
-time; peak memory is XLA's estimate for that program (arguments + outputs + temporaries − aliased),
-time the median of ``--repeats`` calls after a warm-up. A case whose estimated peak exceeds
+Models (batch 1, float32, d_model 64, 4 heads of 16, MLP 128, 2 layers (``--num_layers``), vocabulary 256): a
+decoder language model (causal self-attention) and an encoder classifier (bidirectional, mean pooling).
+Kinds (``--kinds``, all by default; each model times those of them it has): ``exact`` (softmax), ``positive``
+(m = 64 positive random features) and, for the decoder, ``gated`` (positive features with a learned decay gate).
+A step is the jitted, donated ``value_and_grad`` of the cross-entropy plus an Adam update (``nnx.Optimizer``),
+compiled ahead of time; peak memory is XLA's estimate for that program (arguments + outputs + temporaries −
+aliased), time the median of ``--repeats`` calls after a warm-up. A case whose estimated peak exceeds
 ``--max_memory_gib`` is skipped, not run (exact attention stores L² scores per head and layer).
 
 Slopes are least-squares fits of log(time) and log(memory) against log(L) over the lengths from
@@ -62,6 +62,12 @@ _OUTPUT = flags.DEFINE_string(
 _WORKDIR = flags.DEFINE_string(
     "workdir", "workdir/benchmarks", "Where the JSON (and figure) go unless --output is given."
 )
+_KINDS = flags.DEFINE_list(
+    "kinds", ["exact", "positive", "gated"], "Kinds to time (of exact, positive, gated); each model times those it has."
+)
+_NUM_LAYERS = flags.DEFINE_integer(
+    "num_layers", 2, "Layers of each model (the decoder's, or the encoder's).", lower_bound=1
+)
 _SEQUENCE_DEVICES = flags.DEFINE_list(
     "sequence_devices", [], "Device counts P splitting the sequence: per-device memory instead of time."
 )
@@ -76,6 +82,16 @@ KINDS = {
     "gated": AttentionConfig("positive", 64, gated=True),
 }
 MODELS = {"decoder": ("exact", "positive", "gated"), "encoder": ("exact", "positive")}  # gates need a causal site
+flags.register_validator(
+    "kinds", lambda kinds: set(kinds) <= set(KINDS), f"each kind must be one of {', '.join(KINDS)}."
+)
+
+
+def timed_models(kinds: list[str]) -> dict[str, tuple[str, ...]]:
+    """``MODELS`` with each model's kinds cut to ``kinds`` (``--kinds``): ``["exact", "gated"]`` times the decoder's
+    exact and gated steps and the encoder's exact one; a model left with no kind is left out."""
+    cut = {model: tuple(kind for kind in own if kind in kinds) for model, own in MODELS.items()}
+    return {model: own for model, own in cut.items() if own}
 
 
 def model_config(model: str, kind: str, length: int, *, sequence_axis: str | None = None) -> TransformerConfig:
@@ -87,8 +103,8 @@ def model_config(model: str, kind: str, length: int, *, sequence_axis: str | Non
         d_model=64,
         num_heads=4,
         mlp_dim=128,
-        num_encoder_layers=2,
-        num_decoder_layers=2,
+        num_encoder_layers=_NUM_LAYERS.value,
+        num_decoder_layers=_NUM_LAYERS.value,
         dropout_rate=0.0,
         max_length=length,
         sequence_axis=sequence_axis,
@@ -172,10 +188,11 @@ def measure(model: str, kind: str, length: int) -> dict:
     return {**result, **timing_summary(seconds)}
 
 
-def summarize(results: list[dict], fit_from: int) -> dict:
-    """Per model and kind: the fitted slopes of time and memory; per kernelized kind: the crossover length."""
+def summarize(results: list[dict], fit_from: int, models: dict[str, tuple[str, ...]] = MODELS) -> dict:
+    """Per model and kind of ``models``: the fitted slopes of time and memory; per kernelized kind: the crossover
+    length."""
     summary = {}
-    for model, kinds in MODELS.items():
+    for model, kinds in models.items():
         for kind in kinds:
             rows = [r for r in results if r["model"] == model and r["kind"] == kind and "median_ms" in r]
             fitted = [r for r in rows if r["length"] >= fit_from]
@@ -185,7 +202,7 @@ def summarize(results: list[dict], fit_from: int) -> dict:
                 "longest": max((r["length"] for r in rows), default=None),
             }
         exact = {r["length"]: r.get("median_ms") for r in results if r["model"] == model and r["kind"] == "exact"}
-        for kind in kinds[1:]:
+        for kind in (kind for kind in kinds if kind != "exact"):
             rows = [
                 (r["length"], r["median_ms"])
                 for r in results
@@ -210,10 +227,10 @@ def table(results: list[dict]) -> str:
     return markdown_table(header, rows)
 
 
-def plot(results: list[dict], summary: dict, path: str) -> None:
+def plot(results: list[dict], summary: dict, path: str, models: dict[str, tuple[str, ...]] = MODELS) -> None:
     figure = Figure(figsize=(10, 4))
     time_axis, memory_axis = figure.subplots(1, 2)
-    for model, kinds in MODELS.items():
+    for model, kinds in models.items():
         for kind in kinds:
             rows = [r for r in results if r["model"] == model and r["kind"] == kind]
             timed = [r for r in rows if "median_ms" in r]
@@ -250,15 +267,15 @@ def main(argv):
         plot_sequence_memory(rows, os.path.splitext(output)[0] + ".png")
         print(f"\nwrote {output}")
         return
-    results = []
+    results, models = [], timed_models(_KINDS.value)
     for length in (int(x) for x in _LENGTHS.value):
-        for model, kinds in MODELS.items():
+        for model, kinds in models.items():
             for kind in kinds:
                 result = measure(model, kind, length)
                 results.append(result)
                 shown = f"{result['median_ms']:.1f} ms" if "median_ms" in result else f"skipped ({result['skipped']})"
                 print(f"L={length:6d} {model:8s} {kind:9s} {shown}", flush=True)
-    summary = summarize(results, _FIT_FROM.value)
+    summary = summarize(results, _FIT_FROM.value, models)
     print("\n" + table(results))
     for name, fit in summary.items():
         print(f"{name}: {fit}")
@@ -266,7 +283,7 @@ def main(argv):
     data = {"environment": env, "fit_from": _FIT_FROM.value, "results": results, "summary": summary}
     write_json(output, data)
     warn_against_committed(output, data)
-    plot(results, summary, os.path.splitext(output)[0] + ".png")
+    plot(results, summary, os.path.splitext(output)[0] + ".png", models)
     print(f"\nwrote {output}")
 
 
