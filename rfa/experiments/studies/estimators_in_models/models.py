@@ -28,8 +28,7 @@ class RfaModel:
 
     def __init__(self, study, name: str):
         self.study, self.name, self.task = study, name, get_task(study.tasks[name])
-        self.forward = nnx.jit(self.outputs)  # compiled once per model graph
-        self.site_inputs = nnx.jit(self.sites)
+        self.forward, self.site_inputs = _jitted(self, study.tasks[name])  # compiled once per model graph
 
     def exact(self, state: str, seed: int, workdir: str):
         """``(model, config)``: the exact model at initialization or after its training run (read back)."""
@@ -42,7 +41,7 @@ class RfaModel:
         run = os.path.join(workdir, self.name, f"seed_{seed}")
         train_and_evaluate(config, run)
         model, config, _, _ = load_model(run)
-        return model, config
+        return uncommitted(model), config
 
     def swapped(self, exact, config, estimator: str, num_features: int, seed: int):
         """The model with ``estimator`` at m = ``num_features`` at every site, the exact model's weights, and
@@ -134,6 +133,35 @@ class FlaxModel(RfaModel):
 
 
 MODEL_KINDS = {"encoder": RfaModel, "decoder": RfaModel, "vit": RfaModel, "flax": FlaxModel}
+
+
+_JITTED: dict[tuple[type, str], tuple] = {}
+
+
+def _jitted(kind: RfaModel, task: str) -> tuple:
+    """``(forward, site_inputs)``: ``kind``'s ``outputs`` and ``sites`` jitted, one pair per model class and task in
+    a process. They depend on nothing else, so every state, seed and pass of the study (and of its q/k-scale sweep)
+    reuses the programs that the first compiled; jitting each instance's own methods compiled them all again."""
+    key = (type(kind), task)
+    if key not in _JITTED:
+        _JITTED[key] = nnx.jit(kind.outputs), nnx.jit(kind.sites)
+    return _JITTED[key]
+
+
+def uncommitted(model: nnx.Module) -> nnx.Module:
+    """``model`` with its arrays uncommitted to a device, as a freshly built model's are (the same values). A
+    checkpoint restores them committed, and JAX compiles a program again for committed inputs: each eager operation
+    of calibration and of the measures, and each jitted one, would be compiled once per state of the model."""
+    nnx.update(model, jax.tree.map(_uncommitted, nnx.state(model)))
+    return model
+
+
+def _uncommitted(x):
+    if not getattr(x, "committed", False):
+        return x
+    if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+        return jax.random.wrap_key_data(jax.device_put(np.asarray(jax.random.key_data(x))), impl=jax.random.key_impl(x))
+    return jax.device_put(np.asarray(x))
 
 
 def metric_batches(config):
