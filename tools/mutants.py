@@ -58,6 +58,7 @@ ESTIMATORS_IN_MODELS = "rfa/experiments/studies/estimators_in_models/measure.py"
 ESTIMATORS_TESTS = "tests/experiments/test_estimators_in_models.py"
 DELTA_CHUNKED = "rfa/attention/delta_rule/chunked.py"
 CHUNK_SCORES = "rfa/attention/chunk_scores.py"
+PACKED_TESTS = "tests/attention/test_packed_sequences.py"
 PER_FEATURE_TESTS = ("tests/attention/test_per_feature_decay.py",)
 DELTA_RECURRENT = "rfa/attention/delta_rule/recurrent.py"
 DELTA_API = "rfa/attention/delta_rule/api.py"
@@ -1643,6 +1644,39 @@ MUTANTS = [
         "            new_caches.append(caches[i] if i else cache)\n",
         (HYBRID_TESTS,),
         "decoding keeps the old cache of every layer but the first",
+    ),
+    # Packed sequences (segment_ids): a state, a convolution and a window start fresh at a sequence's first token.
+    Mutant(
+        "packed-starts-ignore-padding",
+        "rfa/attention/segments.py",
+        "    return keep & (before >= 0) & (segment_ids != previous)",
+        "    return keep & (segment_ids != jnp.concatenate([segment_ids[..., :1], segment_ids[..., :-1]], -1))",
+        (PACKED_TESTS,),
+        "a sequence starts after every padded token whose id differs, so padding inside a sequence splits it",
+    ),
+    Mutant(
+        "packed-reset-leaks",
+        "rfa/attention/segments.py",
+        "RESET_LOG_DECAY = -1e6",
+        "RESET_LOG_DECAY = -5.0",
+        (PACKED_TESTS,),
+        "the decay at a sequence's start is exp(-5), not 0: the state of the sequence before leaks into it",
+    ),
+    Mutant(
+        "packed-conv-history-not-cut",
+        "rfa/models/short_convolution.py",
+        "        history = jnp.where(jnp.take_along_axis(index, last[..., None], axis=1) == final, history, 0.0)\n",
+        "",
+        (PACKED_TESTS,),
+        "a packed prefill's convolution history holds inputs of the sequences before the last one",
+    ),
+    Mutant(
+        "packed-window-reads-other-sequences",
+        "rfa/attention/sliding_window.py",
+        "        allowed = allowed & (query_ids == key_ids[..., None, :])",
+        "        allowed = allowed & (query_ids == query_ids)",
+        (PACKED_TESTS,),
+        "the window attends across a sequence boundary",
     ),
     # The keywords renamed in 0.3 (kind=, projection=) keep working for one release.
     Mutant(
