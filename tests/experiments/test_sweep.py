@@ -1,5 +1,6 @@
 """Config schema, sweep expansion, variants and the workdir store of the MSE runner."""
 
+import importlib.util
 import json
 import os
 import re
@@ -214,3 +215,28 @@ def test_shipped_configs_are_found_by_name_where_no_such_file_exists(tmp_path, m
         "fig.py",
         "--config=" + shipped_config("performer_fig2") + ":quick",
     ]
+
+
+def test_a_reproduction_module_loaded_twice_registers_once_and_another_of_its_name_is_refused(tmp_path, monkeypatch):
+    """``rfa sweep --config my_reproduction.py`` runs the module as a config file, then its report imports it by
+    name: the same definition twice. The how-to's sweep failed there with "already registered"."""
+    from rfa.experiments.sweeps import registry
+
+    monkeypatch.setattr(registry, "_REPRODUCTIONS", dict(registry._REPRODUCTIONS))
+    module = tmp_path / "twice_loaded.py"
+    module.write_text(
+        "from rfa.experiments.sweeps.registry import Reproduction, register_reproduction\n"
+        "def analyze(config, records, workdir):\n"
+        "    raise NotImplementedError\n"
+        "register_reproduction(Reproduction('twice_loaded', 'kernel_mse', analyze, config='twice_loaded'))\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    loaded = []
+    for name, path in (("twice_loaded", str(module)), ("config_file_twice_loaded", module.name)):  # as the command
+        spec = importlib.util.spec_from_file_location(name, path)
+        loaded.append(importlib.util.module_from_spec(spec))
+        spec.loader.exec_module(loaded[-1])
+    assert registry.reproduction("twice_loaded").analyze is loaded[-1].analyze
+    other = registry.Reproduction("twice_loaded", "kernel_mse", lambda config, records, workdir: None)
+    with pytest.raises(ValueError, match="a reproduction named 'twice_loaded' is already registered"):
+        registry.register_reproduction(other)

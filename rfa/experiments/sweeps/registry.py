@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -92,13 +93,23 @@ def experiment_kind(name: str) -> ExperimentKind:
 
 
 def register_reproduction(reproduction: Reproduction) -> Reproduction:
-    """Adds a reproduction (its experiment kind must be registered); an existing name is an error."""
+    """Adds a reproduction (its experiment kind must be registered). Another reproduction of an existing name is an
+    error; the same definition again replaces it: a user's module runs twice when ``rfa sweep --config
+    my_reproduction.py`` loads it as a config file and its report imports it by name."""
     if reproduction.experiment not in _KINDS:
         experiment_kind(reproduction.experiment)  # an error naming the registered kinds
-    if reproduction.name in _REPRODUCTIONS:
+    existing = _REPRODUCTIONS.get(reproduction.name)
+    if existing is not None and _definition(existing) != _definition(reproduction):
         raise ValueError(f"a reproduction named {reproduction.name!r} is already registered.")
     _REPRODUCTIONS[reproduction.name] = reproduction
     return reproduction
+
+
+def _definition(reproduction: Reproduction) -> tuple:
+    """What makes two registrations one reproduction: its fields, its analysis named by source file and name."""
+    code = getattr(reproduction.analyze, "__code__", None)
+    source = os.path.realpath(code.co_filename) if code else None  # a config file's path may be relative
+    return reproduction.experiment, reproduction.requirements, reproduction.config, source, code and code.co_name
 
 
 def reproduction(name: str) -> Reproduction:
