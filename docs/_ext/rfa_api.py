@@ -157,9 +157,12 @@ def _names_lines(package: str) -> list[str]:
 
 
 class _Rst(SphinxDirective):
-    """A directive that writes reStructuredText and parses it in place (section titles allowed)."""
+    """A directive that writes reStructuredText and parses it in place (section titles allowed), in a Markdown page
+    too: MyST parses a directive's content as Markdown, where reStructuredText shows as its literal text."""
 
     def parse(self, lines: list[str]) -> list[nodes.Node]:
+        if str(self.env.doc2path(self.env.docname)).endswith(".md"):
+            lines = ["```{eval-rst}", *lines, "```"]
         content, node = StringList(lines, source=self.get_source_info()[0]), nodes.container()
         with switch_source_input(self.state, content):
             nested_parse_with_titles(self.state, content, node)

@@ -76,12 +76,18 @@ def _group_usage(subcommand: str, package: str) -> str:
     return f"usage: rfa {subcommand} NAME [FLAGS]   (rfa {subcommand} NAME --help: its flags)\n\n{heading}:\n{listed}"
 
 
+CONFIGS_USAGE = "usage: rfa configs   (the shipped configs, by group, and the fields each attention variant sets)"
+
+
 def _configs() -> str:
     from rfa.experiments.cli import shipped_config_names
     from rfa.train import ATTENTION_VARIANTS
 
     lines = [f"{group}: {' '.join(names)}" for group, names in shipped_config_names().items()]
-    return "\n".join([*lines, f"attention variants (tasks' NAME:VARIANT): {' '.join(ATTENTION_VARIANTS)}"])
+    lines += ["", "attention variants (a task's config string NAME:VARIANT; every other field keeps the task's value):"]
+    for name, fields in ATTENTION_VARIANTS.items():
+        lines.append(f"  {name:<24} {', '.join(f'{field}={value!r}' for field, value in fields.items())}")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -96,7 +102,12 @@ def main(argv: list[str] | None = None) -> None:
     if importlib.util.find_spec("absl") is None or importlib.util.find_spec("ml_collections") is None:
         sys.exit(f"rfa {subcommand} needs rfa's experiments: pip install '{EXTRA}'")
     if subcommand == "configs":
-        print(_configs())
+        if rest and rest[0] in ("-h", "--help"):
+            print(CONFIGS_USAGE)
+        elif rest:
+            sys.exit(f"rfa configs takes no arguments, got {' '.join(rest)!r}\n\n{CONFIGS_USAGE}")
+        else:
+            print(_configs())
         return
     module, _ = COMMANDS[subcommand]
     if importlib.util.find_spec(module).submodule_search_locations is not None:  # a group: the next word names one

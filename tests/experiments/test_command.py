@@ -66,3 +66,18 @@ def test_the_old_commands_and_imports_still_work_from_a_checkout():
     same = "import configs.sort, rfa.configs.tasks.sort as new; print(configs.sort is new)"
     done = run("-W", "always::DeprecationWarning", "-c", same)
     assert done.stdout.strip() == "True" and "rfa.configs.*` since rfa 0.3" in done.stderr
+
+
+def test_configs_lists_what_each_attention_variant_sets_and_answers_help(capsys):
+    from rfa.train import ATTENTION_VARIANTS
+
+    command.main(["configs"])
+    listing = capsys.readouterr().out.splitlines()
+    assert "tasks: " in listing[0] and "sort" in listing[0].split()
+    assert "  hybrid_kda               kind='kda', layers=('kda', 'kda', 'kda', 'exact')" in listing
+    assert "  gated_deltanet_positive  kind='gated_deltanet', qk_map='positive'" in listing
+    assert sum(line.startswith("  ") for line in listing) == len(ATTENTION_VARIANTS)  # one line per variant
+    command.main(["configs", "--help"])
+    assert capsys.readouterr().out.startswith("usage: rfa configs")
+    with pytest.raises(SystemExit, match="rfa configs takes no arguments, got 'sort'"):
+        command.main(["configs", "sort"])
