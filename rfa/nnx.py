@@ -54,6 +54,12 @@ __all__ = [
     "save",
 ]  # the layers and their helpers; the rest are this module's imports
 
+
+def __dir__() -> list[str]:
+    """The public names only (PEP 562): ``dir()`` and tab completion do not offer this module's imports."""
+    return sorted(__all__)
+
+
 Array = jax.Array
 
 NO_DECODE = (  # flax.nnx.MultiHeadAttention's message

@@ -236,7 +236,8 @@ def test_one_class_per_name():
 
 
 def test_the_flax_namespaces_export_their_layers_and_helpers_only():
-    """``from rfa.nnx import *`` (and rfa.linen's) brings the layers and their helpers, not the modules' imports."""
+    """``from rfa.nnx import *`` and ``dir(rfa.nnx)`` (and rfa.linen's) give the layers and their helpers, not the
+    modules' imports."""
     import rfa.linen
     import rfa.nnx
 
@@ -248,3 +249,4 @@ def test_the_flax_namespaces_export_their_layers_and_helpers_only():
         namespace = {}
         exec(f"from {module.__name__} import *", namespace)
         assert set(namespace) - {"__builtins__"} == exported[module.__name__]
+        assert dir(module) == sorted(exported[module.__name__])  # tab completion offers no jnp or functools

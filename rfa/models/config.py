@@ -23,6 +23,7 @@ POOLINGS = ("mean", "cls")
 DTYPES = ("float32", "bfloat16", "float16")
 
 
+_REGISTER_YOURS = "Register your own with rfa.register_estimator; from a command, in a module listed in config.modules."
 GATES = ("head", "feature")  # what a gate decays: the state of a head, or each feature's row of it
 
 
@@ -92,7 +93,7 @@ class AttentionConfig:
         if self.kind not in attention_kinds():
             raise InputError(
                 f"attention kind must be one of {list(attention_kinds())} ('softmax', 'linformer' or a registered "
-                f"feature map), got {self.kind!r}."
+                f"feature map), got {self.kind!r}. {_REGISTER_YOURS}"
             )
         if not isinstance(self.gated, bool):
             raise InputTypeError(f"AttentionConfig.gated must be a bool, got {self.gated!r}.")
@@ -101,7 +102,7 @@ class AttentionConfig:
         if self.qk_map is not None and self.qk_map not in registered_estimators():
             raise InputError(
                 f"AttentionConfig.qk_map must be None or a registered estimator {list(registered_estimators())}, "
-                f"got {self.qk_map!r}."
+                f"got {self.qk_map!r}. {_REGISTER_YOURS}"
             )
         for name in ("num_heads", "num_kv_heads"):
             value = getattr(self, name)

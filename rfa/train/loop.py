@@ -333,7 +333,8 @@ def _finish(
         "kind": task.kind,
         "attention": config.attention.variant,
         "attention_kind": config.attention.kind,  # the variant's kind, or a --config.attention.kind override
-        "num_features": config.attention.num_features if _counts_features(config.attention.kind) else None,
+        "qk_map": config.attention.get("qk_map") or None,  # the kernelized delta rule's estimator
+        "num_features": config.attention.num_features if _counts_features(config.attention) else None,
         "steps": config.num_train_steps,
         "seed": config.seed,
         "parameters": int(num_params),
@@ -352,5 +353,7 @@ def _finish(
     return results
 
 
-def _counts_features(kind: str) -> bool:
-    return kind in attention_kinds() and uses_num_features(kind)
+def _counts_features(attention: ml_collections.ConfigDict) -> bool:
+    """Whether the run's m means something: a kind that uses it, or the delta rule with an estimator's map."""
+    kind = attention.kind
+    return bool(attention.get("qk_map")) or (kind in attention_kinds() and uses_num_features(kind))

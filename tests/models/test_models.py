@@ -505,7 +505,9 @@ def test_inconsistent_configs_are_rejected(overrides, error, message):
 
 def test_unknown_attention_kinds_and_presets_are_rejected():
     with pytest.raises(
-        ValueError, match=r"attention kind must be one of \['softmax', 'fourier', 'linformer', .*'positive'.*'cosine'"
+        rfa.InputError,
+        match=r"attention kind must be one of \['softmax', 'fourier', 'linformer', .*'positive'.*'cosine'\. Register "
+        r"your own with rfa.register_estimator; from a command, in a module listed in config.modules\.",
     ):
         AttentionConfig("cosine")
     with pytest.raises(ValueError, match="unknown preset 'huge'"):
