@@ -75,15 +75,21 @@ class Comparison:
     test: str
 
     def cell(self, form: str) -> str:
-        """``+d [low, high]`` in ``form`` (signed); one seed has no interval.
+        """``+d [low, high]`` in ``form`` (signed); one seed has no interval, and differences with no spread (the
+        same on every seed, as at a ceiling) say so rather than print an interval of width 0, which reads as
+        certainty.
 
         Example:
           >>> Comparison(0.02, -0.01, 0.05, 0.2, 3, "paired").cell("{:.3f}")
           '+0.020 [-0.010, +0.050]'
+          >>> Comparison(0.0, 0.0, 0.0, 1.0, 3, "paired").cell("{:.3f}")
+          '+0.000 (the same on all 3 seeds)'
         """
         signed = "{:+" + form[2:]
         if math.isnan(self.p):
             return f"{signed.format(self.difference)} (1 seed: no interval)"
+        if self.low == self.high:
+            return f"{signed.format(self.difference)} (the same on all {self.n} seeds)"
         return f"{signed.format(self.difference)} [{signed.format(self.low)}, {signed.format(self.high)}]"
 
     def as_dict(self) -> dict:
