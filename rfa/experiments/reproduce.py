@@ -23,9 +23,14 @@ _WORKDIR = flags.DEFINE_string("workdir", "workdir/reproduce", "Parent directory
 _VARIANT = flags.DEFINE_string("variant", "quick", "Config variant to run: 'quick' (minutes) or 'full'.")
 _ONLY = flags.DEFINE_list("only", [], "Reproductions to run (default: every registered one).")
 _MODULES = flags.DEFINE_list("modules", [], "Modules to import first (from the current directory too): your own.")
+_DATA_DIR = flags.DEFINE_string(
+    "data_dir", None, "Where a reproduction that trains a model prepares its dataset (default: <workdir>/data)."
+)
 
 
-def run_all(names, variant: str, workdir: str, *, progress: bool = True) -> tuple[str, dict[str, Outputs]]:
+def run_all(
+    names, variant: str, workdir: str, *, data_dir: str | None = None, progress: bool = True
+) -> tuple[str, dict[str, Outputs]]:
     """Runs each reproduction's config in ``variant`` into ``<workdir>/<variant>/<name>`` and writes the index.
 
     Args:
@@ -33,6 +38,8 @@ def run_all(names, variant: str, workdir: str, *, progress: bool = True) -> tupl
         ``rfa/configs/sweeps/<name>.py``).
       variant: the config variant, ``"quick"`` or ``"full"``.
       workdir: parent of the variant's directory.
+      data_dir: the TFDS data_dir of the reproductions that train a model (default ``<workdir>/data``: the main
+        job writes nothing outside its workdir).
       progress: show a progress bar per reproduction.
 
     Returns:
@@ -46,6 +53,8 @@ def run_all(names, variant: str, workdir: str, *, progress: bool = True) -> tupl
     outputs, links = {}, []
     for name in names:
         config = registry.reproduction(name).get_config(variant)
+        if "data_dir" in config:
+            config.data_dir = data_dir or os.path.join(workdir, "data")
         outputs[name] = out = run(config, os.path.join(workdir, variant, name), progress=progress)
         figures = ", ".join(f"[{os.path.basename(f)}]({name}/{os.path.basename(f)})" for f in out.figures)
         links.append(f"- **{name}**: [report]({name}/report.md), [results.csv]({name}/results.csv); figures: {figures}")
@@ -65,7 +74,7 @@ def main(argv):
     unknown = sorted(set(_ONLY.value) - set(known))
     if unknown:
         raise app.UsageError(f"unknown reproductions {unknown}; choose from {list(known)}.")
-    index, _ = run_all(_ONLY.value or known, _VARIANT.value, _WORKDIR.value)
+    index, _ = run_all(_ONLY.value or known, _VARIANT.value, _WORKDIR.value, data_dir=_DATA_DIR.value)
     print(f"\nIndex of the reports and figures: {index}")
 
 

@@ -291,7 +291,8 @@ def agreement_verdict(records: list[dict]) -> Verdict:
     compared = counts["yes"] + counts["no"]
     claim = (
         f"closed-form MSE vs Monte Carlo: {agreement_claim(counts)} "
-        f"({counts['heavy tails']} heavy-tailed, {counts['not run']} not run)"
+        f"({counts['heavy tails']} heavy-tailed, {counts['not run']} not run: predicted Monte Carlo error above "
+        "max_relative_error)"
     )
     return Verdict(compared > 0 and counts["no"] == 0, claim)
 

@@ -155,7 +155,7 @@ def analyze(config: ml_collections.ConfigDict, records: list[dict], workdir: str
     return Analysis(None, [note, *generic(config, records, workdir).sections])
 
 
-NOT_MEASURED = ("seed", "batch_elements", "modules")
+NOT_MEASURED = ("seed", "batch_elements", "modules", "data_dir")
 """Config fields that change how a sweep runs, not what it measures."""
 
 

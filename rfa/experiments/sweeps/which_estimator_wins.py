@@ -62,7 +62,7 @@ def winner_verdict(records: list[dict], table: list[dict]) -> Verdict:
 
     Example (``records`` of a finished sweep, ``table = winners(records)``):
       >>> winner_verdict(records, table).claim  # doctest: +SKIP
-      'closed-form winner confirmed by Monte Carlo at 12/12 points where every contender was measured; ...'
+      'closed-form winner confirmed by Monte Carlo at 12 of the 12 points where every contender was measured; ...'
     """
     compared = [w for w in table if w["mc_winner"] is not None]
     confirmed = [w for w in compared if w["mc_winner"] == w["winner"] or w["margin"] < 1.5]  # near ties may swap
@@ -71,8 +71,8 @@ def winner_verdict(records: list[dict], table: list[dict]) -> Verdict:
     for w in table:
         wins[_label(w["winner"])] = wins.get(_label(w["winner"]), 0) + 1
     claim = (
-        f"closed-form winner confirmed by Monte Carlo at {len(confirmed)}/{len(compared)} points where every "
-        f"contender was measured (margins below 1.5x may swap); wins: "
+        f"closed-form winner confirmed by Monte Carlo at {len(confirmed)} of the {len(compared)} points where every "
+        f"contender was measured (margins below 1.5x may swap); closed-form winners at all {len(table)} points: "
         f"{', '.join(f'{k} {v}' for k, v in sorted(wins.items()))}; {agreement_claim(counts)}"
     )
     return Verdict(bool(compared) and len(confirmed) == len(compared) and counts["no"] == 0, claim)
