@@ -49,7 +49,11 @@ class _StateLayer(nnx.Module):
         masks raise. ``segment_ids [batch, L]`` (integers) packs sequences into a row, as Flax's convention: each
         is computed as if alone, its state and short convolution starting fresh at its first kept token
         (:mod:`rfa.attention.segments`; pass the padding mask as ``mask``, not as a segment mask). With ``decode``
-        the tokens continue the cached state (one or several at a time)."""
+        the tokens continue the cached state (one or several at a time).
+
+        It replaces masked self-attention only: unlike ``nnx.MultiHeadAttention`` it takes no ``inputs_k`` or
+        ``inputs_v`` (a state holds the layer's own past, there is no memory to attend to), no ``deterministic``
+        (it has no dropout) and no ``qkv_features`` (its widths are its own arguments: ``num_heads``, ``head_dim``)."""
         decode = self.decode if decode is None else decode
         if not decode:
             return self.step(inputs, None, mask=mask, segment_ids=segment_ids)
