@@ -243,6 +243,7 @@ def differences_figure(rows: list[dict], path: str) -> Figure:
         axis.set_ylim(len(points) - 0.5, -0.5)
         axis.set_title(f"{task}: test accuracy minus {references[task]['attention']}'s (95% interval)", fontsize=9)
         axis.grid(alpha=0.3, axis="x")
+    axes[-1].set_xlabel("difference in test accuracy from the task's first kind (bars: 95% interval)", fontsize=8)
     figure.tight_layout(rect=(0, 0, 0.84, 1))
     figure.savefig(path, dpi=110)
     return figure

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 
 import jax
+from matplotlib import ticker
 from matplotlib.figure import Figure
 
 from rfa.experiments import studies
@@ -180,14 +181,26 @@ SMOKE_TEST = (
 
 
 def plot(rows: list[dict], path: str) -> Figure:
-    """Test accuracy (mean, bars: standard deviation over seeds) against state bytes per layer, one curve per kind."""
+    """Test accuracy (mean, bars: one standard deviation over seeds) against the state per layer in KiB, one curve
+    per kind. Kinds with the same state are drawn side by side, each a few percent left or right of it (the axis is
+    logarithmic), so that no series hides another."""
     figure = Figure(figsize=(7.6, 4.2))
     axis = figure.subplots()
     kinds = list(dict.fromkeys(r["attention"] for r in rows))
     style = styles(kinds)
+    sharing: dict[int, list[str]] = {}  # a state size: the kinds with a point there
+    for row in rows:
+        beside = sharing.setdefault(row["state_bytes"], [])
+        if row["attention"] not in beside:
+            beside.append(row["attention"])
+
+    def shifted(size: int, attention: str) -> float:
+        beside = sharing[size]
+        return size / 1024 * 1.07 ** (beside.index(attention) - (len(beside) - 1) / 2)
+
     for attention in kinds:
         points = sorted((r["state_bytes"], metric(r, "accuracy")) for r in rows if r["attention"] == attention)
-        x = [size for size, _ in points]
+        x = [shifted(size, attention) for size, _ in points]
         look = {**style[attention], "linestyle": style[attention]["linestyle"] if len(points) > 1 else "none"}
         axis.errorbar(
             x, [s.mean for _, s in points], yerr=[s.std for _, s in points], label=attention, capsize=3, **look
@@ -195,11 +208,14 @@ def plot(rows: list[dict], path: str) -> Figure:
     first = rows[0]
     axis.set(
         xscale="log",
-        xlabel="decode state per layer (bytes, one sequence)",
-        ylabel="test accuracy (queries)",
+        xlabel="decode state per layer (KiB, one sequence; kinds of equal state side by side)",
+        ylabel="test accuracy (mean ± 1 sd over seeds)",
         title=f"MQAR: {first['num_pairs']} pairs, length {first['length']}, vocabulary {first['vocab_size']}",
         ylim=(-0.02, 1.02),
     )
+    axis.xaxis.set_major_locator(ticker.LogLocator(base=2))  # 1, 2, 4, ... KiB, written as plain numbers
+    axis.xaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.xaxis.set_minor_formatter(ticker.NullFormatter())
     axis.grid(alpha=0.3, which="both")
     legend_outside(axis)
     figure.tight_layout()
