@@ -49,14 +49,20 @@ class DistributedError(RuntimeError):
     """A multi-process launch that could not start: the coordinator was not reached in time."""
 
 
+_LAUNCHERS = (("SLURM_NTASKS", "SLURM_STEP_NODELIST"), ("OMPI_COMM_WORLD_SIZE", "OMPI_MCA_orte_hnp_uri"))
+"""A scheduler's count of processes, and the variable its launcher (srun, mpirun) sets in each process it starts:
+an sbatch script of 4 tasks sets ``SLURM_NTASKS=4`` in the one process that runs the script itself."""
+
+
 def initialize_distributed() -> bool:
     """Calls ``jax.distributed.initialize()`` when a multi-process launch is detected; returns whether it did.
 
     Detected: ``JAX_COORDINATOR_ADDRESS`` with ``JAX_NUM_PROCESSES`` and ``JAX_PROCESS_ID`` (passed
-    on to ``initialize``), or a SLURM or Open MPI job with more than one task, or ``RFA_DISTRIBUTED=1`` (a
+    on to ``initialize``), or a process that srun or mpirun started among several, or ``RFA_DISTRIBUTED=1`` (a
     Cloud TPU slice of several hosts), for which JAX finds the coordinator, process count and id itself.
     ``RFA_COORDINATOR_TIMEOUT`` (seconds, default 300) bounds the wait for the coordinator and the other
-    processes. Tested with 2 processes on one host (tests/train/test_multiprocess.py); clusters are not.
+    processes. Tested with 2 processes on one host (tests/train/test_multiprocess.py), and each launcher's
+    environment faked (tests/train/test_launch_detection.py); clusters are not.
 
     Raises:
       DistributedError: a process other than 0 found no coordinator at the address within the timeout (one
@@ -76,7 +82,7 @@ def initialize_distributed() -> bool:
         jax.distributed.initialize(initialization_timeout=timeout, **options)
         return True
     if os.environ.get("RFA_DISTRIBUTED") == "1" or any(
-        int(os.environ.get(name, "1")) > 1 for name in ("SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE")
+        int(os.environ.get(count, "1")) > 1 and launched in os.environ for count, launched in _LAUNCHERS
     ):  # JAX finds the coordinator itself (SLURM, Open MPI, Cloud TPU's metadata)
         jax.distributed.initialize(initialization_timeout=timeout)
         return True
