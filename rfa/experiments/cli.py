@@ -17,8 +17,6 @@ from typing import TypeVar
 from absl import app, flags, logging
 
 from rfa import configs
-from rfa.data import DatasetMissingError
-from rfa.train import CheckpointError, DistributedError, TrainingInterrupted
 from rfa.workdir import ConfigError
 
 T = TypeVar("T")
@@ -26,6 +24,16 @@ T = TypeVar("T")
 HELP_FLAGS = frozenset({"--help", "-h", "-?", "--helpshort", "--helpfull", "--helpxml"})  # absl's help flags
 INTERRUPTED_STATUS = 130  # 128 + SIGINT, what shells expect of a program stopped by Ctrl-C
 SHIPPED_CONFIGS = os.path.dirname(configs.__file__)
+
+
+def one_line_errors() -> tuple[type[Exception], ...]:
+    """The errors a command ends with in one line: of a config, data, checkpoint or distributed set-up. Imported
+    when asked for, not with this module: rfa.data and rfa.train (grain, TFDS, orbax: about a second) are no part
+    of a sweep's or a benchmark's start-up."""
+    from rfa.data import DatasetMissingError
+    from rfa.train import CheckpointError, DistributedError
+
+    return ConfigError, DatasetMissingError, CheckpointError, DistributedError
 
 
 def shipped_config(name: str) -> str | None:
@@ -112,8 +120,10 @@ def run_main(main: Callable[[list[str]], object]) -> None:
         except KeyboardInterrupt:
             print("interrupted; run the same command to resume from what is saved", file=sys.stderr)
             sys.exit(INTERRUPTED_STATUS)
-        except (ConfigError, DatasetMissingError, CheckpointError, DistributedError) as error:
-            sys.exit(f"error: {error}")
+        except Exception as error:
+            if isinstance(error, one_line_errors()):
+                sys.exit(f"error: {error}")
+            raise
 
     argv = resolve_config_arguments(sys.argv)
     try:
@@ -158,9 +168,11 @@ def run_training(work: Callable[..., T], *args, **kwargs) -> T:
       Traceback (most recent call last):
       SystemExit: 130
     """
+    from rfa.train import TrainingInterrupted
+
     try:
         return work(*args, **kwargs)
-    except (ConfigError, DatasetMissingError, CheckpointError, DistributedError) as error:
+    except one_line_errors() as error:
         sys.exit(f"error: {error}")
     except TrainingInterrupted as stop:
         print(f"{stop}; run the same command to resume", file=sys.stderr)

@@ -1,5 +1,10 @@
 """Every benchmark runs as a user runs it, at smoke sizes, and writes its JSON and figure (split from
-test_runner.py so that the two halves run on both test workers)."""
+test_runner.py so that the two halves run on both test workers).
+
+The nine command lines run in turn in one subprocess (``IN_TURN``), each as ``python -m MODULE FLAGS`` runs it
+(``runpy``, ``__main__``, its own ``sys.argv`` and flags): nine subprocesses paid Python's, JAX's and rfa's
+start-up nine times, about 3 s of CPU each. A command that fails (an exception, a non-zero exit) ends the
+subprocess there, with its traceback in the assertion's message."""
 
 import json
 import os
@@ -10,25 +15,99 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+IN_TURN = """
+import importlib.util, json, runpy, sys
+from absl import flags
+for module, *args in json.loads(sys.argv[1]):
+    sys.argv = [module, *args]  # runpy sets sys.argv[0] to the module's file while it runs
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)  # what python -m MODULE ARGS runs
+    except SystemExit as exit_:
+        if exit_.code not in (None, 0):
+            raise
+    # the command's own flags (registered under its file, as __main__'s are) go: the next command defines its own
+    for flag in list(flags.FLAGS.flags_by_module_dict().get(importlib.util.find_spec(module).origin, [])):
+        delattr(flags.FLAGS, flag.name)
+"""
+
+
+def run_in_turn(commands: list[list[str]]) -> None:
+    """Runs each ``[module, *flags]`` of ``commands`` as ``python -m module *flags`` would, in one subprocess."""
+    result = subprocess.run(
+        [sys.executable, "-c", IN_TURN, json.dumps(commands)], cwd=REPO, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-6000:]
+
 
 @pytest.mark.slow
 def test_benchmarks_write_json(tmp_path):
-    subprocess.run(
+    benchmark = "rfa.experiments.benchmarks."
+    run_in_turn(
         [
-            sys.executable,
-            "-m",
-            "rfa.experiments.benchmarks.attention",
-            "--lengths=64",
-            "--repeats=1",
-            "--min_repeats=1",
-            f"--output={tmp_path / 'attention.json'}",
-            "--huge_pages=false",
-            "--estimators=positive,hybrid,aderf",
-            "--estimators_length=64",
-        ],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
+            [
+                benchmark + "attention",
+                "--lengths=64",
+                "--repeats=1",
+                "--min_repeats=1",
+                f"--output={tmp_path / 'attention.json'}",
+                "--huge_pages=false",
+                "--estimators=positive,hybrid,aderf",
+                "--estimators_length=64",
+            ],
+            [benchmark + "mse", "--variant=quick", f"--output={tmp_path / 'mse.json'}"],
+            [
+                benchmark + "decoding",
+                "--positions=8",  # one position: each kind compiled once with its checks, once without
+                "--kinds=kda",
+                "--steps=2",
+                "--repeats=1",
+                f"--output={tmp_path / 'decoding.json'}",
+            ],
+            [
+                benchmark + "flax_decoding",
+                "--positions=8,128",
+                "--layers=kda",
+                "--steps=2",
+                "--repeats=1",
+                "--features=16",
+                "--heads=2",
+                "--num_features=8",
+                f"--output={tmp_path / 'flax_decoding.json'}",
+            ],
+            [benchmark + "checks", "--length=32", "--repeats=1", f"--output={tmp_path / 'checks.json'}"],
+            [
+                benchmark + "scaling",
+                "--lengths=32,64",
+                "--repeats=1",
+                "--fit_from=32",
+                "--kinds=exact,gated",  # both models, softmax and (in the decoder) gated positive features
+                "--num_layers=1",
+                f"--output={tmp_path / 'scaling.json'}",
+            ],
+            [
+                benchmark + "relative",
+                "--lengths=16,32",
+                "--repeats=1",
+                "--dense_max=16",
+                f"--output={tmp_path / 'relative.json'}",
+            ],
+            [
+                benchmark + "delta_rule",
+                "--lengths=16",
+                "--repeats=1",
+                "--recurrent_max=8",
+                "--exact_max=16",
+                f"--output={tmp_path / 'delta.json'}",
+            ],
+            [
+                benchmark + "step_time",
+                "--kinds=exact",
+                "--scale=quick",
+                "--repeats=1",
+                f"--data_dir={tmp_path / 'data'}",
+                f"--output={tmp_path / 'step_time.json'}",
+            ],
+        ]
     )
     attention = json.loads((tmp_path / "attention.json").read_text())
     assert [r["length"] for r in attention["results"]] == [64]
@@ -40,89 +119,15 @@ def test_benchmarks_write_json(tmp_path):
     assert {name: row["features"] for name, row in rows.items()} == {"positive": 256, "hybrid": 1536, "aderf": 256}
     assert rows["positive"]["over_positive"] == 1.0 and "fit" not in rows["positive"]
     assert rows["aderf"]["fit"]["median_ms"] > 0 and rows["aderf"]["fit_over_forward"] > 0
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rfa.experiments.benchmarks.mse",
-            "--variant=quick",
-            f"--output={tmp_path / 'mse.json'}",
-        ],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-    )
     mse = json.loads((tmp_path / "mse.json").read_text())
     assert mse["feature_evaluations"] == 2000 * 14 * 2 * (128 + 64) and mse["feature_evaluations_per_second"] > 0
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rfa.experiments.benchmarks.decoding",
-            "--positions=8",  # one position: each kind compiled once with its checks, once without
-            "--kinds=kda",
-            "--steps=2",
-            "--repeats=1",
-            f"--output={tmp_path / 'decoding.json'}",
-        ],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-    )
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rfa.experiments.benchmarks.flax_decoding",
-            "--positions=8,128",
-            "--layers=kda",
-            "--steps=2",
-            "--repeats=1",
-            "--features=16",
-            "--heads=2",
-            "--num_features=8",
-            f"--output={tmp_path / 'flax_decoding.json'}",
-        ],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-    )
     flax_decoding = json.loads((tmp_path / "flax_decoding.json").read_text())
     layers = {"flax", "rfa", "kda"}  # --layers: the state layer asked for, beside Flax's and rfa's attention
     assert set(flax_decoding["seconds_per_token"]) == layers and "rfa_ratio_128_vs_128" in flax_decoding
     assert set(flax_decoding["ratios"]["checks_over_unchecked"]) == layers - {"flax"}
     assert (tmp_path / "flax_decoding.png").exists()
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rfa.experiments.benchmarks.checks",
-            "--length=32",
-            "--repeats=1",
-            f"--output={tmp_path / 'checks.json'}",
-        ],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-    )
     checks = json.loads((tmp_path / "checks.json").read_text())
     assert set(checks["ratio_with_vs_without"]) == {"traced mask", "traced log_decay", "forecaster"}
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rfa.experiments.benchmarks.scaling",
-            "--lengths=32,64",
-            "--repeats=1",
-            "--fit_from=32",
-            "--kinds=exact,gated",  # both models, softmax and (in the decoder) gated positive features
-            "--num_layers=1",
-            f"--output={tmp_path / 'scaling.json'}",
-        ],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-    )
     scaling = json.loads((tmp_path / "scaling.json").read_text())
     assert {(r["model"], r["kind"]) for r in scaling["results"]} == {
         ("decoder", "exact"),
@@ -133,20 +138,6 @@ def test_benchmarks_write_json(tmp_path):
     assert all(r["median_ms"] > 0 and r["memory"]["peak_bytes"] > 0 for r in scaling["results"])
     assert all(isinstance(fit["time_slope"], float) for fit in scaling["summary"].values())
     assert (tmp_path / "scaling.png").stat().st_size > 10_000
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rfa.experiments.benchmarks.relative",
-            "--lengths=16,32",
-            "--repeats=1",
-            "--dense_max=16",
-            f"--output={tmp_path / 'relative.json'}",
-        ],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-    )
     relative = json.loads((tmp_path / "relative.json").read_text())
     assert [sorted(set(r) - {"length"}) for r in relative["results"]] == [
         ["dense", "fft", "no bias"],
@@ -154,42 +145,12 @@ def test_benchmarks_write_json(tmp_path):
     ]
     assert relative["slopes"]["dense"] is None and isinstance(relative["slopes"]["fft"], float)
     assert (tmp_path / "relative.png").stat().st_size > 10_000
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rfa.experiments.benchmarks.delta_rule",
-            "--lengths=16",
-            "--repeats=1",
-            "--recurrent_max=8",
-            "--exact_max=16",
-            f"--output={tmp_path / 'delta.json'}",
-        ],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-    )
     delta = json.loads((tmp_path / "delta.json").read_text())  # the recurrent form left out above its maximum
     assert [sorted(set(r) - {"length"}) for r in delta["results"]] == [
         ["delta chunked", "exact", "gated causal", "gla chunked", "kda chunked"],
     ]
     assert set(delta["ratios"]) == {"delta_over_gla", "gla_over_gated_causal", "kda_over_delta"}
     assert set(delta["ratios"]["kda_over_delta"]) == {"16"} and (tmp_path / "delta.png").stat().st_size > 10_000
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rfa.experiments.benchmarks.step_time",
-            "--kinds=exact",
-            "--scale=quick",
-            "--repeats=1",
-            f"--data_dir={tmp_path / 'data'}",
-            f"--output={tmp_path / 'step_time.json'}",
-        ],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-    )
     step_time = json.loads((tmp_path / "step_time.json").read_text())
     assert set(step_time["seconds_per_step"]) == {"exact"} and step_time["ratios"]["exact_over_exact"] == 1.0
     decoding = json.loads((tmp_path / "decoding.json").read_text())
