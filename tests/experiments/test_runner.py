@@ -88,6 +88,14 @@ def test_every_reproduction_writes_tables_figures_and_report(reports):
 
 
 @pytest.mark.slow
+def test_the_main_job_prepares_its_dataset_inside_its_workdir(main_job):
+    workdir = os.path.dirname(os.path.dirname(main_job[0]))  # <workdir>/quick/report.md
+    assert os.listdir(os.path.join(workdir, "data"))  # sort, for derf_variance's trained model: not ./data
+    with open(os.path.join(workdir, "quick", "derf_variance", "config.json")) as f:
+        assert json.load(f)["data_dir"] == os.path.join(workdir, "data")
+
+
+@pytest.mark.slow
 def test_lemma2_closed_forms_agree_with_monte_carlo(reports):
     agree, compared = _agreement(_report(reports["performer_lemma2"]))
     assert agree == compared > 30
