@@ -21,6 +21,7 @@ The workdir then holds ``config.json``, ``metrics.jsonl``, ``tensorboard/``, ``c
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -163,8 +164,16 @@ def evaluate(eval_step, state, task: Task, config: ml_collections.ConfigDict, me
 def initial_state(config: ml_collections.ConfigDict, task: Task) -> tuple[nnx.GraphDef, nnx.State]:
     """``nnx.split((model, optimizer))`` of a freshly initialized run of ``config``."""
     model = build_model(config, task)
-    tx = make_optimizer(config.optimizer, num_steps=config.num_train_steps, d_model=config.model.d_model)
+    optimizer = json.dumps(config.optimizer.to_dict(), sort_keys=True)
+    tx = _optimizer(optimizer, config.num_train_steps, config.model.d_model)
     return nnx.split((model, nnx.Optimizer(model, tx, wrt=nnx.Param)))
+
+
+@functools.lru_cache(maxsize=16)
+def _optimizer(optimizer: str, num_steps: int, d_model: int):
+    """One optax transformation per optimizer config (its JSON): the transformation is part of the graphdef, and
+    runs of equal graphdefs share their jitted steps (``rfa.train.steps``)."""
+    return make_optimizer(ml_collections.ConfigDict(json.loads(optimizer)), num_steps=num_steps, d_model=d_model)
 
 
 def train_and_evaluate(

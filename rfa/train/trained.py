@@ -19,6 +19,8 @@ from rfa.train.loop import evaluate, initial_state
 from rfa.train.steps import make_eval_step
 from rfa.workdir import ConfigError
 
+_NO_UPDATES = optax.identity()  # one object: equal models then share one jitted evaluation step
+
 
 def load_model(
     workdir: str, *, max_length: int | None = None
@@ -46,11 +48,25 @@ def load_model(
         raise CheckpointError(f"{workdir!r} has no checkpoint yet: train first (rfa train).")
     step, state = checkpoints.restore_latest(state)
     checkpoints.close()
+    state = jax.tree.map(_uncommitted, state)
     model, _ = nnx.merge(graphdef, state)
     if max_length is not None and max_length != config.max_length:
         model = _with_max_length(model, config, task, max_length)
     model.eval()
     return model, config, task, step
+
+
+def _uncommitted(x):
+    """A restored array on one device as a freshly built model holds it: uncommitted, the same values. The restore
+    commits it to its device; a jitted call on a model of both kinds (restored weights, fresh RNG streams) then
+    returns committed ones, and its next call, on a new signature, compiled again (``rfa decode``: the second
+    input; every eager operation on a restored model, too). An array over several devices keeps its sharding."""
+    if not isinstance(x, jax.Array) or not x.committed or len(x.sharding.device_set) > 1:
+        return x
+    if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+        data = jax.device_put(jax.device_get(jax.random.key_data(x)))
+        return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
+    return jax.device_put(jax.device_get(x))
 
 
 def _with_max_length(trained: nnx.Module, config: ml_collections.ConfigDict, task: Task, max_length: int) -> nnx.Module:
@@ -83,6 +99,6 @@ def evaluate_model(model: nnx.Module, config: ml_collections.ConfigDict, split: 
       >>> evaluate_model(model, config)["sequence_accuracy"]  # doctest: +SKIP
     """
     task = check_config(config)
-    graphdef, state = nnx.split((model, nnx.Optimizer(model, optax.identity(), wrt=nnx.Param)))
+    graphdef, state = nnx.split((model, nnx.Optimizer(model, _NO_UPDATES, wrt=nnx.Param)))
     eval_step = make_eval_step(graphdef, kind=task.kind)
     return evaluate(eval_step, state, task, config, sharding.make_mesh(1, 1), split or task.test_split)

@@ -41,7 +41,7 @@ class RfaModel:
         run = os.path.join(workdir, self.name, f"seed_{seed}")
         train_and_evaluate(config, run)
         model, config, _, _ = load_model(run)
-        return uncommitted(model), config
+        return model, config
 
     def swapped(self, exact, config, estimator: str, num_features: int, seed: int):
         """The model with ``estimator`` at m = ``num_features`` at every site, the exact model's weights, and
@@ -146,22 +146,6 @@ def _jitted(kind: RfaModel, task: str) -> tuple:
     if key not in _JITTED:
         _JITTED[key] = nnx.jit(kind.outputs), nnx.jit(kind.sites)
     return _JITTED[key]
-
-
-def uncommitted(model: nnx.Module) -> nnx.Module:
-    """``model`` with its arrays uncommitted to a device, as a freshly built model's are (the same values). A
-    checkpoint restores them committed, and JAX compiles a program again for committed inputs: each eager operation
-    of calibration and of the measures, and each jitted one, would be compiled once per state of the model."""
-    nnx.update(model, jax.tree.map(_uncommitted, nnx.state(model)))
-    return model
-
-
-def _uncommitted(x):
-    if not getattr(x, "committed", False):
-        return x
-    if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
-        return jax.random.wrap_key_data(jax.device_put(np.asarray(jax.random.key_data(x))), impl=jax.random.key_impl(x))
-    return jax.device_put(np.asarray(x))
 
 
 def metric_batches(config):
