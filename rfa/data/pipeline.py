@@ -49,7 +49,7 @@ def prepare(dataset: str, data_dir: str, config: tfds.core.BuilderConfig | None 
 
     Example:
       >>> import tempfile
-      >>> prepare("listops/lra_sample", tempfile.mkdtemp())
+      >>> prepare("algorithmic/sort", tempfile.mkdtemp())
       True
     """
     builder = _builder(dataset, data_dir, config)

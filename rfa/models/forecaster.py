@@ -96,7 +96,8 @@ class Forecaster(nnx.Module):
 
     Example:
       >>> config = ForecastConfig(lookback=32, horizon=4, patch_length=4, attention=AttentionConfig("positive", 16))
-      >>> Forecaster(config, rngs=nnx.Rngs(0))(jnp.zeros((2, 32, 1))).shape
+      >>> model = Forecaster(config, rngs=nnx.Rngs(0))
+      >>> nnx.jit(Forecaster.__call__)(model, jnp.zeros((2, 32, 1))).shape  # model(series), compiled
       (2, 4, 1)
     """
 

@@ -260,7 +260,8 @@ class SwinTransformer(nnx.Module):
 
     Example:
       >>> config = SwinConfig(image_size=(8, 8), patch_size=1, window_size=4)
-      >>> SwinTransformer(config, rngs=nnx.Rngs(0))(jnp.zeros((2, 8, 8, 1))).shape
+      >>> model = SwinTransformer(config, rngs=nnx.Rngs(0))
+      >>> nnx.jit(SwinTransformer.__call__)(model, jnp.zeros((2, 8, 8, 1))).shape  # model(images), compiled
       (2, 10)
     """
 

@@ -157,7 +157,8 @@ class VisionTransformer(nnx.Module):
     Example:
       >>> config = VisionConfig(image_size=(8, 8), patch_size=2, d_model=32, num_heads=4, mlp_dim=64,
       ...                       attention=AttentionConfig("positive", 16))
-      >>> VisionTransformer(config, rngs=nnx.Rngs(0))(jnp.zeros((3, 8, 8, 1))).shape
+      >>> model = VisionTransformer(config, rngs=nnx.Rngs(0))
+      >>> nnx.jit(VisionTransformer.__call__)(model, jnp.zeros((3, 8, 8, 1))).shape  # model(images), compiled
       (3, 10)
     """
 

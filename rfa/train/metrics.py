@@ -5,15 +5,16 @@ record in ``<workdir>/metrics.jsonl`` and a scalar ``<split>/<metric>`` in
 ``<workdir>/tensorboard``. A resumed run first drops the records written after the step it
 resumes from (a killed run may have logged past its last checkpoint), so the file reads as one
 uninterrupted run.
+
+tensorboardX and matplotlib (about half a second of a command's start-up) are imported by the writer that writes
+(process 0) and by :func:`plot_curves`, not with this module: a run stopped before its end, the other processes of a
+multi-process run and the code that only reads metrics never use them.
 """
 
 from __future__ import annotations
 
 import json
 import os
-
-import tensorboardX
-from matplotlib.figure import Figure
 
 from rfa.workdir import write_atomic
 
@@ -50,6 +51,8 @@ class MetricWriter:
         kept = [record for record in read_metrics(workdir) if record["step"] <= resume_step]
         write_atomic(self.path, "".join(json.dumps(record) + "\n" for record in kept))
         self.file = open(self.path, "a")  # noqa: SIM115  (closed by close())
+        import tensorboardX
+
         self.tensorboard = tensorboardX.SummaryWriter(os.path.join(workdir, "tensorboard"), purge_step=resume_step + 1)
 
     def write(self, step: int, split: str, metrics: dict) -> None:
@@ -71,6 +74,8 @@ class MetricWriter:
 def plot_curves(workdir: str, metrics: tuple[str, ...]) -> str:
     """Writes ``<workdir>/curves.png``: one panel per metric, train and validation against the step; returns its
     path."""
+    from matplotlib.figure import Figure
+
     records = read_metrics(workdir)
     figure = Figure(figsize=(4.5 * len(metrics), 3.4))
     axes = figure.subplots(1, len(metrics), squeeze=False)

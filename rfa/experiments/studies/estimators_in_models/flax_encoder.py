@@ -25,7 +25,7 @@ class FlaxEncoder(nnx.Module):
     Example:
       >>> model = FlaxEncoder(vocab_size=20, num_classes=3, d_model=16, num_heads=2, mlp_dim=32, num_layers=2,
       ...                     max_length=8, attention_fns=None, rngs=nnx.Rngs(0))
-      >>> model(jnp.ones((4, 8), jnp.int32)).shape
+      >>> nnx.jit(FlaxEncoder.__call__)(model, jnp.ones((4, 8), jnp.int32)).shape  # model(tokens), compiled
       (4, 3)
     """
 
