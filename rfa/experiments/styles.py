@@ -56,7 +56,7 @@ def styles(names) -> dict[str, dict]:
 
     A known name (:data:`KNOWN`) has its own color and marker, drawn solid, in every figure;
     ``"<estimator> (<fit>)"`` is the estimator's color and marker with the fit's line (:data:`FITS`); other names
-    (a user's own estimator) take dotted styles that no other series of the figure uses.
+    (a user's own estimator) take dotted styles in colors that no known name of the figure has.
 
     Example:
       >>> s = styles(["exact", "positive", "oprf (calibrated)", "mine"])
@@ -73,7 +73,8 @@ def styles(names) -> dict[str, dict]:
             chosen[name] = (*KNOWN_STYLES[name], "-")
         elif base in KNOWN_STYLES and fit.rstrip(")") in FITS:
             chosen[name] = (*KNOWN_STYLES[base], FITS[fit.rstrip(")")])
-    spare = ((color, marker, UNKNOWN_LINE) for marker in MARKERS for color in COLORS)
+    taken = {color for color, _, _ in chosen.values()}  # a spare style takes no color of the figure's known names
+    spare = ((color, marker, UNKNOWN_LINE) for marker in MARKERS for color in COLORS if color not in taken)
     spare = (t for t in spare if t not in chosen.values())
     return {
         name: dict(zip(("color", "marker", "linestyle"), chosen.get(name) or next(spare), strict=True))

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from absl import flags
 
 from rfa.experiments import report
+from rfa.experiments.benchmarks import figures as benchmark_figures
 from rfa.experiments.cli import run_main
 from rfa.experiments.studies import distillation, forecasting, length_generalization, recall
 from rfa.experiments.studies.estimators_in_models import qk_scale
@@ -62,6 +63,8 @@ PARTS: dict[str, tuple[str, Callable[[object], str]]] = {
 
 FIGURES: dict[str, Callable[[object, str], None]] = {
     **{name: report.differences_figure for name in TABLES if name.startswith("train_cpu_")},
+    "benchmark_delta_rule_cpu": benchmark_figures.delta_rule,
+    "benchmark_flax_decoding_cpu": benchmark_figures.flax_decoding,
     "recall_cpu": recall.plot,
     "recall_pairs8_exact_cpu": recall.plot,
     "recall_pairs4_l64_cpu": recall.plot,

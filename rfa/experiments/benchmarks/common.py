@@ -6,12 +6,15 @@ import datetime
 import os
 import statistics
 import subprocess
+import textwrap
 import time
 
 import jax
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
+
+from rfa.experiments.styles import legend_outside, styles
 
 
 def memory_bytes(compiled) -> dict | None:
@@ -132,17 +135,32 @@ def crossover(rows: list[tuple[int, float]], reference: dict[int, float | None])
     return next((length for length, _ in sorted(rows) if all(s < length for s in slower)), None)
 
 
-def loglog_figure(curves: dict[str, tuple[list, list]], path: str, *, xlabel: str, ylabel: str, title: str) -> None:
-    """One log-log panel of ``{label: (xs, ys)}`` with a tick at every measured x, saved as a PNG at ``path``."""
-    figure = Figure(figsize=(5, 4))
+def loglog_figure(curves: dict[str, tuple[list, list]], path: str, *, xlabel: str, ylabel: str, title: str) -> Figure:
+    """One log-log panel of ``{label: (xs, ys)}``, saved as a PNG at ``path``; returns the figure.
+
+    A tick at every measured x (written ``1k``, ``2k``, ... from 1024, slanted when there are many). Each series is
+    drawn in the style of the kind its label names (``"<kind> (<detail>)"``; :mod:`rfa.experiments.styles`, the same
+    in every figure); a second series of one kind, or a name it does not know, gets a style of its own. The legend sits
+    outside the data; a long title is wrapped.
+    """
+    figure = Figure(figsize=(6.6, 4.2))
     axis = figure.subplots()
+    kinds: dict[str, str] = {}  # a label: the kind whose style it takes (its own label after the kind's first series)
+    for label in curves:
+        kind = label.partition(" (")[0]
+        kinds[label] = label if kind in kinds.values() else kind
+    look = styles(kinds.values())
     for label, (xs, ys) in curves.items():
-        axis.plot(xs, ys, marker="o", label=label)
-    axis.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
+        axis.plot(xs, ys, label=label, **look[kinds[label]])
+    axis.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel)
+    axis.set_title("\n".join(textwrap.wrap(title, 60)), fontsize=10)
     ticks = sorted({x for xs, _ in curves.values() for x in xs})
-    axis.set_xticks(ticks, [str(x) for x in ticks])
+    axis.set_xticks(ticks, [f"{x // 1024}k" if x >= 1024 and x % 1024 == 0 else f"{x:g}" for x in ticks])
+    if len(ticks) > 6:
+        axis.tick_params(axis="x", labelrotation=45)
     axis.xaxis.set_minor_locator(NullLocator())
     axis.grid(alpha=0.3, which="both")
-    axis.legend(fontsize=8)
+    legend_outside(axis)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
+    return figure

@@ -29,7 +29,8 @@ import jax.numpy as jnp
 from absl import flags
 
 import rfa
-from rfa.experiments.benchmarks.common import environment, loglog_figure, memory_bytes, run_once, slope, timing_summary
+from rfa.experiments.benchmarks import figures
+from rfa.experiments.benchmarks.common import environment, memory_bytes, run_once, slope, timing_summary
 from rfa.experiments.benchmarks.guard import warn_against_committed
 from rfa.experiments.cli import run_main
 from rfa.experiments.report import markdown_table, output_path, write_report
@@ -142,20 +143,8 @@ def main(argv):
             text += f"\n\n{top} / {bottom} at L = {longest}: {ratio:.2f} (target <= {target:g}: {verdict})."
     print(text)
 
-    def plot(path):
-        curves = {
-            n: ([r["length"] for r in rows if n in r], [r[n]["median_ms"] for r in rows if n in r]) for n in CASES
-        }
-        loglog_figure(
-            curves,
-            path,
-            xlabel="L",
-            ylabel="forward + backward (ms)",
-            title="causal attention, [1, L, 8, 64], forward + backward",
-        )
-
     output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_delta_rule.json")
-    write_report(output, results, text, plot)
+    write_report(output, results, text, lambda path: figures.delta_rule(results, path))
     warn_against_committed(output, results)
 
 

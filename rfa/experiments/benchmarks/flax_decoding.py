@@ -28,7 +28,8 @@ from absl import flags
 from flax import nnx
 
 import rfa
-from rfa.experiments.benchmarks.common import crossover, environment, loglog_figure, medians_in_turns
+from rfa.experiments.benchmarks import figures
+from rfa.experiments.benchmarks.common import crossover, environment, medians_in_turns
 from rfa.experiments.benchmarks.guard import warn_against_committed
 from rfa.experiments.cli import run_main
 from rfa.experiments.report import markdown_table, output_path, write_json
@@ -139,19 +140,7 @@ def main(argv):
     }
     write_json(output, data)
     warn_against_committed(output, data)
-    loglog_figure(
-        {
-            f"{name} ({'KV cache' if name == 'flax' else 'recurrent state'})": (
-                positions,
-                [1e6 * t[p] for p in positions],
-            )
-            for name, t in results.items()
-        },
-        figure,
-        xlabel="position",
-        ylabel="µs per token",
-        title="Decoding through one Flax attention layer",
-    )
+    figures.flax_decoding(data, figure)
     print(f"\nwrote {output} and {figure}")
 
 
