@@ -65,6 +65,7 @@ FIGURES: dict[str, Callable[[object, str], None]] = {
     **{name: report.differences_figure for name in TABLES if name.startswith("train_cpu_")},
     "benchmark_delta_rule_cpu": benchmark_figures.delta_rule,
     "benchmark_flax_decoding_cpu": benchmark_figures.flax_decoding,
+    "benchmark_scaling_cpu": benchmark_figures.scaling,
     "recall_cpu": recall.plot,
     "recall_pairs8_exact_cpu": recall.plot,
     "recall_pairs4_l64_cpu": recall.plot,

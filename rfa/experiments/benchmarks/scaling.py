@@ -41,8 +41,8 @@ from absl import flags
 from flax import nnx
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
-from matplotlib.figure import Figure
 
+from rfa.experiments.benchmarks import figures
 from rfa.experiments.benchmarks.common import crossover, environment, loglog_figure, memory_bytes, slope, timing_summary
 from rfa.experiments.benchmarks.guard import warn_against_committed
 from rfa.experiments.cli import run_main
@@ -227,35 +227,6 @@ def table(results: list[dict]) -> str:
     return markdown_table(header, rows)
 
 
-def plot(results: list[dict], summary: dict, path: str, models: dict[str, tuple[str, ...]] = MODELS) -> None:
-    figure = Figure(figsize=(10, 4))
-    time_axis, memory_axis = figure.subplots(1, 2)
-    for model, kinds in models.items():
-        for kind in kinds:
-            rows = [r for r in results if r["model"] == model and r["kind"] == kind]
-            timed = [r for r in rows if "median_ms" in r]
-            fit = summary[f"{model}/{kind}"]
-            label = f"{model} {kind} (slope {fit['time_slope']:.2f})" if fit["time_slope"] else f"{model} {kind}"
-            style = "-" if model == "decoder" else "--"
-            time_axis.plot(
-                [r["length"] for r in timed], [r["median_ms"] for r in timed], style, marker="o", label=label
-            )
-            sized = [r for r in rows if r["memory"]]
-            memory_axis.plot(
-                [r["length"] for r in sized],
-                [r["memory"]["peak_bytes"] / 2**20 for r in sized],
-                style,
-                marker="o",
-                label=f"{model} {kind}",
-            )
-    for axis, ylabel in ((time_axis, "training step (ms)"), (memory_axis, "peak memory (MiB, XLA estimate)")):
-        axis.set(xscale="log", yscale="log", xlabel="sequence length L", ylabel=ylabel)
-        axis.grid(alpha=0.3, which="both")
-        axis.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-
-
 def main(argv):
     del argv
     env = environment()
@@ -283,7 +254,7 @@ def main(argv):
     data = {"environment": env, "fit_from": _FIT_FROM.value, "results": results, "summary": summary}
     write_json(output, data)
     warn_against_committed(output, data)
-    plot(results, summary, os.path.splitext(output)[0] + ".png", models)
+    figures.scaling(data, os.path.splitext(output)[0] + ".png")
     print(f"\nwrote {output}")
 
 
