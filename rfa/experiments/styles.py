@@ -48,15 +48,18 @@ KNOWN = tuple(KNOWN_STYLES)
 COLORS = tuple(dict.fromkeys(color for color, _ in KNOWN_STYLES.values()))
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "d")
 FITS = {"per_call": "--", "calibrated": "-."}  # a data-fitted estimator's fits: its color and marker, their lines
+HOLLOW = ("per_call",)  # fits drawn with hollow markers too: a dash alone is hard to tell apart
 UNKNOWN_LINE = ":"  # the line of names with no fixed style
 
 
 def styles(names) -> dict[str, dict]:
-    """``{name: {"color", "marker", "linestyle"}}`` for the series of one figure, each distinct.
+    """``{name: {"color", "marker", "linestyle"}}`` (matplotlib's keywords) for the series of one figure, each
+    distinct.
 
     A known name (:data:`KNOWN`) has its own color and marker, drawn solid, in every figure;
-    ``"<estimator> (<fit>)"`` is the estimator's color and marker with the fit's line (:data:`FITS`); other names
-    (a user's own estimator) take dotted styles in colors that no known name of the figure has.
+    ``"<estimator> (<fit>)"`` is the estimator's color and marker with the fit's line (:data:`FITS`), the marker
+    hollow for a fit per call (:data:`HOLLOW`: ``"markerfacecolor": "none"``); other names (a user's own estimator)
+    take dotted styles in colors that no known name of the figure has.
 
     Example:
       >>> s = styles(["exact", "positive", "oprf (calibrated)", "mine"])
@@ -76,10 +79,14 @@ def styles(names) -> dict[str, dict]:
     taken = {color for color, _, _ in chosen.values()}  # a spare style takes no color of the figure's known names
     spare = ((color, marker, UNKNOWN_LINE) for marker in MARKERS for color in COLORS if color not in taken)
     spare = (t for t in spare if t not in chosen.values())
-    return {
+    looks = {
         name: dict(zip(("color", "marker", "linestyle"), chosen.get(name) or next(spare), strict=True))
         for name in names
     }
+    for name in names:
+        if name.partition(" (")[2].rstrip(")") in HOLLOW and name in chosen:
+            looks[name]["markerfacecolor"] = "none"
+    return looks
 
 
 def legend_outside(axis, **kwargs) -> None:
