@@ -60,6 +60,11 @@ def test_the_site_builds_without_warnings_and_documents_the_api(tmp_path):
     assert "estimator='positive', num_features=256" in layer
     for page in ("index", "tour", "changelog", "references", "howto/estimator", "results/benchmarks"):
         assert (tmp_path / f"{page}.html").exists(), page
+    raw = []  # a directive that a parser left as text (MyST reading reStructuredText): it shows on the page
+    for path in sorted(tmp_path.rglob("*.html")):
+        text = re.sub(r"<[^>]+>", " ", path.read_text())
+        raw += [f"{path.relative_to(tmp_path)}: {m}" for m in re.findall(r"\.\. [a-z-]+::|```\{[a-z-]+\}", text)]
+    assert not raw, f"directives rendered as text: {raw}"
 
 
 @pytest.mark.slow
