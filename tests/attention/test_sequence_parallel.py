@@ -36,26 +36,27 @@ _, initial = rfa.kernelized_attention(k[:, :6] * 2, k[:, :6], v[:, :6], is_causa
 def errors(a, b):
     return float(jnp.max(jnp.abs(a - b)) / (jnp.max(jnp.abs(b)) + 1e-30))
 
+def with_grads(fn):  # the output and state, and the gradients of a loss of the output: one program
+    return jax.value_and_grad(lambda *args: (jnp.sum(jnp.sin((r := fn(*args))[0])), r), argnums=(0, 1, 2, 3),
+                              has_aux=True)
+
 report = {}
-for P in (2, 4, 8):
-    mesh = jax.make_mesh((P,), ("seq",), devices=jax.devices()[:P])
-    for case, causal, decay, state in (("bidirectional", False, False, None), ("causal", True, False, None),
-                                       ("bidirectional_initial_state", False, False, initial),
-                                       ("decay", True, True, None), ("decay_initial_state", True, True, initial),
-                                       ("feature_decay_initial_state", True, True, initial)):
-        decays = per_feature if case.startswith("feature") else g
-        def single(q, k, v, g):
-            return rfa.kernelized_attention(q, k, v, mask=mask, is_causal=causal, log_decay=g if decay else None,
-                                            initial_state=state, return_state=True, **options)
+for case, causal, decay, state in (("bidirectional", False, False, None), ("causal", True, False, None),
+                                   ("bidirectional_initial_state", False, False, initial),
+                                   ("decay", True, True, None), ("decay_initial_state", True, True, initial),
+                                   ("feature_decay_initial_state", True, True, initial)):
+    decays = per_feature if case.startswith("feature") else g
+    def single(q, k, v, g):
+        return rfa.kernelized_attention(q, k, v, mask=mask, is_causal=causal, log_decay=g if decay else None,
+                                        initial_state=state, return_state=True, **options)
+    (_, (ref, ref_state)), ref_grads = with_grads(single)(q, k, v, decays)  # one device, the same for every P
+    for P in (2, 4, 8):
+        mesh = jax.make_mesh((P,), ("seq",), devices=jax.devices()[:P])
         def parallel(q, k, v, g):
             return sequence_parallel_attention(q, k, v, mesh=mesh, axis="seq", mask=mask, is_causal=causal,
                                                log_decay=g if decay else None, initial_state=state,
                                                return_state=True, **options)
-        def loss(fn):
-            return lambda *args: jnp.sum(jnp.sin(fn(*args)[0]))
-        (out, s), (ref, ref_state) = jax.jit(parallel)(q, k, v, decays), single(q, k, v, decays)
-        grads = jax.jit(jax.grad(loss(parallel), argnums=(0, 1, 2, 3)))(q, k, v, decays)
-        ref_grads = jax.grad(loss(single), argnums=(0, 1, 2, 3))(q, k, v, decays)
+        (_, (out, s)), grads = jax.jit(with_grads(parallel))(q, k, v, decays)
         report[f"{case}/P{P}"] = {
             "output": errors(out, ref), "state": errors(s.value(), ref_state.value()),
             "grads": [errors(a, b) if decay or i < 3 else 0.0 for i, (a, b) in enumerate(zip(grads, ref_grads))],

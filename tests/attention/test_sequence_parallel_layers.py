@@ -70,7 +70,8 @@ tokens = P_(None, "seq")
 out, state = jax.jit(jax.shard_map(local, mesh=auto, in_specs=(P_(), tokens, tokens), out_specs=(tokens, P_())))(
     weights, x, jnp.asarray(keep)
 )
-expected, expected_state = reference.step(x, reference.empty_state(B), mask=nnx.make_attention_mask(keep, keep))
+expected, expected_state = nnx.jit(lambda layer, x, keep: layer.step(
+    x, layer.empty_state(B), mask=nnx.make_attention_mask(keep, keep)))(reference, x, jnp.asarray(keep))
 report["inside_shard_map"] = {"output": error(out, expected), "state": error(state["state"], expected_state["state"]),
                               "conv": error(state["conv"], expected_state["conv"])}
 from rfa.models import AttentionConfig, Decoder, preset
