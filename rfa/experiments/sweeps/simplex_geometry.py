@@ -95,15 +95,14 @@ def simplex_geometry(config, records: list[dict], workdir: str) -> Analysis:
         )
     ax.set(xlabel="|x + y|", ylabel="MSE ratio", yscale="log", title=f"{estimator}, m = d = {config.dim}")
     ax.legend(fontsize=7)
-    dims = np.array([2, 4, 8, 16, 32, 64, 128])
-    for j, angle in enumerate((60.0, 150.0)):
-        norm = max(config.geometry.norms)
-        curves = {p: [] for p in PROJECTIONS}
-        for d in dims:
-            x, y = pair_vectors(norm, angle, int(d))
-            for p in curves:
-                curves[p].append(float(rfa.theory.mse(estimator, x, y, int(d), projection_kind=p)[0]))
-        c = {p: np.array(v) for p, v in curves.items()}
+    dims, angles = np.array([2, 4, 8, 16, 32, 64, 128]), (60.0, 150.0)
+    curves = {p: [] for p in PROJECTIONS}  # per p: [d, angle], both angles in one call per d (its shapes are new)
+    for d in dims:
+        x, y = pair_vectors(max(config.geometry.norms), angles, int(d))
+        for p in curves:
+            curves[p].append(np.asarray(rfa.theory.mse(estimator, x, y, int(d), projection_kind=p), np.float64))
+    for j, angle in enumerate(angles):
+        c = {p: np.array(v)[:, j] for p, v in curves.items()}
         ax_d.plot(dims, c["simplex"] / c["orthogonal"], f"C{j}-o", ms=3, label=f"simplex/orthogonal, {angle:g}°")
         ax_d.plot(dims, c["orthogonal"] / c["iid"], f"C{j}--s", ms=3, label=f"orthogonal/iid, {angle:g}°")
     ax_d.set(
