@@ -3,7 +3,7 @@
 Modes: bidirectional self-attention (padding in the middle), cross-attention (padding in the middle
 of the memory), chunked causal without and with decay (left padding and a hole, several chunks and
 a padded tail), recurrent (one token per call, carrying the state) with decay, prefill then a read
-of the state, and a continuation (chunked, then token by token, then chunked again, passing one
+of the state, and a continuation (chunked, then a token in its own call, then chunked again, passing one
 state) with decay; and the quadratic reference ``rfa.attention.naive_kernelized_attention`` itself.
 Gradients of ``Σ out ⊙ G`` w.r.t. q, k, v, the projection W, gerf's A and the log-decays are compared
 as directional derivatives with central differences of the float64 reference, in which OPRF's data
@@ -159,14 +159,12 @@ def run_rfa(mode, name, q, k, v, W, A, keep, log_decay):
             **tokens(start, stop - start),
         )
 
-    if mode == "continued_decay":  # chunked, then one token per call, then chunked: one state throughout
+    if mode == "continued_decay":  # chunked, then a token in its own call, then chunked: one state throughout
+        # (a token's call continuing a token's call is the recurrent mode's, for the same maps)
         first, state = causal(None, 0, 4, 3)
-        steps = []
-        for t in range(4, 6):
-            out, state = causal(state, t, t + 1, 64)
-            steps.append(out)
-        last, state = causal(state, 6, L, 2)
-        return jnp.concatenate([first, *steps, last], axis=1), state
+        step, state = causal(state, 4, 5, 64)
+        last, state = causal(state, 5, L, 3)  # 4 tokens: a padded tail
+        return jnp.concatenate([first, step, last], axis=1), state
     num_outputs = jax.eval_shape(lambda: causal(None, 0, 1, 1))[1].kv.shape[-2]
 
     def one_token(state, token):  # recurrent: a scan over tokens, one call each

@@ -190,8 +190,8 @@ def test_a_kernelized_site_with_relative_positions_is_the_biased_formula_and_tra
 @pytest.mark.parametrize("kind", ["softmax", "positive"])
 def test_future_tokens_never_change_earlier_outputs(kind):
     model = Decoder(config(kind), rngs=nnx.Rngs(0))
-    sequence = tokens(5, (1, 10))
-    changed = sequence.at[:, 6:].set(tokens(6, (1, 4)))
+    sequence = tokens(5, (2, 9))  # the shape of test_decoder_step_by_step_...'s: the same compiled forward
+    changed = sequence.at[:, 6:].set(tokens(6, (2, 3)))
     np.testing.assert_allclose(forward(model, changed)[:, :6], forward(model, sequence)[:, :6], rtol=1e-5, atol=1e-5)
     assert not np.allclose(forward(model, changed)[:, 6:], forward(model, sequence)[:, 6:])
 
@@ -199,8 +199,8 @@ def test_future_tokens_never_change_earlier_outputs(kind):
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["softmax", "positive", "oprf"])
 def test_padded_sources_give_the_outputs_of_unpadded_ones(kind):
-    source, target = tokens(7, (1, 6)), tokens(8, (1, 5))
-    padded = jnp.concatenate([source, jnp.zeros((1, 4), source.dtype)], axis=1)
+    source, target = tokens(7, (2, 7)), tokens(8, (2, 5))  # the greedy test's shapes: its compiled forward
+    padded = jnp.concatenate([source, jnp.zeros((2, 4), source.dtype)], axis=1)
     translation = EncoderDecoder(config(kind), rngs=nnx.Rngs(0))
     unpadded = forward(translation, source, target)
     np.testing.assert_allclose(forward(translation, padded, target), unpadded, rtol=1e-4, atol=1e-4)
@@ -230,8 +230,9 @@ def test_kernelized_model_approaches_the_exact_one_as_m_grows():
 @pytest.mark.parametrize("kind", ["softmax", "positive"])
 def test_a_padding_token_without_visible_keys_attends_to_nothing(kind):
     model = Decoder(config(kind), rngs=nnx.Rngs(0))
-    sequence = tokens(20, (1, 6)).at[:, 0].set(0)  # position 0 is padding: it sees no key at all
-    changed = sequence.at[:, 1:].set(tokens(21, (1, 5)))
+    # Position 0 is padding: it sees no key at all. The shape of test_decoder_step_by_step_...'s: the same programs.
+    sequence = tokens(20, (2, 9)).at[:, 0].set(0)
+    changed = sequence.at[:, 1:].set(tokens(21, (2, 8)))
     np.testing.assert_allclose(forward(model, changed)[:, 0], forward(model, sequence)[:, 0], rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(step_by_step(model, sequence), forward(model, sequence), rtol=1e-4, atol=1e-4)
 
@@ -442,13 +443,13 @@ def test_decoding_refuses_training_mode_padding_bos_and_bad_beams():
 
 @pytest.mark.slow
 def test_sampling_is_reproducible_and_top_1_is_greedy():
-    lm = Decoder(config("positive"), rngs=nnx.Rngs(0))
-    prompt = tokens(13, (3, 2))
-    greedy, _ = decoding.generate(lm, prompt, max_new_tokens=6)
-    top1, _ = decoding.generate(lm, prompt, max_new_tokens=6, temperature=0.7, top_k=1, key=jax.random.key(0))
+    lm = Decoder(config("positive", "rotary"), rngs=nnx.Rngs(0))
+    prompt = tokens(13, (2, 3))  # the model and shapes of the greedy test's: its compiled greedy generate
+    greedy, _ = decoding.generate(lm, prompt, max_new_tokens=4)
+    top1, _ = decoding.generate(lm, prompt, max_new_tokens=4, temperature=0.7, top_k=1, key=jax.random.key(0))
     np.testing.assert_array_equal(top1, greedy)
-    a, _ = decoding.generate(lm, prompt, max_new_tokens=6, temperature=1.5, key=jax.random.key(1))
-    b, _ = decoding.generate(lm, prompt, max_new_tokens=6, temperature=1.5, key=jax.random.key(1))
+    a, _ = decoding.generate(lm, prompt, max_new_tokens=4, temperature=1.5, key=jax.random.key(1))
+    b, _ = decoding.generate(lm, prompt, max_new_tokens=4, temperature=1.5, key=jax.random.key(1))
     np.testing.assert_array_equal(a, b)
     with pytest.raises(ValueError, match="needs a PRNG key"):
         decoding.generate(lm, prompt, max_new_tokens=2, temperature=1.0)
