@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from rfa.experiments.spread import metric, per_seed, table_verdicts
 from rfa.experiments.styles import styles
@@ -222,7 +223,7 @@ def differences_figure(rows: list[dict], path: str) -> Figure:
     references, compared = _against_first(rows)
     tasks = list(references)
     shown = [[(row, v) for row, v in zip(rows, compared, strict=True) if v and _task(row) == task] for task in tasks]
-    figure = Figure(figsize=(7.0, 0.9 + 0.28 * sum(len(s) + 1 for s in shown)))
+    figure = Figure(figsize=(7.0, 0.6 + 0.3 * len(tasks) + 0.28 * sum(len(s) + 1 for s in shown)))
     axes = figure.subplots(len(tasks), 1, squeeze=False, height_ratios=[len(s) + 1 for s in shown])[:, 0]
     style = styles(row["attention"] for row in rows)
     for axis, task, points in zip(axes, tasks, shown, strict=True):
@@ -241,9 +242,11 @@ def differences_figure(rows: list[dict], path: str) -> Figure:
         axis.axvline(0.0, color="black", linewidth=0.8)
         axis.set_yticks(range(len(points)), [r["attention"] for r, _ in points], fontsize=8)
         axis.set_ylim(len(points) - 0.5, -0.5)
-        axis.set_title(f"{task}: test accuracy minus {references[task]['attention']}'s (95% interval)", fontsize=9)
+        axis.set_title(task, fontsize=9)
+        axis.set_xlabel(f"test accuracy minus {references[task]['attention']}'s (bars: 95% interval)", fontsize=8)
+        axis.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 5, 10]))  # round steps, labels apart
+        axis.tick_params(axis="x", labelsize=8)
         axis.grid(alpha=0.3, axis="x")
-    axes[-1].set_xlabel("difference in test accuracy from the task's first kind (bars: 95% interval)", fontsize=8)
     figure.tight_layout(rect=(0, 0, 0.84, 1))
     figure.savefig(path, dpi=110)
     return figure

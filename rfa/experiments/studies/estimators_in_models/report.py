@@ -159,6 +159,7 @@ def plot_lines(rows: list[dict], path: str, *, x: str, measure: str, xlabel: str
         axis.set_visible(False)
     entries = {name: handle for axis in axes for handle, name in zip(*axis.get_legend_handles_labels(), strict=True)}
     figure.legend(entries.values(), entries.keys(), loc="center right", fontsize=7)  # one legend, beside the panels
+    figure.suptitle("lines: the mean over the seeds; bands: their range, lowest to highest", fontsize=9)
     figure.tight_layout(rect=(0, 0, 1 - 1.6 / figure.get_figwidth(), 1))
     figure.savefig(path, dpi=110)
     return figure
