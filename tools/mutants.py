@@ -1089,6 +1089,14 @@ MUTANTS = [
         "kinds take matplotlib's ten colors in turn: two share a style",
     ),
     Mutant(
+        "figure-two-series-one-style",
+        "rfa/experiments/styles.py",
+        'HOLLOW = ("per_call",)',
+        "HOLLOW = ()",
+        ("tests/experiments/test_styles.py::test_a_committed_figure_can_be_read",),
+        "an estimator's per-call and calibrated fits in one color and marker, told apart by the dash alone",
+    ),
+    Mutant(
         "length-floor-counts-padding",
         "rfa/experiments/studies/length_generalization.py",
         "    weights = targets != PAD_ID\n",
