@@ -1,8 +1,10 @@
 """The documentation site builds with no warning (Sphinx -W, as ``make docs``), and its API reference documents
 the public names from their docstrings, each once, in the module that defines it."""
 
+import os
 import pathlib
 import re
+import socket
 import subprocess
 import sys
 
@@ -67,13 +69,75 @@ def test_the_site_builds_without_warnings_and_documents_the_api(tmp_path):
     assert not raw, f"directives rendered as text: {raw}"
 
 
+FENCE = re.compile(r"^```(\w+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+HOWTOS = sorted(path.name for path in (ROOT / "docs" / "howto").glob("*.md"))
+ELSEWHERE = ("gcloud ", "srun ", "imdb_reviews")  # blocks for a TPU slice, a SLURM cluster, a dataset to download
+QUICK = re.compile(r"(--config[ =])([\w./]+)(?::([\w,]+))?")  # a config and its variant
+
+
+def _quick(commands: str) -> str:
+    """The commands with every config at its ``quick`` scale (seconds), as the pages offer it: ``sort:positive``
+    runs as ``sort:positive,quick``, ``compare_kernels`` as ``compare_kernels:quick``."""
+
+    def quick(match):
+        variant = match[3] or ""
+        return (
+            match[0] if "quick" in variant.split(",") else f"{match[1]}{match[2]}:{variant + ',' * bool(variant)}quick"
+        )
+
+    return QUICK.sub(quick, commands)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _commands(blocks: list[tuple[str, str]], directory: pathlib.Path) -> str:
+    """A how-to's bash blocks as one script, run as a reader would in ``directory``: each config at its quick scale,
+    what the page puts in ``/tmp`` in the directory, a coordinator on a free port (blocks for a cluster or a dataset
+    to download are left out)."""
+    commands = "".join(text for kind, text in blocks if kind == "bash" and not any(w in text for w in ELSEWHERE))
+    commands = _quick(commands).replace("/tmp/", f"{directory}/")
+    return re.sub(r"127\.0\.0\.1:\d+", f"127.0.0.1:{_free_port()}", commands)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("page", ["flax.md", "projection.md"])
-def test_the_howto_runs_top_to_bottom(page):
-    """Every python block of the how-to, in order, in one namespace (its asserts included)."""
-    text = (ROOT / "docs" / "howto" / page).read_text()
-    blocks = [block.split("```", 1)[0] for block in text.split("```python\n")[1:]]
-    assert len(blocks) >= 3
-    namespace = {}
-    for block in blocks:
-        exec(compile(block, f"docs/howto/{page}", "exec"), namespace)
+@pytest.mark.parametrize("page", [f"howto/{name}" for name in HOWTOS] + ["models.md"])
+def test_a_page_runs_as_written(page, tmp_path, monkeypatch, data_dir):
+    """A reader's run of a page in an empty directory. A python block that opens with ``# NAME.py`` is a file saved
+    there; the other python blocks run in order in one namespace, or, where a command runs ``python NAME.py`` with no
+    such file, are that script. Then a how-to's commands run (:func:`_commands`), with the suite's XLA flags beside
+    the page's; a ``text`` block is what they print or write in a ``report.md``."""
+    blocks = FENCE.findall((ROOT / "docs" / page).read_text())
+    commands = _commands(blocks, tmp_path) if page.startswith("howto/") else ""
+    python = [text for kind, text in blocks if kind == "python"]
+    files = {match[1]: text for text in python if (match := re.match(r"# (\w+\.py)\n", text))}
+    examples = [text for text in python if text not in files.values()]
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "data").symlink_to(data_dir)  # the commands' data_dir, "data": datasets prepared once a session
+    script = re.search(r"^(?:\S+=\S+ )*python (\w+\.py)", commands, re.MULTILINE)
+    if script and script[1] not in files:
+        (tmp_path / script[1]).write_text("".join(examples))
+    else:
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.syspath_prepend(str(tmp_path))
+        namespace = {}
+        for text in examples:
+            exec(compile(text, f"docs/{page}", "exec"), namespace)
+    assert examples or commands, f"{page}: nothing to run"
+    if commands:
+        run = subprocess.run(
+            ["bash", "-e", "-x", "-c", re.sub(r"XLA_FLAGS=(\S+)", r'XLA_FLAGS="\1 $XLA_FLAGS"', commands)],
+            cwd=tmp_path,
+            env={**os.environ, "PATH": f"{pathlib.Path(sys.executable).parent}:{os.environ['PATH']}"},
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert run.returncode == 0, f"{page}: a command failed:\n{run.stderr[-6000:]}"
+        written = run.stdout + "".join(path.read_text() for path in tmp_path.rglob("report.md"))
+        for kind, text in blocks:
+            assert kind != "text" or text.strip() in written, f"{page}: nothing printed or wrote {text!r}"
