@@ -34,6 +34,30 @@ def _distillation(summary: dict) -> str:
     return distillation.table(distillation.over_seeds(summary["per_seed"]))
 
 
+def _single_runs(rows: list[dict]) -> str:
+    """One training run per row (seed 0, before the seeded protocol): the final step's validation metrics and the
+    step's cost, as the LRA cost table shows them."""
+    header = ["task", "attention", "m", "accuracy", "sequence accuracy", "perplexity", "step (ms)", "tokens/s"]
+    header.append("step memory (MiB)")
+    lines = [
+        [
+            row["task"],
+            row["attention"],
+            "-" if row["num_features"] is None else str(row["num_features"]),
+            f"{row['eval']['accuracy']:.3f}",
+            *(
+                report.number(row["eval"].get(name), 1, form)
+                for name, form in (("sequence_accuracy", "{:.3f}"), ("perplexity", "{:.2f}"))
+            ),
+            report.number(row["step_time_s"], 1e3, "{:.1f}"),
+            report.number(row["tokens_per_s"], 1e-3, "{:.0f}k"),
+            report.number(row["step_memory_bytes"], 2**-20, "{:.1f}"),
+        ]
+        for row in rows
+    ]
+    return report.markdown_table(header, lines)
+
+
 TABLES: dict[str, Callable[[object], str]] = {
     "train_cpu_sort_seeded": report.training_table,
     "train_cpu_listops_cpu_seeded": report.training_table,
@@ -48,6 +72,7 @@ TABLES: dict[str, Callable[[object], str]] = {
     "length_generalization_cpu": length_generalization.table,
     "estimators_in_models_cpu": estimators_in_models_report.table,
     "distill_cpu": _distillation,
+    "train_cpu_lra": _single_runs,
 }
 """``results/<name>.json`` → the function that renders its table (the study's own), written to ``<name>.md``."""
 
@@ -62,7 +87,7 @@ PARTS: dict[str, tuple[str, Callable[[object], str]]] = {
 """Parts of a JSON's results that a page quotes on their own: ``"<name>:<part>"`` → (name, renderer)."""
 
 FIGURES: dict[str, Callable[[object, str], None]] = {
-    **{name: report.differences_figure for name in TABLES if name.startswith("train_cpu_")},
+    **{name: report.differences_figure for name, table in TABLES.items() if table is report.training_table},
     "benchmark_delta_rule_cpu": benchmark_figures.delta_rule,
     "benchmark_flax_decoding_cpu": benchmark_figures.flax_decoding,
     "benchmark_scaling_cpu": benchmark_figures.scaling,
