@@ -21,6 +21,7 @@ from collections.abc import Callable
 from absl import flags
 
 from rfa.experiments import report
+from rfa.experiments.benchmarks import decoding
 from rfa.experiments.benchmarks import figures as benchmark_figures
 from rfa.experiments.cli import run_main
 from rfa.experiments.studies import distillation, forecasting, length_generalization, recall
@@ -73,6 +74,7 @@ TABLES: dict[str, Callable[[object], str]] = {
     "estimators_in_models_cpu": estimators_in_models_report.table,
     "distill_cpu": _distillation,
     "train_cpu_lra": _single_runs,
+    "benchmark_decoding_cpu": decoding.table,
 }
 """``results/<name>.json`` → the function that renders its table (the study's own), written to ``<name>.md``."""
 
