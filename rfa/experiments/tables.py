@@ -21,7 +21,7 @@ from collections.abc import Callable
 from absl import flags
 
 from rfa.experiments import report
-from rfa.experiments.benchmarks import decoding
+from rfa.experiments.benchmarks import attention_tables, decoding, result_tables
 from rfa.experiments.benchmarks import figures as benchmark_figures
 from rfa.experiments.cli import run_main
 from rfa.experiments.studies import distillation, forecasting, length_generalization, recall
@@ -75,6 +75,15 @@ TABLES: dict[str, Callable[[object], str]] = {
     "distill_cpu": _distillation,
     "train_cpu_lra": _single_runs,
     "benchmark_decoding_cpu": decoding.table,
+    "benchmark_attention_cpu": lambda result: attention_tables.main_table(result["results"]),
+    "benchmark_attention_gated_cpu_1core": lambda result: attention_tables.main_table(result["results"]),
+    "benchmark_attention_gated_cpu": lambda result: attention_tables.main_table(result["results"]),
+    "benchmark_attention_estimators_cpu": lambda result: attention_tables.estimators_table(result["estimators"]),
+    "benchmark_scaling_cpu": lambda result: result_tables.scaling_by_length(result["results"]),
+    "benchmark_sequence_parallel_cpu": lambda result: result_tables.sequence_parallel(result["results"]),
+    "benchmark_relative_cpu": result_tables.relative_table,
+    "benchmark_flax_decoding_cpu": result_tables.flax_decoding_table,
+    "benchmark_checks_cpu": result_tables.checks_table,
 }
 """``results/<name>.json`` → the function that renders its table (the study's own), written to ``<name>.md``."""
 
