@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from results_claims import CLAIMS, NOT_A_RESULT, NOT_AN_ORDER, NUMBER, ORDER, PAGES, SETUP, UNHELD_YET, Claim
+from results_claims import CLAIMS, NOT_A_RESULT, NOT_AN_ORDER, NUMBER, ORDER, PAGES, SETUP, Claim
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
@@ -221,20 +221,14 @@ def _unheld(page):
     return re.sub(r"`[^`]*`|!\[[^\]]*\]\([^)]*\)|\]\([^)]*\)|<[^>]*>", "", text)
 
 
-HELD_PAGES = [
-    pytest.param(page, marks=pytest.mark.xfail(strict=True, reason=UNHELD_YET[page])) if page in UNHELD_YET else page
-    for page in PAGES
-]
-
-
-@pytest.mark.parametrize("page", HELD_PAGES)
+@pytest.mark.parametrize("page", PAGES)
 def test_a_page_has_no_result_number_outside_its_claims(page):
     text = NOT_A_RESULT.sub("", _unheld(page))
     loose = [text[max(0, m.start() - 40) : m.end() + 20] for m in NUMBER.finditer(text)]
     assert not loose, f"{page}: numbers held by no claim (tests/results_claims.py): {loose}"
 
 
-@pytest.mark.parametrize("page", HELD_PAGES)
+@pytest.mark.parametrize("page", PAGES)
 def test_a_page_orders_results_only_in_claims_that_check_the_order(page):
     text = NOT_AN_ORDER.sub("", _unheld(page))
     loose = [text[max(0, m.start() - 60) : m.end() + 20] for m in ORDER.finditer(text)]
