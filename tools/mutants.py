@@ -1062,6 +1062,14 @@ MUTANTS = [
         "a page says the kinds train as well as exact attention where every verdict is not separated",
     ),
     Mutant(
+        "benchmark-ratio-rounded",
+        "docs/results/benchmarks.md",
+        "It costs 32–63x the unbiased attention",
+        "It costs 30–60x the unbiased attention",
+        ("tests/test_results_pages.py::test_every_sentence_with_a_number_holds_against_its_json",),
+        "the benchmarks page rounds a ratio its JSON gives (the relative bias's 32–63x written 30–60x)",
+    ),
+    Mutant(
         "claim-range-from-the-wrong-kinds",
         "docs/results/recall.md",
         "ReLU features fall to 0.482 at m = 4",
