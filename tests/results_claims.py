@@ -5,8 +5,13 @@ fills the slots from the JSON and looks for the sentence on the page, and checks
 (``holds``). Change a number in a JSON and the claim that quotes it no longer appears on its page: the test names
 the sentence. Pages are compared with whitespace collapsed and ``**`` emphasis removed.
 
-:data:`COVERED` pages may carry no other result number: every decimal in their prose (outside the marked tables,
-code and figures) must lie in a claim or in :data:`SETUP`, a sentence that states a config value, not a result.
+Every results page and the README may carry no other result number and no other word of order or equality:
+every number in their prose (outside the marked tables, code, links and figures: an integer, a decimal, a ratio
+such as "8×" or "1/33", a percentage), and every word of :data:`ORDER` ("tied", "behind", "better", ...), must lie
+in a claim, in :data:`SETUP` (a phrase that states the setup, not a result), or in one of the forms of
+:data:`NOT_A_RESULT` (a setting such as ``m = 16``, a count of the protocol such as "300 steps", a citation's year,
+a version). A claim with a word of order must say in its predicate why the word holds: for the seeded tables, the
+Holm-corrected verdict.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import dataclasses
 import functools
 import json
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -151,6 +157,9 @@ TRAINING = [
         "The data-fitted estimators train no better than positive features (OPRF {}, SADERF {} against {}), on "
         "ListOps as on sort.",
         lambda: tuple(cell(LISTOPS, "test accuracy", attention=a) for a in ("oprf", "saderf", "positive")),
+        lambda: all(
+            max(runs_mean(key, a) for a in ("oprf", "saderf")) <= runs_mean(key, "positive") for key in (LISTOPS, SORT)
+        ),
     ),
     Claim(
         "training.md",
@@ -367,7 +376,29 @@ SORT_CLAIMS = [
         "The last four rows took {} ms a step in a later session, beside another job",
         lambda: (span((float(_step(a)) for a in _SORT_LATER), "{:.0f}"),),
     ),
+    Claim(
+        "training.md",
+        "adding them made the table's correction one for {} comparisons instead of {}.",
+        lambda: (len(_verdicts(SORT)) - 1, len(_sort_verdicts_before_the_delta_rows())),
+    ),
+    Claim(
+        "training.md",
+        "(the [attention benchmark](benchmarks.md): {:.0f}x at L = 8192)",
+        lambda: (attention_ratio("exact_over_bidir", 8192),),
+    ),
+    Claim(
+        "training.md",
+        "The earlier rule called OPRF, Hedgehog, SADERF and elu+1 worse; with 3 seeds these are not separated.",
+        holds=lambda: all(
+            _verdicts(LISTOPS)[a] == "not separated (3 seeds)" for a in ("oprf", "hedgehog", "saderf", "elu")
+        ),
+    ),
 ]
+
+
+def attention_ratio(ratio: str, length: int, name: str = "benchmark_attention_cpu") -> float:
+    """A ratio of the attention benchmark (``exact_over_bidir``, ...) at ``length``."""
+    return next(r for r in data(name)["results"] if r["length"] == length)["ratios"][ratio]
 
 
 def runs_mean(name: str, attention: str) -> float:
@@ -383,6 +414,19 @@ def _length(attention: str, positional: str) -> dict:
 
 def _longer(attention: str, positional: str) -> str:
     return spread(_length(attention, positional)["longer"]["accuracy"])
+
+
+def _length_verdicts(seeds: tuple[int, ...]) -> list[str]:
+    """The Holm verdicts of the length table on the longer strings (each encoding against sinusoids with the same
+    kind), from ``seeds`` alone."""
+    rows = data(LENGTHS)["rows"]
+
+    def longer(row):
+        return {run["seed"]: run["accuracy"] for run in row["longer_runs"] if run["seed"] in seeds}
+
+    first = {r["attention"]: r for r in reversed(rows)}
+    compared = [compare(longer(r), longer(first[r["attention"]])) for r in rows if r is not first[r["attention"]]]
+    return verdicts(compared, higher_is_better=True)
 
 
 _FLOORS = ("repeat the previous symbol", "the majority symbol")
@@ -420,6 +464,11 @@ LENGTH_CLAIMS = [
     ),
     Claim(
         "training.md",
+        "Three seeds separated nothing; seeds 3 and 4 were added for this",
+        holds=lambda: set(_length_verdicts(seeds=(0, 1, 2))) == {"not separated (3 seeds)"},
+    ),
+    Claim(
+        "training.md",
         "Repeating the previous symbol of the target (teacher-forced, as the models are scored) scores {} on these "
         "strings, since sorted strings repeat letters; always the most frequent symbol scores {}. The models are {} "
         "above the first floor",
@@ -429,6 +478,10 @@ LENGTH_CLAIMS = [
                 r["longer"]["accuracy"]["mean"] - data(LENGTHS)["floors"][_FLOORS[0]]["accuracy"]
                 for r in data(LENGTHS)["rows"]
             ),
+        ),
+        lambda: (
+            min(r["longer"]["accuracy"]["mean"] for r in data(LENGTHS)["rows"])
+            > data(LENGTHS)["floors"][_FLOORS[0]]["accuracy"]
         ),
     ),
     Claim(
@@ -484,13 +537,250 @@ _TEACHER, _STAGE1 = "teacher (exact)", "student after stage 1 (maps distilled)"
 _FINE_TUNED, _SCRATCH = "student after stage 2 (fine-tuned)", "hedgehog from scratch"
 
 
-COVERED = ("training.md", "recall.md", "vision.md", "forecasting.md", "estimators_in_models.md")
+LRA = "train_cpu_lra"
+
+
+def _lra(task: str) -> dict[str, dict]:
+    return {r["attention"]: r for r in data(LRA) if r["task"] == task}
+
+
+def _lra_others_predict_one_class(task: str) -> bool:
+    return len({r["eval"]["accuracy"] for a, r in _lra(task).items() if a != "linformer"}) == 1
+
+
+def _lra_ratio(task: str, attention: str, field: str, over: str = "positive") -> float:
+    return _lra(task)[attention][field] / _lra(task)[over][field]
+
+
+PATHFINDER = "train_cpu_pathfinder_cpu_exact"
+
+LRA_CLAIMS = [
+    Claim(
+        "lra.md",
+        "Every ListOps run but Linformer's predicts one class ({:.1f}% here; the most frequent class of these 128 "
+        "expressions is 23%, and Linformer's {:.1f}% is below it), and every Pathfinder run but Linformer's predicts "
+        "one class ({:.1f}%, the share of that label in the 512 images; Linformer's {:.0f} of 512 is one image fewer).",
+        lambda: (
+            100 * _lra("listops_lra")["exact"]["eval"]["accuracy"],
+            100 * _lra("listops_lra")["linformer"]["eval"]["accuracy"],
+            100 * _lra("pathfinder32")["exact"]["eval"]["accuracy"],
+            512 * _lra("pathfinder32")["linformer"]["eval"]["accuracy"],
+        ),
+        lambda: (
+            all(_lra_others_predict_one_class(task) for task in ("listops_lra", "pathfinder32"))
+            and _lra("listops_lra")["linformer"]["eval"]["accuracy"] < 0.23
+            and round(512 * _lra("pathfinder32")["exact"]["eval"]["accuracy"])
+            - round(512 * _lra("pathfinder32")["linformer"]["eval"]["accuracy"])
+            == 1
+        ),
+    ),
+    Claim(
+        "lra.md",
+        "at L = 2000 exact attention's step takes {:.1f}x the time of positive features and {:.0f}x their memory "
+        "({:.2f} GiB against {:.0f} MiB), at L = 1024 {:.1f}x and {:.0f}x; elu is cheapest, Taylor's 1 + d + "
+        "d(d+1)/2 = 153 features cost {:.1f}–{:.1f}x the time of positive's 64.",
+        lambda: (
+            _lra_ratio("listops_lra", "exact", "step_time_s"),
+            _lra_ratio("listops_lra", "exact", "step_memory_bytes"),
+            _lra("listops_lra")["exact"]["step_memory_bytes"] / 2**30,
+            _lra("listops_lra")["positive"]["step_memory_bytes"] / 2**20,
+            _lra_ratio("pathfinder32", "exact", "step_time_s"),
+            _lra_ratio("pathfinder32", "exact", "step_memory_bytes"),
+            *sorted(_lra_ratio(task, "taylor", "step_time_s") for task in ("listops_lra", "pathfinder32")),
+        ),
+        lambda: all(
+            min(_lra(task).values(), key=lambda r: r["step_time_s"])["attention"] == "elu"
+            for task in ("listops_lra", "pathfinder32")
+        ),
+    ),
+    Claim(
+        "lra.md",
+        "reaches {} test accuracy over three seeds, against 17% for the most frequent answer",
+        lambda: (cell(LISTOPS, "test accuracy", attention="exact"),),
+    ),
+    Claim(
+        "lra.md",
+        "none of the {} other kinds is separated from exact attention by three seeds, in either direction, so this "
+        "comparison orders none of them.",
+        lambda: (len(data(LISTOPS)) - 1,),
+        lambda: set(_verdicts(LISTOPS).values()) == {"-", "not separated (3 seeds)"},
+    ),
+    Claim(
+        "lra.md",
+        "{:.1f}% test accuracy ({:.1f}% on validation; validation loss {:.3f} against ln 2 = {:.3f}, {:.0f} minutes at "
+        "{:.2f} s a step), against 50% for either answer.",
+        lambda: (
+            100 * data(PATHFINDER)["test"]["accuracy"],
+            100 * data(PATHFINDER)["validation"]["accuracy"],
+            data(PATHFINDER)["validation"]["loss"],
+            math.log(2),
+            data(PATHFINDER)["steps"] * data(PATHFINDER)["step_time_s"] / 60,
+            data(PATHFINDER)["step_time_s"],
+        ),
+        lambda: data(PATHFINDER)["validation"]["loss"] > 0.98 * math.log(2),
+    ),
+]
+
+
+README = "../../README.md"  # claims name their page relative to docs/results
+
+PAGES = (*sorted(p.name for p in (RESULTS.parent / "docs" / "results").glob("*.md")), README)
+"""Every page the claims hold: the results pages and the README."""
+
+NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
+"""A number as prose writes it: 40, 0.7 (of 0.7%), 8 (of 8× or 30–60x), 1 and 33 (of 1/33), 16,384."""
+
+ORDER = re.compile(
+    r"(?<![-\w])(?:tied?|ties|level|behind|as well|above|below|ahead|same|better|worse|beats?|outperforms?|equals?)\b",
+    re.IGNORECASE,
+)
+"""Words that order or equate results: a page may use them only inside a claim whose predicate checks them."""
+
+NOT_AN_ORDER = re.compile(
+    r"\b(?:table|tables|figure|figures|section|one|ones|run|runs|rows?|model|fix|study|benchmark|bullets?|layer|timing|commands|"
+    r"numbers?|"
+    r"setting|schedule) "
+    r"(?:above|below)\b|[(\[](?:above|below)\b"  # the page's layout: the table above, (below)
+    r"|\bthe same\s+(?:lines|config|configs|seeds?|weights|code|settings|flags|machine|way|shapes|command|model|"
+    r"arguments|windows|test years|inputs|small tasks|generator|function|program|process|measure|name|bias|core|"
+    r"range)\b"
+    r"|\bahead of time\b|\bat equal m\b"  # the setup: compiled ahead of time, estimators at equal m
+)
+"""Words of :data:`ORDER` that order or equate no result: a place on the page, or a setup shared by the runs."""
+
+_PROTOCOL = (
+    "steps?|heads?|layers?|seeds?|tokens?|images?|expressions?|strings?|letters?|windows?|bytes|positions?|"
+    "years|weeks|processes|ids|keys|values|sequences|coordinates|blocks?|patches|pixels|epochs?|cores?|calls|repetitions|features|pairs|comparisons|channels|classes|"
+    "angles|lengths|sites|buckets|queries|devices|rounds|chunks?"
+)
+NOT_A_RESULT = re.compile(
+    r"\b(?:m|L|d|d'|k|s|w|R|B|H|C|F|P|c|n|K|l|r) [=≤] \d+(?:\.\d+)?"  # a setting: m = 16, L = 4096, s = 0.5
+    r"|∈ \{[^}]*\}"  # a set of settings: s ∈ {0.5, 1, 1.5}
+    r"|\d+(?:×\d+)+"  # a shape: 4×4 windows
+    r"|95% (?:interval|CI)"  # the rule's level
+    r"|(?<![\w.])\d+(?:–\d+)?[- ](?:" + _PROTOCOL + r")\b"  # a count of the protocol: 300 steps, 2-layer
+    r"|\b(?:width|d_model|head_dim|MLP|batch|seeds?) \d+(?:–\d+)?"  # a size of the model: width 64, seeds 0–2
+    r"|\b\de-\d\b"  # a learning rate: 3e-3
+    r"|\b\d+\.\d+\.\d+\b"  # a version: 0.2.0
+    r"|\b1[6-9]\d\d[–-](?:1[6-9]|20)\d\d\b"  # a span of years: 1700–1915
+    r"|(?:et al\.,?|NeurIPS|ICML|ICLR|Fig\.|Figure|Thm|Theorem|Lemma) \d+"  # a citation
+    r"|\belu\+1|\bO\([^)]*\)|\bN\(0, 1\)"  # a name, an order of growth, a distribution
+)
+"""Numbers that state no result, wherever they stand; anything else of the setup goes in :data:`SETUP`."""
 
 SETUP: dict[str, tuple[str, ...]] = {
+    "training.md": (
+        "keeps the chance of any false verdict in a table at 5%",
+        "The verdict — better, worse, or",
+        "not that they are equal",
+        "a 2+2-layer",
+        "the steps shrunk from 600",
+        "the config's 64 would cover",
+        "a decoder token sees itself and the 7 before it, an encoder token the 7 on each side",
+        "seeds 3 and 4",
+        "of those three as well",
+        "depth ≤ 3, ≤ 4 arguments",
+        "on the 2000 test expressions (17% for the most frequent answer)",
+        "up to distance 128",
+        "The bias sees distances up to 71 here, beyond the 39 of training. With T5's log-spaced buckets, distances "
+        "40–45 share the encoder's last trained bucket and the rest fall in 2 encoder (5 decoder) buckets",
+        "Stage 1 trains only the maps, 300 Adam steps",
+        "stage 2 fine-tunes",
+    ),
+    "lra.md": (
+        "(1% of an epoch; LRA: 4 layers of width 512, 5000 steps of 32)",
+        "(4% of an epoch; LRA: 200 epochs of 512)",
+        "Evaluated on 128 validation expressions and 512 validation images.",
+        "(ListOps 36%, Pathfinder-32 71% for the vanilla Transformer in the LRA paper)",
+        "depth at most 3, at most 4 arguments per operator, 8–32 tokens (mean 17)",
+        "(3.2 epochs of the 20k training expressions",
+        "20k training images",
+        "(2.4 epochs,",
+        "near ln 2",
+        "the same generator restricted",
+        "the real-length runs above",
+        "the cost table above",
+        "Pathfinder-32",
+    ),
+    "vision.md": ("instead of 1500", "the 269 test images", "(16 and a class token)"),
+    "estimators_in_models.md": (
+        "300 AdamW steps",
+        "afterwards with the same weights",
+        "and 256 random vectors",
+        "on 2 validation batches",
+        "the same measure at each attention site",
+        "on 4 test batches",
+        "the median over 256 query-key pairs",
+        "measured over 64 draws",
+        "from the same code and settings",
+        "run by the same command",
+        "every model, state and seed above",
+        "on the same scaled inputs",
+        "where the kernel is near 1",
+        "draws that 64 samples almost never see",
+    ),
+    "recall.md": (
+        '"Zoology", 2023',
+        "over 32 ids (15 keys",
+        "20k training sequences",
+        "4 heads of 16 (Zoology's smallest model width; Based's feature dimension of 16 per head)",
+        "with 100 warmup steps",
+        "m = 4 and 32",
+        "1000 test sequences",
+        "m up to 256",
+        "the 2nd-order Taylor map",
+        "Zoology's Figure 2 runs 4 pairs in 64 tokens, 8 in 128 and 16 in 256, over a vocabulary of 8192, with 100k "
+        "training examples for 64 epochs and a sweep of 4 learning rates per model",
+        "4 pairs in 64 and in 128 tokens",
+        "m = 16, 64 and 256 for positive features (Hedgehog's d' at 16 and 64, the window's w at 16",
+        "at step 867 of 1500",
+    ),
+    README: (
+        "Python ≥ 3.11",
+        "`python -m rfa.experiments` is the same",
+        "(0 / −inf)",
+        "the lessons behind the design",
+    ),
+    "reproductions.md": (
+        "(predicted relative error > 0.15)",
+        "a kill -9",
+        "15 pairs × 4 m",
+        "all 8 softmax estimators",
+    ),
+    "benchmarks.md": (
+        "moved by more than 10%",
+        "(an AVX-512 Xeon)",
+        "from the d_v + 1 side to the F side (F = m = 256 against d_v + 1 = 65)",
+        "a timed 8192² matmul",
+        "1024 evenly strided tokens",
+        "two 64 × 64 eigendecompositions",
+        "where that estimate exceeds 8 GiB",
+        "the 8 host devices",
+        "4 heads of 32",
+        "8 heads of 32",
+        "median of 5 compiled calls",
+        "for L = 1024 and 2048",
+        "(F·(d_v + 1) = 64·33 here) is a length-2N real FFT",
+        "chunks of 64",
+        "run up to 2048",
+        "c + 2 exponentials",
+        "C/F + 1",
+        "2m = 128 features",
+        "since 0.6",
+        "at position 128",
+        "median of 15",
+        "256 rows of 64 tokens",
+        "median of 30",
+        "64k",
+    ),
     "forecasting.md": (
+        "in patches of 4",
+        "(lookback 64, two layers of width 32,",
+        "own scale is 1500",
         "one layer of width 16 with dropout 0.2 and weight decay 0.1 (3.8k parameters, 400 steps of 16 windows)",
     ),
 }
+"""Per page, phrases that state the setup (a config value, a data set's size, a described protocol), not a result."""
 
 
 EIM = "estimators_in_models_cpu"
@@ -568,7 +858,8 @@ ESTIMATORS = [
     ),
     Claim(
         "estimators_in_models.md",
-        "At initialization every fitted estimator has a lower mean error than positive and hyperbolic features in "
+        "The fitted estimators are not uniformly ahead of positive and hyperbolic features. At initialization every "
+        "fitted estimator has a lower mean error than positive and hyperbolic features in "
         "every model but the decoder LM, where hyperbolic features ({}) are below OPRF ({}) and SADERF ({}). In the "
         "trained encoder hyperbolic ({}) and positive features ({}) are below SADERF ({} and {}) and ADERF fitted "
         "per call ({}).",
@@ -584,12 +875,20 @@ ESTIMATORS = [
             ),
             f"{est('encoder', 'trained', 'aderf', fit='per_call')['output_error']['mean']:.3f}",
         ),
-        lambda: all(
-            r["output_error"]["mean"]
-            < min(est(m, "init", e)["output_error"]["mean"] for e in ("positive", "hyperbolic"))
-            for m in ("encoder", "vit", "flax")
-            for r in data(EIM)
-            if (r["model"], r["state"], r["num_features"]) == (m, "init", 256) and r["estimator"] in _FITTED
+        lambda: (
+            all(
+                r["output_error"]["mean"]
+                < min(est(m, "init", e)["output_error"]["mean"] for e in ("positive", "hyperbolic"))
+                for m in ("encoder", "vit", "flax")
+                for r in data(EIM)
+                if (r["model"], r["state"], r["num_features"]) == (m, "init", 256) and r["estimator"] in _FITTED
+            )
+            and est("decoder", "init", "hyperbolic")["output_error"]["mean"]
+            < min(est("decoder", "init", e, fit="calibrated")["output_error"]["mean"] for e in ("oprf", "saderf"))
+            and max(est("encoder", "trained", e)["output_error"]["mean"] for e in ("hyperbolic", "positive"))
+            < min(
+                est("encoder", "trained", "saderf", fit=f)["output_error"]["mean"] for f in ("per_call", "calibrated")
+            )
         ),
     ),
     Claim(
@@ -629,7 +928,8 @@ ESTIMATORS = [
     ),
     Claim(
         "estimators_in_models.md",
-        "Its exact-attention perplexity is {} over a vocabulary of 259 tokens, where a uniform guess scores 259",
+        "At initialization the decoder LM is worse than uniform guessing. Its exact-attention perplexity is {} over a "
+        "vocabulary of 259 tokens, where a uniform guess scores 259",
         lambda: (span(_exact_metric("decoder", "init"), "{:.2f}"),),
         lambda: min(_exact_metric("decoder", "init")) > 259,
     ),
@@ -780,9 +1080,39 @@ def _separated(key: str, word: str) -> set[str]:
     return {row["attention"] for row in table(key) if row["verdict"] == word}
 
 
+README_OVERVIEW = [
+    Claim(
+        README,
+        "at L = 8192 kernelized attention's forward+backward is {:.1f}x faster than exact's and a decoder's training "
+        "step {:.0f}x faster at 1/{:.0f} of the memory; decoding costs the same at every position.",
+        lambda: (attention_ratio("exact_over_bidir", 8192), *scaling_gain(8192)),
+        lambda: _decoding_is_flat(),
+    ),
+    Claim(
+        README,
+        "their cache is the recurrent state, so a token costs the same at any position",
+        holds=lambda: _decoding_is_flat(),
+    ),
+    Claim(
+        README,
+        "Forecasting (3 seeds): on CO₂ every kind is better than seasonal-naive",
+        holds=lambda: _co2_every_kind_better(),
+    ),
+    Claim(
+        README,
+        "had the lowest mean error of six, though 3 seeds do not separate it from the next; at m = 256 none came "
+        "within 0.1 relative output error of softmax",
+        holds=lambda: (
+            {_lowest(m, "trained")["estimator"] for m in ("encoder", "decoder", "vit", "flax")} <= {"oprf", "aderf"}
+            and all("not separated" in line for line in tables.render(f"{EIM}:verdicts").splitlines())
+            and min(_lowest(*p)["output_error"]["mean"] for p in _PANELS) > 0.1
+        ),
+    ),
+]
+
 README_TRAINING = [
     Claim(
-        "../../README.md",
+        README,
         "In trained models they and the other positive-feature estimators fall {} points below exact attention's "
         "accuracy on sort (worse, by the verdict rule), and positive features are not separated from it on ListOps "
         "and a character LM",
@@ -794,7 +1124,7 @@ README_TRAINING = [
         ),
     ),
     Claim(
-        "../../README.md",
+        README,
         "no kind is separated above exact attention; the positive-feature estimators of the softmax kernel (positive, "
         "iid, simplex, hyperbolic, OPRF, SADERF), elu, Linformer, trig and hybrid random features, Fourier and a "
         "sliding window of {} tokens are worse, and RFA and gated RFA are not separated",
@@ -807,12 +1137,12 @@ README_TRAINING = [
         ),
     ),
     Claim(
-        "../../README.md",
+        README,
         "on a character LM GLA and DeltaNet are better and no other kind is separated",
         holds=lambda: _separated(PYTHON, "better") == {"gla", "deltanet"} and not _separated(PYTHON, "worse"),
     ),
     Claim(
-        "../../README.md",
+        README,
         "on ListOps at the CPU scale and on the digits no kind is separated from exact attention",
         holds=lambda: not any(_separated(key, word) for key in (LISTOPS, VISION) for word in ("better", "worse")),
     ),
@@ -847,6 +1177,11 @@ def _sun_means(kinds, split="test") -> str:
 
 
 _SUN_BETTER, _SUN_OTHERS = ("exact", "taylor", "hedgehog"), ("positive", "simplex_positive", "elu")
+
+
+def _co2_every_kind_better() -> bool:
+    return {row["verdict"] for row in table(CO2)} == {"better", "-"}
+
 
 FORECASTING = [
     Claim(
@@ -902,7 +1237,7 @@ FORECASTING = [
             span((r["test"]["mse"]["mean"] for r in data(CO2)["runs"]), "{:.4f}"),
             f"{data(CO2)['seasonal_naive']['mse']:.4f}",
         ),
-        lambda: {row["verdict"] for row in table(CO2)} == {"better", "-"},
+        lambda: _co2_every_kind_better(),
     ),
     Claim(
         "forecasting.md",
@@ -1001,7 +1336,7 @@ RECALL_CLAIMS = [
         ),
     ),
     Claim(
-        "../../README.md",
+        README,
         "the random-feature estimators of the softmax kernel (positive, OPRF, SADERF, gated RFA) reach {} at the "
         "sizes tried, m ≤ 32.",
         lambda: (span(_recall_accuracy(a, m) for a in ("positive", "oprf", "saderf", "gated_rfa") for m in (4, 32)),),
@@ -1021,6 +1356,11 @@ RECALL_CLAIMS = [
             _kib("relu", 4),
             spread(recall("hedgehog", 4)["test"]["accuracy"]),
             _kib("hedgehog", 4),
+        ),
+        lambda: all(
+            recall(a, m)["state_bytes"] < recall(a, 32)["state_bytes"]
+            and _recall_accuracy(a, m) < min(_recall_accuracy(*s) for s in _SATURATED if s[0] != "exact")
+            for a, m in (("relu", 4), ("hedgehog", 4))
         ),
     ),
     Claim(
@@ -1108,7 +1448,7 @@ PAIRS4_CLAIMS = [
         ),
     ),
     Claim(
-        "../../README.md",
+        README,
         "At 4 pairs in 64 tokens, each kind at the best of three learning rates on validation, exact attention, "
         "Taylor, DeltaNet, Gated DeltaNet and Kimi Linear's KDA/exact stack recall every query, a Gated "
         "DeltaNet/exact hybrid {}, GLA {} and elu {} "
@@ -1221,9 +1561,38 @@ PAIRS4_CLAIMS = [
     ),
     Claim(
         "recall.md",
-        "The elu map, which estimates no kernel, reaches {} with the state of positive features at m = 16 ({} KiB)",
+        "The elu map, which estimates no kernel, reaches {} with the state of positive features at m = 16 ({} KiB): "
+        "at equal state, the map that estimates `exp` is the one that falls short, as on the easy setting.",
         lambda: (spread(pairs4("elu")["test"]["accuracy"]), _pairs4_kib("elu")),
-        lambda: pairs4("elu")["state_bytes"] == pairs4("positive", 16)["state_bytes"],
+        lambda: (
+            pairs4("elu")["state_bytes"] == pairs4("positive", 16)["state_bytes"]
+            and cell(PAIRS4, "verdict", attention="positive", m=16) == "worse"
+            and _recall_accuracy("elu") > _recall_accuracy("positive", 4)
+        ),
+    ),
+    Claim(
+        "recall.md",
+        "At the harder setting below, positive features had their own learning-rate sweep and m up to 256, and "
+        "stayed far below exact attention.",
+        holds=lambda: all(cell(PAIRS4, "verdict", attention="positive", m=m) == "worse" for m in (16, 64, 256)),
+    ),
+    Claim(
+        "recall.md",
+        "and DeltaNet, which recalled every query there with the smallest state of the kinds that did (Gated "
+        "DeltaNet's is the same size).",
+        holds=lambda: (
+            min(
+                (r for r in data(PAIRS4) if all(run["test"]["accuracy"] == 1.0 for run in r["runs"])),
+                key=lambda r: r["state_bytes"],
+            )["state_bytes"]
+            == pairs4("deltanet")["state_bytes"]
+            == pairs4("gated_deltanet")["state_bytes"]
+        ),
+    ),
+    Claim(
+        "recall.md",
+        "A DeltaNet run at this length takes about {:.0f} minutes of a core",
+        lambda: (pairs128("deltanet")["steps"] * pairs128("deltanet")["step_time_s"] / 60,),
     ),
     Claim(
         "recall.md",
@@ -1346,6 +1715,11 @@ QK_CLAIMS = [
                 for e, f in (("trig", "-"), ("aderf", "calibrated"), ("positive", "-"))
             ),
         ),
+        lambda: all(
+            abs(qk(*p, "trig", "-", 0.5) - qk(*p, "aderf", "calibrated", 0.5)) < 0.02
+            and qk(*p, "trig", "-", 0.5) < qk(*p, "positive", "-", 0.5)
+            for p in _init_or_trained("init")
+        ),
     ),
     Claim(
         "estimators_in_models.md",
@@ -1406,14 +1780,54 @@ def _state_layers_faster_from() -> int:
     )
 
 
+def _decoding_is_flat(within: float = 1.2) -> bool:
+    """Every stateful kind's decoding step, and rfa's Flax layer's, at the last position within ``within``x of the
+    first."""
+    flax = data("benchmark_flax_decoding_cpu")["ratios"]["last_vs_first"]
+    return max(*data("benchmark_decoding_cpu")["ratios"]["last_vs_first"].values(), *flax.values()) <= within
+
+
+def _checks_ratio(kind: str) -> float:
+    return data("benchmark_decoding_cpu")["ratios"]["checks_over_unchecked"][kind]
+
+
+def _checks_off_target(within: float = 0.10) -> list[str]:
+    """The decoded kinds whose checked step differs from the unchecked one by more than ``within``."""
+    ratios = data("benchmark_decoding_cpu")["ratios"]["checks_over_unchecked"]
+    return [kind for kind in ratios if abs(_checks_ratio(kind) - 1) > within]
+
+
+def _before(position: int) -> int:
+    """The position of the Flax decoding benchmark before ``position``."""
+    positions = sorted(int(p) for p in data("benchmark_flax_decoding_cpu")["seconds_per_token"]["rfa"])
+    return positions[positions.index(position) - 1]
+
+
+def scaling(model: str, kind: str, length: int) -> dict:
+    """One training step of the scaling benchmark."""
+    return next(
+        r
+        for r in data("benchmark_scaling_cpu")["results"]
+        if (r["model"], r["kind"], r["length"]) == (model, kind, length)
+    )
+
+
+def scaling_gain(length: int, model: str = "decoder") -> tuple[float, float]:
+    """Exact attention's step time and peak memory over positive features' at ``length``."""
+    exact, positive = scaling(model, "exact", length), scaling(model, "positive", length)
+    return exact["median_ms"] / positive["median_ms"], exact["memory"]["peak_bytes"] / positive["memory"]["peak_bytes"]
+
+
 DECODING = [
     Claim(
         "benchmarks.md",
-        "Crossover: rfa's layer is faster than Flax's softmax cache from position {} on",
-        lambda: (_faster_from(),),
+        "Crossover: rfa's layer is faster than Flax's softmax cache from position {} on (between {} and {} on this "
+        "CPU, with m = 256).",
+        lambda: (_faster_from(), _before(_faster_from()), _faster_from()),
+        lambda: data("benchmark_flax_decoding_cpu")["rfa_faster_from_position"] == _faster_from(),
     ),
     Claim(
-        "../../README.md",
+        README,
         "on this CPU rfa's layer is faster from position {} on, and flat to 16k",
         lambda: (_faster_from(),),
     ),
@@ -1454,12 +1868,17 @@ DECODING = [
         "benchmarks.md",
         "Flat in position: every stateful kind's 8192 vs 128 is within 1.2x (at most {:.2f}x).",
         lambda: (max(data("benchmark_decoding_cpu")["ratios"]["last_vs_first"].values()),),
-        lambda: max(data("benchmark_decoding_cpu")["ratios"]["last_vs_first"].values()) <= 1.2,
+        lambda: _decoding_is_flat(),
     ),
     Claim(
         "benchmarks.md",
-        "timed in turns they differ by at most {:.2f}x, the noise of one run at 10–50 µs per token",
-        lambda: (max(data("benchmark_decoding_cpu")["ratios"]["checks_over_unchecked"].values()),),
+        "timed in turns they differ by at most {:.2f}x, the noise of one run at 10–50 µs per token (target: within "
+        "10%: met by every kind but {}, at {:.2f}).",
+        lambda: (
+            max(data("benchmark_decoding_cpu")["ratios"]["checks_over_unchecked"].values()),
+            *(item for kind in _checks_off_target() for item in (kind, _checks_ratio(kind))),
+        ),
+        lambda: len(_checks_off_target()) == 1,
     ),
     *(
         Claim(
@@ -1586,7 +2005,6 @@ def _delta_ms(length: int, case: str) -> float | None:
 
 
 DELTA_CASES = ("delta chunked", "kda chunked", "delta recurrent", "gla chunked", "gated causal", "exact")
-GLA_BEFORE_MS = 2679.1  # GLA's chunk with a [C, C, F] tensor per chunk, L = 4096: the code of d3d8aaf, both cores
 
 
 def _delta_ratio(name: str, length: int) -> float:
@@ -1621,13 +2039,12 @@ DELTA_CLAIMS = [
     ),
     Claim(
         "benchmarks.md",
-        "{:.0f} ms at 4096 before (a `[C, C, F]` tensor of relative decays per chunk; the code before this release, "
-        "timed today on both cores), {:.0f} ms now: {:.1f}x faster. "
-        "It is {:.2f}x the form with one decay per token at 4096, against a target of 2x: missed by {:.2f}x.",
+        "(`rfa.attention.chunk_scores`): {:.0f} ms at 4096 now; the code before this release, with a `[C, C, F]` "
+        "tensor of relative decays per chunk, was several times slower in a timing on both cores that is not "
+        "committed here. It is {:.2f}x the form with one decay per token at 4096, against a target of 2x: missed by "
+        "{:.2f}x.",
         lambda: (
-            GLA_BEFORE_MS,
             _delta_ms(4096, "gla chunked"),
-            GLA_BEFORE_MS / _delta_ms(4096, "gla chunked"),
             _delta_ratio("gla_over_gated_causal", 4096),
             _delta_ratio("gla_over_gated_causal", 4096) / 2,
         ),
@@ -1719,6 +2136,312 @@ PAIRS128_CLAIMS = [
     ),
 ]
 
+ATTENTION = "benchmark_attention_cpu"
+DEFAULT_ALLOCATOR = "benchmark_attention_cpu_default_allocator"
+ONE_CORE = "benchmark_attention_cpu_1core"
+
+
+def attention_case(case: str, length: int, name: str = ATTENTION) -> dict:
+    """One case (``exact``, ``bidir``, ``causal``, ``gated``) of an attention benchmark's JSON at ``length``."""
+    return next(r for r in data(name)["results"] if r["length"] == length)["cases"][case]
+
+
+def case_ratio(case: str, over: str, length: int, measure: str = "median_ms", name: str = ATTENTION) -> float:
+    """``case``'s ``measure`` (``median_ms``, ``min_ms``, ``estimated_flops``) over ``over``'s at ``length``."""
+    return attention_case(case, length, name)[measure] / attention_case(over, length, name)[measure]
+
+
+def shown(values, form: str) -> str:
+    """The values in ``form``: one value where they all read the same, else their span."""
+    texts = {form.format(v) for v in values}
+    return texts.pop() if len(texts) == 1 else span(values, form)
+
+
+def _per_token_kib(case: str) -> list[float]:
+    return [r["cases"][case]["peak_bytes_per_token"] / 1024 for r in data(ATTENTION)["results"]]
+
+
+def loglog_slope(xs, ys) -> float:
+    """The least-squares slope of log y against log x."""
+    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
+    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=True)) / sum((a - mx) ** 2 for a in lx)
+
+
+def scaling_slope(series: str, measure: str = "time_slope") -> float:
+    return data("benchmark_scaling_cpu")["summary"][series][measure]
+
+
+def per_device_mib(kind: str, devices: int) -> float:
+    rows = data("benchmark_sequence_parallel_cpu")["results"]
+    row = next(r for r in rows if (r["model"], r["kind"], r["devices"]) == ("decoder", kind, devices))
+    return row["memory"]["peak_bytes"] / 2**20
+
+
+def _devices() -> list[int]:
+    return sorted({r["devices"] for r in data("benchmark_sequence_parallel_cpu")["results"]})
+
+
+RELATIVE = "benchmark_relative_cpu"
+
+
+def relative(length: int, case: str, measure: str = "median_ms") -> float:
+    """A case (``fft``, ``dense``, ``no bias``) of the relative-bias benchmark: its median ms, or its peak MiB."""
+    row = next(r for r in data(RELATIVE)["results"] if r["length"] == length)[case]
+    return row["median_ms"] if measure == "median_ms" else row["memory"]["peak_bytes"] / 2**20
+
+
+def _relative_lengths() -> list[int]:
+    return data(RELATIVE)["config"]["lengths"]
+
+
+def _fft_over_unbiased() -> list[float]:
+    return [relative(n, "fft") / relative(n, "no bias") for n in _relative_lengths()]
+
+
+def _l_log_l_slope() -> float:
+    return loglog_slope(_relative_lengths(), [n * math.log2(n) for n in _relative_lengths()])
+
+
+ESTIMATOR_COSTS = "benchmark_attention_estimators_cpu"
+
+
+def estimator_cost(estimator: str) -> dict:
+    return data(ESTIMATOR_COSTS)["estimators"]["estimators"][estimator]
+
+
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def powers_of_ten(value: float) -> str:
+    """``value`` as the page writes a large count: 5.6·10⁹, or 10⁴ for a power of ten."""
+    exponent = math.floor(math.log10(value))
+    mantissa = value / 10**exponent
+    power = f"10{str(exponent).translate(_SUPERSCRIPT)}"
+    return power if f"{mantissa:.1f}" == "1.0" else f"{mantissa:.1f}·{power}"
+
+
+def _hybrid_growth_over_exact() -> float:
+    """How much the hybrid's decoding step grows from the first position to the last, over exact attention's."""
+    seconds = data("benchmark_decoding_cpu")["seconds_per_token"]
+    first, last = (str(p) for p in (min(map(int, seconds["exact"])), max(map(int, seconds["exact"]))))
+    return (seconds["hybrid"][last] - seconds["hybrid"][first]) / (seconds["exact"][last] - seconds["exact"][first])
+
+
+BENCHMARK_PROSE = [
+    Claim(
+        "benchmarks.md",
+        "After the fix, gated/causal at L = 8192 still read above the release's.",
+        holds=lambda: (
+            min(release_ratios("gated_over_causal", 8192)[2]) > max(release_ratios("gated_over_causal", 8192)[0])
+        ),
+    ),
+    Claim(
+        "benchmarks.md",
+        "Peak memory per token is flat for both kernelized forms (bidirectional {} KiB, causal {} KiB at every L; "
+        "exact grows from {:.0f} to {:.0f} KiB).",
+        lambda: (
+            shown(_per_token_kib("bidir"), "{:.0f}"),
+            shown(_per_token_kib("causal"), "{:.0f}"),
+            _per_token_kib("exact")[0],
+            _per_token_kib("exact")[-1],
+        ),
+        lambda: all(max(_per_token_kib(case)) / min(_per_token_kib(case)) < 1.02 for case in ("bidir", "causal")),
+    ),
+    Claim(
+        "benchmarks.md",
+        "with glibc's default allocator the page faults of the large intermediates (4 KiB pages) slowed the "
+        "kernelized forms",
+        holds=lambda: (
+            data(DEFAULT_ALLOCATOR)["config"]["glibc_tunables"] is None
+            and "hugetlb" in data(ATTENTION)["config"]["glibc_tunables"]
+            and all(
+                attention_case("bidir", n, DEFAULT_ALLOCATOR)["median_ms"] > attention_case("bidir", n)["median_ms"]
+                for n in (4096, 8192)
+            )
+        ),
+    ),
+    Claim(
+        "benchmarks.md",
+        "gave at L = 8192 exact {:.1f} s and bidirectional {:.0f} ms ({:.1f}x), where the table's run, with huge "
+        "pages, took {:.0f} ms bidirectional.",
+        lambda: (
+            attention_case("exact", 8192, DEFAULT_ALLOCATOR)["median_ms"] / 1e3,
+            attention_case("bidir", 8192, DEFAULT_ALLOCATOR)["median_ms"],
+            case_ratio("exact", "bidir", 8192, name=DEFAULT_ALLOCATOR),
+            attention_case("bidir", 8192)["median_ms"],
+        ),
+    ),
+    Claim(
+        "benchmarks.md",
+        "In the table's run the fastest causal runs were {:.2f}x (L = 4096) and {:.2f}x (L = 8192) of the fastest "
+        "bidirectional ones.",
+        lambda: tuple(case_ratio("causal", "bidir", n, "min_ms") for n in (4096, 8192)),
+    ),
+    Claim(
+        "benchmarks.md",
+        "Third, the causal form misses the 1.5x target at L = 8192 on this 2-core CPU, and meets it at L = 4096 only "
+        "by the median.",
+        holds=lambda: (
+            case_ratio("causal", "bidir", 8192) > 1.5
+            and case_ratio("causal", "bidir", 4096) <= 1.5 < case_ratio("causal", "bidir", 4096, "min_ms")
+        ),
+    ),
+    Claim(
+        "benchmarks.md",
+        "causal/bidirectional is {:.2f}x (L = 4096) and {:.2f}x (L = 8192).",
+        lambda: tuple(attention_ratio("causal_over_bidir", n, ONE_CORE) for n in (4096, 8192)),
+        lambda: data(ONE_CORE)["environment"]["cpus_available"] == 1,
+    ),
+    Claim(
+        "benchmarks.md",
+        "The causal form has {} the bidirectional FLOPs at chunk {} (XLA's estimate of the compiled programs).",
+        lambda: (
+            shown(
+                (case_ratio("causal", "bidir", r["length"], "estimated_flops") for r in data(ATTENTION)["results"]),
+                "{:.2f}x",
+            ),
+            data(ATTENTION)["config"]["chunk_size"],
+        ),
+    ),
+    Claim(
+        "benchmarks.md",
+        "Target ≤ 1.15x on one core: met.",
+        holds=lambda: attention_ratio("gated_over_causal", 8192, "benchmark_attention_gated_cpu_1core") <= 1.15,
+    ),
+    Claim(
+        "benchmarks.md",
+        "(2·n·d² flops per head, 1/{} of the 2·2·n·d·m that the features of q and k take at m = {}d)",
+        lambda: (
+            2 * data(ESTIMATOR_COSTS)["config"]["num_features"] // data(ESTIMATOR_COSTS)["config"]["head_dim"],
+            data(ESTIMATOR_COSTS)["config"]["num_features"] // data(ESTIMATOR_COSTS)["config"]["head_dim"],
+        ),
+    ),
+    Claim(
+        "benchmarks.md",
+        "Hybrid's {}m features make it {:.1f}x positive's cost at equal m.",
+        lambda: (
+            estimator_cost("hybrid")["features"] // estimator_cost("positive")["features"],
+            estimator_cost("hybrid")["over_positive"],
+        ),
+        lambda: estimator_cost("hybrid")["features"] % estimator_cost("positive")["features"] == 0,  # the same m
+    ),
+    Claim(
+        "benchmarks.md",
+        "Fitted log-log slopes over L ≥ {}: time {:.2f} (decoder exact), {:.2f} (encoder exact) against {:.2f} "
+        "(decoder positive), {:.2f} (decoder gated), {:.2f} (encoder positive); memory {} against {}.",
+        lambda: (
+            data("benchmark_scaling_cpu")["fit_from"],
+            *(scaling_slope(s) for s in ("decoder/exact", "encoder/exact")),
+            *(scaling_slope(s) for s in ("decoder/positive", "decoder/gated", "encoder/positive")),
+            shown((scaling_slope(s, "memory_slope") for s in ("decoder/exact", "encoder/exact")), "{:.2f}"),
+            shown(
+                (scaling_slope(s, "memory_slope") for s in ("decoder/positive", "decoder/gated", "encoder/positive")),
+                "{:.2f}",
+            ),
+        ),
+    ),
+    Claim(
+        "benchmarks.md",
+        "The kernelized step is faster from L = {} (decoder positive; {} for the gated decoder and the encoder, within "
+        "noise of exact there) at these widths; at L = 8192 the decoder step is {:.0f}x faster and takes 1/{:.0f} of "
+        "the memory.",
+        lambda: (
+            scaling_slope("decoder/positive", "faster_than_exact_from"),
+            scaling_slope("decoder/gated", "faster_than_exact_from"),
+            *scaling_gain(8192),
+        ),
+        lambda: (
+            scaling_slope("decoder/gated", "faster_than_exact_from")
+            == scaling_slope("encoder/positive", "faster_than_exact_from")
+        ),
+    ),
+    Claim(
+        "benchmarks.md",
+        "Kernelized attention exchanges only states, so its peak falls nearly as 1/P (positive features' by {:.1f}x "
+        "at P = {}); exact attention split by XLA falls too but stays at its L²/P scores.",
+        lambda: (per_device_mib("positive", 1) / per_device_mib("positive", _devices()[-1]), _devices()[-1]),
+        lambda: (
+            all(
+                per_device_mib(kind, 1) / per_device_mib(kind, p) >= 0.8 * p
+                for kind in ("positive", "gated")
+                for p in _devices()
+            )
+            and all(per_device_mib("exact", p) < per_device_mib("exact", 1) for p in _devices()[1:])
+        ),
+    ),
+    Claim(
+        "benchmarks.md",
+        "Its log-log slope over {}–{} is {:.2f}; L log₂ L has slope {:.2f} over the same range, and the dense form's, "
+        "up to {}, {:.2f} (L² and the gradients' extra passes). At L = 2048 the FFT path is {:.0f}x faster and needs "
+        "1/{:.0f} of the memory; its memory grows linearly ({:.0f} MiB per 2048 tokens).",
+        lambda: (
+            _relative_lengths()[0],
+            _relative_lengths()[-1],
+            data(RELATIVE)["slopes"]["fft"],
+            _l_log_l_slope(),
+            max(r["length"] for r in data(RELATIVE)["results"] if "dense" in r),
+            data(RELATIVE)["slopes"]["dense"],
+            relative(2048, "dense") / relative(2048, "fft"),
+            relative(2048, "dense", "peak") / relative(2048, "fft", "peak"),
+            relative(2048, "fft", "peak"),
+        ),
+        lambda: (
+            abs(data(RELATIVE)["slopes"]["fft"] - _l_log_l_slope()) < 0.1
+            and max(relative(n, "fft", "peak") / n for n in _relative_lengths())
+            < 1.05 * min(relative(n, "fft", "peak") / n for n in _relative_lengths())
+        ),
+    ),
+    Claim(
+        "benchmarks.md",
+        "It costs {:.0f}–{:.0f}x the unbiased attention (the fft column over the no-bias column, L = {}–{}).",
+        lambda: (
+            min(_fft_over_unbiased()),
+            max(_fft_over_unbiased()),
+            _relative_lengths()[0],
+            _relative_lengths()[-1],
+        ),
+    ),
+    Claim(
+        "benchmarks.md",
+        "The hybrid grows with its exact layer, about half as fast as exact attention.",
+        holds=lambda: 0.4 < _hybrid_growth_over_exact() < 0.6,
+    ),
+    Claim(
+        "benchmarks.md",
+        "they record DeltaNet at {:.0f} ms against exact attention's {:.0f}",
+        lambda: tuple(1e3 * pairs4(a)["step_time_s"] for a in ("deltanet", "exact")),
+    ),
+    Claim(
+        "benchmarks.md",
+        "The traced mask's {:.0f}% was examined",
+        lambda: (100 * (data("benchmark_checks_cpu")["ratio_with_vs_without"]["traced mask"] - 1),),
+    ),
+    Claim(
+        "benchmarks.md",
+        "{} angles × {} lengths × {{{}}}, m = {}, d = {}, {} repetitions per point ({} cells, {} feature evaluations, "
+        "counting φ(x) and φ(y)), from an empty workdir, compilation, closed forms, figures and report included: "
+        "{:.1f} s wall on this 2-core CPU, {} feature evaluations/s (target < 60 s).",
+        lambda: (
+            *(data("benchmark_mse_cpu")["sweep"][k] for k in ("angles", "lengths")),
+            ", ".join(data("benchmark_mse_cpu")["sweep"]["estimators"]),
+            *(data("benchmark_mse_cpu")["sweep"][k] for k in ("m", "d")),
+            powers_of_ten(data("benchmark_mse_cpu")["sweep"]["repetitions"]),
+            data("benchmark_mse_cpu")["sweep"]["cells"],
+            powers_of_ten(data("benchmark_mse_cpu")["feature_evaluations"]),
+            data("benchmark_mse_cpu")["wall_seconds"],
+            powers_of_ten(data("benchmark_mse_cpu")["feature_evaluations_per_second"]),
+        ),
+        lambda: (
+            data("benchmark_mse_cpu")["wall_seconds"] < 60
+            and data("benchmark_mse_cpu")["sweep"]["cells"]
+            == math.prod(data("benchmark_mse_cpu")["sweep"][k] for k in ("angles", "lengths"))
+            * len(data("benchmark_mse_cpu")["sweep"]["estimators"])
+        ),
+    ),
+]
+
+
 CLAIMS = (
     TRAINING
     + SORT_CLAIMS
@@ -1727,6 +2450,7 @@ CLAIMS = (
     + ESTIMATORS
     + VISION_CLAIMS
     + README_TRAINING
+    + README_OVERVIEW
     + FORECASTING
     + RECALL_CLAIMS
     + PAIRS4_CLAIMS
@@ -1736,4 +2460,6 @@ CLAIMS = (
     + DELTA_CLAIMS
     + QK_CLAIMS
     + DECODING
+    + LRA_CLAIMS
+    + BENCHMARK_PROSE
 )

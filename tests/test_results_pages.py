@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from results_claims import CLAIMS, COVERED, SETUP
+from results_claims import CLAIMS, NOT_A_RESULT, NOT_AN_ORDER, NUMBER, ORDER, PAGES, SETUP, Claim
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
@@ -21,14 +21,14 @@ from rfa.experiments import tables
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
-PAGES = sorted((ROOT / "docs" / "results").glob("*.md"))
+RESULTS_PAGES = sorted((ROOT / "docs" / "results").glob("*.md"))
 
 
 def load(name):
     return json.loads((RESULTS / f"{name}.json").read_text())
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", RESULTS_PAGES, ids=lambda p: p.name)
 def test_every_marked_table_of_a_page_is_rendered_from_its_json(page):
     for key, body in tables.page_sections(page.read_text()):
         assert body == tables.render(key), (
@@ -52,7 +52,7 @@ def test_every_committed_table_is_its_json_under_the_current_rule(name):
 
 def test_every_table_with_a_verdict_on_the_pages_is_rendered_from_json():
     loose = []
-    for page in PAGES:
+    for page in RESULTS_PAGES:
         text = tables.SECTION.sub("", page.read_text())
         loose += [f"{page.name}: {line}" for line in text.splitlines() if line.startswith("|") and "verdict" in line]
     assert not loose, f"write these tables with rfa.experiments.tables (marked sections): {loose}"
@@ -211,12 +211,41 @@ def test_every_sentence_with_a_number_holds_against_its_json(claim):
     assert claim.holds(), f"{claim.page}: what this sentence says in words no longer holds:\n{sentence}"
 
 
-@pytest.mark.parametrize("page", COVERED)
-def test_a_covered_page_has_no_result_number_outside_its_claims(page):
+def _unheld(page):
+    """The prose of ``page`` that no claim, no :data:`SETUP` phrase and no marked table holds, without code, links
+    and figures."""
     text = tables.SECTION.sub("", (ROOT / "docs" / "results" / page).read_text())
     text = _normalized(re.sub(r"```.*?```", "", text, flags=re.DOTALL))
     for sentence in [c.sentence() for c in CLAIMS if c.page == page] + list(SETUP.get(page, ())):
         text = text.replace(_normalized(sentence), "")
-    text = re.sub(r"`[^`]*`|!\[[^\]]*\]\([^)]*\)|\]\([^)]*\)", "", text)
-    loose = re.findall(r".{0,40}(?<![\w.])\d+\.\d+.{0,20}", text)
+    return re.sub(r"`[^`]*`|!\[[^\]]*\]\([^)]*\)|\]\([^)]*\)|<[^>]*>", "", text)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_a_page_has_no_result_number_outside_its_claims(page):
+    text = NOT_A_RESULT.sub("", _unheld(page))
+    loose = [text[max(0, m.start() - 40) : m.end() + 20] for m in NUMBER.finditer(text)]
     assert not loose, f"{page}: numbers held by no claim (tests/results_claims.py): {loose}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_a_page_orders_results_only_in_claims_that_check_the_order(page):
+    text = NOT_AN_ORDER.sub("", _unheld(page))
+    loose = [text[max(0, m.start() - 60) : m.end() + 20] for m in ORDER.finditer(text)]
+    assert not loose, f"{page}: words of order or equality held by no claim (tests/results_claims.py): {loose}"
+
+
+@pytest.mark.parametrize("claim", [c for c in CLAIMS if ORDER.search(c.text)], ids=lambda c: f"{c.page}: {c.text[:60]}")
+def test_a_claim_that_orders_results_checks_the_order(claim):
+    assert claim.holds is not Claim.holds, f"{claim.page}: this claim orders results but checks nothing:\n{claim.text}"
+
+
+def test_the_checker_catches_every_form_of_a_number_and_leaves_the_setup():
+    prose = "8× faster, 30–60x, 1/33 of the memory, 0.7% of the error, 12 of 16 and 0.482"
+    assert NUMBER.findall(prose) == ["8", "30", "60", "1", "33", "0.7", "12", "16", "0.482"]
+    setup = "m = 16 for 300 steps of a 2-layer model of width 64 at 3e-3 (release 0.2.0; Luo et al. 2021)"
+    assert NUMBER.findall(NOT_A_RESULT.sub("", setup)) == []
+    assert ORDER.findall("tied with it, the others behind; it trains as well") == ["tied", "behind", "as well"]
+    layout = "the table below, with the same seeds, a byte-level model (1700–1915); but below exact attention"
+    assert ORDER.findall(NOT_AN_ORDER.sub("", layout)) == ["below"]
+    assert NUMBER.findall(NOT_A_RESULT.sub("", layout)) == []

@@ -1044,6 +1044,31 @@ MUTANTS = [
         ("tests/test_results_pages.py",),
         "one per-seed accuracy of a committed results file is changed",
     ),
+    # Claims everywhere (issue 57).
+    Mutant(
+        "stale-table",
+        "results/benchmark_decoding_cpu.json",
+        '"128": 2.50465937412514e-05',
+        '"128": 3.50465937412514e-05',
+        ("tests/test_results_pages.py",),
+        "one number of a committed benchmark JSON is changed: the page's decoding table no longer shows its data",
+    ),
+    Mutant(
+        "tie-word-beside-not-separated",
+        "docs/results/vision.md",
+        "At this scale the digits do not tell the kinds apart",
+        "At this scale the kinds train as well as exact attention",
+        ("tests/test_results_pages.py::test_a_page_orders_results_only_in_claims_that_check_the_order",),
+        "a page says the kinds train as well as exact attention where every verdict is not separated",
+    ),
+    Mutant(
+        "benchmark-ratio-rounded",
+        "docs/results/benchmarks.md",
+        "It costs 32–63x the unbiased attention",
+        "It costs 30–60x the unbiased attention",
+        ("tests/test_results_pages.py::test_every_sentence_with_a_number_holds_against_its_json",),
+        "the benchmarks page rounds a ratio its JSON gives (the relative bias's 32–63x written 30–60x)",
+    ),
     Mutant(
         "claim-range-from-the-wrong-kinds",
         "docs/results/recall.md",

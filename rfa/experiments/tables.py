@@ -21,6 +21,7 @@ from collections.abc import Callable
 from absl import flags
 
 from rfa.experiments import report
+from rfa.experiments.benchmarks import attention_tables, decoding, result_tables
 from rfa.experiments.benchmarks import figures as benchmark_figures
 from rfa.experiments.cli import run_main
 from rfa.experiments.studies import distillation, forecasting, length_generalization, recall
@@ -32,6 +33,30 @@ RESULTS = report.CHECKOUT_RESULTS
 
 def _distillation(summary: dict) -> str:
     return distillation.table(distillation.over_seeds(summary["per_seed"]))
+
+
+def _single_runs(rows: list[dict]) -> str:
+    """One training run per row (seed 0, before the seeded protocol): the final step's validation metrics and the
+    step's cost, as the LRA cost table shows them."""
+    header = ["task", "attention", "m", "accuracy", "sequence accuracy", "perplexity", "step (ms)", "tokens/s"]
+    header.append("step memory (MiB)")
+    lines = [
+        [
+            row["task"],
+            row["attention"],
+            "-" if row["num_features"] is None else str(row["num_features"]),
+            f"{row['eval']['accuracy']:.3f}",
+            *(
+                report.number(row["eval"].get(name), 1, form)
+                for name, form in (("sequence_accuracy", "{:.3f}"), ("perplexity", "{:.2f}"))
+            ),
+            report.number(row["step_time_s"], 1e3, "{:.1f}"),
+            report.number(row["tokens_per_s"], 1e-3, "{:.0f}k"),
+            report.number(row["step_memory_bytes"], 2**-20, "{:.1f}"),
+        ]
+        for row in rows
+    ]
+    return report.markdown_table(header, lines)
 
 
 TABLES: dict[str, Callable[[object], str]] = {
@@ -48,6 +73,17 @@ TABLES: dict[str, Callable[[object], str]] = {
     "length_generalization_cpu": length_generalization.table,
     "estimators_in_models_cpu": estimators_in_models_report.table,
     "distill_cpu": _distillation,
+    "train_cpu_lra": _single_runs,
+    "benchmark_decoding_cpu": decoding.table,
+    "benchmark_attention_cpu": lambda result: attention_tables.main_table(result["results"]),
+    "benchmark_attention_gated_cpu_1core": lambda result: attention_tables.main_table(result["results"]),
+    "benchmark_attention_gated_cpu": lambda result: attention_tables.main_table(result["results"]),
+    "benchmark_attention_estimators_cpu": lambda result: attention_tables.estimators_table(result["estimators"]),
+    "benchmark_scaling_cpu": lambda result: result_tables.scaling_by_length(result["results"]),
+    "benchmark_sequence_parallel_cpu": lambda result: result_tables.sequence_parallel(result["results"]),
+    "benchmark_relative_cpu": result_tables.relative_table,
+    "benchmark_flax_decoding_cpu": result_tables.flax_decoding_table,
+    "benchmark_checks_cpu": result_tables.checks_table,
 }
 """``results/<name>.json`` → the function that renders its table (the study's own), written to ``<name>.md``."""
 
@@ -62,7 +98,7 @@ PARTS: dict[str, tuple[str, Callable[[object], str]]] = {
 """Parts of a JSON's results that a page quotes on their own: ``"<name>:<part>"`` → (name, renderer)."""
 
 FIGURES: dict[str, Callable[[object, str], None]] = {
-    **{name: report.differences_figure for name in TABLES if name.startswith("train_cpu_")},
+    **{name: report.differences_figure for name, table in TABLES.items() if table is report.training_table},
     "benchmark_delta_rule_cpu": benchmark_figures.delta_rule,
     "benchmark_flax_decoding_cpu": benchmark_figures.flax_decoding,
     "benchmark_scaling_cpu": benchmark_figures.scaling,

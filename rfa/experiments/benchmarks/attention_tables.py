@@ -54,25 +54,29 @@ def peak_mib(result: dict | None) -> float | None:
     return result["memory"]["peak_bytes"] / MIB
 
 
+TIMES = {
+    "exact": "exact ms",
+    "bidir": "kernelized bidir ms",
+    "causal": "kernelized causal ms",
+    "gated": "gated causal ms",
+}
+RATIOS = {
+    "exact_over_bidir": ("exact/bidir (x)", ".1f"),
+    "causal_over_bidir": ("causal/bidir (x)", ".2f"),
+    "gated_over_causal": ("gated/causal (x)", ".2f"),
+}
+
+
 def main_table(results: list[dict]) -> str:
-    header = [
-        "L",
-        "exact ms",
-        "kernelized bidir ms",
-        "kernelized causal ms",
-        "gated causal ms",
-        "exact/bidir (x)",
-        "causal/bidir (x)",
-        "gated/causal (x)",
-    ]
-    header += [f"{case} peak MiB" for case in CASES]
+    """Time, ratios and peak memory per length, in the columns of the cases and ratios some length measured."""
+    cases = [c for c in CASES if any(entry["cases"].get(c) for entry in results)]
+    ratios = [r for r in RATIOS if any(entry["ratios"].get(r) is not None for entry in results)]
+    header = ["L", *(TIMES[c] for c in cases), *(RATIOS[r][0] for r in ratios), *(f"{c} peak MiB" for c in cases)]
     rows = []
     for entry in results:
-        cases, ratios = entry["cases"], entry["ratios"]
-        row = [str(entry["length"])] + [fmt(field(cases[c], "median_ms"), ".1f") for c in CASES]
-        row += [fmt(ratios["exact_over_bidir"], ".1f"), fmt(ratios["causal_over_bidir"], ".2f")]
-        row += [fmt(ratios["gated_over_causal"], ".2f")]
-        row += [fmt(peak_mib(cases[c]), ".1f") for c in CASES]
+        row = [str(entry["length"])] + [fmt(field(entry["cases"].get(c), "median_ms"), ".1f") for c in cases]
+        row += [fmt(entry["ratios"].get(r), RATIOS[r][1]) for r in ratios]
+        row += [fmt(peak_mib(entry["cases"].get(c)), ".1f") for c in cases]
         rows.append(row)
     return markdown_table(header, rows)
 

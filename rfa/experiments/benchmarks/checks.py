@@ -25,10 +25,11 @@ from absl import flags
 from flax import nnx
 
 import rfa
+from rfa.experiments.benchmarks import result_tables
 from rfa.experiments.benchmarks.common import environment
 from rfa.experiments.benchmarks.guard import warn_against_committed
 from rfa.experiments.cli import run_main
-from rfa.experiments.report import markdown_table, output_path, write_json
+from rfa.experiments.report import output_path, write_json
 from rfa.models import AttentionConfig
 from rfa.models.forecaster import ForecastConfig, Forecaster
 
@@ -96,11 +97,7 @@ def main(argv):
     for name, (function, args) in workloads(_LENGTH.value).items():
         runs = {"with": compiled(function, args, checks=True), "without": compiled(function, args, checks=False)}
         results[name] = alternating_medians(runs, args, _REPEATS.value)
-    rows = [
-        [name, f"{1e3 * t['without']:.2f}", f"{1e3 * t['with']:.2f}", f"{t['with'] / t['without']:.3f}"]
-        for name, t in results.items()
-    ]
-    print(markdown_table(["workload", "without checks (ms)", "with checks (ms)", "ratio"], rows))
+    print(result_tables.checks_table({"seconds": results}))
     output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_checks.json")
     data = {
         "shapes": f"batch {B}, length {_LENGTH.value}, {H} heads of {D}, m = {M}",

@@ -23,10 +23,11 @@ from absl import flags
 
 import rfa
 from rfa.attention.kernelized import relative as relative_mode
+from rfa.experiments.benchmarks import result_tables
 from rfa.experiments.benchmarks.common import environment, loglog_figure, memory_bytes, run_once, slope, timing_summary
 from rfa.experiments.benchmarks.guard import warn_against_committed
 from rfa.experiments.cli import run_main
-from rfa.experiments.report import markdown_table, output_path, write_report
+from rfa.experiments.report import output_path, write_report
 
 _LENGTHS = flags.DEFINE_list("lengths", ["256", "512", "1024", "2048", "4096", "8192"], "Sequence lengths L.")
 _DENSE_MAX = flags.DEFINE_integer("dense_max", 4096, "Longest L the dense form runs at (its memory is O(L²)).")
@@ -90,30 +91,7 @@ def main(argv):
         "environment": environment(),
     }
 
-    def milliseconds(row, name):
-        return f"{row[name]['median_ms']:.1f}" if name in row else "-"
-
-    def mebibytes(row, name):
-        return f"{row[name]['memory']['peak_bytes'] / 2**20:.0f}" if name in row and row[name]["memory"] else "-"
-
-    text = markdown_table(
-        ["L", "fft (ms)", "dense (ms)", "no bias (ms)", "fft / dense", "fft peak (MiB)", "dense peak (MiB)"],
-        [
-            [
-                str(r["length"]),
-                milliseconds(r, "fft"),
-                milliseconds(r, "dense"),
-                milliseconds(r, "no bias"),
-                f"{r['fft']['median_ms'] / r['dense']['median_ms']:.2f}" if "dense" in r else "-",
-                mebibytes(r, "fft"),
-                mebibytes(r, "dense"),
-            ]
-            for r in rows
-        ],
-    )
-    text += "\n\nlog-log slope of time against L: " + ", ".join(
-        f"{n} {s:.2f}" for n, s in slopes.items() if s is not None
-    )
+    text = result_tables.relative_table(results)
     print(text)
 
     def plot(path):

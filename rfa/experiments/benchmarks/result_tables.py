@@ -1,0 +1,87 @@
+"""The tables of the benchmarks whose JSON a results page quotes, each rendered from that JSON alone.
+
+The benchmarks print them when they run, and ``rfa tables`` renders them again for ``docs/results/benchmarks.md``
+(free of the benchmarks' flags and of JAX, so that rendering imports neither).
+"""
+
+from __future__ import annotations
+
+from rfa.experiments.report import markdown_table
+
+
+def scaling_by_length(results: list[dict]) -> str:
+    """:func:`table` with one row per length: each (model, kind)'s step time, then its peak memory."""
+    series = list(dict.fromkeys((r["model"], r["kind"]) for r in results))
+    cells = {(r["model"], r["kind"], r["length"]): r for r in results}
+    header = ["L", *(f"{m} {k} ms" for m, k in series), *(f"{m} {k} peak MiB" for m, k in series)]
+    rows = []
+    for length in dict.fromkeys(r["length"] for r in results):
+        row = [cells.get((m, k, length)) for m, k in series]
+        times = ["-" if r is None else f"{r['median_ms']:.1f}" if "median_ms" in r else "skipped" for r in row]
+        peaks = ["-" if r is None or r["memory"] is None else f"{r['memory']['peak_bytes'] / 2**20:.0f}" for r in row]
+        rows.append([str(length), *times, *peaks])
+    return markdown_table(header, rows)
+
+
+def sequence_parallel(results: list[dict]) -> str:
+    """Per-device peak memory against the devices P splitting the sequence, one column per (model, kind)."""
+    series = list(dict.fromkeys((r["model"], r["kind"]) for r in results))
+    cells = {(r["model"], r["kind"], r["devices"]): r["memory"]["peak_bytes"] / 2**20 for r in results}
+    devices = dict.fromkeys(r["devices"] for r in results)
+    rows = [[str(p), *(f"{cells[(m, k, p)]:.0f}" for m, k in series)] for p in devices]
+    return markdown_table(["P", *(f"{m} {k} MiB" for m, k in series)], rows)
+
+
+def relative_table(results: dict) -> str:
+    """Time and peak memory per length, and the log-log slopes, from the benchmark's JSON."""
+
+    def milliseconds(row, name):
+        return f"{row[name]['median_ms']:.1f}" if name in row else "-"
+
+    def mebibytes(row, name):
+        return f"{row[name]['memory']['peak_bytes'] / 2**20:.0f}" if name in row and row[name]["memory"] else "-"
+
+    text = markdown_table(
+        ["L", "fft (ms)", "dense (ms)", "no bias (ms)", "fft / dense", "fft peak (MiB)", "dense peak (MiB)"],
+        [
+            [
+                str(r["length"]),
+                milliseconds(r, "fft"),
+                milliseconds(r, "dense"),
+                milliseconds(r, "no bias"),
+                f"{r['fft']['median_ms'] / r['dense']['median_ms']:.2f}" if "dense" in r else "-",
+                mebibytes(r, "fft"),
+                mebibytes(r, "dense"),
+            ]
+            for r in results["results"]
+        ],
+    )
+    return (
+        text
+        + "\n\nlog-log slope of time against L: "
+        + ", ".join(f"{n} {s:.2f}" for n, s in results["slopes"].items() if s is not None)
+    )
+
+
+def flax_decoding_table(data: dict) -> str:
+    """µs per token of every layer at every position, and rfa's speed-up over Flax's cache."""
+    seconds = data["seconds_per_token"]
+    positions = list(seconds["flax"])
+    rows = [
+        [
+            str(p),
+            *(f"{1e6 * seconds[name][p]:.1f}" for name in seconds),
+            f"{seconds['flax'][p] / seconds['rfa'][p]:.2f}x",
+        ]
+        for p in positions
+    ]
+    return markdown_table(["position", *(f"{name} µs/token" for name in seconds), "rfa speed-up"], rows)
+
+
+def checks_table(data: dict) -> str:
+    """Each workload's median without and with its checks, and their ratio."""
+    rows = [
+        [name, f"{1e3 * t['without']:.2f}", f"{1e3 * t['with']:.2f}", f"{t['with'] / t['without']:.3f}"]
+        for name, t in data["seconds"].items()
+    ]
+    return markdown_table(["workload", "without checks (ms)", "with checks (ms)", "ratio"], rows)
