@@ -21,6 +21,7 @@ import functools
 import json
 import math
 import re
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 
@@ -748,6 +749,7 @@ SETUP: dict[str, tuple[str, ...]] = {
         "all 8 softmax estimators",
     ),
     "benchmarks.md": (
+        "each giving 50 batches of its rows of a global batch of 64 rows of length 128",
         "moved by more than 10%",
         "(an AVX-512 Xeon)",
         "from the d_v + 1 side to the F side (F = m = 256 against d_v + 1 = 65)",
@@ -2442,6 +2444,31 @@ BENCHMARK_PROSE = [
 ]
 
 
+def _input_work(task: str, count: int) -> list[dict]:
+    return [r for r in data("benchmark_input_work_cpu")["processes"] if (r["task"], r["processes"]) == (task, count)]
+
+
+_PROCESS_COUNTS = (1, 2, 4)
+INPUT_WORK = [
+    Claim(
+        "benchmarks.md",
+        "ListOps reads {:g}, {:g} and {:g} examples per process per step at P = 1, 2 and 4, and its time per batch "
+        "falls with them, {:.1f}, {:.1f} and {:.1f} ms (medians over the processes).",
+        lambda: (
+            *(_input_work("listops", p)[0]["examples_per_step"] for p in _PROCESS_COUNTS),
+            *(1e3 * statistics.median(r["seconds"] for r in _input_work("listops", p)) for p in _PROCESS_COUNTS),
+        ),
+        lambda: all(r["examples_per_step"] == 64 / p for p in _PROCESS_COUNTS for r in _input_work("listops", p)),
+    ),
+    Claim(
+        "benchmarks.md",
+        "every process reads the whole global batch, {:g} examples per step at every P.",
+        lambda: (_input_work("sort", 1)[0]["examples_per_step"],),
+        lambda: {r["examples_per_step"] for p in _PROCESS_COUNTS for r in _input_work("sort", p)} == {64},
+    ),
+]
+
+
 CLAIMS = (
     TRAINING
     + SORT_CLAIMS
@@ -2462,4 +2489,5 @@ CLAIMS = (
     + DECODING
     + LRA_CLAIMS
     + BENCHMARK_PROSE
+    + INPUT_WORK
 )

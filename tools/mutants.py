@@ -48,10 +48,12 @@ REFERENCE_TESTS = ("tests/attention/test_against_references.py",)
 FOURIER = "rfa/attention/fourier_integral.py"
 RELATIVE = "rfa/attention/kernelized/relative.py"
 MULTIPROCESS = (
-    "tests/train/test_multiprocess.py::"
-    "test_sigterm_to_one_process_then_sigkill_to_both_and_the_run_resumes_to_the_metrics_of_one_process"
+    "tests/train/test_multiprocess.py::test_processes_read_their_rows_stop_together_and_resume_on_other_process_counts"
 )
 RELATIVE_TESTS = ("tests/attention/test_relative_bias.py",)
+PROCESS_ROWS_TEST = (
+    "tests/data/test_data.py::test_processes_build_the_global_batches_of_one_process_each_reading_its_rows"
+)
 FOURIER_TESTS = ("tests/attention/test_fourier_integral.py",)
 LONGER_TEST = "tests/train/test_train.py::test_a_trained_model_is_rebuilt_for_longer_sequences_and_evaluated_on_them"
 ESTIMATORS_IN_MODELS = "rfa/experiments/studies/estimators_in_models/measure.py"
@@ -674,8 +676,8 @@ MUTANTS = [
     Mutant(
         "interrupt-drops-metric-sums",
         "rfa/train/loop.py",
-        "                    checkpoints.save(done, state, iterator, metrics=window)",
-        "                    checkpoints.save(done, state, iterator)",
+        "                    checkpoints.save(done, state, saved_position(), metrics=window)",
+        "                    checkpoints.save(done, state, saved_position())",
         ("tests/train/test_train.py",),
         "an interrupted run loses the sums of the steps since the last log",
     ),
@@ -689,9 +691,9 @@ MUTANTS = [
     ),
     Mutant(
         "resume-loses-data-position",
-        "rfa/train/checkpoint.py",
-        '            items["data"] = grain.checkpoint.CheckpointRestore(iterator)',
-        "            pass",
+        "rfa/train/loop.py",
+        "    if position is not None:\n        try:",
+        "    if False:\n        try:",
         ("tests/train/test_train.py",),
         "a resumed run starts the data stream from the beginning",
     ),
@@ -960,11 +962,36 @@ MUTANTS = [
     ),
     Mutant(
         "data-rows-duplicated-across-processes",
-        "rfa/train/sharding.py",
-        "    return {key: np.array_split(value, count)[index] for key, value in batch.items()}\n",
-        "    return {key: np.array_split(value, count)[0] for key, value in batch.items()}\n",
-        (MULTIPROCESS,),
-        "every process contributes the same rows: half the batch, twice",
+        "rfa/data/pipeline.py",
+        "        self.offset = shard[0] * self.rows\n",
+        "        self.offset = 0\n",
+        (MULTIPROCESS, PROCESS_ROWS_TEST),
+        "process 1 reads process 0's rows: half the batch, twice",
+    ),
+    Mutant(
+        "every-process-reads-every-row",
+        "rfa/data/pipeline.py",
+        "    if not rows_are_examples:\n        read = _counted(",
+        "    if True:\n        read = _counted(",
+        (MULTIPROCESS, PROCESS_ROWS_TEST),
+        "every process reads and tokenizes the whole global batch and keeps its block (the input work of one "
+        "process, on every process)",
+    ),
+    Mutant(
+        "data-position-not-moved-to-the-new-process-count",
+        "rfa/data/pipeline.py",
+        '    return {**position, "next_index": position["next_index"] // count}\n',
+        "    return position\n",
+        (MULTIPROCESS, PROCESS_ROWS_TEST),
+        "a run resumed on another number of processes starts its data at the wrong batch",
+    ),
+    Mutant(
+        "rows-of-other-processes-left-in-the-batch",
+        "rfa/data/pipeline.py",
+        "value[index * rows : (index + 1) * rows] for key",
+        "value[:rows] for key",
+        (PROCESS_ROWS_TEST,),
+        "where every process reads the whole batch (sort), process 1 keeps process 0's block",
     ),
     Mutant(
         "state-put-on-unaddressable-devices",

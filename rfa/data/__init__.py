@@ -10,7 +10,15 @@ from rfa.data.digits import Digits
 from rfa.data.listops import Listops
 from rfa.data.mqar import Mqar
 from rfa.data.pathfinder import Pathfinder
-from rfa.data.pipeline import DatasetMissingError, batches, load_source, prepare
+from rfa.data.pipeline import (
+    DatasetMissingError,
+    batches,
+    examples_read,
+    global_position,
+    load_source,
+    local_position,
+    prepare,
+)
 from rfa.data.python_source import PythonSource
 from rfa.data.series import Series
 from rfa.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, ByteTokenizer, PixelTokenizer, WordTokenizer
@@ -31,6 +39,9 @@ __all__ = [
     "Series",
     "WordTokenizer",
     "batches",
+    "examples_read",
+    "global_position",
     "load_source",
+    "local_position",
     "prepare",
 ]

@@ -9,6 +9,8 @@ empty rows. What an example becomes (tokenized, filtered, packed, padded) is its
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import grain
 import jax
 import numpy as np
@@ -138,9 +140,17 @@ def batches(
     batch_size: int,
     seed: int = 0,
     shard: tuple[int, int] = (0, 1),
+    rows_are_examples: bool = True,
     max_batches: int | None = None,
 ) -> grain.IterDataset:
-    """Batches of ``batch_size`` rows from a random-access ``source``.
+    """This process's rows of global batches of ``batch_size`` rows from a random-access ``source``.
+
+    Global batch ``j`` holds the examples at positions ``[j B, (j + 1) B)`` of the stream (shuffled for training);
+    process ``index`` of ``count`` takes its contiguous block of ``B / count`` rows of each. When every example
+    is one row (``rows_are_examples``), the process reads only the examples of its rows: input work per process
+    falls as ``1 / count``. When rows are made from the examples themselves (filtered by their length, packed),
+    which examples make up a batch is known only after reading them: every process reads the whole global batch
+    and keeps its block. Either way the global batches, and so a run's metrics, do not depend on ``count``.
 
     Args:
       source: random-access examples (a ``tfds.data_source`` or any sequence).
@@ -148,28 +158,135 @@ def batches(
         ``examples``): fixed-shape dicts of arrays.
       train: an endless stream reshuffled every epoch (dropping the last partial batch), else one pass in
         order with the last batch filled with empty rows (all padding, weight 0).
-      batch_size: rows per batch of this process.
+      batch_size: B, rows of a global batch (divisible by ``count``).
       seed: the shuffling seed.
-      shard: ``(process_index, process_count)``: this process reads every count-th example.
+      shard: ``(index, count)``: this process and the number of processes.
+      rows_are_examples: each example becomes exactly one row, in order (the task kind's ``rows_are_examples``).
       max_batches: evaluation: stop after this many batches (None: all).
+
+    Returns:
+      batches of ``B / count`` rows; :func:`examples_read` counts the examples this process read into them.
+
+    Example:
+      >>> rows = lambda dataset: stream(dataset.map(lambda x: {"x": x}))
+      >>> [next(iter(batches(range(8), rows, train=False, batch_size=4, shard=(p, 2))))["x"] for p in (0, 1)]
+      [array([0, 1]), array([2, 3])]
     """
     check_sizes(batch_size)
     index, count = shard
-    dataset = grain.MapDataset.source(source)[index::count]
+    if batch_size % count or not 0 <= index < count:
+        raise ValueError(
+            f"shard {shard} must be (index, count) with 0 <= index < count and count dividing the "
+            f"batch_size {batch_size}."
+        )
+    rows = batch_size // count
+    dataset = grain.MapDataset.source(source)
     if train:
         dataset = dataset.shuffle(seed=seed).repeat()
-    stream = examples(dataset).batch(batch_size, drop_remainder=train)
-    if train:
-        return stream
-    stream = stream.map(lambda batch: _fill_batch(batch, batch_size))
-    return stream if max_batches is None else grain.experimental.LimitIterDataset(stream, count=max_batches)
+    if not rows_are_examples:
+        read = _counted(examples(dataset)).batch(batch_size, drop_remainder=train)
+        if not train:
+            read = read.map(lambda batch: _fill_batch(batch, len(next(iter(batch.values()))), batch_size))
+            if max_batches is not None:
+                read = grain.experimental.LimitIterDataset(read, count=max_batches)
+        return read.map(lambda batch: {key: value[index * rows : (index + 1) * rows] for key, value in batch.items()})
+    if max_batches is not None and not train:
+        dataset = dataset[: max_batches * batch_size]
+    own = _ProcessRows(dataset, batch_size, shard, whole_batches=train)
+    read = _counted(examples(grain.MapDataset.source(own))).batch(rows, drop_remainder=train)
+    return read if train else read.map_with_index(lambda j, batch: _fill_batch(batch, own.real_rows(j), rows))
 
 
-def _fill_batch(batch: dict, batch_size: int) -> dict:
-    """Pads a short last evaluation batch with empty rows (all padding, weight 0)."""
-    missing = batch_size - len(next(iter(batch.values())))
+class _ProcessRows(Sequence):
+    """The examples of process ``index``'s rows of every global batch of ``dataset``, in order.
+
+    Row ``i`` is the example at position ``(i // b) B + index b + i % b`` (``b = B / count``). With
+    ``whole_batches=False`` a last partial global batch is kept: its rows past the end repeat example 0, and
+    :meth:`real_rows` says how many of batch ``j``'s rows are real (the others are emptied after batching, so
+    that every process yields the same number of batches)."""
+
+    def __init__(self, dataset: grain.MapDataset, batch_size: int, shard: tuple[int, int], *, whole_batches: bool):
+        self.dataset, self.batch_size = dataset, batch_size
+        self.rows = batch_size // shard[1]
+        self.offset = shard[0] * self.rows
+        size = len(dataset)
+        self.batches = size // batch_size if whole_batches else -(-size // batch_size)
+
+    def __len__(self) -> int:
+        return self.batches * self.rows
+
+    def __getitem__(self, i: int):
+        position = (i // self.rows) * self.batch_size + self.offset + i % self.rows
+        return self.dataset[position if position < len(self.dataset) else 0]
+
+    def real_rows(self, j: int) -> int:
+        return int(np.clip(len(self.dataset) - j * self.batch_size - self.offset, 0, self.rows))
+
+
+_read = [0]
+
+
+def _counted(stream: grain.IterDataset) -> grain.IterDataset:
+    def count(example):
+        _read[0] += 1
+        return example
+
+    return stream.map(count)
+
+
+def examples_read() -> int:
+    """How many examples this process has read into batches so far (every pipeline of :func:`batches`): the
+    input work of a process, which falls as ``1 / count`` with the process count where rows are examples.
+
+    Example:
+      >>> before = examples_read()
+      >>> _ = next(iter(batches(range(8), stream, train=True, batch_size=4, shard=(1, 2))))
+      >>> examples_read() - before
+      2
+    """
+    return _read[0]
+
+
+def global_position(state: dict, shard: tuple[int, int], *, rows_are_examples: bool) -> dict:
+    """A training iterator's ``get_state()`` as a position in the global stream of batches, the same for every
+    process count: where a process reads only its rows, its iterator counts ``B / count`` examples per batch.
+
+    Example:
+      >>> global_position({"next_index": 12}, (1, 4), rows_are_examples=True)  # 3 batches of 16 rows
+      {'next_index': 48}
+    """
+    if not rows_are_examples:  # every process reads the whole global stream
+        return state
+    return {**state, "next_index": state["next_index"] * shard[1]}
+
+
+def local_position(position: dict, shard: tuple[int, int], *, rows_are_examples: bool) -> dict:
+    """The iterator state of process ``shard`` at a :func:`global_position` written by any process count.
+
+    Raises:
+      ValueError: the position does not fall on a whole block of this process's rows (the batch size is not
+        divisible by the process count), which would repeat or skip examples.
+
+    Example:
+      >>> local_position({"next_index": 48}, (0, 2), rows_are_examples=True)
+      {'next_index': 24}
+    """
+    if not rows_are_examples:
+        return position
+    count = shard[1]
+    if position["next_index"] % count:
+        raise ValueError(
+            f"the data position ({position['next_index']} examples read) does not split over {count} processes: "
+            f"resume with a process count that divides the global batch."
+        )
+    return {**position, "next_index": position["next_index"] // count}
+
+
+def _fill_batch(batch: dict, real: int, size: int) -> dict:
+    """The first ``real`` rows of ``batch``, then empty rows (all padding, weight 0) up to ``size``."""
     return {
-        key: np.concatenate([value, np.zeros((missing, *value.shape[1:]), value.dtype)]) for key, value in batch.items()
+        key: np.concatenate([value[:real], np.zeros((size - real, *value.shape[1:]), value.dtype)])
+        for key, value in batch.items()
     }
 
 

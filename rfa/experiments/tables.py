@@ -84,6 +84,7 @@ TABLES: dict[str, Callable[[object], str]] = {
     "benchmark_relative_cpu": result_tables.relative_table,
     "benchmark_flax_decoding_cpu": result_tables.flax_decoding_table,
     "benchmark_checks_cpu": result_tables.checks_table,
+    "benchmark_input_work_cpu": result_tables.input_work_table,
 }
 """``results/<name>.json`` → the function that renders its table (the study's own), written to ``<name>.md``."""
 

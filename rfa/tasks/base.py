@@ -83,6 +83,9 @@ class TaskKind(abc.ABC):
         checked against them.
       splits_sequence: its model can split its token sequences over the mesh's ``sequence`` axis.
       curves: the metrics drawn in a training workdir's ``curves.png``.
+      rows_are_examples: each example of the source becomes exactly one row, in order (no filtering, no
+        packing): a process then reads only the examples of its rows of each global batch
+        (``rfa.data.pipeline.batches``).
     """
 
     name: ClassVar[str] = ""
@@ -90,6 +93,7 @@ class TaskKind(abc.ABC):
     sites: ClassVar[tuple[str, ...]] = ("encoder",)
     splits_sequence: ClassVar[bool] = True
     curves: ClassVar[tuple[str, ...]] = ("loss", "accuracy")
+    rows_are_examples: ClassVar[bool] = True
 
     def check_task(self, task: Task) -> None:
         """Raises a ValueError for a task this kind cannot read (say, images without an ``image_shape``)."""

@@ -19,6 +19,7 @@ def _batches(task: Task, split: str, *, data_dir, batch_size, max_length, train,
         batch_size=batch_size,
         seed=seed,
         shard=shard,
+        rows_are_examples=kind.rows_are_examples,
         max_batches=max_batches,
     )
 
@@ -38,10 +39,11 @@ def train_batches(
     Args:
       task: from ``rfa.tasks.get_task``.
       data_dir: where TFDS datasets live (the project's own are prepared there on first use).
-      batch_size: rows per batch of this process.
+      batch_size: B, rows of a global batch.
       max_length: L, the padded (or packed) length.
       seed: shuffling seed; the same seed gives the same batches.
-      shard: ``(process_index, process_count)``: this process reads every count-th example.
+      shard: ``(process_index, process_count)``: this process's block of ``B / count`` rows of each global batch
+        (``rfa.data.pipeline.batches``: it reads only those examples where the kind's rows are its examples).
       **options: the task kind's own (``kind.data_options(config)``; forecasting: ``horizon``).
 
     Returns:

@@ -21,6 +21,7 @@ from rfa.tasks.common import cross_entropy_summary, cross_entropy_sums, transfor
 class LanguageModel(TaskKind):
     name = "lm"
     description = "a language model"
+    rows_are_examples = False  # documents are packed into rows
     sites = ("decoder",)
     curves = ("loss", "accuracy", "perplexity")
 

@@ -21,6 +21,7 @@ class Recall(LanguageModel):
     name = "recall"
     description = "an associative-recall language model"
     curves = ("loss", "accuracy")
+    rows_are_examples = True  # one sequence per example, not packed documents
     answer = TaskKind.answer  # token ids, no text to answer
 
     def check_task(self, task):

@@ -10,9 +10,10 @@ on the same workdir ends with exactly the metrics of an uninterrupted run (all b
 time and tokens/s): batches, dropout keys and redraw keys depend only on the seed and the step. SIGINT
 (Ctrl-C) and SIGTERM stop a run after the step in progress: it saves that step's checkpoint and raises
 :class:`TrainingInterrupted`. With several processes (``rfa.train.initialize_distributed``), a signal to any
-of them stops all of them after the same step, each process builds the same global batches and contributes its
-block of rows, so the run's metrics are those of one process with as many devices; process 0 writes the
-metrics, config and results, and the checkpoints are written by all (orbax).
+of them stops all of them after the same step, each process reads its block of rows of the same global batches
+(only those examples, where the task's rows are its examples), so the run's metrics are those of one process with
+as many devices, and a run resumes on another number of processes and devices; process 0 writes the metrics,
+config and results, and the checkpoints are written by all (orbax).
 
 The workdir then holds ``config.json``, ``metrics.jsonl``, ``tensorboard/``, ``checkpoints/``,
 ``curves.png`` and ``results.json`` (final validation and test metrics, step time, tokens/s, memory).
@@ -38,6 +39,7 @@ from flax import nnx
 from jax.experimental import multihost_utils
 
 from rfa import checks
+from rfa.data.pipeline import examples_read, global_position, local_position
 from rfa.models import redraw_projections
 from rfa.models.cores import attention_kinds, uses_num_features
 from rfa.tasks import Task, eval_batches, task_kind, train_batches
@@ -143,8 +145,8 @@ def _deferred_signals() -> Iterator[list[int]]:
 def evaluate(eval_step, state, task: Task, config: ml_collections.ConfigDict, mesh, split: str) -> dict:
     """Metrics of ``state`` on the TFDS ``split`` (``config.eval_batches`` batches, 0: all).
 
-    Every process reads the same global batches and contributes its rows of each, so the number
-    of (collective) evaluation steps is the same on every process.
+    Every process reads its rows of the same global batches, so the number of (collective) evaluation steps is
+    the same on every process.
     """
     batches = eval_batches(
         task,
@@ -153,11 +155,12 @@ def evaluate(eval_step, state, task: Task, config: ml_collections.ConfigDict, me
         max_length=config.max_length,
         split=split,
         max_batches=config.eval_batches or None,
+        shard=sharding.process_shard(),
         **task_kind(task.kind).data_options(config),
     )
     total = None
     for batch in batches:
-        total = _add(total, eval_step(state, sharding.global_batch(sharding.process_rows(batch), mesh)))
+        total = _add(total, eval_step(state, sharding.global_batch(batch, mesh)))
     return summarize(jax.device_get(total), kind=task.kind)
 
 
@@ -228,8 +231,9 @@ def train_and_evaluate(
     schedule = make_schedule(config.optimizer, num_steps=config.num_train_steps, d_model=config.model.d_model)
     state = sharding.put(state, state_sharding)
 
-    # Every process reads the same global batches (same seed) and keeps its block of rows: a run gives the same
-    # batches, and so the same metrics, whatever the number of processes.
+    # Every process reads its block of rows of the same global batches (same seed): a run gives the same batches,
+    # and so the same metrics, whatever the number of processes, and resumes on another number.
+    shard, rows_are_examples = sharding.process_shard(), task_kind(task.kind).rows_are_examples
     iterator = iter(
         train_batches(
             task,
@@ -237,9 +241,11 @@ def train_and_evaluate(
             batch_size=config.batch_size,
             max_length=config.max_length,
             seed=config.seed,
+            shard=shard,
             **task_kind(task.kind).data_options(config),
         )
     )
+    examples = 0  # read into this launch's training batches by this process
     primary = jax.process_index() == 0
     record_config(
         workdir, config, execution_fields=EXECUTION_FIELDS, write=primary, upgrade=upgrade_saved
@@ -247,7 +253,16 @@ def train_and_evaluate(
     checkpoints = Checkpoints(
         os.path.join(workdir, "checkpoints"), keep=config.keep_checkpoints, keep_every=config.keep_checkpoints_every
     )
-    start, state = checkpoints.restore_latest(state, iterator)
+    start, state, position = checkpoints.restore_latest(state)
+    if position is not None:
+        try:
+            iterator.set_state(local_position(position, shard, rows_are_examples=rows_are_examples))
+        except ValueError as error:
+            raise ConfigError(f"cannot resume step {start} on {shard[1]} processes: {error}") from error
+
+    def saved_position() -> dict:
+        return global_position(iterator.get_state(), shard, rows_are_examples=rows_are_examples)
+
     if start == 0 and initialize is not None:
         model, optimizer = nnx.merge(graphdef, state)
         initialize(model)
@@ -278,7 +293,9 @@ def train_and_evaluate(
                 model, optimizer = nnx.merge(graphdef, state)
                 if redraw_projections(model, jax.random.fold_in(redraw_key, step), step=step):
                     state = sharding.put(nnx.state((model, optimizer)), state_sharding)
-            batch = sharding.global_batch(sharding.process_rows(next(iterator)), mesh)
+            before = examples_read()
+            batch = sharding.global_batch(next(iterator), mesh)
+            examples += examples_read() - before
             if compiled is None:
                 compiled = train_step.lower(state, batch, jnp.int32(step)).compile()
                 bar.unpause()  # else the first interval holds the compilation: ETA = steps left x compile time
@@ -304,21 +321,22 @@ def train_and_evaluate(
                 writer.write(done, "validation", evaluate(eval_step, state, task, config, mesh, task.validation_split))
                 timer = (time.perf_counter(), done)  # evaluation time is not step time
             if done % config.checkpoint_every == 0 or done == config.num_train_steps:
-                checkpoints.save(done, state, iterator)
+                checkpoints.save(done, state, saved_position())
                 timer = (time.perf_counter(), done)
             if on_step is not None:
                 on_step(done)
             stop = _agreed_signal(received) if done < config.num_train_steps else None
             if stop is not None:
                 if done % config.checkpoint_every:
-                    checkpoints.save(done, state, iterator, metrics=window)
+                    checkpoints.save(done, state, saved_position(), metrics=window)
                 raise TrainingInterrupted(done, stop, checkpoints.step_directory(done))
         path = os.path.join(workdir, "results.json")
         if _finished_before(path, compiled):
             with open(path) as f:
                 return json.load(f)
         test = evaluate(eval_step, state, task, config, mesh, task.test_split)  # once, on the final state
-    return _finish(workdir, config, task, num_params, compiled, test, write=primary)
+    input_work = np.ravel(multihost_utils.process_allgather(np.int64(examples))) / (config.num_train_steps - start)
+    return _finish(workdir, config, task, num_params, compiled, test, input_work, write=primary)
 
 
 def _finished_before(path: str, compiled) -> bool:
@@ -331,9 +349,18 @@ def _finished_before(path: str, compiled) -> bool:
 
 
 def _finish(
-    workdir: str, config: ml_collections.ConfigDict, task: Task, num_params: int, compiled, test: dict, *, write: bool
+    workdir: str,
+    config: ml_collections.ConfigDict,
+    task: Task,
+    num_params: int,
+    compiled,
+    test: dict,
+    input_work: np.ndarray,
+    *,
+    write: bool,
 ) -> dict:
-    """The run's results; ``write``: also ``curves.png`` and ``results.json``."""
+    """The run's results; ``write``: also ``curves.png`` and ``results.json``. ``input_work``: the examples each
+    process read per training step of this launch."""
     records = read_metrics(workdir)
     step_times = [r["step_time_s"] for r in records if r["split"] == "train" and "step_time_s" in r]
     tokens = [r["tokens_per_s"] for r in records if r["split"] == "train" and "tokens_per_s" in r]
@@ -354,6 +381,7 @@ def _finish(
         "step_memory_bytes": _memory_bytes(compiled) if compiled is not None else None,
         "devices": jax.device_count(),
         "backend": jax.default_backend(),
+        "input_examples_per_step": [float(x) for x in input_work],  # per process: B / processes where rows are examples
     }
     results |= task_kind(task.kind).results(config)
     if write:

@@ -9,7 +9,7 @@ axis (LASP-2, :func:`rfa.attention.sequence_parallel_attention`; the model is bu
 ``sequence_axis="sequence"``), and XLA splits the other layers along the length (exact attention
 gathers the keys it needs). Optimizer moments follow their parameters' sharding because their
 paths end the same way. Multi-process runs call :func:`initialize_distributed` first; every process then
-builds the same global batch and contributes its block of rows (:func:`process_rows`, :func:`global_batch`),
+reads its block of rows of the same global batch (:func:`process_shard`) and contributes it (:func:`global_batch`),
 and :func:`put` lays out state that every process holds. The mesh puts ``data`` outermost, so the
 ``sequence`` and ``model`` axes lie within a process and only data parallelism crosses processes.
 """
@@ -172,11 +172,9 @@ def batch_sharding(mesh: jax.sharding.Mesh, ndim: int = 1) -> NamedSharding:
     return NamedSharding(mesh, P("data", SEQUENCE_AXIS) if ndim >= 2 else P("data"))
 
 
-def process_rows(batch: dict) -> dict:
-    """This process's rows of a global batch ``{name: [B, ...]}``: the ``process_index``-th of ``process_count``
-    contiguous blocks (every process builds the same global batch and keeps its block)."""
-    index, count = jax.process_index(), jax.process_count()
-    return {key: np.array_split(value, count)[index] for key, value in batch.items()}
+def process_shard() -> tuple[int, int]:
+    """``(process_index, process_count)``: the block of rows of every global batch that this process reads."""
+    return jax.process_index(), jax.process_count()
 
 
 def global_batch(batch: dict, mesh: jax.sharding.Mesh) -> dict:

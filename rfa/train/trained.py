@@ -46,7 +46,7 @@ def load_model(
     checkpoints = Checkpoints(os.path.join(workdir, "checkpoints"))
     if checkpoints.latest_step() is None:
         raise CheckpointError(f"{workdir!r} has no checkpoint yet: train first (rfa train).")
-    step, state = checkpoints.restore_latest(state)
+    step, state, _ = checkpoints.restore_latest(state)
     checkpoints.close()
     state = jax.tree.map(_uncommitted, state)
     model, _ = nnx.merge(graphdef, state)

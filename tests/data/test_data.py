@@ -114,6 +114,46 @@ def test_train_batches_have_static_shapes_and_resume_from_their_state(name, keys
         assert all(np.array_equal(want[k], v) for k, v in next(resumed).items())
 
 
+def _concatenated(parts: list[dict]) -> dict:
+    return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+
+
+@pytest.mark.parametrize(("name", "reads"), [("listops", "its rows"), ("sort", "every row")])
+def test_processes_build_the_global_batches_of_one_process_each_reading_its_rows(name, reads, data_dir):
+    """2 or 4 processes' blocks, side by side, are the batches of one process (training: a resumed one too;
+    evaluation: the padded last batch of a split whose size no batch divides); a task whose examples are its rows
+    (listops) has each process read only its rows, one that drops examples by their length (sort) reads them all."""
+    task = tasks.get_task(name)
+    sizes = dict(data_dir=data_dir, batch_size=8, max_length=48)
+    one = iter(tasks.train_batches(task, seed=0, **sizes))
+    want = [next(one) for _ in range(3)]
+    for count in (2, 4):
+        its = [iter(tasks.train_batches(task, seed=0, shard=(p, count), **sizes)) for p in range(count)]
+        before = data.examples_read()
+        got = [_concatenated([next(it) for it in its]) for _ in range(2)]
+        per_process = (data.examples_read() - before) / (2 * count)
+        assert per_process == (8 / count if reads == "its rows" else 8)
+        position = data.global_position(its[0].get_state(), (0, count), rows_are_examples=reads == "its rows")
+        resumed = iter(tasks.train_batches(task, seed=0, **sizes))  # on one process
+        resumed.set_state(data.local_position(position, (0, 1), rows_are_examples=reads == "its rows"))
+        for a, b in zip([*got, next(resumed)], want, strict=True):
+            assert all(np.array_equal(a[key], b[key]) for key in b)
+    # 1000 validation examples: the last of 8 batches of 128 holds 104
+    sizes |= dict(batch_size=128, split="validation")
+    whole = list(tasks.eval_batches(task, **sizes))
+    parts = [list(tasks.eval_batches(task, shard=(p, 4), **sizes)) for p in range(4)]
+    assert [len(p) for p in parts] == [len(whole)] * 4
+    for j, batch in enumerate(whole):
+        assert all(np.array_equal(_concatenated([p[j] for p in parts])[k], v) for k, v in batch.items())
+
+
+def test_a_position_that_does_not_split_over_the_processes_is_refused():
+    assert data.local_position({"next_index": 48}, (0, 4), rows_are_examples=True) == {"next_index": 12}
+    with pytest.raises(ValueError, match="does not split over 5 processes"):
+        data.local_position({"next_index": 48}, (0, 5), rows_are_examples=True)
+    assert data.local_position({"next_index": 7}, (0, 5), rows_are_examples=False) == {"next_index": 7}
+
+
 @pytest.mark.slow
 def test_seq2seq_batches_end_targets_with_eos_and_drop_long_pairs(data_dir):
     task = tasks.get_task("reverse")

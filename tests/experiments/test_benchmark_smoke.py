@@ -1,9 +1,9 @@
 """Every benchmark runs as a user runs it, at smoke sizes, and writes its JSON and figure (split from
 test_runner.py so that the two halves run on both test workers).
 
-The nine command lines run in turn in one subprocess (``IN_TURN``), each as ``python -m MODULE FLAGS`` runs it
-(``runpy``, ``__main__``, its own ``sys.argv`` and flags): nine subprocesses paid Python's, JAX's and rfa's
-start-up nine times, about 3 s of CPU each. A command that fails (an exception, a non-zero exit) ends the
+The ten command lines run in turn in one subprocess (``IN_TURN``), each as ``python -m MODULE FLAGS`` runs it
+(``runpy``, ``__main__``, its own ``sys.argv`` and flags): ten subprocesses would pay Python's, JAX's and rfa's
+start-up ten times, about 3 s of CPU each. A command that fails (an exception, a non-zero exit) ends the
 subprocess there, with its traceback in the assertion's message."""
 
 import json
@@ -40,7 +40,7 @@ def run_in_turn(commands: list[list[str]]) -> None:
 
 
 @pytest.mark.slow
-def test_benchmarks_write_json(tmp_path):
+def test_benchmarks_write_json(tmp_path, data_dir):
     benchmark = "rfa.experiments.benchmarks."
     run_in_turn(
         [
@@ -107,6 +107,16 @@ def test_benchmarks_write_json(tmp_path):
                 f"--data_dir={tmp_path / 'data'}",
                 f"--output={tmp_path / 'step_time.json'}",
             ],
+            [
+                benchmark + "input_work",
+                "--tasks=sort",
+                "--processes=1,2",
+                "--steps=2",
+                "--batch_size=4",
+                "--max_length=32",
+                f"--data_dir={data_dir}",
+                f"--output={tmp_path / 'input_work.json'}",
+            ],
         ]
     )
     attention = json.loads((tmp_path / "attention.json").read_text())
@@ -138,6 +148,13 @@ def test_benchmarks_write_json(tmp_path):
     assert all(r["median_ms"] > 0 and r["memory"]["peak_bytes"] > 0 for r in scaling["results"])
     assert all(isinstance(fit["time_slope"], float) for fit in scaling["summary"].values())
     assert (tmp_path / "scaling.png").stat().st_size > 10_000
+    input_work = json.loads((tmp_path / "input_work.json").read_text())["processes"]
+    # sort drops pairs by their length: every process reads the whole global batch
+    assert [(r["processes"], r["process"], r["examples_per_step"]) for r in input_work] == [
+        (1, 0, 4),
+        (2, 0, 4),
+        (2, 1, 4),
+    ]
     relative = json.loads((tmp_path / "relative.json").read_text())
     assert [sorted(set(r) - {"length"}) for r in relative["results"]] == [
         ["dense", "fft", "no bias"],

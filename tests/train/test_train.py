@@ -8,10 +8,13 @@ import signal
 import subprocess
 import sys
 
+import grain
 import jax
 import jax.numpy as jnp
 import numpy as np
+import orbax.checkpoint as ocp
 import pytest
+from flax import nnx
 from helpers import lines, non_progress_lines, run_module
 
 from rfa.configs.tasks import digits_swin, listops, pathfinder_vit, python_source, sort
@@ -32,6 +35,7 @@ from rfa.train import (
     task_config,
     train_and_evaluate,
 )
+from rfa.train.checkpoint import Checkpoints
 from rfa.workdir import ConfigError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -321,6 +325,23 @@ def test_a_workdir_of_release_0_2_reads_back_in_todays_schema(sort_run, tmp_path
     _, loaded, _, step = load_model(str(old))
     assert loaded.attention.projection_kind == "orthogonal" and list(loaded.attention.feature_params) == []
     assert step == 12
+
+
+def test_a_checkpoint_of_an_earlier_version_resumes_at_its_data_position(tmp_path):
+    """Before positions were saved in global batches, each process saved its grain iterator's state (all equal)."""
+    state = nnx.state(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
+    iterator = iter(grain.MapDataset.range(10).to_iter_dataset())
+    for _ in range(3):
+        next(iterator)
+    with ocp.CheckpointManager(tmp_path, options=ocp.CheckpointManagerOptions(create=True)) as earlier:
+        items = {
+            "state": ocp.args.StandardSave(nnx.to_pure_dict(state)),
+            "data": grain.checkpoint.CheckpointSave(iterator),
+        }
+        earlier.save(4, args=ocp.args.Composite(**items))
+    step, restored, position = Checkpoints(str(tmp_path)).restore_latest(state)
+    assert step == 4 and position == {"next_index": 3}
+    assert jax.tree.all(jax.tree.map(np.array_equal, nnx.to_pure_dict(restored), nnx.to_pure_dict(state)))
 
 
 @pytest.mark.parametrize(
