@@ -90,6 +90,23 @@ def config_differences(old: dict, new: dict, *, execution_fields: tuple[str, ...
     ]
 
 
+def check_local(workdir: str) -> None:
+    """Raises ``ConfigError`` for a workdir given as a URL (``gs://``, ``file://``): rfa writes a workdir's config,
+    metrics and results with local file I/O, so a bucket must be mounted (gcsfuse) and given as its local path.
+
+    Example:
+      >>> check_local("gs://bucket/runs/sort")
+      Traceback (most recent call last):
+      ...
+      rfa.workdir.ConfigError: workdir 'gs://bucket/runs/sort' is a URL: rfa writes its config, metrics and results ...
+    """
+    if "://" in workdir:
+        raise ConfigError(
+            f"workdir {workdir!r} is a URL: rfa writes its config, metrics and results with local file I/O. Give a "
+            "local path: on several hosts, a shared filesystem or a bucket mounted on each (gcsfuse)."
+        )
+
+
 def record_config(
     workdir: str,
     config: ml_collections.ConfigDict,
@@ -104,6 +121,7 @@ def record_config(
     only checks (the non-primary processes of a multi-process run). ``upgrade`` reads a config saved by an
     earlier release in today's schema before comparing (renamed and added fields).
     """
+    check_local(workdir)
     path = os.path.join(workdir, "config.json")
     config_dict = json.loads(config.to_json())
     if os.path.exists(path):

@@ -49,7 +49,7 @@ from rfa.train.config import EXECUTION_FIELDS, build_model, check_config, upgrad
 from rfa.train.metrics import MetricWriter, plot_curves, read_metrics
 from rfa.train.optim import make_optimizer, make_schedule
 from rfa.train.steps import make_eval_step, make_train_step, summarize
-from rfa.workdir import ConfigError, record_config, write_atomic
+from rfa.workdir import ConfigError, check_local, record_config, write_atomic
 
 
 def _check_batch(config: ml_collections.ConfigDict, mesh: jax.sharding.Mesh) -> None:
@@ -219,6 +219,7 @@ def train_and_evaluate(
       >>> results["steps"], 0.0 <= results["validation"]["accuracy"] <= 1.0, 0.0 <= results["test"]["accuracy"] <= 1.0
       (2, True, True)
     """
+    check_local(workdir)
     task = check_config(config)
     graphdef, state = initial_state(config, task)
     try:

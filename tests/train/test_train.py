@@ -402,6 +402,12 @@ def test_bad_configs_name_the_field(field, value, message, tmp_path):
     assert not os.path.exists(tmp_path / "config.json")
 
 
+@pytest.mark.parametrize("workdir", ["gs://bucket/runs/sort", "file:///tmp/runs/sort"])
+def test_a_workdir_given_as_a_url_is_refused_before_anything_is_built(workdir):
+    with pytest.raises(ConfigError, match="is a URL: rfa writes its config, metrics and results with local file I/O"):
+        train_and_evaluate(_quick(sort), workdir, progress=False)
+
+
 def test_unknown_attention_variant_is_refused():
     with pytest.raises(ConfigError, match=r"<attention> one of .*'positive_iid'.*got 'softmaxx'"):
         sort.get_config("softmaxx")
