@@ -117,6 +117,7 @@ def test_a_page_runs_as_written(page, tmp_path, monkeypatch, data_dir):
     examples = [text for text in python if text not in files.values()]
     for name, text in files.items():
         (tmp_path / name).write_text(text)
+        monkeypatch.delitem(sys.modules, name.removesuffix(".py"), raising=False)  # another page's module of that name
     (tmp_path / "data").symlink_to(data_dir)  # the commands' data_dir, "data": datasets prepared once a session
     script = re.search(r"^(?:\S+=\S+ )*python (\w+\.py)", commands, re.MULTILINE)
     if script and script[1] not in files:

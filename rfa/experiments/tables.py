@@ -21,7 +21,7 @@ from collections.abc import Callable
 from absl import flags
 
 from rfa.experiments import report
-from rfa.experiments.benchmarks import attention_tables, decoding, result_tables
+from rfa.experiments.benchmarks import attention_tables, result_tables
 from rfa.experiments.benchmarks import figures as benchmark_figures
 from rfa.experiments.cli import run_main
 from rfa.experiments.studies import distillation, forecasting, length_generalization, recall
@@ -74,7 +74,7 @@ TABLES: dict[str, Callable[[object], str]] = {
     "estimators_in_models_cpu": estimators_in_models_report.table,
     "distill_cpu": _distillation,
     "train_cpu_lra": _single_runs,
-    "benchmark_decoding_cpu": decoding.table,
+    "benchmark_decoding_cpu": result_tables.decoding_table,
     "benchmark_attention_cpu": lambda result: attention_tables.main_table(result["results"]),
     "benchmark_attention_gated_cpu_1core": lambda result: attention_tables.main_table(result["results"]),
     "benchmark_attention_gated_cpu": lambda result: attention_tables.main_table(result["results"]),

@@ -30,8 +30,9 @@ from flax import nnx
 import rfa
 from rfa.experiments.benchmarks.common import environment, medians_in_turns
 from rfa.experiments.benchmarks.guard import warn_against_committed
+from rfa.experiments.benchmarks.result_tables import decoding_table
 from rfa.experiments.cli import run_main
-from rfa.experiments.report import markdown_table, output_path, write_json
+from rfa.experiments.report import output_path, write_json
 from rfa.models import AttentionConfig, Decoder, preset
 
 _POSITIONS = flags.DEFINE_list("positions", ["128", "512", "2048", "8192"], "Decoding positions to time.")
@@ -116,27 +117,6 @@ def summarize(results: dict, checks_cost: dict, positions: list[int]) -> dict:
     }
 
 
-def table(summary: dict) -> str:
-    """The time per token of each kind at each position (µs), its last position's over its first (the stateful
-    kinds), and the medians over the positions of checked over unchecked and of the kind over kernelized attention.
-    """
-    times, ratios = summary["seconds_per_token"], summary["ratios"]
-    positions = sorted(next(iter(times.values())), key=int)
-    header = ["kind", f"µs/token at {positions[0]}", *(f"at {p}" for p in positions[1:])]
-    header += [f"{positions[-1]} vs {positions[0]}", "checks / unchecked", "/ kernelized"]
-    rows = [
-        [
-            name,
-            *(f"{1e6 * by_position[p]:.1f}" for p in positions),
-            f"{ratios['last_vs_first'][name]:.2f}x" if name in ratios["last_vs_first"] else "-",
-            f"{ratios['checks_over_unchecked'][name]:.2f}",
-            f"{ratios['over_kernelized'][name]:.2f}x" if name in ratios["over_kernelized"] else "-",
-        ]
-        for name, by_position in times.items()
-    ]
-    return markdown_table(header, rows)
-
-
 def main(argv):
     del argv
     positions = [int(p) for p in _POSITIONS.value]
@@ -153,7 +133,7 @@ def main(argv):
     checks_cost = {(name, p): timed[(name, p, True)] / timed[(name, p, False)] for name in kinds for p in positions}
     summary = summarize(results, checks_cost, positions)
     ratios = summary["ratios"]
-    print(table(summary))
+    print(decoding_table(summary))
     first, last = positions[0], positions[-1]
     for name, ratio in ratios["last_vs_first"].items():
         verdict = "met" if ratio <= 1.2 else "NOT met"
