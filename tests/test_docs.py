@@ -1,6 +1,7 @@
 """The documentation site builds with no warning (Sphinx -W, as ``make docs``), and its API reference documents
 the public names from their docstrings, each once, in the module that defines it."""
 
+import json
 import os
 import pathlib
 import re
@@ -142,3 +143,28 @@ def test_a_page_runs_as_written(page, tmp_path, monkeypatch, data_dir):
         written = run.stdout + "".join(path.read_text() for path in tmp_path.rglob("report.md"))
         for kind, text in blocks:
             assert kind != "text" or text.strip() in written, f"{page}: nothing printed or wrote {text!r}"
+    if page in WRITES:
+        WRITES[page](tmp_path)
+
+
+def _compare_kernels_wrote_every_pair(directory: pathlib.Path) -> None:
+    """training.md's ``rfa study compare_kernels`` (quick: exact and positive features on sort, 2 seeds each): the
+    table, the JSON of each pair's seeds (their mean), each run's workdir and the figure."""
+    workdir = directory / "workdir" / "train"
+    rows = (workdir / "compare_kernels.md").read_text().splitlines()
+    assert [row.split(" | ")[:4] for row in rows[2:]] == [
+        ["| sort", "exact", "-", "2"],
+        ["| sort", "positive", "8", "2"],  # the quick variant's num_features_of, in place of the config's 16
+    ]
+    results = json.loads((workdir / "compare_kernels.json").read_text())
+    assert [(r["attention"], r["seeds"]) for r in results] == [("exact", [0, 1]), ("positive", [0, 1])]
+    losses = [run["test"]["loss"] for run in results[1]["runs"]]
+    assert losses[0] != losses[1]  # the seeds are different runs
+    accuracies = [run["test"]["accuracy"] for run in results[1]["runs"]]
+    assert results[1]["test"]["accuracy"]["mean"] == pytest.approx(sum(accuracies) / len(accuracies))
+    assert (workdir / "sort" / "positive" / "seed_1" / "results.json").exists()
+    assert (workdir / "compare_kernels.png").stat().st_size > 10_000
+
+
+WRITES = {"howto/training.md": _compare_kernels_wrote_every_pair}
+"""What a page's commands write, checked after it runs (where no other test runs the command)."""

@@ -1,9 +1,7 @@
-"""The command lines of training as a user types them: bad input reported in one line, and the kernel comparison
-study end to end (split from test_train.py so that the two halves run on both test workers)."""
+"""The command lines of training as a user types them: bad input reported in one line (split from test_train.py so
+that the two halves run on both test workers; the kernel comparison study runs end to end in docs/howto/training.md,
+run by tests/test_docs.py)."""
 
-import json
-
-import numpy as np
 import pytest
 from helpers import lines, run_module
 
@@ -58,34 +56,6 @@ def test_entry_points_report_bad_input_without_a_traceback(data_dir, tmp_path):
     line = lines(done.stderr)[-1]  # after the line that says the series is being prepared
     assert done.returncode != 0 and "config.max_length = 400 plus config.model.horizon = 4" in line, done.stderr
     assert "Traceback" not in done.stderr
-
-
-@pytest.mark.slow
-def test_compare_kernels_trains_every_pair_and_writes_the_table(data_dir, tmp_path):
-    output = tmp_path / "table.json"
-    run_module(
-        "rfa.experiments.studies.compare_kernels",
-        "--config",
-        "compare_kernels:quick",
-        "--workdir",
-        str(tmp_path),
-        f"--config.data_dir={data_dir}",
-        f"--output={output}",
-        check=True,
-    )
-    rows = (tmp_path / "table.md").read_text().splitlines()
-    assert [row.split(" | ")[:4] for row in rows[2:]] == [
-        ["| sort", "exact", "-", "2"],
-        ["| sort", "positive", "8", "2"],  # the quick variant's num_features_of, in place of the config's 16
-    ]
-    results = json.loads(output.read_text())
-    assert [(r["attention"], r["seeds"]) for r in results] == [("exact", [0, 1]), ("positive", [0, 1])]
-    accuracies = [run["test"]["accuracy"] for run in results[1]["runs"]]
-    losses = [run["test"]["loss"] for run in results[1]["runs"]]
-    assert losses[0] != losses[1]  # the seeds are different runs
-    assert results[1]["test"]["accuracy"]["mean"] == pytest.approx(np.mean(accuracies))
-    assert (tmp_path / "sort" / "positive" / "seed_1" / "results.json").exists()
-    assert (tmp_path / "table.png").stat().st_size > 10_000
     done = run_module(
         "rfa.experiments.studies.compare_kernels",
         "--config",
