@@ -72,7 +72,7 @@ def resolve_config(value: str) -> str:
       True
     """
     path, colon, arg = value.partition(":")
-    if os.path.exists(path):
+    if os.path.isfile(path):  # a folder named like a config (say, a workdir ./sort) hides nothing
         return value
     shipped = shipped_config(path)
     return value if shipped is None else shipped + colon + arg

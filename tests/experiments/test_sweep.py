@@ -207,6 +207,8 @@ def test_shipped_configs_are_found_by_name_where_no_such_file_exists(tmp_path, m
     assert resolve_config("performer_fig2") == os.path.join(SHIPPED_CONFIGS, "sweeps", "performer_fig2.py")
     assert resolve_config("configs/nope.py:quick") == "configs/nope.py:quick"
     assert resolve_config("../sort:x") == "../sort:x"
+    (tmp_path / "performer_fig2").mkdir()  # a folder of that name (a workdir, say) is not a config file
+    assert resolve_config("performer_fig2") == shipped_config("performer_fig2")
     (tmp_path / "sort").write_text("")
     assert resolve_config("sort:x") == "sort:x"  # the user's own file wins
     assert resolve_config_arguments(["prog", "--config", "fig.py", "--config=performer_fig2:quick"]) == [
