@@ -19,6 +19,7 @@ attention's in the same config, which the speed guard compares).
 from __future__ import annotations
 
 import importlib
+import os
 import time
 
 import jax
@@ -139,8 +140,9 @@ def main(argv):
                 "max_length": config.max_length,
             }
             print(f"compiled {name} {key} in {time.perf_counter() - began:.1f} s", flush=True)
-    began = time.perf_counter()
+    began, load_before = time.perf_counter(), os.getloadavg()
     seconds = seconds_per_step(runs, _REPEATS.value)
+    load_after = os.getloadavg()
     print(f"timed {len(runs)} settings x {_REPEATS.value} rounds in {time.perf_counter() - began:.0f} s\n")
     configs = {}
     for name, named in settings.items():
@@ -159,6 +161,8 @@ def main(argv):
         "model": "each setting of each study config, built as the study trains it: its task config, scale, m and depth",
         "environment": environment(),
         "repeats": _REPEATS.value,
+        # the machine's 1-minute load average as the timing began and ended: other work shares the cores above 1
+        "load_average": {"before": load_before[0], "after": load_after[0]},
         "configs": configs,
     }
     output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_train_step.json")
