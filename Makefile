@@ -59,7 +59,7 @@ benchmark: $(VENV)/.installed-experiments
 	$(PY) -m rfa.experiments.benchmarks.checks
 	$(PY) -m rfa.experiments.benchmarks.relative
 	$(PY) -m rfa.experiments.benchmarks.delta_rule
-	$(PY) -m rfa.experiments.benchmarks.step_time
+	$(PY) -m rfa.experiments.benchmarks.train_step
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check --fix .

@@ -1081,6 +1081,22 @@ MUTANTS = [
         "one number of a committed benchmark JSON is changed: the page's decoding table no longer shows its data",
     ),
     Mutant(
+        "stale-cost-column",
+        "results/benchmark_train_step_cpu.json",
+        '"hedgehog_m64": 0.2078791160001856',
+        '"hedgehog_m64": 0.2678791160001856',
+        ("tests/test_results_pages.py",),
+        "one step time of the train_step benchmark is changed: the sort table's cost column no longer shows its data",
+    ),
+    Mutant(
+        "cost-columns-from-the-runs",
+        "rfa/experiments/tables.py",
+        "    if key in STEP_TIMES:\n",
+        "    if False:\n",
+        ("tests/test_results_pages.py",),
+        "the sort and recall tables take their step times from the runs again instead of the side-by-side benchmark",
+    ),
+    Mutant(
         "tie-word-beside-not-separated",
         "docs/results/vision.md",
         "At this scale the digits do not tell the kinds apart",

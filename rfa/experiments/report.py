@@ -80,6 +80,42 @@ def number(value: float | None, scale: float, form: str) -> str:
     return "-" if value is None else form.format(value * scale)
 
 
+def setting_name(attention: str, num_features: int | None, qk_map: str | None = None) -> str:
+    """The key of one setting in ``rfa benchmark train_step``'s JSON: its attention, with the delta rule's estimator
+    map where it has one and ``_m<m>`` where it takes a feature count (a table row's ``attention``, ``num_features``
+    and ``qk_map`` find it).
+
+    Example:
+      >>> setting_name("positive", 64), setting_name("elu", None), setting_name("deltanet", 16, "positive")
+      ('positive_m64', 'elu', 'deltanet_positive_m16')
+    """
+    name = f"{attention}_{qk_map}" if qk_map else attention
+    return name if num_features is None else f"{name}_m{num_features}"
+
+
+STEP_TIME_HEADER = ["step (ms, side by side)", "step / exact"]
+"""The cost columns of a table whose step times come from ``rfa benchmark train_step``."""
+
+
+def step_time_cells(row: dict, step_times: dict) -> list[str]:
+    """A table row's cost cells, :data:`STEP_TIME_HEADER`, from one config of ``rfa benchmark train_step``'s JSON
+    (``step_times``: its ``seconds_per_step`` and ``ratios``): the row's setting, found by its attention, m and
+    estimator map (:func:`setting_name`); "-" where the benchmark has not timed it.
+
+    Example:
+      >>> times = {"seconds_per_step": {"positive_m64": 0.25}, "ratios": {"positive_m64_over_exact": 2.5}}
+      >>> step_time_cells({"attention": "positive", "num_features": 64}, times)
+      ['250.0', '2.50x']
+      >>> step_time_cells({"attention": "elu", "num_features": None}, times)
+      ['-', '-']
+    """
+    key = setting_name(row["attention"], row["num_features"], row.get("qk_map"))
+    return [
+        number(step_times["seconds_per_step"].get(key), 1e3, "{:.1f}"),
+        number(step_times["ratios"].get(f"{key}_over_exact"), 1, "{:.2f}x"),
+    ]
+
+
 def select(records: list[dict], **where) -> list[dict]:
     """The records whose fields equal ``where`` (floats compared with a relative tolerance).
 
@@ -167,9 +203,13 @@ def log_m_axis(ax, num_features) -> None:
     ax.set_xlabel("m (random vectors)")
 
 
-def training_table(rows: list[dict]) -> str:
+def training_table(rows: list[dict], step_times: dict | None = None) -> str:
     """Markdown of training runs over seeds (:func:`rfa.experiments.spread.over_seeds` rows), one row per setting
     (``rfa.experiments.studies.compare_kernels``): test metrics as mean ± standard deviation over the seeds.
+
+    The cost columns are the runs' own step time and tokens per second, or, with ``step_times`` (one config of
+    ``rfa benchmark train_step``'s JSON), the benchmark's step time of each kind and its ratio to exact attention's,
+    timed side by side (:func:`step_time_cells`). The step memory is the runs' (XLA's estimate, not a timing).
 
     Accuracy is per token (seq2seq, lm) or per example (classification); sequence accuracy is the teacher-forced
     exact match of whole targets (seq2seq). An image model's architecture follows its task. Each row's accuracy is
@@ -194,8 +234,11 @@ def training_table(rows: list[dict]) -> str:
                     ("-" if metric(row, name) is None else metric(row, name).cell(form))
                     for name, form in (("sequence_accuracy", "{:.3f}"), ("perplexity", "{:.2f}"))
                 ),
-                number(row["step_time_s"], 1e3, "{:.1f}"),
-                number(row["tokens_per_s"], 1e-3, "{:.0f}k"),
+                *(
+                    [number(row["step_time_s"], 1e3, "{:.1f}"), number(row["tokens_per_s"], 1e-3, "{:.0f}k")]
+                    if step_times is None
+                    else step_time_cells(row, step_times)
+                ),
                 number(row["step_memory_bytes"], 2**-20, "{:.1f}"),
             ]
         )
@@ -209,8 +252,7 @@ def training_table(rows: list[dict]) -> str:
         "verdict",
         "sequence accuracy",
         "perplexity",
-        "step (ms)",
-        "tokens/s",
+        *(["step (ms)", "tokens/s"] if step_times is None else STEP_TIME_HEADER),
         "step memory (MiB)",
     ]
     return markdown_table(header, lines)

@@ -7,7 +7,9 @@ A study writes its JSON and its table together; when the table's rule changes (t
 :mod:`rfa.experiments.spread`, a column), the tables are rendered again from the stored per-seed values, with no
 retraining; so are the figures that need nothing but the JSON (:data:`FIGURES`). The results pages
 (``docs/results``) quote them between ``<!-- table: NAME -->`` and ``<!-- /table -->`` markers, which this command
-rewrites too, and a test holds every page to them.
+rewrites too, and a test holds every page to them. The cost columns of the sort and recall tables are not their
+runs' step times but those of ``rfa benchmark train_step`` (:data:`STEP_TIMES`), which times every kind of a config
+side by side in one process.
 """
 
 from __future__ import annotations
@@ -59,6 +61,19 @@ def _single_runs(rows: list[dict]) -> str:
     return report.markdown_table(header, lines)
 
 
+TRAIN_STEP = "benchmark_train_step_cpu"
+"""The JSON of ``rfa benchmark train_step``: every kind's training step of a table's config, timed side by side."""
+
+STEP_TIMES: dict[str, str] = {
+    "train_cpu_sort_seeded": "compare_kernels:sort",
+    "recall_cpu": "recall",
+    "recall_pairs4_l64_cpu": "recall:pairs4_l64",
+    "recall_pairs4_l128_cpu": "recall:pairs4_l128",
+}
+"""``results/<name>.json`` → the study config under which ``results/<TRAIN_STEP>.json`` timed its settings: these
+tables' cost columns are that benchmark's step times (its ``configs[<config>]``), not their runs' own, which were
+measured at different times beside other jobs (and stay in the runs' JSON)."""
+
 TABLES: dict[str, Callable[[object], str]] = {
     "train_cpu_sort_seeded": report.training_table,
     "train_cpu_listops_cpu_seeded": report.training_table,
@@ -85,6 +100,7 @@ TABLES: dict[str, Callable[[object], str]] = {
     "benchmark_flax_decoding_cpu": result_tables.flax_decoding_table,
     "benchmark_checks_cpu": result_tables.checks_table,
     "benchmark_input_work_cpu": result_tables.input_work_table,
+    TRAIN_STEP: result_tables.train_step_table,
 }
 """``results/<name>.json`` → the function that renders its table (the study's own), written to ``<name>.md``."""
 
@@ -131,7 +147,19 @@ def render(key: str, results_dir: str = RESULTS) -> str:
     if renderer is None:
         raise KeyError(f"no results table {key!r}; known: {sorted(TABLES) + sorted(PARTS)}.")
     with open(os.path.join(results_dir, name + ".json")) as f:
-        return renderer(json.load(f))
+        results = json.load(f)
+    if key in STEP_TIMES:
+        return renderer(results, step_times=step_times(key, results_dir))
+    return renderer(results)
+
+
+def step_times(name: str, results_dir: str = RESULTS) -> dict:
+    """The entry of ``results/<TRAIN_STEP>.json`` for the config of the table ``name`` (:data:`STEP_TIMES`)."""
+    with open(os.path.join(results_dir, TRAIN_STEP + ".json")) as f:
+        configs = json.load(f)["configs"]
+    if STEP_TIMES[name] not in configs:
+        raise KeyError(f"{TRAIN_STEP}.json has no config {STEP_TIMES[name]!r} (the step times of {name}).")
+    return configs[STEP_TIMES[name]]
 
 
 def page_sections(text: str) -> list[tuple[str, str]]:

@@ -100,12 +100,11 @@ def test_benchmarks_write_json(tmp_path, data_dir):
                 f"--output={tmp_path / 'delta.json'}",
             ],
             [
-                benchmark + "step_time",
-                "--kinds=exact",
-                "--scale=quick",
-                "--repeats=1",
-                f"--data_dir={tmp_path / 'data'}",
-                f"--output={tmp_path / 'step_time.json'}",
+                benchmark + "train_step",
+                "--configs=compare_kernels:quick,recall:quick",  # sort and MQAR, exact and positive at m = 8
+                "--repeats=2",
+                f"--data_dir={data_dir}",
+                f"--output={tmp_path / 'train_step.json'}",
             ],
             [
                 benchmark + "input_work",
@@ -168,8 +167,25 @@ def test_benchmarks_write_json(tmp_path, data_dir):
     ]
     assert set(delta["ratios"]) == {"delta_over_gla", "gla_over_gated_causal", "kda_over_delta"}
     assert set(delta["ratios"]["kda_over_delta"]) == {"16"} and (tmp_path / "delta.png").stat().st_size > 10_000
-    step_time = json.loads((tmp_path / "step_time.json").read_text())
-    assert set(step_time["seconds_per_step"]) == {"exact"} and step_time["ratios"]["exact_over_exact"] == 1.0
+    train_step = json.loads((tmp_path / "train_step.json").read_text())
+    assert train_step["repeats"] == 2 and set(train_step["configs"]) == {"compare_kernels:quick", "recall:quick"}
+    for name, task in (("compare_kernels:quick", "sort"), ("recall:quick", "mqar")):
+        config = train_step["configs"][name]  # per config: every setting's time and its ratio to exact attention's
+        assert set(config["seconds_per_step"]) == set(config["settings"]) == {"exact", "positive_m8"}
+        assert all(seconds > 0 for seconds in config["seconds_per_step"].values())
+        assert set(config["ratios"]) == {"exact_over_exact", "positive_m8_over_exact"}
+        assert config["ratios"]["exact_over_exact"] == 1.0
+        assert config["ratios"]["positive_m8_over_exact"] == pytest.approx(
+            config["seconds_per_step"]["positive_m8"] / config["seconds_per_step"]["exact"]
+        )
+        assert config["settings"]["positive_m8"] | {"batch_size": 0, "max_length": 0} == {
+            "attention": "positive",
+            "num_features": 8,
+            "qk_map": None,
+            "task": task,
+            "batch_size": 0,
+            "max_length": 0,
+        }
     decoding = json.loads((tmp_path / "decoding.json").read_text())
     kinds = {"kernelized", "kda"}  # --kinds, and kernelized attention, every ratio's reference
     assert set(decoding["seconds_per_token"]) == kinds

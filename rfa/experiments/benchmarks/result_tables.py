@@ -129,3 +129,21 @@ def checks_table(data: dict) -> str:
         for name, t in data["seconds"].items()
     ]
     return markdown_table(["workload", "without checks (ms)", "with checks (ms)", "ratio"], rows)
+
+
+def train_step_table(data: dict) -> str:
+    """``rfa benchmark train_step``: per study config, every setting's median training step and its ratio to exact
+    attention's in the same config (timed side by side, in one process)."""
+    rows = [
+        [
+            name,
+            setting["attention"] + (f" ({setting['qk_map']})" if setting.get("qk_map") else ""),
+            "-" if setting["num_features"] is None else str(setting["num_features"]),
+            f"{setting['batch_size']} × {setting['max_length']}",
+            f"{1e3 * config['seconds_per_step'][key]:.1f}",
+            "-" if f"{key}_over_exact" not in config["ratios"] else f"{config['ratios'][f'{key}_over_exact']:.2f}x",
+        ]
+        for name, config in data["configs"].items()
+        for key, setting in config["settings"].items()
+    ]
+    return markdown_table(["config", "attention", "m", "batch × length", "ms per step", "/ exact"], rows)

@@ -26,7 +26,7 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 
 from rfa.experiments import studies
-from rfa.experiments.report import markdown_table, write_report
+from rfa.experiments.report import STEP_TIME_HEADER, markdown_table, step_time_cells, write_report
 from rfa.experiments.seeded import task_run_config, train_seeds
 from rfa.experiments.spread import metric, per_seed, table_verdicts
 from rfa.experiments.styles import legend_outside, styles
@@ -135,10 +135,13 @@ def select_rate(study, config, workdir: str) -> tuple[float, dict]:
     return max(study.learning_rates, key=lambda rate: sweep[f"{rate:g}"]), sweep
 
 
-def table(rows: list[dict], *, verdicts: bool = True) -> str:
+def table(rows: list[dict], *, verdicts: bool = True, step_times: dict | None = None) -> str:
     """Markdown: one row per setting, by kind and state size; test accuracy against exact attention's, paired over
     the seeds with the table's Holm-corrected verdicts (:func:`rfa.experiments.spread.table_verdicts`). ``verdicts``
-    False (a smoke test) leaves the comparison out."""
+    False (a smoke test) leaves the comparison out. With ``step_times`` (the config's entry of
+    ``rfa benchmark train_step``'s JSON, which ``rfa tables`` passes), each setting's step time and its ratio to
+    exact attention's, timed side by side in one process, close the row (the runs' own step times, measured at
+    different times beside other jobs, stay in the JSON)."""
     reference = next((r for r in rows if r["attention"] == "exact"), None)
     compared = table_verdicts(
         rows,
@@ -161,6 +164,7 @@ def table(rows: list[dict], *, verdicts: bool = True) -> str:
                 str(len(r["seeds"])),
                 metric(r, "accuracy").cell("{:.3f}"),
                 *comparison,
+                *([] if step_times is None else step_time_cells(r, step_times)),
             ]
         )
     header = [
@@ -171,7 +175,8 @@ def table(rows: list[dict], *, verdicts: bool = True) -> str:
         "seeds",
         "test accuracy",
     ]
-    return markdown_table(header + (["Δ vs exact [95% CI]", "verdict"] if verdicts else []), lines)
+    header += ["Δ vs exact [95% CI]", "verdict"] if verdicts else []
+    return markdown_table(header + ([] if step_times is None else STEP_TIME_HEADER), lines)
 
 
 SMOKE_TEST = (

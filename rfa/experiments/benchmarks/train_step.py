@@ -1,0 +1,175 @@
+"""The training step of every attention kind of the comparison tables, timed side by side in one process.
+
+Run: ``rfa benchmark train_step`` (``make benchmark``). For each study config of ``--configs`` (by default the sort
+table's, ``compare_kernels:sort``, and the recall tables', ``recall``, ``recall:pairs4_l64`` and
+``recall:pairs4_l128``), every setting the study trains (each kind, at each of its m) is built as the study builds
+it (the same task config, scale, m and decoder depth) and one optimizer step (forward, backward, AdamW) of it is
+compiled as ``rfa train`` compiles it, on one batch of the task's training data. All of them, of every config, are
+then timed in turns in this one process: each round runs every setting once, in a new random order, and each
+setting's time is the median of ``--repeats`` rounds, so that the machine's noise falls on every kind alike. Step
+times recorded by training runs made at different times beside other jobs cannot be compared; these can, and the
+tables' cost columns (:mod:`rfa.experiments.tables`) read them from this JSON.
+
+JSON: under ``configs``, per study config, ``seconds_per_step`` (``{setting: seconds}``, a setting named
+``<attention>`` or ``<attention>_m<m>`` as :func:`rfa.experiments.report.setting_name` names it), ``settings``
+(each one's attention, m, task, batch and length) and ``ratios`` (``<setting>_over_exact``: its time over exact
+attention's in the same config, which the speed guard compares).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from absl import flags
+
+from rfa.experiments.benchmarks.common import environment
+from rfa.experiments.benchmarks.guard import warn_against_committed
+from rfa.experiments.cli import run_main
+from rfa.experiments.report import markdown_table, output_path, setting_name, write_json
+from rfa.tasks import task_kind, train_batches
+from rfa.train.config import check_config
+from rfa.train.loop import _counts_features, initial_state
+from rfa.train.steps import make_train_step
+
+CONFIGS = ("compare_kernels:sort", "recall", "recall:pairs4_l64", "recall:pairs4_l128")
+"""The study configs whose tables show a cost column: the sort table of training.md and the recall tables."""
+
+_CONFIGS = flags.DEFINE_list(
+    "configs",
+    list(CONFIGS),
+    "Study configs (rfa/configs/studies/<study>.py[:<variant>], compare_kernels or recall) whose settings to time.",
+)
+_KINDS = flags.DEFINE_list("kinds", [], "Time only these attention variants of each config (empty: all of them).")
+_REPEATS = flags.DEFINE_integer("repeats", 15, "Timed rounds (each setting's median reported).")
+_DATA_DIR = flags.DEFINE_string("data_dir", "data", "TFDS data_dir (the tasks' datasets are generated there).")
+_OUTPUT = flags.DEFINE_string("output", None, "JSON path; default <workdir>/benchmark_train_step.json.")
+_WORKDIR = flags.DEFINE_string("workdir", "workdir/benchmarks", "Where the JSON goes.")
+
+
+def study_config(name: str):
+    """The study config ``<study>[:<variant>]`` of ``rfa/configs/studies/``."""
+    study, _, variant = name.partition(":")
+    return importlib.import_module(f"rfa.configs.studies.{study}").get_config(variant or None)
+
+
+def training_configs(name: str, data_dir: str, kinds=()) -> list:
+    """The training config of every setting the study config ``name`` trains, built as the study builds it
+    (:func:`rfa.experiments.studies.recall.training_config`; compare_kernels: its task config at its scale with
+    ``num_features_of``'s m), reading data from ``data_dir``; only the kinds of ``kinds`` where given."""
+    from rfa.experiments.seeded import task_run_config
+    from rfa.experiments.studies import compare_kernels, recall
+
+    study = study_config(name)
+    study.data_dir = data_dir
+    configs = []
+    if name.partition(":")[0] == "recall":
+        for attention, m in recall.settings(study):
+            configs.append(recall.training_config(study, attention, m))
+    elif name.partition(":")[0] == "compare_kernels":
+        for task, attention in compare_kernels.pairs(study):
+            config = task_run_config(task, attention, study.scale, data_dir)
+            config.attention.num_features = study.num_features_of.get(attention, config.attention.num_features)
+            configs.append(config)
+    else:
+        raise ValueError(f"--configs: {name!r} is not a config of the recall or compare_kernels study.")
+    return [c for c in configs if not kinds or c.attention.variant in kinds]
+
+
+def _setting(config) -> dict:
+    """What a run of ``config`` records of its attention (``rfa.train.loop``): its variant, m where it means
+    something, the delta rule's estimator map."""
+    m = config.attention.num_features if _counts_features(config.attention) else None
+    return {"attention": config.attention.variant, "num_features": m, "qk_map": config.attention.get("qk_map") or None}
+
+
+def compiled_step(config):
+    """One training step of ``config``, compiled, with its state and one batch."""
+    task = check_config(config)
+    graphdef, state = initial_state(config, task)
+    options = task_kind(task.kind).data_options(config)
+    batches = train_batches(
+        task,
+        data_dir=config.data_dir,
+        batch_size=config.batch_size,
+        max_length=config.max_length,
+        seed=0,
+        **options,
+    )
+    batch = next(iter(batches))
+    step = make_train_step(graphdef, kind=task.kind, label_smoothing=0.0, seed=config.seed)
+    return step.lower(state, batch, jnp.int32(0)).compile(), state, batch
+
+
+def seconds_per_step(runs: dict, repeats: int) -> dict:
+    """Median seconds of each ``{key: [compiled, state, batch]}``, in turns, a new random order each round."""
+    for run in runs.values():
+        run[1], sums = run[0](run[1], run[2], jnp.int32(0))  # the state is donated: keep the new one
+        jax.block_until_ready(sums)
+    times = {key: [] for key in runs}
+    order = np.random.default_rng(0)
+    keys = list(runs)
+    for i in range(repeats):
+        for j in order.permutation(len(keys)):
+            run = runs[keys[j]]
+            began = time.perf_counter()
+            run[1], sums = run[0](run[1], run[2], jnp.int32(i + 1))
+            jax.block_until_ready(sums)
+            times[keys[j]].append(time.perf_counter() - began)
+    return {key: float(np.median(t)) for key, t in times.items()}
+
+
+def main(argv):
+    del argv
+    settings, runs = {}, {}
+    for name in _CONFIGS.value:
+        settings[name] = {}
+        for config in training_configs(name, _DATA_DIR.value, _KINDS.value):
+            setting = _setting(config)
+            key = setting_name(**setting)
+            began = time.perf_counter()
+            runs[name, key] = list(compiled_step(config))
+            settings[name][key] = {
+                **setting,
+                "task": config.task,
+                "batch_size": config.batch_size,
+                "max_length": config.max_length,
+            }
+            print(f"compiled {name} {key} in {time.perf_counter() - began:.1f} s", flush=True)
+    began, load_before = time.perf_counter(), os.getloadavg()
+    seconds = seconds_per_step(runs, _REPEATS.value)
+    load_after = os.getloadavg()
+    print(f"timed {len(runs)} settings x {_REPEATS.value} rounds in {time.perf_counter() - began:.0f} s\n")
+    configs = {}
+    for name, named in settings.items():
+        times = {key: seconds[name, key] for key in named}
+        reference = times.get("exact")
+        configs[name] = {
+            "settings": named,
+            "seconds_per_step": times,
+            "ratios": {} if reference is None else {f"{key}_over_exact": t / reference for key, t in times.items()},
+        }
+        rows = [
+            [key, f"{1e3 * t:.1f}", "-" if reference is None else f"{t / reference:.2f}x"] for key, t in times.items()
+        ]
+        print(f"{name}\n\n{markdown_table(['setting', 'ms per step', '/ exact'], rows)}\n")
+    data = {
+        "model": "each setting of each study config, built as the study trains it: its task config, scale, m and depth",
+        "environment": environment(),
+        "repeats": _REPEATS.value,
+        # the machine's 1-minute load average as the timing began and ended: other work shares the cores above 1
+        "load_average": {"before": load_before[0], "after": load_after[0]},
+        "configs": configs,
+    }
+    output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_train_step.json")
+    write_json(output, data)
+    print(f"wrote {output}")
+    warn_against_committed(output, data)
+
+
+if __name__ == "__main__":
+    run_main(main)
