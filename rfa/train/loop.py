@@ -371,7 +371,7 @@ def _finish(
         "attention": config.attention.variant,
         "attention_kind": config.attention.kind,  # the variant's kind, or a --config.attention.kind override
         "qk_map": config.attention.get("qk_map") or None,  # the kernelized delta rule's estimator
-        "num_features": config.attention.num_features if _counts_features(config.attention) else None,
+        "num_features": recorded_num_features(config.attention),
         "steps": config.num_train_steps,
         "seed": config.seed,
         "parameters": int(num_params),
@@ -391,7 +391,17 @@ def _finish(
     return results
 
 
-def _counts_features(attention: ml_collections.ConfigDict) -> bool:
-    """Whether the run's m means something: a kind that uses it, or the delta rule with an estimator's map."""
+def recorded_num_features(attention: ml_collections.ConfigDict) -> int | None:
+    """The m a run records: its ``num_features`` where it means something (a kind that uses it, or the delta rule
+    with an estimator's map), else None.
+
+    Example:
+      >>> from rfa.train.config import task_config
+      >>> recorded_num_features(task_config("sort", "positive").attention)
+      64
+      >>> recorded_num_features(task_config("sort", "exact").attention) is None
+      True
+    """
     kind = attention.kind
-    return bool(attention.get("qk_map")) or (kind in attention_kinds() and uses_num_features(kind))
+    counts = bool(attention.get("qk_map")) or (kind in attention_kinds() and uses_num_features(kind))
+    return attention.num_features if counts else None

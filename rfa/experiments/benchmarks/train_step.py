@@ -33,7 +33,7 @@ from rfa.experiments.cli import run_main
 from rfa.experiments.report import markdown_table, output_path, setting_name, write_json
 from rfa.tasks import task_kind, train_batches
 from rfa.train.config import check_config
-from rfa.train.loop import _counts_features, initial_state
+from rfa.train.loop import initial_state, recorded_num_features
 from rfa.train.steps import make_train_step
 
 CONFIGS = ("compare_kernels:sort", "recall", "recall:pairs4_l64", "recall:pairs4_l128")
@@ -83,8 +83,11 @@ def training_configs(name: str, data_dir: str, kinds=()) -> list:
 def _setting(config) -> dict:
     """What a run of ``config`` records of its attention (``rfa.train.loop``): its variant, m where it means
     something, the delta rule's estimator map."""
-    m = config.attention.num_features if _counts_features(config.attention) else None
-    return {"attention": config.attention.variant, "num_features": m, "qk_map": config.attention.get("qk_map") or None}
+    return {
+        "attention": config.attention.variant,
+        "num_features": recorded_num_features(config.attention),
+        "qk_map": config.attention.get("qk_map") or None,
+    }
 
 
 def compiled_step(config):
