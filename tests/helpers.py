@@ -1,5 +1,6 @@
 """Shared helpers for the test suite (``tests/`` is on pytest's pythonpath)."""
 
+import contextlib
 import json
 import math
 import os
@@ -102,3 +103,17 @@ def run_module(*args, **kwargs) -> subprocess.CompletedProcess:
 def lines(text: str) -> list[str]:
     """The non-blank lines of ``text`` (progress bars' carriage returns split lines too)."""
     return [line for line in re.split(r"[\r\n]+", text) if line.strip()]
+
+
+@contextlib.contextmanager
+def own_estimators():
+    """Estimators registered inside are forgotten after: a README or how-to block registers its own (``antithetic``),
+    and another block in the same test process registers the same name again."""
+    from rfa.random_features import feature_maps
+
+    saved = dict(feature_maps._REGISTRY)
+    try:
+        yield
+    finally:
+        feature_maps._REGISTRY.clear()
+        feature_maps._REGISTRY.update(saved)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import own_estimators
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -127,8 +128,9 @@ def test_a_page_runs_as_written(page, tmp_path, monkeypatch, data_dir):
         monkeypatch.chdir(tmp_path)
         monkeypatch.syspath_prepend(str(tmp_path))
         namespace = {}
-        for text in examples:
-            exec(compile(text, f"docs/{page}", "exec"), namespace)
+        with own_estimators():
+            for text in examples:
+                exec(compile(text, f"docs/{page}", "exec"), namespace)
     assert examples or commands, f"{page}: nothing to run"
     if commands:
         run = subprocess.run(

@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 import pytest
+from helpers import own_estimators
 
 pytestmark = pytest.mark.slow  # executes whole documents; the fast tier leaves them out
 
@@ -22,10 +23,11 @@ MAX_LINES = 350
 
 @pytest.fixture(scope="module")
 def namespace():
-    names = {}
-    for i, block in enumerate(BLOCKS):
-        exec(compile(block, f"README.md, python block {i + 1}", "exec"), names)
-    return names
+    with own_estimators():
+        names = {}
+        for i, block in enumerate(BLOCKS):
+            exec(compile(block, f"README.md, python block {i + 1}", "exec"), names)
+        yield names
 
 
 def test_readme_has_the_blocks_this_file_checks():

@@ -41,15 +41,15 @@ from jax.experimental import multihost_utils
 from rfa import checks
 from rfa.data.pipeline import examples_read, global_position, local_position
 from rfa.models import redraw_projections
-from rfa.models.cores import attention_kinds, uses_num_features
 from rfa.tasks import Task, eval_batches, task_kind, train_batches
 from rfa.train import sharding
 from rfa.train.checkpoint import Checkpoints
 from rfa.train.config import EXECUTION_FIELDS, build_model, check_config, upgrade_saved
-from rfa.train.metrics import MetricWriter, plot_curves, read_metrics
+from rfa.train.metrics import MetricWriter
 from rfa.train.optim import make_optimizer, make_schedule
+from rfa.train.results import finish
 from rfa.train.steps import make_eval_step, make_train_step, summarize
-from rfa.workdir import ConfigError, check_local, record_config, write_atomic
+from rfa.workdir import ConfigError, check_local, record_config
 
 
 def _check_batch(config: ml_collections.ConfigDict, mesh: jax.sharding.Mesh) -> None:
@@ -70,16 +70,6 @@ def _agreed_signal(received: list[int]) -> int | None:
     signals = multihost_utils.process_allgather(np.int32(received[0] if received else 0))
     stopping = [int(s) for s in np.ravel(signals) if s]
     return stopping[0] if stopping else None
-
-
-def _memory_bytes(compiled) -> int:
-    """XLA's estimate of a step's peak memory: arguments + outputs + temporaries, less donated buffers."""
-    stats = compiled.memory_analysis()
-    if stats is None:
-        return 0
-    return (
-        stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes - stats.alias_size_in_bytes
-    )
 
 
 def _add(total: dict | None, sums: dict) -> dict:
@@ -337,7 +327,7 @@ def train_and_evaluate(
                 return json.load(f)
         test = evaluate(eval_step, state, task, config, mesh, task.test_split)  # once, on the final state
     input_work = np.ravel(multihost_utils.process_allgather(np.int64(examples))) / (config.num_train_steps - start)
-    return _finish(workdir, config, task, num_params, compiled, test, input_work, write=primary)
+    return finish(workdir, config, task, num_params, compiled, test, input_work, write=primary)
 
 
 def _finished_before(path: str, compiled) -> bool:
@@ -347,61 +337,3 @@ def _finished_before(path: str, compiled) -> bool:
     if jax.process_count() > 1:
         finished = bool(multihost_utils.broadcast_one_to_all(np.int32(finished)))
     return finished
-
-
-def _finish(
-    workdir: str,
-    config: ml_collections.ConfigDict,
-    task: Task,
-    num_params: int,
-    compiled,
-    test: dict,
-    input_work: np.ndarray,
-    *,
-    write: bool,
-) -> dict:
-    """The run's results; ``write``: also ``curves.png`` and ``results.json``. ``input_work``: the examples each
-    process read per training step of this launch."""
-    records = read_metrics(workdir)
-    step_times = [r["step_time_s"] for r in records if r["split"] == "train" and "step_time_s" in r]
-    tokens = [r["tokens_per_s"] for r in records if r["split"] == "train" and "tokens_per_s" in r]
-    results = {
-        "task": config.task,
-        "kind": task.kind,
-        "attention": config.attention.variant,
-        "attention_kind": config.attention.kind,  # the variant's kind, or a --config.attention.kind override
-        "qk_map": config.attention.get("qk_map") or None,  # the kernelized delta rule's estimator
-        "num_features": recorded_num_features(config.attention),
-        "steps": config.num_train_steps,
-        "seed": config.seed,
-        "parameters": int(num_params),
-        "validation": [r for r in records if r["split"] == "validation"][-1],
-        "test": {"step": config.num_train_steps, **test},
-        "step_time_s": float(np.median(step_times)) if step_times else None,
-        "tokens_per_s": float(np.median(tokens)) if tokens else None,
-        "step_memory_bytes": _memory_bytes(compiled) if compiled is not None else None,
-        "devices": jax.device_count(),
-        "backend": jax.default_backend(),
-        "input_examples_per_step": [float(x) for x in input_work],  # per process: B / processes where rows are examples
-    }
-    results |= task_kind(task.kind).results(config)
-    if write:
-        plot_curves(workdir, task_kind(task.kind).curves)
-        write_atomic(os.path.join(workdir, "results.json"), json.dumps(results, indent=2) + "\n")
-    return results
-
-
-def recorded_num_features(attention: ml_collections.ConfigDict) -> int | None:
-    """The m a run records: its ``num_features`` where it means something (a kind that uses it, or the delta rule
-    with an estimator's map), else None.
-
-    Example:
-      >>> from rfa.train.config import task_config
-      >>> recorded_num_features(task_config("sort", "positive").attention)
-      64
-      >>> recorded_num_features(task_config("sort", "exact").attention) is None
-      True
-    """
-    kind = attention.kind
-    counts = bool(attention.get("qk_map")) or (kind in attention_kinds() and uses_num_features(kind))
-    return attention.num_features if counts else None

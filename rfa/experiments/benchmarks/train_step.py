@@ -33,7 +33,8 @@ from rfa.experiments.cli import run_main
 from rfa.experiments.report import markdown_table, output_path, setting_name, write_json
 from rfa.tasks import task_kind, train_batches
 from rfa.train.config import check_config
-from rfa.train.loop import initial_state, recorded_num_features
+from rfa.train.loop import initial_state
+from rfa.train.results import recorded_num_features
 from rfa.train.steps import make_train_step
 
 CONFIGS = ("compare_kernels:sort", "recall", "recall:pairs4_l64", "recall:pairs4_l128")
