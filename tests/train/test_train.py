@@ -402,6 +402,17 @@ def test_bad_configs_name_the_field(field, value, message, tmp_path):
     assert not os.path.exists(tmp_path / "config.json")
 
 
+def test_a_run_resumed_on_processes_its_batch_does_not_divide_over_is_refused_with_the_reason(monkeypatch):
+    """A run of 2 processes (global batch 8) relaunched on 3: each process's block of rows would not be whole, so
+    the data order could not be kept; the run stops before it builds anything, naming the batch and the count."""
+    from rfa.train import loop
+
+    mesh = loop.sharding.make_mesh(1)
+    monkeypatch.setattr(jax, "process_count", lambda: 3)
+    with pytest.raises(ConfigError, match=r"batch_size = 8 must be divisible by .* and the 3 processes"):
+        loop._check_batch(_quick(sort), mesh)
+
+
 @pytest.mark.parametrize("workdir", ["gs://bucket/runs/sort", "file:///tmp/runs/sort"])
 def test_a_workdir_given_as_a_url_is_refused_before_anything_is_built(workdir):
     with pytest.raises(ConfigError, match="is a URL: rfa writes its config, metrics and results with local file I/O"):
