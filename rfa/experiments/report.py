@@ -82,25 +82,36 @@ def number(value: float | None, scale: float, form: str) -> str:
 
 def setting_name(attention: str, num_features: int | None, qk_map: str | None = None) -> str:
     """The key of one setting in ``rfa benchmark train_step``'s JSON: its attention, with the delta rule's estimator
-    map where it has one and ``_m<m>`` where it takes a feature count (a table row's ``attention``, ``num_features``
-    and ``qk_map`` find it).
+    map where it has one that its variant's name does not say, and ``_m<m>`` where it takes a feature count (a table
+    row's ``attention``, ``num_features`` and ``qk_map`` find it).
 
     Example:
       >>> setting_name("positive", 64), setting_name("elu", None), setting_name("deltanet", 16, "positive")
       ('positive_m64', 'elu', 'deltanet_positive_m16')
+      >>> setting_name("gated_deltanet_positive", 16, "positive")
+      'gated_deltanet_positive_m16'
     """
-    name = f"{attention}_{qk_map}" if qk_map else attention
+    name = f"{attention}_{qk_map}" if qk_map and not attention.endswith(f"_{qk_map}") else attention
     return name if num_features is None else f"{name}_m{num_features}"
 
 
 STEP_TIME_HEADER = ["step (ms, side by side)", "step / exact"]
 """The cost columns of a table whose step times come from ``rfa benchmark train_step``."""
+DECODE_HEADER = ["decode (µs/token, side by side)", "decode / exact"]
+"""The cost columns of a decoder's table, from the same benchmark: a generated token's time."""
+
+
+def cost_header(step_times: dict) -> list[str]:
+    """The header of :func:`step_time_cells`: the step's columns, then the decoded token's where the benchmark timed
+    the config's decoder."""
+    return STEP_TIME_HEADER + (DECODE_HEADER if "seconds_per_token" in step_times else [])
 
 
 def step_time_cells(row: dict, step_times: dict) -> list[str]:
-    """A table row's cost cells, :data:`STEP_TIME_HEADER`, from one config of ``rfa benchmark train_step``'s JSON
-    (``step_times``: its ``seconds_per_step`` and ``ratios``): the row's setting, found by its attention, m and
-    estimator map (:func:`setting_name`); "-" where the benchmark has not timed it.
+    """A table row's cost cells (:func:`cost_header`) from one config of ``rfa benchmark train_step``'s JSON
+    (``step_times``: its ``seconds_per_step`` and ``ratios``, and for a decoder ``seconds_per_token`` and
+    ``decode_ratios``): the row's setting, found by its attention, m and estimator map (:func:`setting_name`); "-"
+    where the benchmark has not timed it.
 
     Example:
       >>> times = {"seconds_per_step": {"positive_m64": 0.25}, "ratios": {"positive_m64_over_exact": 2.5}}
@@ -108,12 +119,21 @@ def step_time_cells(row: dict, step_times: dict) -> list[str]:
       ['250.0', '2.50x']
       >>> step_time_cells({"attention": "elu", "num_features": None}, times)
       ['-', '-']
+      >>> times |= {"seconds_per_token": {"positive_m64": 2e-5}, "decode_ratios": {"positive_m64_over_exact": 0.5}}
+      >>> step_time_cells({"attention": "positive", "num_features": 64}, times)
+      ['250.0', '2.50x', '20.0', '0.50x']
     """
     key = setting_name(row["attention"], row["num_features"], row.get("qk_map"))
-    return [
+    cells = [
         number(step_times["seconds_per_step"].get(key), 1e3, "{:.1f}"),
         number(step_times["ratios"].get(f"{key}_over_exact"), 1, "{:.2f}x"),
     ]
+    if "seconds_per_token" in step_times:
+        cells += [
+            number(step_times["seconds_per_token"].get(key), 1e6, "{:.1f}"),
+            number(step_times["decode_ratios"].get(f"{key}_over_exact"), 1, "{:.2f}x"),
+        ]
+    return cells
 
 
 def select(records: list[dict], **where) -> list[dict]:
@@ -252,7 +272,7 @@ def training_table(rows: list[dict], step_times: dict | None = None) -> str:
         "verdict",
         "sequence accuracy",
         "perplexity",
-        *(["step (ms)", "tokens/s"] if step_times is None else STEP_TIME_HEADER),
+        *(["step (ms)", "tokens/s"] if step_times is None else cost_header(step_times)),
         "step memory (MiB)",
     ]
     return markdown_table(header, lines)

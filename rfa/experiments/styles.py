@@ -40,6 +40,7 @@ KNOWN_STYLES: dict[str, tuple[str, str]] = {  # name: (color, marker), the atten
     "gaussian_trig": ("#008856", "v"),
     "kda": ("#875692", "P"),
     "hybrid_kda": ("#b3446c", "X"),
+    "gated_deltanet_elu": ("#f38400", "h"),
 }
 """The names with a fixed style, each its own color (tab10, then Kelly's colours of maximum contrast, then navy).
 A style is written next to its name, so adding a name moves no other's (a test holds the names to the attention

@@ -53,6 +53,7 @@ ATTENTION_VARIANTS = {
     "deltanet": {"kind": "deltanet"},  # the delta rule (causal only: encoder and cross-attention sites stay exact)
     "gated_deltanet": {"kind": "gated_deltanet"},
     "gated_deltanet_positive": {"kind": "gated_deltanet", "qk_map": "positive"},  # the kernelized delta rule
+    "gated_deltanet_elu": {"kind": "gated_deltanet", "qk_map": "elu"},  # the delta rule with elu+1 features
     "kda": {"kind": "kda"},  # Kimi Delta Attention: the gated delta rule with one decay per key channel
     "sliding_window": {"kind": "sliding_window"},  # exact attention within a window of num_features tokens
     # Hybrid stacks (config.attention.layers: a variant per layer, cycled; a pattern longer than the stack is refused).

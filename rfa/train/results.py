@@ -72,7 +72,7 @@ def memory_bytes(compiled) -> int:
 
 def recorded_num_features(attention: ml_collections.ConfigDict) -> int | None:
     """The m a run records: its ``num_features`` where it means something (a kind that uses it, or the delta rule
-    with an estimator's map), else None.
+    with an estimator's map that uses it: positive features, not elu), else None.
 
     Example:
       >>> from rfa.train.config import task_config
@@ -81,6 +81,5 @@ def recorded_num_features(attention: ml_collections.ConfigDict) -> int | None:
       >>> recorded_num_features(task_config("sort", "exact").attention) is None
       True
     """
-    kind = attention.kind
-    counts = bool(attention.get("qk_map")) or (kind in attention_kinds() and uses_num_features(kind))
-    return attention.num_features if counts else None
+    kind = attention.get("qk_map") or attention.kind  # the delta rule's estimator sets its key length
+    return attention.num_features if kind in attention_kinds() and uses_num_features(kind) else None

@@ -186,6 +186,12 @@ def test_benchmarks_write_json(tmp_path, data_dir):
             "batch_size": 0,
             "max_length": 0,
         }
+    recall_decode = train_step["configs"]["recall:quick"]  # the decoder's tokens too; sort's model is not one
+    assert set(recall_decode["seconds_per_token"]) == {"exact", "positive_m8"}
+    assert recall_decode["decode_ratios"]["positive_m8_over_exact"] == pytest.approx(
+        recall_decode["seconds_per_token"]["positive_m8"] / recall_decode["seconds_per_token"]["exact"]
+    )
+    assert "seconds_per_token" not in train_step["configs"]["compare_kernels:quick"]
     decoding = json.loads((tmp_path / "decoding.json").read_text())
     kinds = {"kernelized", "kda"}  # --kinds, and kernelized attention, every ratio's reference
     assert set(decoding["seconds_per_token"]) == kinds

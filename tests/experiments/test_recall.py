@@ -111,6 +111,52 @@ def test_a_sweep_per_kind_runs_at_its_middle_feature_count_and_its_rate_serves_e
     assert [(r["learning_rate"], r["swept_at"]) for r in rows] == [(1e-2, 64)] * 5 + [(1e-3, 16)]
 
 
+def test_a_kind_given_its_rate_sweeps_nothing_and_records_where_the_rate_was_chosen(tmp_path, monkeypatch):
+    trained = []
+
+    def fake_train_seeds(config, workdir, seeds):
+        trained.append((os.path.relpath(workdir, tmp_path), tuple(seeds), config.optimizer.learning_rate))
+        return {"validation": {"accuracy": {"mean": 0.5}}}
+
+    monkeypatch.setattr(recall, "train_seeds", fake_train_seeds)
+    monkeypatch.setattr(recall, "state_bytes", lambda config: 1)
+    study = recall_configs.get_config("pairs4_l128")
+    study.attention = ("elu", "gla")  # elu sweeps at this length; GLA takes its rate from 64 tokens
+    rows = recall.run(study, str(tmp_path))
+    assert [t for t in trained if t[0].startswith("gla")] == [("gla/lr_0.003", (0, 1, 2), 3e-3)]
+    assert len([t for t in trained if t[0].startswith("elu")]) == 4  # three rates, then the seeds
+    assert [(r["learning_rate"], r["sweep"], r.get("rate_from")) for r in rows][1] == (3e-3, {}, "pairs4_l64")
+    assert "rate_from" not in rows[0] and len(rows[0]["sweep"]) == 3
+    for row, attention, seed_accuracy in zip(rows, ("elu", "gla"), (0.9, 0.8), strict=True):
+        row |= {
+            "attention": attention,
+            "num_features": None,
+            "seeds": [0],
+            "runs": [{"seed": 0, "test": {"accuracy": seed_accuracy}}],
+        }
+        row["test"] = {"accuracy": {"mean": seed_accuracy, "std": 0.0, "n": 1}}
+    assert [line.split(" | ")[3] for line in recall.table(rows, verdicts=False).splitlines()[2:]] == [
+        "0.001",  # every rate tied on validation: the first kept
+        "0.003 (from pairs4_l64)",
+    ]
+
+
+def test_the_kernelized_delta_rule_takes_m_where_its_map_does():
+    study = recall_configs.get_config("pairs4_l64")
+    study.attention = ("gated_deltanet", "gated_deltanet_positive", "gated_deltanet_elu")
+    assert settings(study) == [
+        ("gated_deltanet", None),
+        ("gated_deltanet_positive", 16),
+        ("gated_deltanet_positive", 64),
+        ("gated_deltanet_elu", None),
+    ]
+    silu, positive16, positive64, elu = (state_bytes(training_config(study, a, m)) for a, m in settings(study))
+    assert silu == positive16 == elu < positive64  # keys of 16: the head size, or m = 16 features
+    config = training_config(study, "gated_deltanet_positive", 64)
+    heads, head_dim = config.model.num_heads, config.model.d_model // config.model.num_heads
+    assert positive64 - silu == heads * (64 - head_dim) * head_dim * 4  # a state of m × d_v per head, float32
+
+
 @pytest.mark.slow
 def test_the_quick_recall_study_writes_its_table_and_figure(data_dir, tmp_path):
     output = tmp_path / "recall.json"

@@ -12,8 +12,9 @@ import sys
 import time
 
 import pytest
-from helpers import non_progress_lines
+from helpers import non_progress_lines, own_estimators
 
+from rfa import registered_estimators
 from rfa.configs.sweeps import performer_fig2 as fig2_config
 from rfa.experiments import reproduce
 from rfa.experiments.report import fmt, select
@@ -388,9 +389,19 @@ rfa.register_estimator(Estimator("my_elu", lambda x, W: no_log(jax.nn.elu(x) + 1
 
 @pytest.mark.slow
 def test_a_users_estimators_run_from_a_module_named_in_the_config(tmp_path, monkeypatch):
-    """Register, sweep, see Monte Carlo without a closed form: the path the README shows."""
+    """Register, sweep, see Monte Carlo without a closed form: the path the README shows. The worker forgets the
+    estimators after (and the module that registered them)."""
     (tmp_path / "my_estimators.py").write_text(USER_ESTIMATORS)
     monkeypatch.syspath_prepend(str(tmp_path))
+    with own_estimators():
+        try:
+            _run_a_users_estimators(tmp_path)
+        finally:
+            sys.modules.pop("my_estimators", None)
+    assert "my_positive" not in registered_estimators()
+
+
+def _run_a_users_estimators(tmp_path):
     config = fig2_config.get_config("quick")
     config.modules, config.estimators, config.repetitions = ("my_estimators",), ("positive", "my_positive"), 400
     config.num_features, config.geometry.norms, config.geometry.angles = (16,), (1.0,), (30.0, 150.0)

@@ -10,11 +10,15 @@ import textwrap
 import time
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+from flax import nnx
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
+import rfa
 from rfa.experiments.styles import legend_outside, styles
+from rfa.models import Decoder
 
 
 def memory_bytes(compiled) -> dict | None:
@@ -164,3 +168,23 @@ def loglog_figure(curves: dict[str, tuple[list, list]], path: str, *, xlabel: st
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     return figure
+
+
+def compiled_decoder(model: Decoder, position: int, steps: int, *, checks: bool):
+    """``steps`` tokens decoded from ``position`` in one jitted ``lax.scan``, compiled (with the run-time checks, or
+    traced inside ``rfa.checks.enabled(False)``), and its arguments. The exact model's cache has ``position + steps``
+    slots, so its attention spans the tokens so far."""
+    graphdef, state = nnx.split(model)
+
+    def decode(state, cache):
+        model = nnx.merge(graphdef, state)
+
+        def body(cache, offset):
+            logits, cache = model.decode_step(jnp.array([3]), cache, position + offset)
+            return cache, logits[0, 0]
+
+        return jax.lax.scan(body, cache, jnp.arange(steps))
+
+    cache = model.init_cache(1, position + steps)
+    with rfa.checks.enabled(checks):
+        return jax.jit(decode).lower(state, cache).compile(), (state, cache)

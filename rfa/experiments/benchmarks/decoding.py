@@ -21,14 +21,11 @@ the gated kinds' did, 10-45x, when each token made host calls) is flagged. Write
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from absl import flags
 from flax import nnx
 
-import rfa
-from rfa.experiments.benchmarks.common import environment, medians_in_turns
+from rfa.experiments.benchmarks.common import compiled_decoder, environment, medians_in_turns
 from rfa.experiments.benchmarks.guard import warn_against_committed
 from rfa.experiments.benchmarks.result_tables import decoding_table
 from rfa.experiments.cli import run_main
@@ -59,26 +56,6 @@ RECURRENT = ("kernelized", "rfa", "gated_rfa", "gla", "deltanet", "gated_deltane
 """The kinds whose step should not grow with position."""
 GATED = ("gated_rfa", "gla", "gated_deltanet", "kda")
 """Target: within 2x of ungated kernelized attention per token."""
-
-
-def compiled_decoder(model: Decoder, position: int, steps: int, *, checks: bool):
-    """``steps`` tokens decoded from ``position`` in one jitted ``lax.scan``, compiled (with the run-time checks, or
-    traced inside ``rfa.checks.enabled(False)``), and its arguments. The exact model's cache has ``position + steps``
-    slots, so its attention spans the tokens so far."""
-    graphdef, state = nnx.split(model)
-
-    def decode(state, cache):
-        model = nnx.merge(graphdef, state)
-
-        def body(cache, offset):
-            logits, cache = model.decode_step(jnp.array([3]), cache, position + offset)
-            return cache, logits[0, 0]
-
-        return jax.lax.scan(body, cache, jnp.arange(steps))
-
-    cache = model.init_cache(1, position + steps)
-    with rfa.checks.enabled(checks):
-        return jax.jit(decode).lower(state, cache).compile(), (state, cache)
 
 
 GUARD_TOLERANCE = 0.5

@@ -10,10 +10,18 @@ setting's time is the median of ``--repeats`` rounds, so that the machine's nois
 times recorded by training runs made at different times beside other jobs cannot be compared; these can, and the
 tables' cost columns (:mod:`rfa.experiments.tables`) read them from this JSON.
 
+Where a config's model is a decoder (the recall configs), each setting's decoding is timed too, in turns in a second
+round of the same kind: ``--decode_steps`` tokens decoded in one jitted scan (as
+:func:`rfa.experiments.benchmarks.common.compiled_decoder` times rfa's kinds) at the end of a sequence of the
+config's length, batch 1, from the cache the setting's model keeps (exact attention's keys and values of every
+token so far, a kernelized state, the delta rule's state). That is the cost per generated token that the state size
+beside it in the recall tables buys.
+
 JSON: under ``configs``, per study config, ``seconds_per_step`` (``{setting: seconds}``, a setting named
 ``<attention>`` or ``<attention>_m<m>`` as :func:`rfa.experiments.report.setting_name` names it), ``settings``
 (each one's attention, m, task, batch and length) and ``ratios`` (``<setting>_over_exact``: its time over exact
-attention's in the same config, which the speed guard compares).
+attention's in the same config, which the speed guard compares); for a decoder's config, ``seconds_per_token``
+and ``decode_ratios`` (the same, of a decoded token).
 """
 
 from __future__ import annotations
@@ -27,12 +35,13 @@ import jax.numpy as jnp
 import numpy as np
 from absl import flags
 
-from rfa.experiments.benchmarks.common import environment
+from rfa.experiments.benchmarks.common import compiled_decoder, environment, medians_in_turns
 from rfa.experiments.benchmarks.guard import warn_against_committed
 from rfa.experiments.cli import run_main
-from rfa.experiments.report import markdown_table, output_path, setting_name, write_json
-from rfa.tasks import task_kind, train_batches
-from rfa.train.config import check_config
+from rfa.experiments.report import markdown_table, number, output_path, setting_name, write_json
+from rfa.models import Decoder
+from rfa.tasks import get_task, task_kind, train_batches
+from rfa.train.config import build_model, check_config
 from rfa.train.loop import initial_state
 from rfa.train.results import recorded_num_features
 from rfa.train.steps import make_train_step
@@ -47,6 +56,7 @@ _CONFIGS = flags.DEFINE_list(
 )
 _KINDS = flags.DEFINE_list("kinds", [], "Time only these attention variants of each config (empty: all of them).")
 _REPEATS = flags.DEFINE_integer("repeats", 15, "Timed rounds (each setting's median reported).")
+_DECODE_STEPS = flags.DEFINE_integer("decode_steps", 16, "Tokens decoded per timed call, ending at the length.")
 _DATA_DIR = flags.DEFINE_string("data_dir", "data", "TFDS data_dir (the tasks' datasets are generated there).")
 _OUTPUT = flags.DEFINE_string("output", None, "JSON path; default <workdir>/benchmark_train_step.json.")
 _WORKDIR = flags.DEFINE_string("workdir", "workdir/benchmarks", "Where the JSON goes.")
@@ -109,6 +119,15 @@ def compiled_step(config):
     return step.lower(state, batch, jnp.int32(0)).compile(), state, batch
 
 
+def compiled_decode(config, steps: int):
+    """The setting's decoder generating ``steps`` tokens up to ``config.max_length``, compiled, and its arguments;
+    None where the task's model is not a decoder."""
+    model = build_model(config, get_task(config.task))
+    if not isinstance(model, Decoder):
+        return None
+    return compiled_decoder(model, config.max_length - steps, steps, checks=True)
+
+
 def seconds_per_step(runs: dict, repeats: int) -> dict:
     """Median seconds of each ``{key: [compiled, state, batch]}``, in turns, a new random order each round."""
     for run in runs.values():
@@ -127,9 +146,19 @@ def seconds_per_step(runs: dict, repeats: int) -> dict:
     return {key: float(np.median(t)) for key, t in times.items()}
 
 
+def _times(seconds: dict, name: str, settings: dict, field: str, ratios: str) -> dict:
+    """``{field: {setting: seconds}, ratios: {<setting>_over_exact: ratio}}`` of config ``name``'s settings."""
+    times = {key: seconds[name, key] for key in settings if (name, key) in seconds}
+    reference = times.get("exact")
+    return {
+        field: times,
+        ratios: {} if reference is None else {f"{k}_over_exact": t / reference for k, t in times.items()},
+    }
+
+
 def main(argv):
     del argv
-    settings, runs = {}, {}
+    settings, runs, decoders = {}, {}, {}
     for name in _CONFIGS.value:
         settings[name] = {}
         for config in training_configs(name, _DATA_DIR.value, _KINDS.value):
@@ -137,6 +166,9 @@ def main(argv):
             key = setting_name(**setting)
             began = time.perf_counter()
             runs[name, key] = list(compiled_step(config))
+            decoder = compiled_decode(config, _DECODE_STEPS.value)
+            if decoder is not None:
+                decoders[name, key] = decoder
             settings[name][key] = {
                 **setting,
                 "task": config.task,
@@ -146,21 +178,25 @@ def main(argv):
             print(f"compiled {name} {key} in {time.perf_counter() - began:.1f} s", flush=True)
     began, load_before = time.perf_counter(), os.getloadavg()
     seconds = seconds_per_step(runs, _REPEATS.value)
+    per_token = medians_in_turns(decoders, _REPEATS.value, per=_DECODE_STEPS.value)
     load_after = os.getloadavg()
-    print(f"timed {len(runs)} settings x {_REPEATS.value} rounds in {time.perf_counter() - began:.0f} s\n")
+    elapsed = time.perf_counter() - began
+    print(f"timed {len(runs)} steps and {len(decoders)} decoders x {_REPEATS.value} rounds in {elapsed:.0f} s\n")
     configs = {}
     for name, named in settings.items():
-        times = {key: seconds[name, key] for key in named}
-        reference = times.get("exact")
-        configs[name] = {
-            "settings": named,
-            "seconds_per_step": times,
-            "ratios": {} if reference is None else {f"{key}_over_exact": t / reference for key, t in times.items()},
-        }
+        configs[name] = {"settings": named, **_times(seconds, name, named, "seconds_per_step", "ratios")}
+        if any((name, key) in per_token for key in named):
+            configs[name] |= _times(per_token, name, named, "seconds_per_token", "decode_ratios")
         rows = [
-            [key, f"{1e3 * t:.1f}", "-" if reference is None else f"{t / reference:.2f}x"] for key, t in times.items()
+            [key, f"{1e3 * t:.1f}", number(configs[name]["ratios"].get(f"{key}_over_exact"), 1, "{:.2f}x")]
+            + [
+                number(configs[name].get("seconds_per_token", {}).get(key), 1e6, "{:.1f}"),
+                number(configs[name].get("decode_ratios", {}).get(f"{key}_over_exact"), 1, "{:.2f}x"),
+            ]
+            for key, t in configs[name]["seconds_per_step"].items()
         ]
-        print(f"{name}\n\n{markdown_table(['setting', 'ms per step', '/ exact'], rows)}\n")
+        header = ["setting", "ms per step", "/ exact", "µs per decoded token", "/ exact"]
+        print(f"{name}\n\n{markdown_table(header, rows)}\n")
     data = {
         "model": "each setting of each study config, built as the study trains it: its task config, scale, m and depth",
         "environment": environment(),

@@ -26,13 +26,13 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 
 from rfa.experiments import studies
-from rfa.experiments.report import STEP_TIME_HEADER, markdown_table, step_time_cells, write_report
+from rfa.experiments.report import cost_header, markdown_table, step_time_cells, write_report
 from rfa.experiments.seeded import task_run_config, train_seeds
 from rfa.experiments.spread import metric, per_seed, table_verdicts
 from rfa.experiments.styles import legend_outside, styles
-from rfa.models.cores import attention_kinds, uses_num_features
 from rfa.tasks import get_task
 from rfa.train.config import build_model
+from rfa.train.results import recorded_num_features
 
 
 def settings(study) -> list[tuple[str, int | None]]:
@@ -49,8 +49,7 @@ def feature_counts(study, attention: str) -> tuple:
 
 
 def _takes_features(study, attention: str) -> bool:
-    kind = training_config(study, attention, None).attention.kind
-    return kind in attention_kinds() and uses_num_features(kind)
+    return recorded_num_features(training_config(study, attention, None).attention) is not None
 
 
 def training_config(study, attention: str, num_features: int | None):
@@ -80,13 +79,17 @@ def run(study, workdir: str) -> list[dict]:
     runs with ``study.sweep_seed``, one per rate (:func:`select_rate`); the row records ``learning_rate``, ``sweep``
     (``{rate: validation accuracy}``) and ``swept_at`` (the m of the sweep). The sweep is per setting, or with
     ``study.sweep_per_kind`` once per kind, at its middle feature count, whose rate then serves every m of the kind.
-    The test split is read only for the rate kept.
+    The test split is read only for the rate kept. A kind in ``study.learning_rate_of`` sweeps nothing: it trains at
+    the rate given (chosen elsewhere, as by its sweep at another length), and its row records ``sweep`` ``{}`` and
+    ``rate_from`` (``study.rate_from``: where the rate was chosen).
     """
     rows, chosen = [], {}
     for attention, m in settings(study):
         config = training_config(study, attention, m)
-        sweep, swept_at = {}, m
-        if study.learning_rates:
+        sweep, swept_at, given = {}, m, attention in study.learning_rate_of
+        if given:
+            config.optimizer.learning_rate = study.learning_rate_of[attention]
+        elif study.learning_rates:
             counts = feature_counts(study, attention)
             swept_at = counts[len(counts) // 2] if study.sweep_per_kind else m
             if (attention, swept_at) not in chosen:
@@ -96,7 +99,7 @@ def run(study, workdir: str) -> list[dict]:
                 )
             config.optimizer.learning_rate, sweep = chosen[attention, swept_at]
         name = _name(attention, m)
-        if study.learning_rates:
+        if study.learning_rates or given:
             name = os.path.join(name, _rate_dir(config.optimizer.learning_rate))
         row = train_seeds(config, os.path.join(workdir, name), study.seeds)
         rows.append(
@@ -109,6 +112,7 @@ def run(study, workdir: str) -> list[dict]:
                 "learning_rate": config.optimizer.learning_rate,
                 "sweep": sweep,
                 "swept_at": swept_at,
+                **({"rate_from": study.rate_from} if given else {}),
             }
         )
     return rows
@@ -140,8 +144,9 @@ def table(rows: list[dict], *, verdicts: bool = True, step_times: dict | None = 
     the seeds with the table's Holm-corrected verdicts (:func:`rfa.experiments.spread.table_verdicts`). ``verdicts``
     False (a smoke test) leaves the comparison out. With ``step_times`` (the config's entry of
     ``rfa benchmark train_step``'s JSON, which ``rfa tables`` passes), each setting's step time and its ratio to
-    exact attention's, timed side by side in one process, close the row (the runs' own step times, measured at
-    different times beside other jobs, stay in the JSON)."""
+    exact attention's, timed side by side in one process, close the row, and where the benchmark timed the decoder,
+    a generated token's time and its ratio (the runs' own step times, measured at different times beside other
+    jobs, stay in the JSON). A rate chosen elsewhere (``rate_from``) says where."""
     reference = next((r for r in rows if r["attention"] == "exact"), None)
     compared = table_verdicts(
         rows,
@@ -149,12 +154,13 @@ def table(rows: list[dict], *, verdicts: bool = True, step_times: dict | None = 
         lambda r: per_seed(r, "accuracy"),
         higher_is_better=True,
     )
-    swept = any(r.get("sweep") for r in rows)
+    swept = any(r.get("sweep") or r.get("rate_from") for r in rows)
     lines = []
     for r, verdict in zip(rows, compared, strict=True):
         m = "-" if r["num_features"] is None else str(r["num_features"])
         comparison = [] if not verdicts else ["-", "-"] if verdict is None else [verdict[0].cell("{:.3f}"), verdict[1]]
-        rate = [f"{r['learning_rate']:g}"] if swept else []
+        source = f" (from {r['rate_from']})" if r.get("rate_from") else ""
+        rate = [f"{r['learning_rate']:g}{source}"] if swept else []
         lines.append(
             [
                 r["attention"],
@@ -176,7 +182,7 @@ def table(rows: list[dict], *, verdicts: bool = True, step_times: dict | None = 
         "test accuracy",
     ]
     header += ["Δ vs exact [95% CI]", "verdict"] if verdicts else []
-    return markdown_table(header + ([] if step_times is None else STEP_TIME_HEADER), lines)
+    return markdown_table(header + ([] if step_times is None else cost_header(step_times)), lines)
 
 
 SMOKE_TEST = (
