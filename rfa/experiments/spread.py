@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -77,19 +78,28 @@ class Comparison:
     def cell(self, form: str) -> str:
         """``+d [low, high]`` in ``form`` (signed); one seed has no interval, and differences with no spread (the
         same on every seed, as at a ceiling) say so rather than print an interval of width 0, which reads as
-        certainty.
+        certainty. An interval narrower than ``form`` shows (``{:.Nf}``) takes more decimals, up to 6, until its
+        ends differ.
 
         Example:
           >>> Comparison(0.02, -0.01, 0.05, 0.2, 3, "paired").cell("{:.3f}")
           '+0.020 [-0.010, +0.050]'
           >>> Comparison(0.0, 0.0, 0.0, 1.0, 3, "paired").cell("{:.3f}")
           '+0.000 (the same on all 3 seeds)'
+          >>> Comparison(-8e-5, -4.4e-4, 2.8e-4, 0.4, 3, "paired").cell("{:.3f}")
+          '-0.0001 [-0.0004, +0.0003]'
         """
         signed = "{:+" + form[2:]
         if math.isnan(self.p):
             return f"{signed.format(self.difference)} (1 seed: no interval)"
         if self.low == self.high:
             return f"{signed.format(self.difference)} (the same on all {self.n} seeds)"
+        decimals = re.fullmatch(r"\{:\.(\d+)f\}", form)
+        if decimals is not None:
+            digits = int(decimals.group(1))
+            while digits < 6 and round(self.low, digits) == round(self.high, digits):
+                digits += 1
+            signed = f"{{:+.{digits}f}}"
         return f"{signed.format(self.difference)} [{signed.format(self.low)}, {signed.format(self.high)}]"
 
     def as_dict(self) -> dict:
