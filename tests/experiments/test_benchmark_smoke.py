@@ -103,6 +103,7 @@ def test_benchmarks_write_json(tmp_path, data_dir):
                 benchmark + "train_step",
                 "--configs=compare_kernels:quick,recall:quick",  # sort and MQAR, exact and positive at m = 8
                 "--repeats=2",
+                "--huge_pages=false",  # re-executing would end the commands' process here
                 f"--data_dir={data_dir}",
                 f"--output={tmp_path / 'train_step.json'}",
             ],

@@ -64,7 +64,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import sys
 from collections.abc import Callable
 
 import jax
@@ -78,7 +77,14 @@ from rfa.experiments.benchmarks.attention_tables import (
     main_table,
     per_token_table,
 )
-from rfa.experiments.benchmarks.common import environment, memory_bytes, run_once, timing_summary
+from rfa.experiments.benchmarks.common import (
+    HUGE_PAGES_HELP,
+    environment,
+    memory_bytes,
+    reexecute_with_huge_pages,
+    run_once,
+    timing_summary,
+)
 from rfa.experiments.benchmarks.guard import warn_against_committed
 from rfa.experiments.cli import run_main
 from rfa.experiments.report import output_path, write_json
@@ -103,22 +109,7 @@ _ESTIMATORS = flags.DEFINE_list(
     "Softmax-kernel estimators compared at equal m (empty: none).",
 )
 _ESTIMATORS_LENGTH = flags.DEFINE_integer("estimators_length", 4096, "L of the estimator comparison.")
-_HUGE_PAGES = flags.DEFINE_bool(
-    "huge_pages", True, "Re-execute with glibc asking for transparent huge pages (see docstring)."
-)
-
-HUGE_PAGES_TUNABLE = "glibc.malloc.hugetlb=1"
-
-
-def reexecute_with_huge_pages() -> None:
-    """Restarts this benchmark with glibc allocating huge pages, unless GLIBC_TUNABLES is already set."""
-    if "GLIBC_TUNABLES" in os.environ:
-        return
-    os.execve(
-        sys.executable,
-        [sys.executable, "-m", "rfa.experiments.benchmarks.attention", *sys.argv[1:]],
-        {**os.environ, "GLIBC_TUNABLES": HUGE_PAGES_TUNABLE},
-    )
+_HUGE_PAGES = flags.DEFINE_bool("huge_pages", True, HUGE_PAGES_HELP)
 
 
 def exact_attention(q, k, v):
@@ -320,7 +311,7 @@ def config() -> dict:
 def main(argv):
     del argv
     if _HUGE_PAGES.value:
-        reexecute_with_huge_pages()
+        reexecute_with_huge_pages("rfa.experiments.benchmarks.attention")
     env = environment()
     on_gpu = env["backend"] == "gpu"
     print(f"backend {env['backend']} ({env['device_kind']}), jax {env['jax_version']}", flush=True)

@@ -6,7 +6,7 @@ The benchmarks print them when they run, and ``rfa tables`` renders them again f
 
 from __future__ import annotations
 
-from rfa.experiments.report import markdown_table
+from rfa.experiments.report import markdown_table, number, setting_name
 
 
 def decoding_table(summary: dict) -> str:
@@ -133,17 +133,26 @@ def checks_table(data: dict) -> str:
 
 def train_step_table(data: dict) -> str:
     """``rfa benchmark train_step``: per study config, every setting's median training step and its ratio to exact
-    attention's in the same config (timed side by side, in one process)."""
+    attention's in the same config (timed side by side, in one process), and where its model is a decoder, the same
+    of a decoded token ("-" elsewhere)."""
+
+    def timed(config: dict, key: str, times: str, ratios: str, scale: float) -> list[str]:
+        return [
+            number(config.get(times, {}).get(key), scale, "{:.1f}"),
+            number(config.get(ratios, {}).get(f"{key}_over_exact"), 1, "{:.2f}x"),
+        ]
+
     rows = [
         [
             name,
-            setting["attention"] + (f" ({setting['qk_map']})" if setting.get("qk_map") else ""),
+            setting_name(setting["attention"], None, setting.get("qk_map")),
             "-" if setting["num_features"] is None else str(setting["num_features"]),
             f"{setting['batch_size']} × {setting['max_length']}",
-            f"{1e3 * config['seconds_per_step'][key]:.1f}",
-            "-" if f"{key}_over_exact" not in config["ratios"] else f"{config['ratios'][f'{key}_over_exact']:.2f}x",
+            *timed(config, key, "seconds_per_step", "ratios", 1e3),
+            *timed(config, key, "seconds_per_token", "decode_ratios", 1e6),
         ]
         for name, config in data["configs"].items()
         for key, setting in config["settings"].items()
     ]
-    return markdown_table(["config", "attention", "m", "batch × length", "ms per step", "/ exact"], rows)
+    header = ["config", "attention", "m", "batch × length", "ms per step", "/ exact", "µs per decoded token", "/ exact"]
+    return markdown_table(header, rows)

@@ -8,7 +8,10 @@ compiled as ``rfa train`` compiles it, on one batch of the task's training data.
 then timed in turns in this one process: each round runs every setting once, in a new random order, and each
 setting's time is the median of ``--repeats`` rounds, so that the machine's noise falls on every kind alike. Step
 times recorded by training runs made at different times beside other jobs cannot be compared; these can, and the
-tables' cost columns (:mod:`rfa.experiments.tables`) read them from this JSON.
+tables' cost columns (:mod:`rfa.experiments.tables`) read them from this JSON. Unless ``--huge_pages=false``, it
+re-executes itself with glibc asking for transparent huge pages
+(:func:`rfa.experiments.benchmarks.common.reexecute_with_huge_pages`), so that the kernel's page faults, a third of
+a recall step's CPU time with glibc's defaults, do not stand in for the kinds' costs.
 
 Where a config's model is a decoder (the recall configs), each setting's decoding is timed too, in turns in a second
 round of the same kind: ``--decode_steps`` tokens decoded in one jitted scan (as
@@ -35,7 +38,13 @@ import jax.numpy as jnp
 import numpy as np
 from absl import flags
 
-from rfa.experiments.benchmarks.common import compiled_decoder, environment, medians_in_turns
+from rfa.experiments.benchmarks.common import (
+    HUGE_PAGES_HELP,
+    compiled_decoder,
+    environment,
+    medians_in_turns,
+    reexecute_with_huge_pages,
+)
 from rfa.experiments.benchmarks.guard import warn_against_committed
 from rfa.experiments.cli import run_main
 from rfa.experiments.report import markdown_table, number, output_path, setting_name, write_json
@@ -60,6 +69,7 @@ _DECODE_STEPS = flags.DEFINE_integer("decode_steps", 16, "Tokens decoded per tim
 _DATA_DIR = flags.DEFINE_string("data_dir", "data", "TFDS data_dir (the tasks' datasets are generated there).")
 _OUTPUT = flags.DEFINE_string("output", None, "JSON path; default <workdir>/benchmark_train_step.json.")
 _WORKDIR = flags.DEFINE_string("workdir", "workdir/benchmarks", "Where the JSON goes.")
+_HUGE_PAGES = flags.DEFINE_bool("huge_pages", True, HUGE_PAGES_HELP)
 
 
 def study_config(name: str):
@@ -158,6 +168,8 @@ def _times(seconds: dict, name: str, settings: dict, field: str, ratios: str) ->
 
 def main(argv):
     del argv
+    if _HUGE_PAGES.value:
+        reexecute_with_huge_pages("rfa.experiments.benchmarks.train_step")
     settings, runs, decoders = {}, {}, {}
     for name in _CONFIGS.value:
         settings[name] = {}
@@ -203,6 +215,7 @@ def main(argv):
         "repeats": _REPEATS.value,
         # the machine's 1-minute load average as the timing began and ended: other work shares the cores above 1
         "load_average": {"before": load_before[0], "after": load_after[0]},
+        "glibc_tunables": os.environ.get("GLIBC_TUNABLES"),
         "configs": configs,
     }
     output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_train_step.json")
