@@ -7,6 +7,7 @@ site-packages through a path file, which adds their directory but runs none of i
 install of the checkout): every ``rfa`` module comes from the wheel.
 """
 
+import json
 import os
 import pathlib
 import shutil
@@ -118,6 +119,7 @@ def test_rfa_train_runs_a_shipped_config_beside_a_configs_package_of_the_user(ve
     args = ["train", "--config", "sort:positive,quick", "--workdir", "w", f"--config.data_dir={data_dir}"]
     done = _run([str(bin_dir / "rfa"), *args, "--config.num_train_steps=2"], tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert (tmp_path / "w" / "results.json").exists()
+    results = json.loads((tmp_path / "w" / "results.json").read_text())
+    assert results["glibc_tunables"] == "glibc.malloc.hugetlb=1"  # the command re-executed itself with huge pages
     own = _run([str(bin_dir / "rfa"), "train", "--config", "configs/sort.py", "--workdir", "v"], tmp_path)
     assert "the user configs/sort.py was imported" in own.stderr  # a file where you stand comes first

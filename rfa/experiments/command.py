@@ -23,6 +23,8 @@ import pkgutil
 import runpy
 import sys
 
+from rfa.experiments.host_memory import reexecute_with_huge_pages
+
 USAGE_STATUS = 2  # what command lines return for a wrong invocation
 EXTRA = "rfa[experiments]"
 COMMANDS = {  # subcommand: (the module it runs, or the package whose modules it runs by name; what it does)
@@ -91,7 +93,12 @@ def _configs() -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Runs ``rfa ARGS`` (``argv``: the arguments after ``rfa``; default ``sys.argv[1:]``)."""
+    """Runs ``rfa ARGS`` (``argv``: the arguments after ``rfa``; default ``sys.argv[1:]``).
+
+    Started as the command (``argv`` None), a subcommand other than ``benchmark`` first re-executes itself with
+    glibc asking for transparent huge pages (:mod:`rfa.experiments.host_memory`: a CPU training step without the
+    kernel's page faults); each benchmark says for itself whether it times with them."""
+    command = argv is None
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage(), file=sys.stdout if argv else sys.stderr)
@@ -110,6 +117,8 @@ def main(argv: list[str] | None = None) -> None:
             print(_configs())
         return
     module, _ = COMMANDS[subcommand]
+    if command and subcommand != "benchmark":
+        reexecute_with_huge_pages(["-m", "rfa.experiments", *argv])
     if importlib.util.find_spec(module).submodule_search_locations is not None:  # a group: the next word names one
         if not rest or rest[0] in ("-h", "--help"):
             print(_group_usage(subcommand, module), file=sys.stdout if rest else sys.stderr)

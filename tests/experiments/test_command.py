@@ -81,3 +81,42 @@ def test_configs_lists_what_each_attention_variant_sets_and_answers_help(capsys)
     assert capsys.readouterr().out.startswith("usage: rfa configs")
     with pytest.raises(SystemExit, match="rfa configs takes no arguments, got 'sort'"):
         command.main(["configs", "sort"])
+
+
+class _ProcessReplacedError(Exception):
+    """What the recorded ``os.execve`` raises: the process would have been replaced here."""
+
+
+@pytest.mark.parametrize(
+    ("argv", "tunables", "executed"),
+    [
+        (["train", "--config", "sort:exact"], None, True),
+        (["study", "recall", "--help"], None, True),
+        (["benchmark", "decoding"], None, False),  # each benchmark decides for itself
+        (["train", "--config", "sort:exact"], "", False),  # the user's own tunables, even none, are kept
+    ],
+)
+def test_the_command_reexecutes_itself_with_huge_pages_once(argv, tunables, executed, monkeypatch):
+    calls = []
+
+    def execve(path, arguments, environment):
+        calls.append((path, arguments, environment))
+        raise _ProcessReplacedError
+
+    monkeypatch.setattr(os, "execve", execve)
+    monkeypatch.setattr(command, "runpy", None)  # past the re-execution nothing may run
+    monkeypatch.setattr(sys, "argv", ["rfa", *argv])
+    if tunables is None:
+        monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    else:
+        monkeypatch.setenv("GLIBC_TUNABLES", tunables)
+    with pytest.raises(_ProcessReplacedError if executed else AttributeError):
+        command.main()
+    if executed:
+        ((path, arguments, environment),) = calls
+        assert [path, *arguments] == [sys.executable, sys.executable, "-m", "rfa.experiments", *argv]
+        assert environment["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=1"
+    else:
+        assert not calls
+    with pytest.raises(AttributeError):  # called with its arguments (from Python), it never replaces the process
+        command.main(["train", "--config", "sort:exact"])

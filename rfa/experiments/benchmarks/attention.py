@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 from collections.abc import Callable
 
 import jax
@@ -81,12 +82,12 @@ from rfa.experiments.benchmarks.common import (
     HUGE_PAGES_HELP,
     environment,
     memory_bytes,
-    reexecute_with_huge_pages,
     run_once,
     timing_summary,
 )
 from rfa.experiments.benchmarks.guard import warn_against_committed
 from rfa.experiments.cli import run_main
+from rfa.experiments.host_memory import reexecute_with_huge_pages
 from rfa.experiments.report import output_path, write_json
 
 BATCH, HEADS, HEAD_DIM, NUM_FEATURES = 1, 8, 64, 256
@@ -311,7 +312,7 @@ def config() -> dict:
 def main(argv):
     del argv
     if _HUGE_PAGES.value:
-        reexecute_with_huge_pages("rfa.experiments.benchmarks.attention")
+        reexecute_with_huge_pages(["-m", "rfa.experiments.benchmarks.attention", *sys.argv[1:]])
     env = environment()
     on_gpu = env["backend"] == "gpu"
     print(f"backend {env['backend']} ({env['device_kind']}), jax {env['jax_version']}", flush=True)

@@ -6,7 +6,6 @@ import datetime
 import os
 import statistics
 import subprocess
-import sys
 import textwrap
 import time
 
@@ -191,26 +190,5 @@ def compiled_decoder(model: Decoder, position: int, steps: int, *, checks: bool)
         return jax.jit(decode).lower(state, cache).compile(), (state, cache)
 
 
-HUGE_PAGES_TUNABLE = "glibc.malloc.hugetlb=1"
-"""glibc's tunable that has malloc ask for transparent huge pages (2 MiB)."""
-
-
-HUGE_PAGES_HELP = "Re-execute with glibc asking for transparent huge pages (benchmarks.common.HUGE_PAGES_TUNABLE)."
+HUGE_PAGES_HELP = "Re-execute with glibc asking for transparent huge pages (rfa.experiments.host_memory)."
 """The help of a benchmark's ``--huge_pages`` flag (each defines its own: absl files a flag under its module)."""
-
-
-def reexecute_with_huge_pages(module: str) -> None:
-    """Restarts the benchmark ``module`` (``python -m module``, the same arguments) with glibc allocating transparent
-    huge pages, unless ``GLIBC_TUNABLES`` is already set.
-
-    XLA:CPU takes each large buffer fresh from the system, so with glibc's defaults a buffer of many MB costs a page
-    fault per 4 KiB each time it is allocated: kernel time that depends on the allocator, not on the kind timed (a
-    third of the CPU time of a recall training step at 128 tokens; over half of the kernelized attention at
-    L = 8192). With huge pages there are 512x fewer faults."""
-    if "GLIBC_TUNABLES" in os.environ:
-        return
-    os.execve(
-        sys.executable,
-        [sys.executable, "-m", module, *sys.argv[1:]],
-        {**os.environ, "GLIBC_TUNABLES": HUGE_PAGES_TUNABLE},
-    )

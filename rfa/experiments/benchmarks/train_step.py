@@ -10,7 +10,7 @@ setting's time is the median of ``--repeats`` rounds, so that the machine's nois
 times recorded by training runs made at different times beside other jobs cannot be compared; these can, and the
 tables' cost columns (:mod:`rfa.experiments.tables`) read them from this JSON. Unless ``--huge_pages=false``, it
 re-executes itself with glibc asking for transparent huge pages
-(:func:`rfa.experiments.benchmarks.common.reexecute_with_huge_pages`), so that the kernel's page faults, a third of
+(:mod:`rfa.experiments.host_memory`), so that the kernel's page faults, a third of
 a recall step's CPU time with glibc's defaults, do not stand in for the kinds' costs.
 
 Where a config's model is a decoder (the recall configs), each setting's decoding is timed too, in turns in a second
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 import time
 
 import jax
@@ -43,10 +44,10 @@ from rfa.experiments.benchmarks.common import (
     compiled_decoder,
     environment,
     medians_in_turns,
-    reexecute_with_huge_pages,
 )
 from rfa.experiments.benchmarks.guard import warn_against_committed
 from rfa.experiments.cli import run_main
+from rfa.experiments.host_memory import reexecute_with_huge_pages
 from rfa.experiments.report import markdown_table, number, output_path, setting_name, write_json
 from rfa.models import Decoder
 from rfa.tasks import get_task, task_kind, train_batches
@@ -169,7 +170,7 @@ def _times(seconds: dict, name: str, settings: dict, field: str, ratios: str) ->
 def main(argv):
     del argv
     if _HUGE_PAGES.value:
-        reexecute_with_huge_pages("rfa.experiments.benchmarks.train_step")
+        reexecute_with_huge_pages(["-m", "rfa.experiments.benchmarks.train_step", *sys.argv[1:]])
     settings, runs, decoders = {}, {}, {}
     for name in _CONFIGS.value:
         settings[name] = {}
