@@ -121,13 +121,13 @@ def test_a_kind_given_its_rate_sweeps_nothing_and_records_where_the_rate_was_cho
     monkeypatch.setattr(recall, "train_seeds", fake_train_seeds)
     monkeypatch.setattr(recall, "state_bytes", lambda config: 1)
     study = recall_configs.get_config("pairs4_l128")
-    study.attention = ("elu", "gla")  # elu sweeps at this length; GLA takes its rate from 64 tokens
+    study.attention = ("elu", "gated_deltanet")  # elu sweeps at this length; Gated DeltaNet takes 64 tokens' rate
     rows = recall.run(study, str(tmp_path))
-    assert [t for t in trained if t[0].startswith("gla")] == [("gla/lr_0.003", (0, 1, 2), 3e-3)]
+    assert [t for t in trained if t[0].startswith("gated")] == [("gated_deltanet/lr_0.01", (0, 1, 2), 1e-2)]
     assert len([t for t in trained if t[0].startswith("elu")]) == 4  # three rates, then the seeds
-    assert [(r["learning_rate"], r["sweep"], r.get("rate_from")) for r in rows][1] == (3e-3, {}, "pairs4_l64")
+    assert [(r["learning_rate"], r["sweep"], r.get("rate_from")) for r in rows][1] == (1e-2, {}, "pairs4_l64")
     assert "rate_from" not in rows[0] and len(rows[0]["sweep"]) == 3
-    for row, attention, seed_accuracy in zip(rows, ("elu", "gla"), (0.9, 0.8), strict=True):
+    for row, attention, seed_accuracy in zip(rows, ("elu", "gated_deltanet"), (0.9, 0.8), strict=True):
         row |= {
             "attention": attention,
             "num_features": None,
@@ -137,7 +137,7 @@ def test_a_kind_given_its_rate_sweeps_nothing_and_records_where_the_rate_was_cho
         row["test"] = {"accuracy": {"mean": seed_accuracy, "std": 0.0, "n": 1}}
     assert [line.split(" | ")[3] for line in recall.table(rows, verdicts=False).splitlines()[2:]] == [
         "0.001",  # every rate tied on validation: the first kept
-        "0.003 (from pairs4_l64)",
+        "0.01 (from pairs4_l64)",
     ]
 
 

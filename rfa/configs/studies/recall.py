@@ -122,6 +122,7 @@ def get_config(arg: str | None = None):
                     "gated_deltanet": 1e-2,
                     "sliding_window": 1e-2,
                     "hybrid_gated_deltanet": 1e-3,
+                    "gated_deltanet_positive": 1e-2,
                 },
                 "rate_from": "pairs4_l64",
             },
