@@ -46,9 +46,10 @@ from rfa.experiments.benchmarks.common import (
     medians_in_turns,
 )
 from rfa.experiments.benchmarks.guard import warn_against_committed
+from rfa.experiments.benchmarks.result_tables import train_step_table
 from rfa.experiments.cli import run_main
 from rfa.experiments.host_memory import reexecute_with_huge_pages
-from rfa.experiments.report import markdown_table, number, output_path, setting_name, write_json
+from rfa.experiments.report import output_path, setting_name, write_json
 from rfa.models import Decoder
 from rfa.tasks import get_task, task_kind, train_batches
 from rfa.train.config import build_model, check_config
@@ -200,16 +201,6 @@ def main(argv):
         configs[name] = {"settings": named, **_times(seconds, name, named, "seconds_per_step", "ratios")}
         if any((name, key) in per_token for key in named):
             configs[name] |= _times(per_token, name, named, "seconds_per_token", "decode_ratios")
-        rows = [
-            [key, f"{1e3 * t:.1f}", number(configs[name]["ratios"].get(f"{key}_over_exact"), 1, "{:.2f}x")]
-            + [
-                number(configs[name].get("seconds_per_token", {}).get(key), 1e6, "{:.1f}"),
-                number(configs[name].get("decode_ratios", {}).get(f"{key}_over_exact"), 1, "{:.2f}x"),
-            ]
-            for key, t in configs[name]["seconds_per_step"].items()
-        ]
-        header = ["setting", "ms per step", "/ exact", "µs per decoded token", "/ exact"]
-        print(f"{name}\n\n{markdown_table(header, rows)}\n")
     data = {
         "model": "each setting of each study config, built as the study trains it: its task config, scale, m and depth",
         "environment": environment(),
@@ -219,6 +210,7 @@ def main(argv):
         "glibc_tunables": os.environ.get("GLIBC_TUNABLES"),
         "configs": configs,
     }
+    print(train_step_table(data), "\n")
     output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_train_step.json")
     write_json(output, data)
     print(f"wrote {output}")
