@@ -1089,6 +1089,14 @@ MUTANTS = [
         "one step time of the train_step benchmark is changed: the sort table's cost column no longer shows its data",
     ),
     Mutant(
+        "decode-ratio-inverted",
+        "rfa/experiments/benchmarks/train_step.py",
+        'ratios: {} if reference is None else {f"{k}_over_exact": t / reference for k, t in times.items()},',
+        'ratios: {} if reference is None else {f"{k}_over_exact": reference / t for k, t in times.items()},',
+        ("tests/experiments/test_benchmark_smoke.py",),
+        "the train_step benchmark's ratios (step and decoded token) divide exact attention's time by the kind's",
+    ),
+    Mutant(
         "cost-columns-from-the-runs",
         "rfa/experiments/tables.py",
         "    if key in STEP_TIMES:\n",
