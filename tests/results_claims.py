@@ -27,6 +27,7 @@ from pathlib import Path
 
 from scipy import stats
 
+from rfa.configs.studies.recall import get_config as recall_study_config
 from rfa.experiments import tables
 from rfa.experiments.report import setting_name
 from rfa.experiments.spread import Spread, compare, per_seed, verdicts
@@ -2176,13 +2177,21 @@ def _cpu_minutes(attention: str, m: int | None = None, key: str = "cpu_seconds")
     return f"{pairs128(attention, m)[key] / 60:.1f}"
 
 
+def _training_steps(attention: str) -> int:
+    """The training steps of a 128-token row's runs, all seeds together."""
+    return pairs128(attention)["steps"] * len(pairs128(attention)["seeds"])
+
+
 PAIRS128_CLAIMS = [
     Claim(
         "recall.md",
         "The CPU time of each later family's three runs (user and system time of its process): positive features {} "
         "min (before the runs took huge pages), the window {} min ({:.1f} min of it the wall clock of a process "
         "stopped for the restart with huge pages, whose log was lost), Hedgehog {} min, the kernelized delta rule {} "
-        "min, Gated DeltaNet {} min and GLA {} min; elu's two more seeds took {} min, exact attention's {} min.",
+        "min, Gated DeltaNet {} min and GLA {} min; elu's two more seeds took {} min, exact attention's {} min. "
+        "Taylor and the hybrid stack ran last, each stopped once and resumed from its checkpoint; the stopped process "
+        "reported no CPU time, so theirs is the resumed process's: Taylor {} min for the last {} of its {} steps, the "
+        "hybrid stack {} min for its last {}.",
         lambda: (
             _cpu_minutes("positive", 16),
             _cpu_minutes("sliding_window", 16),
@@ -2193,25 +2202,44 @@ PAIRS128_CLAIMS = [
             _cpu_minutes("gla"),
             _cpu_minutes("elu", key="cpu_seconds_added_seeds"),
             _cpu_minutes("exact", key="cpu_seconds_added_seeds"),
+            _cpu_minutes("taylor"),
+            pairs128("taylor")["cpu_seconds_steps"],
+            _training_steps("taylor"),
+            _cpu_minutes("hybrid_gated_deltanet"),
+            pairs128("hybrid_gated_deltanet")["cpu_seconds_steps"],
         ),
-        lambda: pairs128("elu")["seeds_added_later"] == pairs128("exact")["seeds_added_later"] == [3, 4],
+        lambda: (
+            pairs128("elu")["seeds_added_later"] == pairs128("exact")["seeds_added_later"] == [3, 4]
+            and _training_steps("hybrid_gated_deltanet") == _training_steps("taylor")
+            and all(
+                pairs128(kind)["cpu_seconds_steps"] < _training_steps(kind)
+                and "stopped by SIGTERM" in pairs128(kind)["cpu_seconds_note"]
+                for kind in ("taylor", "hybrid_gated_deltanet")
+            )
+        ),
     ),
     Claim(
         "recall.md",
         "At twice the length the families split. Positive features, Hedgehog and the window are worse than exact "
-        "attention, and so is GLA, by a steady query in a hundred; DeltaNet still recalls every query with about a "
-        "tenth of exact attention's state; elu, the kernelized delta rule and Gated DeltaNet recall less than DeltaNet "
-        "on average, and none of them is separated from exact attention.",
+        "attention, and so is GLA, by a steady query in a hundred; DeltaNet and Taylor still recall every query, "
+        "DeltaNet with about a tenth of exact attention's state; elu, the kernelized delta rule, Gated DeltaNet and "
+        "the hybrid stack recall less than DeltaNet on average, and none of them is separated from exact attention.",
         holds=lambda: (
             {row["attention"] for row in table(PAIRS128) if row["verdict"] == "worse"}
             == {"positive", "hedgehog", "sliding_window", "gla"}
             and all(0.005 < 1 - accuracy < 0.015 for accuracy in _accuracies(pairs128("gla")))
-            and min(_accuracies(pairs128("deltanet"))) >= 0.999
+            and min(_accuracies(pairs128("deltanet")) + _accuracies(pairs128("taylor"))) >= 0.999
             and all(
                 pairs128(a, m)["test"]["accuracy"]["mean"] < pairs128("deltanet")["test"]["accuracy"]["mean"]
                 and cell(PAIRS128, "verdict", attention=a, m="-" if m is None else m).startswith("not separated")
-                for a, m in (("elu", None), (_KERNELIZED, 16), ("gated_deltanet", None))
+                for a, m in (
+                    ("elu", None),
+                    (_KERNELIZED, 16),
+                    ("gated_deltanet", None),
+                    ("hybrid_gated_deltanet", None),
+                )
             )
+            and [row["attention"] for row in table(PAIRS128)] == list(recall_study_config("pairs4_l128").attention)
         ),
     ),
     Claim(
@@ -2312,6 +2340,40 @@ PAIRS128_CLAIMS = [
         lambda: (
             pairs128("gated_deltanet")["state_bytes"] == pairs128("deltanet")["state_bytes"]
             and _verdicts(PAIRS128)["gated_deltanet"] == "not separated (3 seeds)"
+        ),
+    ),
+    Claim(
+        "recall.md",
+        "Taylor's second-order features ({} KiB, the state of the 64-token table, less than exact attention's {}) "
+        "recall every query on every seed ({}; {} against exact attention), as at 64 tokens, with the slowest training "
+        "step of the table ({} exact attention's).",
+        lambda: (
+            _kib("taylor", name=PAIRS128),
+            _kib("exact", name=PAIRS128),
+            spread(pairs128("taylor")["test"]["accuracy"]),
+            delta(PAIRS128, attention="taylor"),
+            cell(PAIRS128, "step / exact", attention="taylor"),
+        ),
+        lambda: (
+            min(_accuracies(pairs128("taylor")) + _accuracies(pairs4("taylor"))) >= 0.999
+            and pairs128("taylor")["state_bytes"] == pairs4("taylor")["state_bytes"] < pairs128("exact")["state_bytes"]
+            and max(table(PAIRS128), key=lambda row: float(row["step / exact"].rstrip("x")))["attention"] == "taylor"
+        ),
+    ),
+    Claim(
+        "recall.md",
+        "The hybrid stack, a Gated DeltaNet layer below an exact one ({} KiB per layer on average: its exact layer's "
+        "cache grows with the length), recalls {} ({}, {} and {} to three decimals); three seeds do not separate it "
+        "from exact attention ({}).",
+        lambda: (
+            _kib("hybrid_gated_deltanet", name=PAIRS128),
+            spread(pairs128("hybrid_gated_deltanet")["test"]["accuracy"]),
+            *_seeds(pairs128("hybrid_gated_deltanet")),
+            delta(PAIRS128, attention="hybrid_gated_deltanet"),
+        ),
+        lambda: (
+            pairs128("hybrid_gated_deltanet")["state_bytes"] > pairs4("hybrid_gated_deltanet")["state_bytes"]
+            and _verdicts(PAIRS128)["hybrid_gated_deltanet"] == "not separated (3 seeds)"
         ),
     ),
     Claim(
