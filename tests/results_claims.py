@@ -2088,8 +2088,8 @@ GATED_CLAIMS = [
 DELTA_RULE = "benchmark_delta_rule_cpu"
 
 
-def _delta_ms(length: int, case: str) -> float | None:
-    row = next(r for r in data(DELTA_RULE)["results"] if r["length"] == length)
+def _delta_ms(length: int, case: str, name: str = DELTA_RULE) -> float | None:
+    row = next(r for r in data(name)["results"] if r["length"] == length)
     return row[case]["median_ms"] if row.get(case) else None
 
 
@@ -2414,6 +2414,132 @@ PAIRS128_CLAIMS = [
                 for a, b in zip(_accuracies(pairs128(_KERNELIZED, 16)), _accuracies(pairs128("deltanet")), strict=True)
             )
             and cell(PAIRS128, "verdict", attention=_KERNELIZED, m=16) == "not separated (3 seeds)"
+        ),
+    ),
+]
+
+ATTENTION_GPU, DELTA_RULE_GPU = "benchmark_attention_gpu", "benchmark_delta_rule_gpu"
+
+
+def _gpu_ms(case: str, length: int) -> float:
+    return attention_case(case, length, ATTENTION_GPU)["median_ms"]
+
+
+def _gpu_tflops(case: str, length: int) -> float:
+    return attention_case(case, length, ATTENTION_GPU)["achieved_flops_per_s"] / 1e12
+
+
+def _gpu_delta_ratio(top: str, bottom: str, length: int) -> float:
+    return _delta_ms(length, top, DELTA_RULE_GPU) / _delta_ms(length, bottom, DELTA_RULE_GPU)
+
+
+def _gpu_lengths(name: str) -> list[int]:
+    return [row["length"] for row in data(name)["results"]]
+
+
+GPU_CLAIMS = [
+    Claim(
+        "benchmarks.md",
+        "ran there unchanged, one run each, with the image's JAX {} (float32; XLA's default matmul precision, which "
+        "reaches {:.0f} TFLOP/s on the benchmark's {}² matmul)",
+        lambda: (
+            data(ATTENTION_GPU)["environment"]["jax_version"],
+            data(ATTENTION_GPU)["matmul_peak"]["flops_per_s"] / 1e12,
+            data(ATTENTION_GPU)["matmul_peak"]["n"],
+        ),
+        lambda: (
+            data(ATTENTION_GPU)["environment"]["device_kind"]
+            == data(DELTA_RULE_GPU)["environment"]["device_kind"]
+            == "NVIDIA H200"
+            and data(ATTENTION_GPU)["config"]["dtype"] == "float32"
+            and data(ATTENTION_GPU)["estimators"] is None
+            and _gpu_lengths(ATTENTION_GPU) == [1024 * 2**i for i in range(7)]
+            and data(ATTENTION_GPU)["config"]["skip_exact_above"] == 32768
+        ),
+    ),
+    Claim(
+        "benchmarks.md",
+        "Bidirectional kernelized attention (m = {}) takes {:.2f} ms at L = 2048 where exact attention takes {:.2f}, "
+        "and {:.2f} ms at 32768 where exact attention takes {:.2f}: {:.0f}x.",
+        lambda: (
+            data(ATTENTION_GPU)["config"]["num_features"],
+            _gpu_ms("bidir", 2048),
+            _gpu_ms("exact", 2048),
+            _gpu_ms("bidir", 32768),
+            _gpu_ms("exact", 32768),
+            _gpu_ms("exact", 32768) / _gpu_ms("bidir", 32768),
+        ),
+        lambda: all(_gpu_ms("bidir", n) < _gpu_ms("exact", n) for n in (2048, 4096, 8192, 16384, 32768)),
+    ),
+    Claim(
+        "benchmarks.md",
+        "The chunked causal form is slower than exact attention up to 8192 tokens ({:.2f} ms against {:.2f}) and "
+        "faster from 16384 ({:.2f} ms against {:.2f}; {:.1f}x at 32768): on this GPU the crossover lies between 8192 "
+        "and 16384 tokens. The causal form reaches {:.1f} TFLOP/s at 32768, where the bidirectional one reaches {:.1f} "
+        "and exact attention {:.1f}: its scan walks {} chunks of {} tokens one after the other, each too small to fill "
+        "the GPU.",
+        lambda: (
+            _gpu_ms("causal", 8192),
+            _gpu_ms("exact", 8192),
+            _gpu_ms("causal", 16384),
+            _gpu_ms("exact", 16384),
+            _gpu_ms("exact", 32768) / _gpu_ms("causal", 32768),
+            _gpu_tflops("causal", 32768),
+            _gpu_tflops("bidir", 32768),
+            _gpu_tflops("exact", 32768),
+            32768 // data(ATTENTION_GPU)["config"]["chunk_size"],
+            data(ATTENTION_GPU)["config"]["chunk_size"],
+        ),
+        lambda: (
+            all(_gpu_ms("causal", n) > _gpu_ms("exact", n) for n in (1024, 2048, 4096, 8192))
+            and all(_gpu_ms("causal", n) < _gpu_ms("exact", n) for n in (16384, 32768))
+        ),
+    ),
+    Claim(
+        "benchmarks.md",
+        "Exact attention's forward and backward at 32768 tokens takes {:.1f} GiB (XLA's buffer assignment, which "
+        "rematerialization could not bring lower); at 65536 it would not fit, and was not run. The kernelized forms "
+        "need {:.0f}, {:.0f} and {:.0f} KiB per token (bidirectional, causal, gated) at 32768, and take {:.2f}, {:.2f} "
+        "and {:.2f} ms at 65536.",
+        lambda: (
+            attention_case("exact", 32768, ATTENTION_GPU)["memory"]["peak_bytes"] / 2**30,
+            *(
+                attention_case(c, 32768, ATTENTION_GPU)["peak_bytes_per_token"] / 1024
+                for c in ("bidir", "causal", "gated")
+            ),
+            *(_gpu_ms(c, 65536) for c in ("bidir", "causal", "gated")),
+        ),
+        lambda: (
+            next(r for r in data(ATTENTION_GPU)["results"] if r["length"] == 65536)["cases"].get("exact") is None
+            and 4 * attention_case("exact", 32768, ATTENTION_GPU)["memory"]["peak_bytes"] > 139 * 2**30
+        ),
+    ),
+    Claim(
+        "benchmarks.md",
+        "The chunked delta rule takes {:.1f} ms at 2048 tokens, against its recurrent form's {:.1f} ({:.0f}x), and "
+        "{:.1f} ms at 8192, against exact attention's {:.1f}.",
+        lambda: (
+            _delta_ms(2048, "delta chunked", DELTA_RULE_GPU),
+            _delta_ms(2048, "delta recurrent", DELTA_RULE_GPU),
+            _gpu_delta_ratio("delta recurrent", "delta chunked", 2048),
+            _delta_ms(8192, "delta chunked", DELTA_RULE_GPU),
+            _delta_ms(8192, "exact", DELTA_RULE_GPU),
+        ),
+        lambda: _gpu_lengths(DELTA_RULE_GPU) == [512, 1024, 2048, 4096, 8192],
+    ),
+    Claim(
+        "benchmarks.md",
+        "Both chunk targets that the CPU misses are met on the GPU: GLA's chunk is {:.2f}x the form with one decay per "
+        "token at 8192 ({:.2f}x at 4096 on the CPU), KDA's {:.2f}x Gated DeltaNet's ({:.2f}x).",
+        lambda: (
+            _gpu_delta_ratio("gla chunked", "gated causal", 8192),
+            _delta_ratio("gla_over_gated_causal", 4096),
+            _gpu_delta_ratio("kda chunked", "delta chunked", 8192),
+            _delta_ratio("kda_over_delta", 4096),
+        ),
+        lambda: (
+            _gpu_delta_ratio("gla chunked", "gated causal", 8192) <= 2 < _delta_ratio("gla_over_gated_causal", 4096)
+            and _gpu_delta_ratio("kda chunked", "delta chunked", 8192) <= 2 < _delta_ratio("kda_over_delta", 4096)
         ),
     ),
 ]
@@ -2809,6 +2935,7 @@ CLAIMS = (
     + PAIRS4_CLAIMS
     + PAIRS128_CLAIMS
     + TRAIN_STEP_CLAIMS
+    + GPU_CLAIMS
     + RELEASE_CLAIMS
     + GATED_CLAIMS
     + DELTA_CLAIMS

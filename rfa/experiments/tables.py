@@ -94,6 +94,9 @@ TABLES: dict[str, Callable[[object], str]] = {
     "benchmark_attention_gated_cpu_1core": lambda result: attention_tables.main_table(result["results"]),
     "benchmark_attention_gated_cpu": lambda result: attention_tables.main_table(result["results"]),
     "benchmark_attention_estimators_cpu": lambda result: attention_tables.estimators_table(result["estimators"]),
+    "benchmark_attention_gpu": lambda result: attention_tables.main_table(result["results"]),
+    "benchmark_delta_rule_cpu": result_tables.delta_rule_table,
+    "benchmark_delta_rule_gpu": result_tables.delta_rule_table,
     "benchmark_scaling_cpu": lambda result: result_tables.scaling_by_length(result["results"]),
     "benchmark_sequence_parallel_cpu": lambda result: result_tables.sequence_parallel(result["results"]),
     "benchmark_relative_cpu": result_tables.relative_table,
@@ -117,6 +120,7 @@ PARTS: dict[str, tuple[str, Callable[[object], str]]] = {
 FIGURES: dict[str, Callable[[object, str], None]] = {
     **{name: report.differences_figure for name, table in TABLES.items() if table is report.training_table},
     "benchmark_delta_rule_cpu": benchmark_figures.delta_rule,
+    "benchmark_delta_rule_gpu": benchmark_figures.delta_rule,
     "benchmark_flax_decoding_cpu": benchmark_figures.flax_decoding,
     "benchmark_scaling_cpu": benchmark_figures.scaling,
     "recall_cpu": recall.plot,

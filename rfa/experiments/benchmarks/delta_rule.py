@@ -32,8 +32,9 @@ import rfa
 from rfa.experiments.benchmarks import figures
 from rfa.experiments.benchmarks.common import environment, memory_bytes, run_once, slope, timing_summary
 from rfa.experiments.benchmarks.guard import warn_against_committed
+from rfa.experiments.benchmarks.result_tables import DELTA_RULE_CASES, DELTA_RULE_RATIOS, delta_rule_table
 from rfa.experiments.cli import run_main
-from rfa.experiments.report import markdown_table, output_path, write_report
+from rfa.experiments.report import output_path, write_report
 
 _LENGTHS = flags.DEFINE_list("lengths", ["512", "1024", "2048", "4096"], "Sequence lengths L.")
 _RECURRENT_MAX = flags.DEFINE_integer("recurrent_max", 2048, "Longest L the recurrent form runs at.")
@@ -43,12 +44,6 @@ _OUTPUT = flags.DEFINE_string("output", None, "JSON path; default <workdir>/benc
 _WORKDIR = flags.DEFINE_string("workdir", "workdir/benchmarks", "Where the JSON and figure go.")
 
 B, H, D, CHUNK = 1, 8, 64, 64  # batch, heads, head dimension, chunk length
-CASES = ("delta chunked", "kda chunked", "delta recurrent", "gla chunked", "gated causal", "exact")
-RATIOS = {  # name: (numerator, denominator, target or None)
-    "delta_over_gla": ("delta chunked", "gla chunked", None),
-    "gla_over_gated_causal": ("gla chunked", "gated causal", 2.0),
-    "kda_over_delta": ("kda chunked", "delta chunked", 2.0),
-}
 
 
 def attend(name: str, q, k, v, beta, log_decay):
@@ -103,16 +98,16 @@ def main(argv):
     for length in lengths:
         names = [
             n
-            for n in CASES
+            for n in DELTA_RULE_CASES
             if (n != "delta recurrent" or length <= _RECURRENT_MAX.value)
             and (n != "exact" or length <= _EXACT_MAX.value)
         ]
         rows.append(measure(length, names, _REPEATS.value))
         print(f"L = {length}: " + ", ".join(f"{n} {rows[-1][n]['median_ms']:.1f} ms" for n in names), flush=True)
-    slopes = {n: slope([(r["length"], r[n]["median_ms"]) for r in rows if n in r]) for n in CASES}
+    slopes = {n: slope([(r["length"], r[n]["median_ms"]) for r in rows if n in r]) for n in DELTA_RULE_CASES}
     ratios = {
         name: {r["length"]: r[top]["median_ms"] / r[bottom]["median_ms"] for r in rows}
-        for name, (top, bottom, _) in RATIOS.items()
+        for name, (top, bottom, _) in DELTA_RULE_RATIOS.items()
     }
     results = {
         "config": {"batch": B, "heads": H, "head_dim": D, "chunk_size": CHUNK, "lengths": lengths},
@@ -122,25 +117,7 @@ def main(argv):
         "environment": environment(),
     }
 
-    def milliseconds(row, name):
-        return f"{row[name]['median_ms']:.1f}" if name in row else "-"
-
-    text = markdown_table(
-        ["L", *(f"{n} (ms)" for n in CASES), *(f"{top} / {bottom}" for top, bottom, _ in RATIOS.values())],
-        [
-            [str(r["length"]), *(milliseconds(r, n) for n in CASES), *(f"{ratios[n][r['length']]:.2f}" for n in RATIOS)]
-            for r in rows
-        ],
-    )
-    text += "\n\nlog-log slope of time against L: " + ", ".join(
-        f"{n} {s:.2f}" for n, s in slopes.items() if s is not None
-    )
-    longest = lengths[-1]
-    for name, (top, bottom, target) in RATIOS.items():
-        if target is not None:
-            ratio = ratios[name][longest]
-            verdict = "met" if ratio <= target else f"NOT met, by {ratio / target:.2f}x"
-            text += f"\n\n{top} / {bottom} at L = {longest}: {ratio:.2f} (target <= {target:g}: {verdict})."
+    text = delta_rule_table(results)
     print(text)
 
     output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_delta_rule.json")

@@ -8,6 +8,54 @@ from __future__ import annotations
 
 from rfa.experiments.report import markdown_table, number, setting_name
 
+DELTA_RULE_CASES = ("delta chunked", "kda chunked", "delta recurrent", "gla chunked", "gated causal", "exact")
+"""The cases of ``rfa benchmark delta_rule``, in the order of its table's columns."""
+DELTA_RULE_RATIOS = {  # name: (numerator, denominator, target or None)
+    "delta_over_gla": ("delta chunked", "gla chunked", None),
+    "gla_over_gated_causal": ("gla chunked", "gated causal", 2.0),
+    "kda_over_delta": ("kda chunked", "delta chunked", 2.0),
+}
+"""The ratios of ``rfa benchmark delta_rule``'s cases that its table gives at every length, with their targets."""
+
+
+def delta_rule_table(results: dict) -> str:
+    """``rfa benchmark delta_rule``'s JSON: each case's median time and the ratios per length, the log-log slopes,
+    and each targeted ratio at the longest length against its target."""
+    rows = results["results"]
+
+    def milliseconds(row, name):
+        return f"{row[name]['median_ms']:.1f}" if name in row else "-"
+
+    def ratio(row, name):
+        top, bottom, _ = DELTA_RULE_RATIOS[name]
+        return row[top]["median_ms"] / row[bottom]["median_ms"]
+
+    text = markdown_table(
+        [
+            "L",
+            *(f"{case} (ms)" for case in DELTA_RULE_CASES),
+            *(f"{top} / {bottom}" for top, bottom, _ in DELTA_RULE_RATIOS.values()),
+        ],
+        [
+            [
+                str(row["length"]),
+                *(milliseconds(row, case) for case in DELTA_RULE_CASES),
+                *(f"{ratio(row, name):.2f}" for name in DELTA_RULE_RATIOS),
+            ]
+            for row in rows
+        ],
+    )
+    text += "\n\nlog-log slope of time against L: " + ", ".join(
+        f"{case} {s:.2f}" for case, s in results["slopes"].items() if s is not None
+    )
+    longest = rows[-1]
+    for name, (top, bottom, target) in DELTA_RULE_RATIOS.items():
+        if target is not None:
+            value = ratio(longest, name)
+            verdict = "met" if value <= target else f"NOT met, by {value / target:.2f}x"
+            text += f"\n\n{top} / {bottom} at L = {longest['length']}: {value:.2f} (target <= {target:g}: {verdict})."
+    return text
+
 
 def decoding_table(summary: dict) -> str:
     """The time per token of each kind at each position (µs), its last position's over its first (the stateful
