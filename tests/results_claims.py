@@ -2476,8 +2476,8 @@ GPU_CLAIMS = [
         "The chunked causal form is slower than exact attention up to 8192 tokens ({:.2f} ms against {:.2f}) and "
         "faster from 16384 ({:.2f} ms against {:.2f}; {:.1f}x at 32768): on this GPU the crossover lies between 8192 "
         "and 16384 tokens. The causal form reaches {:.1f} TFLOP/s at 32768, where the bidirectional one reaches {:.1f} "
-        "and exact attention {:.1f}: its scan walks {} chunks of {} tokens one after the other, each too small to fill "
-        "the GPU.",
+        "and exact attention {:.1f}. Not profiled; its scan walks {} chunks of {} tokens one after the other, each a "
+        "small program for the GPU.",
         lambda: (
             _gpu_ms("causal", 8192),
             _gpu_ms("exact", 8192),
@@ -2541,6 +2541,44 @@ GPU_CLAIMS = [
             _gpu_delta_ratio("gla chunked", "gated causal", 8192) <= 2 < _delta_ratio("gla_over_gated_causal", 4096)
             and _gpu_delta_ratio("kda chunked", "delta chunked", 8192) <= 2 < _delta_ratio("kda_over_delta", 4096)
         ),
+    ),
+]
+
+ESTIMATOR_COSTS_GPU = "benchmark_attention_estimators_gpu"
+
+GPU_ESTIMATOR_CLAIMS = [
+    Claim(
+        "benchmarks.md",
+        "The features cost less against each other than on the CPU: hybrid's 6m features are {:.2f}x positive's cost "
+        "({:.2f}x on the CPU), trig's 2m {:.2f}x ({:.2f}x).",
+        lambda: tuple(
+            estimator_cost(estimator, name)["over_positive"]
+            for estimator in ("hybrid", "trig")
+            for name in (ESTIMATOR_COSTS_GPU, ESTIMATOR_COSTS)
+        ),
+        lambda: (
+            data(ESTIMATOR_COSTS_GPU)["estimators"]["length"] == 4096
+            and data(ESTIMATOR_COSTS_GPU)["environment"]["device_kind"] == "NVIDIA H200"
+            and all(
+                estimator_cost(e, ESTIMATOR_COSTS_GPU)["over_positive"] < estimator_cost(e)["over_positive"]
+                for e in ("trig", "hyperbolic", "hybrid")
+            )
+        ),
+    ),
+    Claim(
+        "benchmarks.md",
+        "The fits cost relatively more: ADERF's two eigendecompositions per head take {:.2f} ms, {:.0f}% of its "
+        "forward and backward ({:.1f}% on the CPU), SDERF's fit {:.0f}%; the fits of OPRF and SADERF, without an "
+        "eigendecomposition, {:.0f}% and {:.0f}%.",
+        lambda: (
+            estimator_cost("aderf", ESTIMATOR_COSTS_GPU)["fit"]["median_ms"],
+            _fit_share("aderf", ESTIMATOR_COSTS_GPU),
+            _fit_share("aderf"),
+            _fit_share("sderf", ESTIMATOR_COSTS_GPU),
+            _fit_share("oprf", ESTIMATOR_COSTS_GPU),
+            _fit_share("saderf", ESTIMATOR_COSTS_GPU),
+        ),
+        lambda: all(_fit_share(e, ESTIMATOR_COSTS_GPU) > _fit_share(e) for e in ("oprf", "aderf", "saderf", "sderf")),
     ),
 ]
 
@@ -2660,8 +2698,14 @@ def _l_log_l_slope() -> float:
 ESTIMATOR_COSTS = "benchmark_attention_estimators_cpu"
 
 
-def estimator_cost(estimator: str) -> dict:
-    return data(ESTIMATOR_COSTS)["estimators"]["estimators"][estimator]
+def estimator_cost(estimator: str, name: str = ESTIMATOR_COSTS) -> dict:
+    return data(name)["estimators"]["estimators"][estimator]
+
+
+def _fit_share(estimator: str, name: str = ESTIMATOR_COSTS) -> float:
+    """An estimator's fit time as a share of its forward and backward, in percent."""
+    cost = estimator_cost(estimator, name)
+    return 100 * cost["fit"]["median_ms"] / cost["median_ms"]
 
 
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
@@ -2936,6 +2980,7 @@ CLAIMS = (
     + PAIRS128_CLAIMS
     + TRAIN_STEP_CLAIMS
     + GPU_CLAIMS
+    + GPU_ESTIMATOR_CLAIMS
     + RELEASE_CLAIMS
     + GATED_CLAIMS
     + DELTA_CLAIMS

@@ -95,6 +95,7 @@ TABLES: dict[str, Callable[[object], str]] = {
     "benchmark_attention_gated_cpu": lambda result: attention_tables.main_table(result["results"]),
     "benchmark_attention_estimators_cpu": lambda result: attention_tables.estimators_table(result["estimators"]),
     "benchmark_attention_gpu": lambda result: attention_tables.main_table(result["results"]),
+    "benchmark_attention_estimators_gpu": lambda result: attention_tables.estimators_table(result["estimators"]),
     "benchmark_delta_rule_cpu": result_tables.delta_rule_table,
     "benchmark_delta_rule_gpu": result_tables.delta_rule_table,
     "benchmark_scaling_cpu": lambda result: result_tables.scaling_by_length(result["results"]),

@@ -121,6 +121,7 @@ def test_benchmarks_write_json(tmp_path, data_dir):
     )
     attention = json.loads((tmp_path / "attention.json").read_text())
     assert [r["length"] for r in attention["results"]] == [64]
+    assert attention["environment"]["xla_flags"] == os.environ.get("XLA_FLAGS")  # what the compiler was told
     for result in attention["results"]:
         for case in ("exact", "bidir", "causal", "gated"):
             assert result["cases"][case]["median_ms"] > 0 and result["cases"][case]["memory"]["peak_bytes"] > 0

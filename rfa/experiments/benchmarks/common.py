@@ -78,6 +78,7 @@ def environment() -> dict:
         "cpus_available": len(os.sched_getaffinity(0)),  # fewer when pinned, e.g. with taskset
         "cpu": cpu_model(),
         "rfa_commit": rfa_commit(),
+        "xla_flags": os.environ.get("XLA_FLAGS"),  # compiler options change what is timed
     }
 
 
