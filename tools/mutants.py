@@ -1097,6 +1097,14 @@ MUTANTS = [
         "the train_step benchmark's ratios (step and decoded token) divide exact attention's time by the kind's",
     ),
     Mutant(
+        "delta-rule-ratio-inverted",
+        "rfa/experiments/benchmarks/result_tables.py",
+        '    return row[top]["median_ms"] / row[bottom]["median_ms"]\n',
+        '    return row[bottom]["median_ms"] / row[top]["median_ms"]\n',
+        ("tests/test_results_pages.py",),
+        "the delta-rule benchmark's ratios (its JSON and its CPU and GPU tables) divide the other way",
+    ),
+    Mutant(
         "cost-columns-from-the-runs",
         "rfa/experiments/tables.py",
         "    if key in STEP_TIMES:\n",

@@ -32,7 +32,12 @@ import rfa
 from rfa.experiments.benchmarks import figures
 from rfa.experiments.benchmarks.common import environment, memory_bytes, run_once, slope, timing_summary
 from rfa.experiments.benchmarks.guard import warn_against_committed
-from rfa.experiments.benchmarks.result_tables import DELTA_RULE_CASES, DELTA_RULE_RATIOS, delta_rule_table
+from rfa.experiments.benchmarks.result_tables import (
+    DELTA_RULE_CASES,
+    DELTA_RULE_RATIOS,
+    delta_rule_ratio,
+    delta_rule_table,
+)
 from rfa.experiments.cli import run_main
 from rfa.experiments.report import output_path, write_report
 
@@ -105,10 +110,7 @@ def main(argv):
         rows.append(measure(length, names, _REPEATS.value))
         print(f"L = {length}: " + ", ".join(f"{n} {rows[-1][n]['median_ms']:.1f} ms" for n in names), flush=True)
     slopes = {n: slope([(r["length"], r[n]["median_ms"]) for r in rows if n in r]) for n in DELTA_RULE_CASES}
-    ratios = {
-        name: {r["length"]: r[top]["median_ms"] / r[bottom]["median_ms"] for r in rows}
-        for name, (top, bottom, _) in DELTA_RULE_RATIOS.items()
-    }
+    ratios = {name: {r["length"]: delta_rule_ratio(r, name) for r in rows} for name in DELTA_RULE_RATIOS}
     results = {
         "config": {"batch": B, "heads": H, "head_dim": D, "chunk_size": CHUNK, "lengths": lengths},
         "results": rows,

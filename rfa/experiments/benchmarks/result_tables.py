@@ -18,6 +18,12 @@ DELTA_RULE_RATIOS = {  # name: (numerator, denominator, target or None)
 """The ratios of ``rfa benchmark delta_rule``'s cases that its table gives at every length, with their targets."""
 
 
+def delta_rule_ratio(row: dict, name: str) -> float:
+    """One ratio of :data:`DELTA_RULE_RATIOS` in one length's row of ``rfa benchmark delta_rule``'s results."""
+    top, bottom, _ = DELTA_RULE_RATIOS[name]
+    return row[top]["median_ms"] / row[bottom]["median_ms"]
+
+
 def delta_rule_table(results: dict) -> str:
     """``rfa benchmark delta_rule``'s JSON: each case's median time and the ratios per length, the log-log slopes,
     and each targeted ratio at the longest length against its target."""
@@ -25,10 +31,6 @@ def delta_rule_table(results: dict) -> str:
 
     def milliseconds(row, name):
         return f"{row[name]['median_ms']:.1f}" if name in row else "-"
-
-    def ratio(row, name):
-        top, bottom, _ = DELTA_RULE_RATIOS[name]
-        return row[top]["median_ms"] / row[bottom]["median_ms"]
 
     text = markdown_table(
         [
@@ -40,7 +42,7 @@ def delta_rule_table(results: dict) -> str:
             [
                 str(row["length"]),
                 *(milliseconds(row, case) for case in DELTA_RULE_CASES),
-                *(f"{ratio(row, name):.2f}" for name in DELTA_RULE_RATIOS),
+                *(f"{delta_rule_ratio(row, name):.2f}" for name in DELTA_RULE_RATIOS),
             ]
             for row in rows
         ],
@@ -51,7 +53,7 @@ def delta_rule_table(results: dict) -> str:
     longest = rows[-1]
     for name, (top, bottom, target) in DELTA_RULE_RATIOS.items():
         if target is not None:
-            value = ratio(longest, name)
+            value = delta_rule_ratio(longest, name)
             verdict = "met" if value <= target else f"NOT met, by {value / target:.2f}x"
             text += f"\n\n{top} / {bottom} at L = {longest['length']}: {value:.2f} (target <= {target:g}: {verdict})."
     return text
