@@ -136,7 +136,7 @@ def test_a_page_runs_as_written(page, tmp_path, monkeypatch, data_dir):
         run = subprocess.run(
             ["bash", "-e", "-x", "-c", re.sub(r"XLA_FLAGS=(\S+)", r'XLA_FLAGS="\1 $XLA_FLAGS"', commands)],
             cwd=tmp_path,
-            env={  # rfa and python import this checkout's rfa (tools/mutants.py runs the tests on a mutated copy)
+            env={  # rfa and python import this checkout's rfa (tools/mutants runs the tests on a mutated copy)
                 **os.environ,
                 "PATH": f"{pathlib.Path(sys.executable).parent}:{os.environ['PATH']}",
                 "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
