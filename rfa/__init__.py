@@ -4,15 +4,15 @@ Functional primitives (projections, feature maps, kernel estimators, closed-form
 kernelized attention) that work under ``jit``, ``vmap`` and ``grad``. See the documentation (``docs/``, ``make docs``).
 """
 
-from rfa import attention, checks, linen, nnx
+from rfa import attention, checks, layers, linen, nnx
 from rfa._validation import InputError, InputTypeError
 from rfa.attention import (
     kernelized_attention,
-    make_attention_fn,
     renormalize,
     softmax_attention,
     unnormalized_softmax_attention,
 )
+from rfa.layers import make_attention_fn
 from rfa.random_features import (
     Estimator,
     FeatureMap,
@@ -49,6 +49,7 @@ __all__ = [
     "feature_map",
     "gaussian_kernel",
     "kernelized_attention",
+    "layers",
     "linen",
     "make_attention_fn",
     "nnx",

@@ -8,6 +8,7 @@ never reaches XLA and surfaces as an opaque compiler error.
 from __future__ import annotations
 
 import functools
+import importlib
 import numbers
 import warnings
 from collections.abc import Callable, Sequence
@@ -64,6 +65,35 @@ def renamed_keywords(**renames: str) -> Callable:
         return renamed
 
     return rename
+
+
+def moved_names(package: str, moves: dict[str, str]) -> Callable[[str], object]:
+    """A package's ``__getattr__`` (PEP 562) that keeps names moved in rfa 0.3 to a module of a package above it (the
+    Flax parts of ``rfa.attention``, now in ``rfa.layers``) answering under their old place for one release, with a
+    warning. ``moves`` is ``{name: the module that defines it now}``; the module is imported on first use, so the
+    package itself imports nothing above it.
+
+    Example:
+      >>> getattr_ = moved_names("rfa.attention", {"calibrating": "rfa.layers.feature_variables"})
+      >>> with warnings.catch_warnings(record=True) as caught:
+      ...     warnings.simplefilter("always")
+      ...     found = getattr_("calibrating")
+      >>> found is rfa.layers.feature_variables.calibrating, str(caught[0].message).split(" since")[0]
+      (True, 'rfa.attention.calibrating is rfa.layers.feature_variables.calibrating')
+    """
+
+    def moved(name: str):
+        if name not in moves:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        warnings.warn(
+            f"{package}.{name} is {moves[name]}.{name} since rfa 0.3; the old name goes in 0.4.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(moves[name]), name)
+
+    moved.moves = dict(moves)  # read by the structure test
+    return moved
 
 
 def renamed_function(fn: Callable, old: str) -> Callable:

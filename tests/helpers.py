@@ -117,3 +117,17 @@ def own_estimators():
     finally:
         feature_maps._REGISTRY.clear()
         feature_maps._REGISTRY.update(saved)
+
+
+@contextlib.contextmanager
+def own_kinds():
+    """Attention kinds and variants registered inside are forgotten after (a test's user module registers its own)."""
+    from rfa.layers import kinds
+
+    saved = dict(kinds._KINDS), dict(kinds._VARIANTS)
+    try:
+        yield
+    finally:
+        for table, before in zip((kinds._KINDS, kinds._VARIANTS), saved, strict=True):
+            table.clear()
+            table.update(before)

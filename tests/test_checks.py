@@ -10,7 +10,7 @@ from flax import nnx
 from helpers import normal, run_as_users_do, tiered
 
 import rfa
-from rfa.models import AttentionConfig, Encoder, preset
+from rfa.models import Encoder, Site, preset
 from rfa.models.forecaster import ForecastConfig, Forecaster
 
 B, L, H, D = 2, 8, 2, 8
@@ -70,9 +70,9 @@ def test_nan_checks_name_the_array_under_jit_and_are_off_outside():
     assert bool(jnp.any(jnp.isnan(jax.jit(attend)(bad_k))))  # retraced without the check
 
 
-@pytest.mark.parametrize("kind", ["softmax", "positive"])
-def test_nan_checks_cover_the_attention_of_rfa_models_and_flax_layers(kind):
-    model = Encoder(preset("tiny", vocab_size=20, encoder_attention=AttentionConfig(kind, 16)), rngs=nnx.Rngs(0))
+@pytest.mark.parametrize("site", [Site(), Site("positive", num_features=16)], ids=["softmax", "positive"])
+def test_nan_checks_cover_the_attention_of_rfa_models_and_flax_layers(site):
+    model = Encoder(preset("tiny", vocab_size=20, encoder_attention=site), rngs=nnx.Rngs(0))
     model.embed.tokens.embedding[...] = model.embed.tokens.embedding[...].at[3].set(jnp.nan)
     tokens = jnp.full((2, 6), 3, jnp.int32)
     with rfa.checks.nan_checks(), pytest.raises(jax.errors.JaxRuntimeError, match="holds NaN or inf"):
@@ -109,7 +109,7 @@ def test_nan_only_at_padded_positions_is_ignored_by_the_attention_and_by_the_che
 
 
 def test_the_forecaster_refuses_nan_input_eagerly_and_under_jit():
-    config = ForecastConfig(lookback=8, horizon=2, patch_length=4, attention=AttentionConfig("positive", 8))
+    config = ForecastConfig(lookback=8, horizon=2, patch_length=4, attention=Site("positive", num_features=8))
     model = Forecaster(config, rngs=nnx.Rngs(0))
     x = jnp.zeros((2, 8, 1)).at[1, 5, 0].set(jnp.nan)
     with pytest.raises(ValueError, match="x holds NaN or inf: the forecaster refuses series with missing values"):

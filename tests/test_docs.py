@@ -19,13 +19,13 @@ DOCUMENTED = {
     "attention": [
         "rfa.attention.kernelized.api.kernelized_attention",
         "rfa.attention.kernelized.api.sequence_parallel_attention",
-        "rfa.attention.flax_adapter.make_attention_fn",
+        "rfa.layers.attention_fn.make_attention_fn",
         "rfa.attention.fourier_integral.fourier_integral_attention",
         "rfa.attention.kernelized.relative.toeplitz_sums",
     ],
     "random_features": ["rfa.random_features.feature_maps.Estimator", "rfa.random_features.feature_maps.Param"],
     "tasks": ["rfa.tasks.base.TaskKind", "rfa.tasks.base.register_task_kind", "rfa.tasks.base.Task"],
-    "models": ["rfa.models.config.EncoderConfig", "rfa.models.attention.AttentionInputs"],
+    "models": ["rfa.models.config.EncoderConfig", "rfa.layers.multi_head.AttentionInputs"],
     "data": ["rfa.data.pipeline.batches"],
     "train": ["rfa.train.loop.train_and_evaluate"],
     "experiments": [

@@ -119,9 +119,9 @@ def _in(module: str, *packages: str) -> bool:
 
 
 def test_the_layers_point_one_way():
-    """random_features <- attention <- models <- tasks <- train <- experiments; rfa's core never imports
+    """random_features <- attention <- layers <- models <- tasks <- train <- experiments; rfa's core never imports
     rfa.experiments or rfa.configs, and a config imports only rfa.configs.common (and the core, for the commons)."""
-    order = ["rfa.random_features", "rfa.attention", "rfa.models", "rfa.tasks", "rfa.train"]
+    order = ["rfa.random_features", "rfa.attention", "rfa.layers", "rfa.models", "rfa.tasks", "rfa.train"]
     upward = []
     for name, targets in _graph().items():
         for target in targets:
@@ -142,6 +142,45 @@ def test_the_layers_point_one_way():
             if mine is not None and theirs is not None and theirs > mine:
                 upward.append(f"{name} -> {target}")
     assert not upward, "\n".join(upward)
+
+
+def _third_party_imports(path: pathlib.Path) -> set[str]:
+    """The top-level names of the packages ``path`` imports (at module level or inside functions)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+    return found
+
+
+def test_the_attention_primitives_are_pure_functions():
+    """``rfa/attention`` imports no flax: whatever holds Flax state lives in ``rfa/layers`` or above."""
+    flax = [
+        str(p.relative_to(ROOT))
+        for p in SOURCES
+        if _in(module_name(p), "rfa.attention") and "flax" in _third_party_imports(p)
+    ]
+    assert not flax, f"these modules of rfa.attention import flax: {flax}"
+
+
+def test_a_package_answers_for_moved_names_only_with_modules_that_define_them():
+    """A moved name (``rfa._validation.moved_names``: the one way a package names a module above it, for one release)
+    resolves to a module that defines it, and the package does not also define it."""
+    import importlib
+    import warnings
+
+    for path in SOURCES:
+        if path.name != "__init__.py" or "moved_names(" not in path.read_text():
+            continue
+        package = importlib.import_module(module_name(path))
+        for name, target in package.__getattr__.moves.items():
+            assert name not in vars(package), f"{package.__name__}.{name} is defined and moved"
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                assert getattr(package, name) is getattr(importlib.import_module(target), name)
+            assert caught and issubclass(caught[0].category, DeprecationWarning)
 
 
 # A branch on a task kind or an experiment kind by name: ``kind == "lm"``, ``task.kind in ("seq2seq", ...)``,
@@ -233,7 +272,10 @@ def test_one_class_per_name():
         for node in ast.parse(path.read_text()).body:
             if isinstance(node, ast.ClassDef):
                 defined.setdefault(node.name, []).append(str(path.relative_to(ROOT)))
-    twins = ({"rfa/linen.py", "rfa/nnx.py"}, {"rfa/linen_state_layers.py", "rfa/nnx_state_layers.py"})
+    twins = (
+        {"rfa/layers/linen_attention.py", "rfa/layers/nnx_attention.py"},
+        {"rfa/layers/linen_state_layers.py", "rfa/layers/state_layers.py"},
+    )
     shared = {name: paths for name, paths in defined.items() if len(paths) > 1 and set(paths) not in twins}
     assert not shared, f"classes of the same name: {shared}"
 

@@ -3,8 +3,8 @@
 Estimators that fit parameters to the data (OPRF's ``phi_sq``, the DERF family's ``A`` and
 transforms) cannot fit them to the sequence in causal attention: the fit would let future tokens
 change earlier outputs. Fit them instead on calibration data (queries and keys of the layer on
-held-out batches) and pass them as ``feature_params``, or let a :class:`~rfa.attention.KernelizedAttention`
-store them (:meth:`~rfa.attention.KernelizedAttention.calibrate`). Likhosherstov et al.,
+held-out batches) and pass them as ``feature_params``, or let a :class:`~rfa.layers.KernelizedAttention`
+store them (:meth:`~rfa.layers.KernelizedAttention.calibrate`). Likhosherstov et al.,
 "Dense-Exponential Random Features", arXiv 2302.00787, fit on the data the estimator will see.
 """
 

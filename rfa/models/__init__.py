@@ -1,11 +1,14 @@
-"""Flax NNX Transformers (text and vision) with the attention of each site chosen by config (exact or kernelized)."""
+"""Flax NNX Transformers (text and vision) composed of rfa's layers, the attention of each site chosen by config: a
+:class:`Site`, a registered kind (:mod:`rfa.layers.kinds`) and its options."""
 
+from rfa.layers.delta_rule.options import DeltaRuleOptions
+from rfa.layers.kinds import SiteWidths
+from rfa.layers.multi_head import AttentionInputs, AttentionSite
 from rfa.models import decoding
-from rfa.models.attention import AttentionInputs, AttentionSite
-from rfa.models.config import AttentionConfig, EncoderConfig, SiteWidths, TransformerConfig
-from rfa.models.delta_rule_options import DeltaRuleOptions
+from rfa.models.config import EncoderConfig, TransformerConfig
 from rfa.models.forecaster import ForecastConfig, Forecaster
 from rfa.models.presets import PRESETS, preset
+from rfa.models.site import AttentionConfig, Site
 from rfa.models.swin import SwinConfig, SwinStage, SwinTransformer
 from rfa.models.transformer import Decoder, Encoder, EncoderDecoder, redraw_projections
 from rfa.models.vision import VisionConfig, VisionTransformer
@@ -29,6 +32,7 @@ __all__ = [
     "ForecastConfig",
     "Forecaster",
     "MultiHeadAttention",
+    "Site",
     "SiteWidths",
     "SwinConfig",
     "SwinStage",

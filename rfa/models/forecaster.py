@@ -19,8 +19,9 @@ from flax import nnx
 
 from rfa._validation import InputError
 from rfa.checks import raise_if
-from rfa.models.config import AttentionConfig, EncoderConfig
-from rfa.models.positional import PositionalEmbedding
+from rfa.layers.positional import PositionalEmbedding
+from rfa.models.config import EncoderConfig
+from rfa.models.site import Site
 from rfa.models.transformer import EncoderStack
 
 Array = jax.Array
@@ -54,7 +55,7 @@ class ForecastConfig:
     num_layers: int = 2
     dropout_rate: float = 0.0
     positional: str = "sinusoidal"
-    attention: AttentionConfig = AttentionConfig()
+    attention: Site = dataclasses.field(default_factory=Site)
 
     def __post_init__(self):
         for name in ("lookback", "horizon", "channels", "patch_length"):
@@ -95,7 +96,7 @@ class Forecaster(nnx.Module):
     Input holding NaN or inf is refused (a ValueError; under ``jit`` when the compiled call runs).
 
     Example:
-      >>> config = ForecastConfig(lookback=32, horizon=4, patch_length=4, attention=AttentionConfig("positive", 16))
+      >>> config = ForecastConfig(lookback=32, horizon=4, patch_length=4, attention=Site("positive", num_features=16))
       >>> model = Forecaster(config, rngs=nnx.Rngs(0))
       >>> nnx.jit(Forecaster.__call__)(model, jnp.zeros((2, 32, 1))).shape  # model(series), compiled
       (2, 4, 1)

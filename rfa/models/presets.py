@@ -4,8 +4,9 @@ CPUs, and two hybrid stacks of current models at the tiny widths (Kimi Linear's,
 from __future__ import annotations
 
 from rfa._validation import InputError
-from rfa.models.config import AttentionConfig, TransformerConfig
-from rfa.models.delta_rule_options import DeltaRuleOptions
+from rfa.layers.kinds import register_variant
+from rfa.models.config import TransformerConfig
+from rfa.models.site import Site
 
 PRESETS = {
     # For tests and quick experiments on a CPU.
@@ -28,7 +29,7 @@ PRESETS = {
         num_decoder_layers=4,
         max_length=256,
         dropout_rate=0.0,
-        decoder_attention=(AttentionConfig("kda"),) * 3 + (AttentionConfig(),),
+        decoder_attention=(Site("kda"),) * 3 + (Site(),),
     ),
     # Qwen3-Next's stack, scaled down to the tiny widths (Qwen Team, "Qwen3-Next", 2025): three Gated DeltaNet layers
     # with grouped value heads (2 query/key heads of 16, 4 value heads of 32) to one gated exact-attention layer with
@@ -45,17 +46,22 @@ PRESETS = {
         dropout_rate=0.0,
         norm="pre",
         positional="rotary",
-        decoder_attention=(
-            AttentionConfig(
-                "gated_deltanet", num_heads=2, delta_rule=DeltaRuleOptions(head_dim=16, num_v_heads=4, expand_v=2.0)
-            ),
-        )
-        * 3
-        + (AttentionConfig(num_heads=4, num_kv_heads=2, output_gate=True, rope_base=1e7),),
+        decoder_attention=(Site("gated_deltanet", num_heads=2, head_dim=16, num_v_heads=4, expand_v=2.0),) * 3
+        + (Site(num_heads=4, num_kv_heads=2, output_gate=True, rope_base=1e7),),
     ),
     # "Attention Is All You Need", Table 3, base model.
     "base": dict(d_model=512, num_heads=8, mlp_dim=2048, num_encoder_layers=6, num_decoder_layers=6, dropout_rate=0.1),
 }
+
+
+# Hybrid stacks a training config selects by name (config.attention.layers: a variant per layer, cycled; a pattern
+# longer than the stack is refused). Qwen3-Next puts one softmax layer after three Gated DeltaNet layers; the tasks'
+# 2-layer models take 1:1. Kimi Linear's stack: three KDA layers to one exact (with 4 decoder layers). Based: Taylor
+# features beside a sliding window (Arora et al., "Simple linear attention language models balance the recall-
+# throughput tradeoff", ICML 2024).
+register_variant("hybrid_gated_deltanet", layers=("gated_deltanet", "exact"))
+register_variant("hybrid_kda", layers=("kda", "kda", "kda", "exact"))
+register_variant("based", layers=("taylor", "sliding_window"))
 
 
 def preset(name: str, **overrides) -> TransformerConfig:
@@ -63,7 +69,7 @@ def preset(name: str, **overrides) -> TransformerConfig:
     ``"base"``) with field overrides.
 
     Example:
-      >>> config = rfa.models.preset("tiny", vocab_size=100, decoder_attention=AttentionConfig("positive", 64))
+      >>> config = rfa.models.preset("tiny", vocab_size=100, decoder_attention=Site("positive", num_features=64))
     """
     if name not in PRESETS:
         raise InputError(f"unknown preset {name!r}; presets: {sorted(PRESETS)}.")

@@ -25,11 +25,10 @@ import numpy as np
 from flax import nnx
 
 from rfa._validation import InputError
-from rfa.models.attention import AttentionSite
-from rfa.models.config import AttentionConfig, EncoderConfig
-from rfa.models.cores import core_class
-from rfa.models.layers import MLP, Residual
-from rfa.models.positional import PositionalEmbedding
+from rfa.layers.positional import PositionalEmbedding
+from rfa.models.blocks import MLP, Residual, attention_site
+from rfa.models.config import EncoderConfig
+from rfa.models.site import Site
 from rfa.models.vision import check_images, check_patching, patches
 
 Array = jax.Array
@@ -49,7 +48,7 @@ class SwinStage:
     depth: int = 2
     num_heads: int = 2
     windowed: bool = True
-    attention: AttentionConfig = AttentionConfig()
+    attention: Site = dataclasses.field(default_factory=Site)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,7 +71,7 @@ class SwinConfig:
       dtype: computation dtype.
 
     Example:
-      >>> kernelized = SwinStage(windowed=False, attention=AttentionConfig("positive", 16))
+      >>> kernelized = SwinStage(windowed=False, attention=Site("positive", num_features=16))
       >>> config = SwinConfig(image_size=(8, 8), patch_size=1, window_size=4, stages=(SwinStage(), kernelized))
       >>> config.stage_sizes()
       ((8, 8), (4, 4))
@@ -100,7 +99,7 @@ class SwinConfig:
             if i + 1 < len(self.stages) and (rows % 2 or columns % 2):
                 raise InputError(f"stage {i} has a {rows}x{columns} map: patch merging needs even sides.")
             if stage.windowed:
-                if not core_class(stage.attention.kind).dense_masks:
+                if not stage.attention.entry.dense_masks:
                     raise InputError(
                         f"stage {i} is windowed with attention {stage.attention.kind!r}: the shifted windows need a "
                         "mask that is neither padding nor causal, which kernelized attention cannot apply. Use "
@@ -208,10 +207,10 @@ class WindowAttention(nnx.Module):
 
 
 class GlobalAttention(nnx.Module):
-    """Attention over every token of the stage's map (exact or kernelized, rfa's AttentionSite)."""
+    """Attention over every token of the stage's map (its site's layer: exact or kernelized)."""
 
     def __init__(self, config: EncoderConfig, *, rngs: nnx.Rngs):
-        self.attention = AttentionSite(config, config.encoder_attention, causal=False, cross=False, rngs=rngs)
+        self.attention = attention_site(config, config.encoder_attention, causal=False, cross=False, rngs=rngs)
 
     def __call__(self, x: Array) -> Array:
         batch, height, width, channels = x.shape
@@ -223,7 +222,7 @@ class GlobalAttention(nnx.Module):
 
 class SwinBlock(nnx.Module):
     """``x + attention(LN(x))`` then ``x + MLP(LN(x))`` on a ``[batch, H, W, C]`` map: the encoder's pre-norm
-    residual blocks (:class:`rfa.models.layers.Residual`) around (shifted) window or global attention."""
+    residual blocks (:class:`rfa.models.blocks.Residual`) around (shifted) window or global attention."""
 
     def __init__(
         self, config: EncoderConfig, stage: SwinStage, size: tuple[int, int], window: int, shift: int, *, rngs: nnx.Rngs

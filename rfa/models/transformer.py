@@ -16,10 +16,10 @@ import numpy as np
 from flax import nnx
 
 from rfa._validation import InputError, InputTypeError, is_concrete
-from rfa.attention.map_variables import redraw
+from rfa.layers.feature_variables import redraw
+from rfa.layers.positional import PositionalEmbedding
+from rfa.models.blocks import DecoderLayer, EncoderLayer
 from rfa.models.config import EncoderConfig, TransformerConfig
-from rfa.models.layers import DecoderLayer, EncoderLayer
-from rfa.models.positional import PositionalEmbedding
 
 Array = jax.Array
 EMBED_INIT = nnx.initializers.variance_scaling(1.0, "fan_in", "normal", out_axis=0)  # nnx.Embed's

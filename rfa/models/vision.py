@@ -17,8 +17,9 @@ import jax.numpy as jnp
 from flax import nnx
 
 from rfa._validation import InputError, InputTypeError
-from rfa.models.config import AttentionConfig, EncoderConfig
-from rfa.models.positional import PositionalEmbedding
+from rfa.layers.positional import PositionalEmbedding
+from rfa.models.config import EncoderConfig
+from rfa.models.site import Site
 from rfa.models.transformer import EncoderStack
 
 Array = jax.Array
@@ -71,7 +72,7 @@ class VisionConfig:
         patch_size): the same family of maps.
       positional: ``"learned"`` or ``"sinusoidal"`` (2-D; ``d_model`` divisible by 4).
       pooling: ``"cls"`` (a learned class token) or ``"mean"`` over the patches.
-      attention: the encoder's self-attention (rfa.models.AttentionConfig: exact or any kernelized kind).
+      attention: the encoder's self-attention (an rfa.models.Site: exact or any kind that runs bidirectionally).
       dtype: computation dtype; parameters are float32.
 
     Example:
@@ -92,7 +93,7 @@ class VisionConfig:
     patch_embedding: str = "linear"
     positional: str = "learned"
     pooling: str = "cls"
-    attention: AttentionConfig = AttentionConfig()
+    attention: Site = dataclasses.field(default_factory=Site)
     dtype: str = "float32"
 
     def __post_init__(self):
@@ -156,7 +157,7 @@ class VisionTransformer(nnx.Module):
 
     Example:
       >>> config = VisionConfig(image_size=(8, 8), patch_size=2, d_model=32, num_heads=4, mlp_dim=64,
-      ...                       attention=AttentionConfig("positive", 16))
+      ...                       attention=Site("positive", num_features=16))
       >>> model = VisionTransformer(config, rngs=nnx.Rngs(0))
       >>> nnx.jit(VisionTransformer.__call__)(model, jnp.zeros((3, 8, 8, 1))).shape  # model(images), compiled
       (3, 10)

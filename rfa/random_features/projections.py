@@ -67,9 +67,9 @@ PROJECTION_KINDS: dict[str, ProjectionKind] = {}
 
 
 def register_projection_kind(name: str, rows: Callable[[jax.Array, int, int], jax.Array], *, gaussian: bool):
-    """Adds a projection kind: ``sample_projection(..., projection_kind=name)``, the Flax layers' ``projection_kind``
-    and the models' ``AttentionConfig.projection_kind`` then accept it. Every estimator stays unbiased when each row is
-    marginally N(0, I_d) under ``"chi"`` (``gaussian=True`` rows, or unit directions uniform on the sphere).
+    """Adds a projection kind: ``sample_projection(..., projection_kind=name)`` and the layers' ``projection_kind``
+    (their option ``rfa.layers.MapOptions.projection_kind`` too) then accept it. Every estimator stays unbiased when
+    each row is marginally N(0, I_d) under ``"chi"`` (``gaussian=True`` rows, or unit directions uniform on the sphere).
     Closed-form MSEs (``rfa.theory``) stay those of the kinds each estimator lists.
 
     Example:

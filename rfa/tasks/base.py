@@ -123,7 +123,7 @@ class TaskKind(abc.ABC):
 
     @abc.abstractmethod
     def model_config(self, config: ml_collections.ConfigDict, task: Task, attention, *, sequence_axis) -> Any:
-        """The model's config from a training config; ``attention(site)`` is the ``AttentionConfig`` of a site, and
+        """The model's config from a training config; ``attention(site)`` is the :class:`rfa.models.Site` of a site, and
         ``sequence_axis`` the mesh axis splitting the sequence (None: unsplit) for models that split it."""
 
     @abc.abstractmethod

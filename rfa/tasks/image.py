@@ -12,12 +12,12 @@ import math
 import numpy as np
 
 from rfa.data.pipeline import stream
-from rfa.models import AttentionConfig, SwinConfig, SwinStage, SwinTransformer, VisionConfig, VisionTransformer
+from rfa.models import Site, SwinConfig, SwinStage, SwinTransformer, VisionConfig, VisionTransformer
 from rfa.tasks.base import TaskKind, register_task_kind
 from rfa.tasks.common import cross_entropy_summary, cross_entropy_sums
 
 
-def _vit(config, task, attention: AttentionConfig) -> VisionConfig:
+def _vit(config, task, attention: Site) -> VisionConfig:
     m = config.model
     return VisionConfig(
         image_size=task.image_shape[:2],
@@ -36,7 +36,7 @@ def _vit(config, task, attention: AttentionConfig) -> VisionConfig:
     )
 
 
-def _swin(config, task, attention: AttentionConfig) -> SwinConfig:
+def _swin(config, task, attention: Site) -> SwinConfig:
     m = config.model
     if not len(m.swin_depths) == len(m.swin_heads) == len(m.swin_windowed):
         raise ValueError(
@@ -44,7 +44,7 @@ def _swin(config, task, attention: AttentionConfig) -> SwinConfig:
             f"{len(m.swin_heads)} and {len(m.swin_windowed)} values."
         )
     stages = tuple(
-        SwinStage(depth, heads, bool(windowed), AttentionConfig() if windowed else attention)  # windows are exact
+        SwinStage(depth, heads, bool(windowed), Site() if windowed else attention)  # windows are exact
         for depth, heads, windowed in zip(m.swin_depths, m.swin_heads, m.swin_windowed, strict=True)
     )
     return SwinConfig(

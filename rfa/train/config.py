@@ -23,46 +23,14 @@ import json
 import ml_collections
 from flax import nnx
 
-from rfa.models import AttentionConfig
-from rfa.models.cores import attention_kinds, core_class
 from rfa.random_features import estimator, registered_estimators
 from rfa.tasks import Task, get_task, task_kind
+from rfa.train.attention import ATTENTION_VARIANTS, layer_site, site_attentions
+from rfa.train.attention import layer_variants as attention_layers
 from rfa.train.optim import SCHEDULES
 from rfa.train.sharding import SEQUENCE_AXIS
 from rfa.workdir import ConfigError, apply_variant, import_modules
 
-ATTENTION_VARIANTS = {
-    "exact": {"kind": "softmax"},
-    "trig": {"kind": "trig"},
-    "positive": {"kind": "positive"},
-    "positive_iid": {"kind": "positive", "projection_kind": "iid"},
-    "hyperbolic": {"kind": "hyperbolic"},
-    "oprf": {"kind": "oprf"},
-    "simplex_positive": {"kind": "positive", "projection_kind": "simplex"},
-    "hybrid": {"kind": "hybrid"},
-    "saderf": {"kind": "saderf"},
-    "elu": {"kind": "elu"},
-    "relu": {"kind": "relu"},
-    "taylor": {"kind": "taylor"},
-    "rfa": {"kind": "rfa"},
-    "gated_rfa": {"kind": "rfa", "gated": True},
-    "hedgehog": {"kind": "hedgehog"},
-    "linformer": {"kind": "linformer"},
-    "fourier": {"kind": "fourier"},  # Fourier integral attention, radius 1
-    "gla": {"kind": "elu", "gated": True, "gate": "feature"},  # gated linear attention: elu+1 features, GLA's gates
-    "deltanet": {"kind": "deltanet"},  # the delta rule (causal only: encoder and cross-attention sites stay exact)
-    "gated_deltanet": {"kind": "gated_deltanet"},
-    "gated_deltanet_positive": {"kind": "gated_deltanet", "qk_map": "positive"},  # the kernelized delta rule
-    "gated_deltanet_elu": {"kind": "gated_deltanet", "qk_map": "elu"},  # the delta rule with elu+1 features
-    "kda": {"kind": "kda"},  # Kimi Delta Attention: the gated delta rule with one decay per key channel
-    "sliding_window": {"kind": "sliding_window"},  # exact attention within a window of num_features tokens
-    # Hybrid stacks (config.attention.layers: a variant per layer, cycled; a pattern longer than the stack is refused).
-    # Qwen3-Next puts one softmax layer after three Gated DeltaNet layers; the tasks' 2-layer models take 1:1.
-    "hybrid_gated_deltanet": {"kind": "gated_deltanet", "layers": ("gated_deltanet", "exact")},
-    # Kimi Linear's stack: three KDA layers to one exact (with config.model.num_decoder_layers = 4).
-    "hybrid_kda": {"kind": "kda", "layers": ("kda", "kda", "kda", "exact")},
-    "based": {"kind": "taylor", "layers": ("taylor", "sliding_window")},  # Based: Taylor beside a sliding window
-}
 # Settings that never change what a run computes (beyond float rounding), so a resumed run may change them.
 EXECUTION_FIELDS = ("data_dir", "mesh", "checks")
 
@@ -113,8 +81,8 @@ def base_config() -> ml_collections.ConfigDict:
 
     config.attention = ml_collections.ConfigDict()
     config.attention.variant = "exact"  # a name of ATTENTION_VARIANTS (what the config string chose)
-    config.attention.kind = "softmax"  # "softmax", "linformer" or an estimator (rfa.registered_estimators())
-    config.attention.num_features = 64  # m, random vectors per projection (Hedgehog: d'; Linformer: k)
+    config.attention.kind = "softmax"  # a registered kind (rfa.layers.registered_attention_kinds()) or an estimator
+    config.attention.num_features = 64  # the kind's size: m of random features (Hedgehog: d'), a window, Linformer's k
     config.attention.projection_kind = "orthogonal"  # how W's rows are drawn: "orthogonal", "iid", "simplex", ...
     config.attention.scaling = "chi"  # row norms: "chi" or "sqrt_d"
     config.attention.chunk_size = 32  # causal kernelized chunk length
@@ -309,9 +277,9 @@ def check_config(config: ml_collections.ConfigDict) -> Task:
         )
     for layer in layer_variants(config):
         _check_feature_params(layer)
-        core = core_class(layer["kind"]) if layer["kind"] in attention_kinds() else None
+        entry = layer_site(layer).entry
         for sites, able in ((("decoder",), "causal"), (("encoder",), "bidirectional")):
-            if kind.sites == sites and core is not None and not getattr(core, able):
+            if kind.sites == sites and not entry.runs(able):
                 raise ConfigError(
                     f"config.attention.kind = {layer['kind']!r} cannot be {able}, and {config.task!r} trains "
                     f"{kind.description} ({able} self-attention only): choose another kind."
@@ -324,59 +292,8 @@ def check_config(config: ml_collections.ConfigDict) -> Task:
 
 
 def layer_variants(config: ml_collections.ConfigDict) -> tuple[dict, ...]:
-    """The attention fields of each layer of a hybrid stack (``config.attention.layers``, variant names cycled over
-    the layers): the variant's fields over the defaults, with the config's m, projection and chunk size; one entry,
-    ``config.attention`` itself, without layers."""
-    a = config.attention
-    names = tuple(a.get("layers", ()))  # (a workdir of an earlier release has no such field)
-    if not names:
-        return (a.to_dict(),)
-    unknown = [name for name in names if name not in ATTENTION_VARIANTS]
-    if unknown:
-        raise ConfigError(
-            f"config.attention.layers: {unknown} are not variants; choose from {sorted(ATTENTION_VARIANTS)}."
-        )
-    defaults = base_config().attention.to_dict() | {
-        name: a[name]
-        for name in ("num_features", "projection_kind", "scaling", "chunk_size", "redraw_every", "feature_params")
-    }
-    nested = [name for name in names if "layers" in ATTENTION_VARIANTS[name]]
-    if nested:
-        raise ConfigError(f"config.attention.layers: {nested} are hybrid stacks themselves; list single kinds.")
-    return tuple(defaults | ATTENTION_VARIANTS[name] for name in names)
-
-
-def _site(a: dict, head_dim: int, site: str) -> AttentionConfig:
-    """The attention of one layer at one site: the fields' kind, gated at the decoder's self-attention only; a kind
-    that cannot run the site leaves it exact: the decoder's self-attention for one that cannot be causal
-    (Linformer), the encoder's for one that can only be causal (the delta rule), cross-attention for one without
-    a memory (the delta rule, a sliding window)."""
-    able = {"decoder": "causal", "encoder": "bidirectional", "cross": "cross"}[site]
-    if a["kind"] == "softmax" or (a["kind"] in attention_kinds() and not getattr(core_class(a["kind"]), able)):
-        return AttentionConfig()  # exact attention: no other field means anything to it
-    given = {name: float(value) for name, value in a["feature_params"]}
-    fm = estimator(a["kind"]) if a["kind"] in registered_estimators() else None
-    if site != "encoder" and fm is not None and fm.fitted:  # decoded with a state: fixed, not fitted
-        given = fm.standard_params(head_dim) | given
-    params = tuple(given.items())
-    return AttentionConfig(
-        kind=a["kind"],
-        num_features=a["num_features"],
-        projection_kind=a["projection_kind"],
-        scaling=a["scaling"],
-        chunk_size=a["chunk_size"],
-        feature_params=params,
-        redraw_every=a["redraw_every"],
-        gated=bool(a["gated"]) and site == "decoder",
-        gate=a["gate"],
-        qk_map=a.get("qk_map") or None,  # (a workdir of an earlier release has no such field)
-    )
-
-
-def _attention(config: ml_collections.ConfigDict, head_dim: int, site: str):
-    """The attention of one site: one :class:`AttentionConfig`, or one per layer of a hybrid stack (cycled)."""
-    layers = tuple(_site(a, head_dim, site) for a in layer_variants(config))
-    return layers[0] if len(set(layers)) == 1 else layers  # a site where every layer is alike: one config
+    """The attention fields of each layer (:func:`rfa.train.attention.layer_variants` over this schema's defaults)."""
+    return attention_layers(config, base_config().attention.to_dict())
 
 
 def model_config(config: ml_collections.ConfigDict, task: Task):
@@ -385,8 +302,9 @@ def model_config(config: ml_collections.ConfigDict, task: Task):
     m = config.model
     head_dim = m.d_model // m.num_heads if m.num_heads > 0 else 0
     sequence_axis = SEQUENCE_AXIS if config.mesh.sequence > 1 else None
+    defaults = base_config().attention.to_dict()
     return task_kind(task.kind).model_config(
-        config, task, lambda site: _attention(config, head_dim, site), sequence_axis=sequence_axis
+        config, task, lambda site: site_attentions(config, defaults, head_dim, site), sequence_axis=sequence_axis
     )
 
 

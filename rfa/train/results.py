@@ -9,8 +9,8 @@ import jax
 import ml_collections
 import numpy as np
 
-from rfa.models.cores import attention_kinds, uses_num_features
 from rfa.tasks import Task, task_kind
+from rfa.train.attention import layer_site
 from rfa.train.metrics import plot_curves, read_metrics
 from rfa.workdir import write_atomic
 
@@ -72,8 +72,8 @@ def memory_bytes(compiled) -> int:
 
 
 def recorded_num_features(attention: ml_collections.ConfigDict) -> int | None:
-    """The m a run records: its ``num_features`` where it means something (a kind that uses it, or the delta rule
-    with an estimator's map that uses it: positive features, not elu), else None.
+    """The m a run records: its kind's size where it means something (:meth:`rfa.layers.KindOptions.size`: m of a
+    map that uses it, the delta rule's with an estimator's map that does, a window), else None.
 
     Example:
       >>> from rfa.train.config import task_config
@@ -82,5 +82,4 @@ def recorded_num_features(attention: ml_collections.ConfigDict) -> int | None:
       >>> recorded_num_features(task_config("sort", "exact").attention) is None
       True
     """
-    kind = attention.get("qk_map") or attention.kind  # the delta rule's estimator sets its key length
-    return attention.num_features if kind in attention_kinds() and uses_num_features(kind) else None
+    return layer_site(attention.to_dict()).options.size()

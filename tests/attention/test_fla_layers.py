@@ -5,7 +5,7 @@ The reference is a NumPy forward of fla's ``GatedDeltaNet``, ``DeltaNet`` and ``
 projections, the short convolutions with their activations, the q/k activation and norm, β, the decay, grouped value
 heads, the token-by-token delta rule, the gated output norm and the output projection. A padded row is what fla
 makes of ``attention_mask``: its kept tokens as one sequence (varlen), zeros at the padding. The weights are a
-synthetic fla state dict (fla's names and shapes), loaded through :func:`rfa.fla_weights.load_fla_state_dict`.
+synthetic fla state dict (fla's names and shapes), loaded through :func:`rfa.layers.fla_weights.load_fla_state_dict`.
 """
 
 import jax.numpy as jnp
@@ -15,7 +15,7 @@ from flax import nnx
 from helpers import tiered
 
 import rfa
-from rfa.fla_weights import load_fla_state_dict
+from rfa.layers.fla_weights import load_fla_state_dict
 
 D = 32  # hidden_size
 

@@ -11,7 +11,7 @@ from flax import nnx
 from helpers import normal
 
 import rfa
-from rfa.attention import RandomProjection
+from rfa.layers import RandomProjection
 
 B, L, FEATURES, HEADS = 2, 16, 32, 4
 HEAD_DIM = FEATURES // HEADS

@@ -16,7 +16,7 @@ import pytest
 from flax import nnx
 
 import rfa
-from rfa.attention import RandomProjection
+from rfa.layers import RandomProjection
 
 B, L, S, F, HEADS, VOCAB = 2, 12, 7, 32, 4, 50
 TOKENS = jax.random.randint(jax.random.key(0), (B, L), 0, VOCAB)

@@ -14,7 +14,7 @@ from flax import nnx
 import rfa
 from rfa.attention import delta_rule_attention, sliding_window_attention, softmax_attention
 from rfa.attention.segments import sequence_starts
-from rfa.models.short_convolution import causal_convolution
+from rfa.layers.short_convolution import causal_convolution
 
 LENGTHS = (5, 7, 2)  # the last shorter than the convolution's history (3)
 HEADS, D = 2, 8

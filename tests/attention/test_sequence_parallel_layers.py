@@ -74,11 +74,11 @@ expected, expected_state = nnx.jit(lambda layer, x, keep: layer.step(
     x, layer.empty_state(B), mask=nnx.make_attention_mask(keep, keep)))(reference, x, jnp.asarray(keep))
 report["inside_shard_map"] = {"output": error(out, expected), "state": error(state["state"], expected_state["state"]),
                               "conv": error(state["conv"], expected_state["conv"])}
-from rfa.models import AttentionConfig, Decoder, preset
+from rfa.models import Site, Decoder, preset
 
 tokens_in = jax.random.randint(jax.random.key(1), (B, L), 1, 50)
 for kind in ("gated_deltanet", "kda"):
-    config = preset("tiny", vocab_size=50, decoder_attention=AttentionConfig(kind, chunk_size=4))
+    config = preset("tiny", vocab_size=50, decoder_attention=Site(kind, chunk_size=4))
     expected = Decoder(config, rngs=nnx.Rngs(0))(tokens_in)
     model = Decoder(dataclasses.replace(config, sequence_axis="seq"), rngs=nnx.Rngs(0))
     with jax.set_mesh(auto):  # Auto axes, as rfa.train's mesh: XLA lays out what the split does not

@@ -17,7 +17,6 @@ from matplotlib.figure import Figure
 
 from rfa.experiments.styles import KNOWN, styles
 from rfa.experiments.tables import FIGURES
-from rfa.train import ATTENTION_VARIANTS
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 
@@ -108,13 +107,21 @@ def test_a_committed_figure_can_be_read(name, monkeypatch):
 
 
 def test_a_kind_has_one_style_in_every_figure_and_every_known_name_its_own():
-    shipped = subprocess.run(  # a fresh process: other tests register estimators of their own in this one
-        [sys.executable, "-c", "import rfa; print(*rfa.random_features.registered_estimators())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    assert set(ATTENTION_VARIANTS) <= set(KNOWN) and "positive" in shipped and set(shipped) <= set(KNOWN)
+    shipped, variants = (
+        line.split()
+        for line in subprocess.run(  # a fresh process: other tests register estimators of their own in this one
+            [
+                sys.executable,
+                "-c",
+                "import rfa, rfa.train; print(*rfa.random_features.registered_estimators()); "
+                "print(*rfa.train.ATTENTION_VARIANTS)",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+    )
+    assert set(variants) <= set(KNOWN) and "positive" in shipped and set(shipped) <= set(KNOWN)
     fixed = styles(KNOWN)
     assert len({tuple(s.values()) for s in fixed.values()}) == len(KNOWN)
     assert len({s["color"] for s in fixed.values()}) == len(KNOWN)  # a color of its own, not only a marker

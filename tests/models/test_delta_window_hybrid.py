@@ -13,18 +13,18 @@ from helpers import tiered
 from model_helpers import VOCAB, decode_step, forward, step_by_step, tokens
 
 import rfa
-from rfa.models import AttentionConfig, Decoder, DeltaRuleOptions, preset, redraw_projections
+from rfa.models import Decoder, Site, preset, redraw_projections
 from rfa.models.decoding import generate
 
 SITES = {
-    "deltanet": AttentionConfig("deltanet", chunk_size=4),
-    "gated_deltanet": AttentionConfig("gated_deltanet", chunk_size=4),
-    "gated_deltanet_positive": AttentionConfig("gated_deltanet", 16, chunk_size=4, qk_map="positive"),
-    "kda": AttentionConfig("kda", chunk_size=4),
-    "sliding_window": AttentionConfig("sliding_window", 3),  # a window of 3 tokens, shorter than the sequence
+    "deltanet": Site("deltanet", chunk_size=4),
+    "gated_deltanet": Site("gated_deltanet", chunk_size=4),
+    "gated_deltanet_positive": Site("gated_deltanet", num_features=16, chunk_size=4, qk_map="positive"),
+    "kda": Site("kda", chunk_size=4),
+    "sliding_window": Site("sliding_window", window=3),  # a window of 3 tokens, shorter than the sequence
 }
-KDA_POSITIVE = AttentionConfig("kda", 16, chunk_size=4, qk_map="positive")  # KDA's decay over the map's F channels
-HYBRID = (SITES["gated_deltanet"], AttentionConfig("softmax"), SITES["sliding_window"])
+KDA_POSITIVE = Site("kda", num_features=16, chunk_size=4, qk_map="positive")  # KDA's decay over the map's F channels
+HYBRID = (SITES["gated_deltanet"], Site(), SITES["sliding_window"])
 
 
 def config(kind, **overrides):
@@ -242,31 +242,31 @@ def test_the_kernelized_delta_rule_keeps_a_state_of_f_features_and_is_redrawn():
 
 
 def test_a_bidirectional_site_a_second_gate_or_a_window_across_sequences_is_refused():
-    with pytest.raises(ValueError, match="encoder_attention: 'deltanet' updates a state token by token"):
-        preset("tiny", vocab_size=VOCAB, encoder_attention=AttentionConfig("deltanet"))
-    with pytest.raises(ValueError, match="has its own decay"):
-        preset("tiny", vocab_size=VOCAB, decoder_attention=AttentionConfig("gated_deltanet", gated=True))
-    with pytest.raises(ValueError, match="cross-attention has two"):
-        preset("tiny", vocab_size=VOCAB, cross_attention=AttentionConfig("sliding_window", 4))
-    with pytest.raises(ValueError, match="qk_map is the delta rule's map of q and k; 'softmax' takes none"):
-        preset("tiny", vocab_size=VOCAB, decoder_attention=AttentionConfig(qk_map="positive"))
+    with pytest.raises(ValueError, match="encoder_attention: the delta rule updates a state token by token"):
+        preset("tiny", vocab_size=VOCAB, encoder_attention=Site("deltanet"))
+    with pytest.raises(TypeError, match=r"kind 'gated_deltanet' has no option \['gated'\]"):  # its decay is its own
+        Site("gated_deltanet", gated=True)
+    with pytest.raises(ValueError, match=r"cross_attention: kind 'sliding_window' cannot run cross attention"):
+        preset("tiny", vocab_size=VOCAB, cross_attention=Site("sliding_window", window=4))
+    with pytest.raises(TypeError, match=r"kind 'softmax' has no option \['qk_map'\]"):
+        Site(qk_map="positive")
     with pytest.raises(rfa.InputError, match="qk_map must be None or a registered estimator"):  # rfa's one type
-        AttentionConfig("deltanet", qk_map="silu")
+        Site("deltanet", qk_map="silu")
     with pytest.raises(rfa.InputError, match="qk_map='oprf' needs parameters fitted"):
-        preset("tiny", vocab_size=VOCAB, decoder_attention=AttentionConfig("deltanet", qk_map="oprf"))
+        preset("tiny", vocab_size=VOCAB, decoder_attention=Site("deltanet", qk_map="oprf"))
     with pytest.raises(TypeError, match="a non-empty tuple of them"):
         preset("tiny", vocab_size=VOCAB, decoder_attention=())
     with pytest.raises(rfa.InputError, match="gives 3 layers' attention for a stack of 2"):
-        preset("tiny", vocab_size=VOCAB, decoder_attention=(AttentionConfig(),) * 3)
+        preset("tiny", vocab_size=VOCAB, decoder_attention=(Site(),) * 3)
     with pytest.raises(rfa.InputError, match="num_kv_heads = 3 must divide the heads"):
-        preset("tiny", vocab_size=VOCAB, decoder_attention=AttentionConfig(num_kv_heads=3))
-    with pytest.raises(rfa.InputError, match="'gated_deltanet' has its own layer; num_kv_heads and output_gate"):
-        AttentionConfig("gated_deltanet", output_gate=True)
+        preset("tiny", vocab_size=VOCAB, decoder_attention=Site(num_kv_heads=3))
+    with pytest.raises(TypeError, match=r"kind 'gated_deltanet' has no option \['output_gate'\]"):  # its own layer
+        Site("gated_deltanet", output_gate=True)
     with pytest.raises(rfa.InputError, match=r"num_v_heads \(6\) must be a multiple of num_heads \(4\)"):
         preset(
             "tiny",
             vocab_size=VOCAB,
-            decoder_attention=AttentionConfig("kda", delta_rule=DeltaRuleOptions(num_v_heads=6)),
+            decoder_attention=Site("kda", num_v_heads=6),
         )
     model = Decoder(config("sliding_window"), rngs=nnx.Rngs(0))
     right_padded = jnp.array([[3, 4, 5], [3, 4, model.config.pad_id]])

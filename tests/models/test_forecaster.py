@@ -8,7 +8,7 @@ import references
 from flax import nnx
 from helpers import normal
 
-from rfa.models import AttentionConfig, ForecastConfig, Forecaster
+from rfa.models import ForecastConfig, Forecaster, Site
 
 SMALL = dict(lookback=24, horizon=5, channels=2, patch_length=4, d_model=16, num_heads=2, mlp_dim=32, num_layers=1)
 
@@ -32,7 +32,7 @@ def test_the_forecaster_is_its_forward_in_numpy():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("attention", [AttentionConfig(), AttentionConfig("positive", 16)], ids=["exact", "positive"])
+@pytest.mark.parametrize("attention", [Site(), Site("positive", num_features=16)], ids=["exact", "positive"])
 def test_a_shifted_series_gets_the_shifted_forecast(attention):
     """Each window is forecast relative to its own mean: adding c to the lookback adds c to the forecast."""
     model = Forecaster(ForecastConfig(**SMALL, attention=attention), rngs=nnx.Rngs(0))
@@ -58,7 +58,7 @@ def test_tokens_are_consecutive_patches_of_steps_and_channels():
 
 @pytest.mark.slow
 def test_a_forecaster_trains_under_jit():
-    model = Forecaster(ForecastConfig(**SMALL, attention=AttentionConfig("positive", 16)), rngs=nnx.Rngs(0))
+    model = Forecaster(ForecastConfig(**SMALL, attention=Site("positive", num_features=16)), rngs=nnx.Rngs(0))
     x, y = jnp.asarray(normal(2, (4, 24, 2))), jnp.asarray(normal(3, (4, 5, 2)))
     grads = nnx.jit(nnx.grad(lambda m: jnp.mean((m(x) - y) ** 2)))(model)
     norms = [float(jnp.linalg.norm(g)) for g in jax.tree.leaves(grads)]

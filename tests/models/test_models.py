@@ -13,11 +13,11 @@ from model_helpers import VOCAB, encode, forward, step_by_step, tokens
 
 import rfa
 from rfa.models import (
-    AttentionConfig,
     AttentionSite,
     Decoder,
     Encoder,
     EncoderDecoder,
+    Site,
     decoding,
     preset,
     redraw_projections,
@@ -25,14 +25,14 @@ from rfa.models import (
 from rfa.models.transformer import EncoderStack
 
 KINDS = {
-    "softmax": AttentionConfig(),
-    "positive": AttentionConfig("positive", 32),
-    "trig": AttentionConfig("trig", 32, projection_kind="iid"),
-    "hyperbolic": AttentionConfig("hyperbolic", 16),
-    "oprf": AttentionConfig("oprf", 32, feature_params=(("phi_sq", 1.0),)),
-    "saderf": AttentionConfig("saderf", 32, feature_params=(("A", -0.05),)),
-    "relu": AttentionConfig("relu", 32),
-    "elu": AttentionConfig("elu"),
+    "softmax": Site(),
+    "positive": Site("positive", num_features=32),
+    "trig": Site("trig", num_features=32, projection_kind="iid"),
+    "hyperbolic": Site("hyperbolic", num_features=16),
+    "oprf": Site("oprf", num_features=32, feature_params=(("phi_sq", 1.0),)),
+    "saderf": Site("saderf", num_features=32, feature_params=(("A", -0.05),)),
+    "relu": Site("relu", num_features=32),
+    "elu": Site("elu"),
 }
 
 
@@ -92,15 +92,15 @@ def test_decoder_step_by_step_equals_teacher_forcing(kind):
 
 @pytest.mark.slow
 def test_calibrated_derf_decoder_stores_its_fit_and_decodes_as_it_teacher_forces():
-    """``rfa.attention.calibrating`` fits each causal site's DERF to a calibration batch; the fit is state
+    """``rfa.layers.calibrating`` fits each causal site's DERF to a calibration batch; the fit is state
     that every later pass uses, token by token as in one pass."""
-    attention = AttentionConfig("sderf", 16, feature_params=(("A", -0.05),))
+    attention = Site("sderf", num_features=16, feature_params=(("A", -0.05),))
     model = Decoder(preset("tiny", vocab_size=VOCAB, decoder_attention=attention), rngs=nnx.Rngs(0))
     sequence = tokens(3, (2, 9))
     before = forward(model, sequence)
-    with rfa.attention.calibrating(model):
+    with rfa.layers.calibrating(model):
         model(tokens(4, (8, 12)))  # eager: the calibration batch
-    fitted = nnx.state(model, rfa.attention.FittedParams)
+    fitted = nnx.state(model, rfa.layers.FittedParams)
     heads, head_dim = model.config.num_heads, model.config.head_dim
     for layer in model.stack.layers:
         params = layer.self_attention.core.fitted_params
@@ -215,7 +215,7 @@ def test_kernelized_model_approaches_the_exact_one_as_m_grows():
     reference = forward(exact, sequence)
     errors = []
     for m in (4, 32, 512):
-        attention = AttentionConfig("positive", m)
+        attention = Site("positive", num_features=m)
         model = Encoder(preset("tiny", vocab_size=VOCAB, num_classes=5, encoder_attention=attention), rngs=nnx.Rngs(0))
         nnx.update(model, nnx.state(exact, nnx.Param))
         draws = []
@@ -238,7 +238,7 @@ def test_a_padding_token_without_visible_keys_attends_to_nothing(kind):
 
 
 def test_redraw_policy_redraws_the_sites_that_are_due():
-    every_2 = AttentionConfig("positive", 16, redraw_every=2)
+    every_2 = Site("positive", num_features=16, redraw_every=2)
     sites = {"encoder_attention": KINDS["positive"], "decoder_attention": every_2, "cross_attention": KINDS["softmax"]}
     model = EncoderDecoder(preset("tiny", vocab_size=VOCAB, **sites), rngs=nnx.Rngs(0))
     assert redraw_projections(model, jax.random.key(0), step=3) == 0
@@ -248,13 +248,15 @@ def test_redraw_policy_redraws_the_sites_that_are_due():
 
 def test_random_parameters_of_a_map_are_drawn_and_redrawn_with_the_projection():
     """Hybrid's R (``sampled``) lives beside W as a RandomProjection variable: drawn, redrawn, used, never trained."""
-    model = Decoder(preset("tiny", vocab_size=VOCAB, decoder_attention=AttentionConfig("hybrid", 8)), rngs=nnx.Rngs(0))
+    model = Decoder(
+        preset("tiny", vocab_size=VOCAB, decoder_attention=Site("hybrid", num_features=8)), rngs=nnx.Rngs(0)
+    )
     sequence = tokens(11, (2, 6))
     first = forward(model, sequence)
-    before = [np.array(w) for w in jax.tree.leaves(nnx.state(model, rfa.attention.RandomProjection))]
+    before = [np.array(w) for w in jax.tree.leaves(nnx.state(model, rfa.layers.RandomProjection))]
     assert sorted(w.shape for w in before) == [(1, 8), (1, 8), (8, 8), (8, 8)]  # R and W of two layers, d_k = 8
     redraw_projections(model, jax.random.key(1))
-    after = jax.tree.leaves(nnx.state(model, rfa.attention.RandomProjection))
+    after = jax.tree.leaves(nnx.state(model, rfa.layers.RandomProjection))
     assert all(not np.allclose(a, b) for a, b in zip(before, after, strict=True))
     assert not np.allclose(forward(model, sequence), first)
 
@@ -265,12 +267,12 @@ def test_redraw_changes_the_projection_and_evaluation_is_deterministic():
     sequence = tokens(10, (2, 8))
     first = forward(model, sequence)
     np.testing.assert_array_equal(forward(model, sequence), first)
-    before = [np.array(w) for w in jax.tree.leaves(nnx.state(model, rfa.attention.RandomProjection))]
+    before = [np.array(w) for w in jax.tree.leaves(nnx.state(model, rfa.layers.RandomProjection))]
     redraw_projections(model, jax.random.key(1))
     assert not np.allclose(forward(model, sequence), first)
     params_unchanged = nnx.state(Decoder(config("positive", dropout_rate=0.3), rngs=nnx.Rngs(0)), nnx.Param)
     jax.tree.map(np.testing.assert_array_equal, nnx.state(model, nnx.Param), params_unchanged)
-    after = jax.tree.leaves(nnx.state(model, rfa.attention.RandomProjection))
+    after = jax.tree.leaves(nnx.state(model, rfa.layers.RandomProjection))
     assert len(before) == 2 and all(not np.allclose(a, b) for a, b in zip(before, after, strict=True))
 
 
@@ -475,14 +477,14 @@ def test_beam_search_finds_at_least_the_greedy_score(kind):
     [
         ({"d_model": 30}, ValueError, "d_model = 30 is not divisible by num_heads = 4"),
         (
-            {"positional": "relative", "decoder_attention": AttentionConfig("positive", 16, gated=True)},
+            {"positional": "relative", "decoder_attention": Site("positive", num_features=16, gated=True)},
             ValueError,
             "cannot be combined with gated=True",
         ),
-        ({"decoder_attention": AttentionConfig("oprf", 16)}, ValueError, r"needs feature_params \['phi_sq'\]"),
+        ({"decoder_attention": Site("oprf", num_features=16)}, ValueError, r"needs feature_params \['phi_sq'\]"),
         ({"positional": "alibi"}, ValueError, "positional must be one of"),
         ({"norm": "sandwich"}, ValueError, "norm must be one of"),
-        ({"cross_attention": "positive"}, TypeError, "cross_attention must be an AttentionConfig"),
+        ({"cross_attention": "positive"}, TypeError, "cross_attention must be an rfa.models.Site"),
         (
             {"positional": "relative", "relative_buckets": 32, "relative_max_distance": 8},
             ValueError,
@@ -492,7 +494,7 @@ def test_beam_search_finds_at_least_the_greedy_score(kind):
         ({"cross_attention_rotary": 1}, TypeError, "cross_attention_rotary must be a bool, got 1"),
         ({"cross_attention_rotary": True}, ValueError, "needs positional='rotary', got positional='sinusoidal'"),
         (
-            {"encoder_attention": AttentionConfig("oprf", 16), "sequence_axis": "sequence"},
+            {"encoder_attention": Site("oprf", num_features=16), "sequence_axis": "sequence"},
             ValueError,
             r"fits feature_params \['phi_sq'\] to the whole sequence, which a device holding one block",
         ),
@@ -507,10 +509,11 @@ def test_inconsistent_configs_are_rejected(overrides, error, message):
 def test_unknown_attention_kinds_and_presets_are_rejected():
     with pytest.raises(
         rfa.InputError,
-        match=r"attention kind must be one of \['softmax', 'fourier', 'linformer', .*'positive'.*'cosine'\. Register "
-        r"your own with rfa.register_estimator; from a command, in a module listed in config.modules\.",
+        match=r"attention must be a kind or a variant, one of \[.*'exact'.*'positive'.*'cosine'\. Register your "
+        r"own kind with rfa.layers.register_attention_kind, or an estimator with rfa.register_estimator; from a "
+        r"command, in a module listed in config.modules\.",
     ):
-        AttentionConfig("cosine")
+        Site("cosine")
     with pytest.raises(ValueError, match="unknown preset 'huge'"):
         preset("huge", vocab_size=VOCAB)
 
@@ -593,13 +596,39 @@ def test_models_train_under_jit_with_nnx_optimizer():
         optimizer.update(model, grads)
         return loss
 
-    projection = jax.tree.leaves(nnx.state(model, rfa.attention.RandomProjection))[0].copy()
+    projection = jax.tree.leaves(nnx.state(model, rfa.layers.RandomProjection))[0].copy()
     losses = [float(train_step(model, optimizer, source, target)) for _ in range(20)]
     assert losses[-1] < 0.7 * losses[0]
-    np.testing.assert_array_equal(jax.tree.leaves(nnx.state(model, rfa.attention.RandomProjection))[0], projection)
+    np.testing.assert_array_equal(jax.tree.leaves(nnx.state(model, rfa.layers.RandomProjection))[0], projection)
 
 
-def test_the_0_2_name_of_projection_kind_still_builds_a_config_with_a_warning():
-    with pytest.warns(DeprecationWarning, match="projection_kind"):
-        old = AttentionConfig("positive", 32, projection="iid")
-    assert old == AttentionConfig("positive", 32, projection_kind="iid")
+def test_the_0_2_attention_config_is_the_site_of_each_kind_with_a_warning():
+    """``AttentionConfig``'s one 15-field form still builds the same site, for one release: ``num_features`` is each
+    kind's size, ``delta_rule`` the delta rule's options, ``projection`` projection_kind's 0.2 name."""
+    from rfa.models import AttentionConfig, DeltaRuleOptions
+
+    old_and_new = [
+        (
+            lambda: AttentionConfig("positive", 32, projection="iid"),
+            Site("positive", num_features=32, projection_kind="iid"),
+        ),
+        (lambda: AttentionConfig("softmax", 64, num_kv_heads=2), Site(num_kv_heads=2)),
+        (lambda: AttentionConfig("sliding_window", 16), Site("sliding_window", window=16)),
+        (lambda: AttentionConfig("linformer", 8), Site("linformer", projected_length=8)),
+        (lambda: AttentionConfig("fourier", feature_params=(("radius", 2.0),)), Site("fourier", radius=2.0)),
+        (lambda: AttentionConfig("rfa", 16, gated=True), Site("gated_rfa", num_features=16)),
+        (
+            lambda: AttentionConfig("gated_deltanet", chunk_size=8, delta_rule=DeltaRuleOptions(head_dim=16)),
+            Site("gated_deltanet", chunk_size=8, head_dim=16, num_features=256),
+        ),
+    ]
+    for old, new in old_and_new:
+        with pytest.warns(
+            DeprecationWarning, match=r"AttentionConfig\(kind, num_features, \.\.\.\) is rfa.models.Site"
+        ):
+            assert old() == new
+    with (
+        pytest.warns(DeprecationWarning),
+        pytest.raises(rfa.InputError, match=r"kind 'softmax' has no option \['gated'\]"),
+    ):
+        AttentionConfig("softmax", gated=True)

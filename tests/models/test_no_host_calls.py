@@ -15,16 +15,16 @@ from helpers import tiered
 from model_helpers import VOCAB, tokens
 
 import rfa
-from rfa.models import AttentionConfig, Decoder, preset
+from rfa.models import Decoder, Site, preset
 
 STATEFUL = {
-    "gated_rfa": AttentionConfig("rfa", 8, gated=True),
-    "gla": AttentionConfig("elu", gated=True, gate="feature"),
-    "deltanet": AttentionConfig("deltanet", chunk_size=4),
-    "gated_deltanet": AttentionConfig("gated_deltanet", chunk_size=4),
-    "kda": AttentionConfig("kda", chunk_size=4),
-    "sliding_window": AttentionConfig("sliding_window", 4),
-    "hybrid": (AttentionConfig("gated_deltanet", chunk_size=4), AttentionConfig()),
+    "gated_rfa": Site("rfa", num_features=8, gated=True),
+    "gla": Site("elu", gated=True, gate="feature"),
+    "deltanet": Site("deltanet", chunk_size=4),
+    "gated_deltanet": Site("gated_deltanet", chunk_size=4),
+    "kda": Site("kda", chunk_size=4),
+    "sliding_window": Site("sliding_window", window=4),
+    "hybrid": (Site("gated_deltanet", chunk_size=4), Site()),
 }
 
 

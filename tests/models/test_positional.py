@@ -9,9 +9,9 @@ import pytest
 from flax import nnx
 from helpers import normal
 
+from rfa.layers.positional import PositionalEmbedding, relative_bucket, rotate, sinusoidal_table
 from rfa.models import AttentionInputs, Encoder, EncoderConfig, preset
-from rfa.models.attention import AttentionSite
-from rfa.models.positional import PositionalEmbedding, relative_bucket, rotate, sinusoidal_table
+from rfa.models.blocks import attention_site
 
 
 @pytest.mark.parametrize("dim", [6, 5])
@@ -106,7 +106,7 @@ def test_one_position_table_serves_sequences_grids_and_class_tokens():
 def test_an_encoder_config_has_no_vocabulary_and_builds_an_attention_site():
     config = EncoderConfig(d_model=16, num_heads=2, mlp_dim=32, num_encoder_layers=1)
     assert not hasattr(config, "vocab_size") and config.head_dim == 8
-    site = AttentionSite(config, config.encoder_attention, causal=False, cross=False, rngs=nnx.Rngs(0))
+    site = attention_site(config, config.encoder_attention, causal=False, cross=False, rngs=nnx.Rngs(0))
     x = jnp.ones((2, 3, 16))
     positions = jnp.broadcast_to(jnp.arange(3), (2, 3))
     assert site(x, key_mask=jnp.ones((2, 3), bool), q_positions=positions, k_positions=positions).shape == x.shape

@@ -10,7 +10,7 @@ from flax import nnx
 from helpers import normal
 from references import _dense, _f64, _gelu, _layer_norm
 
-from rfa.models import AttentionConfig
+from rfa.models import Site
 from rfa.models.swin import (
     SwinConfig,
     SwinStage,
@@ -22,7 +22,7 @@ from rfa.models.swin import (
     window_partition,
 )
 
-KERNELIZED = SwinStage(windowed=False, attention=AttentionConfig("positive", 16))
+KERNELIZED = SwinStage(windowed=False, attention=Site("positive", num_features=16))
 
 
 def test_windows_are_tiles_and_merge_back():
@@ -215,8 +215,8 @@ def test_a_map_no_larger_than_the_window_is_one_unshifted_window():
         ({"image_size": (8, 9), "patch_size": 2}, "image_size 8x9 is not divisible by patch_size = 2"),
         ({"window_size": 3}, "window_size = 3 does not divide stage 0's 8x8 map of patches"),
         (
-            {"stages": (SwinStage(windowed=True, attention=AttentionConfig("positive", 16)),)},
-            "stage 0 is windowed with attention 'positive': the shifted windows need a mask",
+            {"stages": (SwinStage(windowed=True, attention=Site("positive", num_features=16)),)},
+            "stage 0 is windowed with attention 'kernelized': the shifted windows need a mask",
         ),
         (
             {"image_size": (6, 6), "window_size": 3, "stages": (SwinStage(), SwinStage(), SwinStage())},

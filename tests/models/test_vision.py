@@ -8,8 +8,8 @@ import references
 from flax import nnx
 from helpers import normal
 
-from rfa.models import AttentionConfig, VisionConfig, VisionTransformer
-from rfa.models.positional import sinusoidal_grid
+from rfa.layers.positional import sinusoidal_grid
+from rfa.models import Site, VisionConfig, VisionTransformer
 from rfa.models.vision import patches
 
 SMALL = dict(image_size=(8, 12), patch_size=4, channels=3, d_model=16, num_heads=2, mlp_dim=32, num_layers=1)
@@ -73,7 +73,7 @@ def test_conv_and_linear_patch_embeddings_are_the_same_map():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("attention", [AttentionConfig(), AttentionConfig("positive", 32)], ids=["exact", "positive"])
+@pytest.mark.parametrize("attention", [Site(), Site("positive", num_features=32)], ids=["exact", "positive"])
 def test_patches_are_tokens_without_an_order_but_their_positions(attention):
     """Mean pooling and attention are permutation-equivariant: shuffling the patches together with their
     position embeddings leaves the logits unchanged, shuffling the patches alone changes them."""
@@ -95,7 +95,7 @@ def test_patches_are_tokens_without_an_order_but_their_positions(attention):
 
 @pytest.mark.slow
 def test_a_vision_transformer_trains_under_jit():
-    config = VisionConfig(**SMALL, attention=AttentionConfig("positive", 32))
+    config = VisionConfig(**SMALL, attention=Site("positive", num_features=32))
     model = VisionTransformer(config, rngs=nnx.Rngs(0))
     images, labels = jnp.asarray(normal(3, (8, 8, 12, 3))), jnp.arange(8) % 10
     loss = lambda m: -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(m(images)), labels[:, None], 1))  # noqa: E731

@@ -277,10 +277,10 @@ def test_calibrated_parameters_equal_the_fit_of_the_pooled_batches_and_serve_cau
     fn = rfa.make_attention_fn("aderf", 16, head_dim=D, key=jax.random.key(3))
     mha = nnx.MultiHeadAttention(H, H * D, attention_fn=fn, decode=False, rngs=nnx.Rngs(0))
     x = normal(4, (B, L, H * D))
-    with rfa.attention.calibrating(mha):
+    with rfa.layers.calibrating(mha):
         mha(x)
     assert not fn.calibrating
-    stored = nnx.state(mha, rfa.attention.FittedParams)
+    stored = nnx.state(mha, rfa.layers.FittedParams)
     assert set(stored["attention_fn"]["fitted_params"]) == {"A", "query_transform", "key_transform"}
     causal = mha(x, is_causal=True)  # uses the stored parameters; without them this raises
     q_proj, k_proj, v_proj = (np.asarray(getattr(mha, n)(x)) for n in ("query", "key", "value"))
@@ -311,7 +311,7 @@ def test_calibrating_keeps_one_fit_per_site_and_refuses_a_module_shared_by_sites
 
     own = [rfa.make_attention_fn("aderf", 16, head_dim=D, key=jax.random.key(i)) for i in range(2)]
     layers, forward = encoder(own)
-    with rfa.attention.calibrating(layers):
+    with rfa.layers.calibrating(layers):
         forward(x)
     inputs = [x, layers[0](x)]  # each site's own input: its fit is to its own queries and keys
     for fn, layer, y in zip(own, layers, inputs, strict=True):
@@ -321,14 +321,14 @@ def test_calibrating_keeps_one_fit_per_site_and_refuses_a_module_shared_by_sites
     shared = rfa.make_attention_fn("aderf", 16, head_dim=D, key=jax.random.key(0))
     layers, _ = encoder([shared, shared])
     with pytest.raises(ValueError, match=r"used by 2 attention sites.*its own rfa\.make_attention_fn"):
-        rfa.attention.calibrating(layers).__enter__()
+        rfa.layers.calibrating(layers).__enter__()
 
 
 def test_calibrating_a_model_leaves_maps_without_a_fit_alone():
     fn = rfa.make_attention_fn("positive", 16, head_dim=D, key=jax.random.key(3))
     mha = nnx.MultiHeadAttention(2, 2 * D, attention_fn=fn, decode=False, rngs=nnx.Rngs(0))
     x = normal(4, (2, 5, 2 * D))
-    with rfa.attention.calibrating(mha):
+    with rfa.layers.calibrating(mha):
         out = mha(x)
     assert not fn.fitted_params and np.allclose(out, mha(x))
 

@@ -364,7 +364,7 @@ def test_a_fixed_feature_param_reaches_every_site(data_dir):
     config.attention.feature_params = (("phi_sq", 8.0),)
     model = model_config(config, check_config(config))
     sites = (model.encoder_attention, model.decoder_attention, model.cross_attention)
-    assert [site.params for site in sites] == [{"phi_sq": 8.0}] * 3
+    assert [site.options.params for site in sites] == [{"phi_sq": 8.0}] * 3
 
 
 @pytest.mark.slow

@@ -23,7 +23,7 @@ MUTANTS = [
     ),
     Mutant(
         "decode-fit-allowed",
-        "rfa/attention/flax_adapter.py",
+        "rfa/layers/attention_fn.py",
         "        if fitted and query.shape[-3] != key.shape[-3]:",
         "        if fitted and query.shape[-3] < 0:",
         ("tests/attention/test_flax_adapter.py",),
@@ -107,7 +107,7 @@ MUTANTS = [
     ),
     Mutant(
         "decode-step-forgets-the-state",
-        "rfa/attention/flax_cache.py",
+        "rfa/layers/recurrent_cache.py",
         "    return attend(q, k, v, mask=mask, is_causal=True, initial_state=state, return_state=True)\n",
         "    return attend(q, k, v, mask=mask, is_causal=True, initial_state=None, return_state=True)\n",
         ("tests/attention/test_flax_layers.py",),
@@ -115,7 +115,7 @@ MUTANTS = [
     ),
     Mutant(
         "cross-attention-recomputed-every-step",
-        "rfa/attention/flax_cache.py",
+        "rfa/layers/recurrent_cache.py",
         "    return jax.lax.cond(ready, later, first, q, k, v, state)\n",
         "    return jax.lax.cond(False, later, first, q, k, v, state)\n",
         ("tests/attention/test_flax_layers.py",),
@@ -123,7 +123,7 @@ MUTANTS = [
     ),
     Mutant(
         "nnx-layer-shifts-the-weights",
-        "rfa/attention/map_variables.py",
+        "rfa/layers/feature_variables.py",
         "    return jax.random.fold_in(jax.random.fold_in(stream.key[...], stream.count[...]), 0x5EED)\n",
         "    return rngs.params()\n",
         ("tests/attention/test_flax_layers.py",),
@@ -131,7 +131,7 @@ MUTANTS = [
     ),
     Mutant(
         "kv-heads-tiled",
-        "rfa/attention/flax_adapter.py",
+        "rfa/layers/attention_fn.py",
         "    return tuple(jnp.repeat(x, heads // kv_heads, axis=-2) for x in (key, value))\n",
         "    return tuple(jnp.tile(x, (1,) * (x.ndim - 2) + (heads // kv_heads, 1)) for x in (key, value))\n",
         ("tests/attention/test_flax_layers.py",),
@@ -173,7 +173,7 @@ MUTANTS = [
     # Length generalization and estimators inside models (issues 30 and 31).
     Mutant(
         "shared-attention-calibrated",
-        "rfa/attention/map_variables.py",
+        "rfa/layers/feature_variables.py",
         "        if uses[id(fn)] > 1:\n",
         "        if uses[id(fn)] > 2:\n",
         ("tests/random_features/test_dense_exponential.py",),

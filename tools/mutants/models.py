@@ -11,7 +11,7 @@ MUTANTS = [
     # The bugs an audit found passing every test (issue 14).
     Mutant(
         "rotary-not-relative",
-        "rfa/models/positional.py",
+        "rfa/layers/positional.py",
         "    angle = positions[..., None, None].astype(jnp.float32) * rate",
         "    angle = positions[..., None, None].astype(jnp.float32) ** 2 * rate",
         ("tests/models/test_positional.py",),
@@ -44,7 +44,7 @@ MUTANTS = [
     ),
     Mutant(
         "gate-dropped-in-training",
-        "rfa/models/cores.py",
+        "rfa/layers/kernelized.py",
         "options = self._options(x if self.causal else None)",
         "options = self._options(None)",
         ("tests/models/test_attention_kinds.py",),
@@ -90,7 +90,7 @@ MUTANTS = [
     ),
     Mutant(
         "model-prefill-keeps-padding",
-        "rfa/models/cores.py",
+        "rfa/layers/kernelized.py",
         "return self(q, k, v, x, key_mask=key_mask, q_positions=positions, k_positions=positions, return_state",
         "return self(q, k, v, x, key_mask=key_mask | True, q_positions=positions, k_positions=positions, return_state",
         (
@@ -100,15 +100,15 @@ MUTANTS = [
     ),
     Mutant(
         "cross-rotary-always",
-        "rfa/models/attention.py",
-        'self.rotary = config.positional == "rotary" and (not cross or config.cross_attention_rotary)',
-        'self.rotary = config.positional == "rotary"',
+        "rfa/layers/kinds.py",
+        'return self.positional == "rotary" and (not cross or self.cross_rotary)',
+        'return self.positional == "rotary"',
         ("tests/models/test_models.py::test_rotary_positions_at_cross_attention_are_a_per_site_flag",),
         "cross-attention rotated although cross_attention_rotary is off",
     ),
     Mutant(
         "gate-forgotten-when-decoding",
-        "rfa/models/cores.py",
+        "rfa/layers/kernelized.py",
         "            return_state=True,\n            **self._options(x),",
         "            return_state=True,\n            **self._options(),",
         ("tests/models/test_attention_kinds.py",),
@@ -116,7 +116,7 @@ MUTANTS = [
     ),
     Mutant(
         "gate-input-weight-dropped",
-        "rfa/models/cores.py",
+        "rfa/layers/kernelized.py",
         '            if "key_log_weight" in self.estimator.names():',
         "            if False:",
         ("tests/models/test_attention_kinds.py", "tests/train"),
@@ -124,7 +124,7 @@ MUTANTS = [
     ),
     Mutant(
         "kv-cache-float32",
-        "rfa/models/softmax.py",
+        "rfa/layers/softmax.py",
         '"k": jnp.zeros(shape, self.dtype),\n            "v": jnp.zeros(shape, self.dtype),',
         '"k": jnp.zeros(shape, jnp.float32),\n            "v": jnp.zeros(shape, jnp.float32),',
         ("tests/models/test_models.py::test_low_precision_decoding_equals_teacher_forcing",),
@@ -133,7 +133,7 @@ MUTANTS = [
     # The restructuring of release 0.2 (issue 26).
     Mutant(
         "class-position-not-zero",
-        "rfa/models/positional.py",
+        "rfa/layers/positional.py",
         "np.concatenate([np.zeros((leading, dim), np.float32), table])",
         "np.concatenate([table[:leading], table])",
         ("tests/models/test_positional.py",),
@@ -141,7 +141,7 @@ MUTANTS = [
     ),
     Mutant(
         "queries-keys-not-sown",
-        "rfa/models/attention.py",
+        "rfa/layers/multi_head.py",
         '            self.sow(AttentionInputs, "inputs", (q, k, v, key_mask))',
         '            self.sow(AttentionInputs, "inputs", (k, q, v, key_mask))',
         ("tests/models/test_positional.py",),
@@ -158,7 +158,7 @@ MUTANTS = [
     # Fourier integral attention (issue 30).
     Mutant(
         "fourier-decode-without-mask",
-        "rfa/models/softmax.py",
+        "rfa/layers/softmax.py",
         "radius=self.radius, mask=mask[:, None, None, :])[:, 0]",
         "radius=self.radius)[:, 0]",
         ("tests/models/test_attention_kinds.py",),
@@ -167,7 +167,7 @@ MUTANTS = [
     # One decay per feature (issue 30).
     Mutant(
         "gla-gate-per-head",
-        "rfa/models/cores.py",
+        "rfa/layers/kernelized.py",
         "                logits = logits.reshape(logits.shape[:-1] + (self.num_heads, -1))",
         "                logits = logits.reshape(logits.shape[:-1] + (self.num_heads, -1))[..., :1]",
         ("tests/models/test_attention_kinds.py",),
@@ -176,7 +176,7 @@ MUTANTS = [
     # Length generalization and estimators inside models (issues 30 and 31).
     Mutant(
         "gqa-kv-heads-tiled",
-        "rfa/models/attention.py",
+        "rfa/layers/multi_head.py",
         "        return jnp.repeat(k, self.groups, axis=-2), jnp.repeat(v, self.groups, axis=-2)",
         "        return (jnp.tile(x, (1,) * (x.ndim - 2) + (self.groups, 1)) for x in (k, v))",
         (HYBRID_TESTS,),
@@ -184,7 +184,7 @@ MUTANTS = [
     ),
     Mutant(
         "rope-base-ignored",
-        "rfa/models/attention.py",
+        "rfa/layers/multi_head.py",
         "rotate(x, positions, base=self.rope_base)",
         "rotate(x, positions)",
         (HYBRID_TESTS,),

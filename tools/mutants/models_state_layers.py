@@ -11,7 +11,7 @@ MUTANTS = [
     # Length generalization and estimators inside models (issues 30 and 31).
     Mutant(
         "window-ring-off-by-one",
-        "rfa/models/sliding_window.py",
+        "rfa/layers/sliding_window.py",
         '        write = (slots == cache["count"][:, None] % slots.size) & keep[:, None]',
         '        write = (slots == (cache["count"][:, None] + 1) % slots.size) & keep[:, None]',
         (HYBRID_TESTS,),
@@ -19,7 +19,7 @@ MUTANTS = [
     ),
     Mutant(
         "window-prefill-slots",
-        "rfa/models/sliding_window.py",
+        "rfa/layers/sliding_window.py",
         "        latest = slots + ring * ((count[:, None] - 1 - slots) // ring)",
         "        latest = slots + ring * ((count[:, None] - 2 - slots) // ring)",
         (HYBRID_TESTS,),
@@ -27,7 +27,7 @@ MUTANTS = [
     ),
     Mutant(
         "window-prefill-counts-padding",
-        "rfa/models/sliding_window.py",
+        "rfa/layers/sliding_window.py",
         "        count = jnp.sum(key_mask, axis=1, dtype=jnp.int32)",
         "        count = jnp.full(key_mask.shape[:1], key_mask.shape[1], jnp.int32)",
         (HYBRID_TESTS,),
@@ -35,7 +35,7 @@ MUTANTS = [
     ),
     Mutant(
         "padding-shifted-into-conv-history",
-        "rfa/models/short_convolution.py",
+        "rfa/layers/short_convolution.py",
         "    last = jnp.sum(keep, axis=1)[:, None] + jnp.arange(taps - 1)",
         "    last = keep.shape[1] + jnp.arange(taps - 1)",
         ("tests/attention/test_state_layers.py",),
@@ -43,7 +43,7 @@ MUTANTS = [
     ),
     Mutant(
         "window-prefill-not-compacted",
-        "rfa/models/sliding_window.py",
+        "rfa/layers/sliding_window.py",
         "jnp.take_along_axis(jnp.take_along_axis(y, order, axis=1), index, axis=1)",
         "jnp.take_along_axis(y, index, axis=1)",
         (HYBRID_TESTS,),
@@ -51,7 +51,7 @@ MUTANTS = [
     ),
     Mutant(
         "conv-over-padding",
-        "rfa/models/short_convolution.py",
+        "rfa/layers/short_convolution.py",
         "    order = jnp.argsort(~keep, axis=1, stable=True)  # each row's kept positions first, in order",
         "    order = jnp.broadcast_to(jnp.arange(length), keep.shape)",
         ("tests/attention/test_state_layers.py",),
@@ -59,7 +59,7 @@ MUTANTS = [
     ),
     Mutant(
         "gva-heads-tiled",
-        "rfa/models/delta_rule.py",
+        "rfa/layers/delta_rule/layer.py",
         "        q, k = (jnp.repeat(y, hv // h, axis=2) for y in (q, k))",
         "        q, k = (jnp.tile(y, (1, 1, hv // h, 1)) for y in (q, k))",
         ("tests/attention/test_fla_layers.py",),
@@ -67,7 +67,7 @@ MUTANTS = [
     ),
     Mutant(
         "negative-eigenvalues-ignored",
-        "rfa/models/delta_rule.py",
+        "rfa/layers/delta_rule/layer.py",
         "beta * (2.0 if o.allow_neg_eigval else 1.0)",
         "beta",
         ("tests/attention/test_fla_layers.py",),
@@ -75,7 +75,7 @@ MUTANTS = [
     ),
     Mutant(
         "conv-bias-dropped",
-        "rfa/models/delta_rule.py",
+        "rfa/layers/delta_rule/layer.py",
         '                qkv = qkv + weights["conv_bias"]',
         "                qkv = qkv",
         ("tests/attention/test_fla_layers.py",),
@@ -83,7 +83,7 @@ MUTANTS = [
     ),
     Mutant(
         "window-over-positions",
-        "rfa/models/sliding_window.py",
+        "rfa/layers/sliding_window.py",
         "        order = jnp.argsort(~key_mask, axis=1, stable=True)  # each row's kept tokens first, in order",
         "        order = jnp.broadcast_to(jnp.arange(key_mask.shape[1]), key_mask.shape)",
         ("tests/attention/test_state_layers.py",),
@@ -91,7 +91,7 @@ MUTANTS = [
     ),
     Mutant(
         "split-conv-history-from-no-block",
-        "rfa/models/short_convolution.py",
+        "rfa/layers/short_convolution.py",
         "    return last_kept(jax.lax.axis_index(axis)), invariant(last_kept(flags.shape[0] - 1), axis)",
         "    return history.astype(x.dtype), invariant(last_kept(flags.shape[0] - 1), axis)",
         ("tests/attention/test_sequence_parallel_layers.py",),
@@ -99,7 +99,7 @@ MUTANTS = [
     ),
     Mutant(
         "split-conv-history-skips-the-block-before",
-        "rfa/models/short_convolution.py",
+        "rfa/layers/short_convolution.py",
         "        use = flags & (jnp.arange(flags.shape[0]) <= upto)[:, None, None]",
         "        use = flags & (jnp.arange(flags.shape[0]) < upto)[:, None, None]",
         ("tests/attention/test_sequence_parallel_layers.py",),
@@ -108,7 +108,7 @@ MUTANTS = [
     # Packed sequences (segment_ids): a state, a convolution and a window start fresh at a sequence's first token.
     Mutant(
         "packed-conv-history-not-cut",
-        "rfa/models/short_convolution.py",
+        "rfa/layers/short_convolution.py",
         "        history = jnp.where(jnp.take_along_axis(index, last[..., None], axis=1) == final, history, 0.0)\n",
         "",
         (PACKED_TESTS,),

@@ -36,7 +36,7 @@ MUTANTS = [
     # The restructuring of release 0.2 (issue 26).
     Mutant(
         "linen-redraw-ignored",
-        "rfa/linen.py",
+        "rfa/layers/linen_attention.py",
         "                variable.value = drawn[name]\n",
         "                pass\n",
         ("tests/attention/test_flax_layers.py",),

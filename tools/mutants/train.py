@@ -53,9 +53,9 @@ MUTANTS = [
     ),
     Mutant(
         "feature-params-only-at-decoder-sites",
-        "rfa/train/config.py",
-        '    given = {name: float(value) for name, value in a["feature_params"]}\n',
-        '    given = {name: float(value) for name, value in a["feature_params"] if site != "encoder"}\n',
+        "rfa/train/attention.py",
+        "    attention = layer_site(a)\n",
+        '    attention = layer_site(a if site != "encoder" else {**a, "feature_params": ()})\n',
         ("tests/train/test_train.py::test_a_fixed_feature_param_reaches_every_site",),
         "config.attention.feature_params is ignored at encoder sites",
     ),

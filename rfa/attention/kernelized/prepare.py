@@ -233,7 +233,7 @@ def fixed_params_message(fm: Estimator, missing) -> str:
         f"{', '.join(f'feature_params[{name!r}]' for name in missing)} fixed in advance: fitting "
         "them to the call's tokens would let future tokens change earlier outputs, or read a "
         "state built with other parameters. Fit them on calibration batches "
-        "(rfa.attention.fit_feature_params, or rfa.attention.calibrating(model) for a model) or take "
+        "(rfa.attention.fit_feature_params, or rfa.layers.calibrating(model) for a model) or take "
         f"rfa.estimator({fm.name!r}).standard_params(d)."
     )
 

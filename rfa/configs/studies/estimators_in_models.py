@@ -35,7 +35,7 @@ def get_config(arg: str | None = None):
     config.estimators = ("trig", "positive", "hyperbolic", "oprf", "saderf", "aderf")
     config.num_features = (64, 256, 1024)  # m
     config.fits = ("per_call", "calibrated")  # data-fitted maps: fitted to each call (bidirectional sites only)
-    # or calibrated on held-out batches (rfa.attention.calibrating); maps without a fit measure once
+    # or calibrated on held-out batches (rfa.layers.calibrating); maps without a fit measure once
     config.seeds = (0, 1, 2)  # the model's initialization or training run, and the random features
     config.scale = "short"  # the training runs' "exact,<scale>" ("": the task config's own)
     config.flax_steps = 300  # training steps of the Flax model (AdamW, the listops config's rate and batch)

@@ -30,7 +30,7 @@ from rfa.experiments.benchmarks.common import environment
 from rfa.experiments.benchmarks.guard import warn_against_committed
 from rfa.experiments.cli import run_main
 from rfa.experiments.report import output_path, write_json
-from rfa.models import AttentionConfig
+from rfa.models import Site
 from rfa.models.forecaster import ForecastConfig, Forecaster
 
 _LENGTH = flags.DEFINE_integer("length", 512, "Sequence length.")
@@ -59,7 +59,7 @@ def workloads(length: int) -> dict:
         )
         return jnp.sum(out**2)
 
-    config = ForecastConfig(lookback=length, horizon=24, patch_length=16, attention=AttentionConfig("positive", M))
+    config = ForecastConfig(lookback=length, horizon=24, patch_length=16, attention=Site("positive", num_features=M))
     graphdef, state = nnx.split(Forecaster(config, rngs=nnx.Rngs(0)))
 
     def forecast(state, x):

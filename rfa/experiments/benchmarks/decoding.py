@@ -30,7 +30,7 @@ from rfa.experiments.benchmarks.guard import warn_against_committed
 from rfa.experiments.benchmarks.result_tables import decoding_table
 from rfa.experiments.cli import run_main
 from rfa.experiments.report import output_path, write_json
-from rfa.models import AttentionConfig, Decoder, preset
+from rfa.models import Decoder, Site, preset
 
 _POSITIONS = flags.DEFINE_list("positions", ["128", "512", "2048", "8192"], "Decoding positions to time.")
 _STEPS = flags.DEFINE_integer("steps", 64, "Tokens decoded per timed call (one jitted scan).")
@@ -41,16 +41,16 @@ _WORKDIR = flags.DEFINE_string(
     "workdir", "workdir/benchmarks", "Where the JSON (and figure) go unless --output is given."
 )
 KINDS = {
-    "exact": AttentionConfig(),
-    "kernelized": AttentionConfig("positive", 64),
-    "rfa": AttentionConfig("rfa", 64),  # gated RFA's map ungated: 2m = 128 features
-    "gated_rfa": AttentionConfig("rfa", 64, gated=True),
-    "gla": AttentionConfig("elu", gated=True, gate="feature"),
-    "deltanet": AttentionConfig("deltanet"),
-    "gated_deltanet": AttentionConfig("gated_deltanet"),
-    "kda": AttentionConfig("kda"),
-    "sliding_window": AttentionConfig("sliding_window", 64),  # a window of 64 tokens
-    "hybrid": (AttentionConfig("gated_deltanet"), AttentionConfig()),  # Gated DeltaNet below an exact layer
+    "exact": Site(),
+    "kernelized": Site("positive", num_features=64),
+    "rfa": Site("rfa", num_features=64),  # gated RFA's map ungated: 2m = 128 features
+    "gated_rfa": Site("rfa", num_features=64, gated=True),
+    "gla": Site("elu", gated=True, gate="feature"),
+    "deltanet": Site("deltanet"),
+    "gated_deltanet": Site("gated_deltanet"),
+    "kda": Site("kda"),
+    "sliding_window": Site("sliding_window", window=64),  # a window of 64 tokens
+    "hybrid": (Site("gated_deltanet"), Site()),  # Gated DeltaNet below an exact layer
 }
 RECURRENT = ("kernelized", "rfa", "gated_rfa", "gla", "deltanet", "gated_deltanet", "kda", "sliding_window")
 """The kinds whose step should not grow with position."""

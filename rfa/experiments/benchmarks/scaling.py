@@ -47,7 +47,7 @@ from rfa.experiments.benchmarks.common import crossover, environment, loglog_fig
 from rfa.experiments.benchmarks.guard import warn_against_committed
 from rfa.experiments.cli import run_main
 from rfa.experiments.report import markdown_table, output_path, write_json
-from rfa.models import AttentionConfig, Decoder, Encoder, TransformerConfig
+from rfa.models import Decoder, Encoder, Site, TransformerConfig
 from rfa.train.sharding import SEQUENCE_AXIS, make_mesh
 
 _LENGTHS = flags.DEFINE_list(
@@ -77,9 +77,9 @@ _SEQUENCE_OUTPUT = flags.DEFINE_string(
 )
 
 KINDS = {
-    "exact": AttentionConfig(),
-    "positive": AttentionConfig("positive", 64),
-    "gated": AttentionConfig("positive", 64, gated=True),
+    "exact": Site(),
+    "positive": Site("positive", num_features=64),
+    "gated": Site("positive", num_features=64, gated=True),
 }
 MODELS = {"decoder": ("exact", "positive", "gated"), "encoder": ("exact", "positive")}  # gates need a causal site
 flags.register_validator(

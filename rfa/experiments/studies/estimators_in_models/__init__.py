@@ -28,7 +28,7 @@ random features):
 
 Data-fitted maps (oprf, the DERF family) are fitted per call (``per_call``: to each call's queries and keys;
 bidirectional sites only) or ``calibrated`` on ``config.calibration_batches`` validation batches
-(``rfa.attention.calibrating``; a causal site has only this). The test batches are read only to measure.
+(``rfa.layers.calibrating``; a causal site has only this). The test batches are read only to measure.
 The table reports means ± standard deviations over the seeds, and the verdict names, per model and state,
 the estimator with the lowest output error at the largest m and its difference from the next (paired over the
 seeds, Holm-corrected: :mod:`rfa.experiments.spread`); :func:`summary` is the output error at the largest m as one

@@ -189,7 +189,7 @@ def measure(study, model_name: str, state: str, seed: int, workdir: str) -> list
         )
         model = kind.swapped(exact, config, estimator, num_features, seed)
         if fit == "calibrated":
-            with rfa.attention.calibrating(model):
+            with rfa.layers.calibrating(model):
                 for b in calibration:
                     kind.outputs(model, b)  # eager calls: each site fits to its own queries and keys
         logits, _ = kind.forward(model, batch)

@@ -1,4 +1,4 @@
-"""The short causal convolution of the delta-rule layers (:mod:`rfa.models.delta_rule`): depthwise, over each
+"""The short causal convolution of the delta-rule layers (:mod:`rfa.layers.delta_rule.layer`): depthwise, over each
 row's kept tokens only, continuing from the last inputs of the tokens before."""
 
 from __future__ import annotations

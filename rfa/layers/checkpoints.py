@@ -1,6 +1,6 @@
 """Saving and restoring an NNX model with rfa's layers: its parameters and its random projections together.
 
-A kernelized layer's projection W is a :class:`~rfa.attention.RandomProjection` variable, not an ``nnx.Param``:
+A kernelized layer's projection W is a :class:`~rfa.layers.RandomProjection` variable, not an ``nnx.Param``:
 optimizers leave it alone, and a checkpoint of ``nnx.state(model, nnx.Param)`` leaves it out. Restored into a
 model built anew, such parameters meet that model's own W, drawn from its construction seed, and the outputs
 change with no error. :func:`save` keeps every variable but the decode cache and the rng streams (parameters,
@@ -16,7 +16,7 @@ import jax
 from flax import nnx
 
 from rfa._validation import InputError
-from rfa.attention.map_variables import RandomProjection
+from rfa.layers.feature_variables import RandomProjection
 
 SAVED = nnx.Not(nnx.Any(nnx.Cache, nnx.RngState))  # what a checkpoint of a model holds
 

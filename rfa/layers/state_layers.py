@@ -15,12 +15,12 @@ from rfa._validation import InputError, check_positive_int
 from rfa.attention.masks import UNSUPPORTED, plan_mask, unsupported_message
 from rfa.attention.segments import check_segment_ids
 from rfa.checks import raise_if
-from rfa.layer_checkpoints import restore as restore  # rfa.nnx.restore
-from rfa.layer_checkpoints import save as save  # rfa.nnx.save
-from rfa.models.config import AttentionConfig, SiteWidths
-from rfa.models.cores import core_class
-from rfa.models.delta_rule import DeltaRuleLayer, check_qk_map
-from rfa.models.delta_rule_options import DeltaRuleOptions
+from rfa.layers.delta_rule.layer import DeltaRuleLayer
+from rfa.layers.delta_rule.options import DeltaRuleOptions, DeltaRuleSpec
+from rfa.layers.delta_rule.site import DELTANET, GATED_DELTANET, KIMI_DELTA_ATTENTION
+from rfa.layers.kernelized import KernelizedCore, KernelizedOptions
+from rfa.layers.kinds import SiteWidths
+from rfa.layers.sliding_window import SlidingWindowCore, SlidingWindowOptions
 
 Array = jax.Array
 
@@ -87,9 +87,11 @@ class _StateLayer(nnx.Module):
 
 
 class _DeltaRule(_StateLayer, DeltaRuleLayer):
-    """A delta-rule layer of :mod:`rfa.models.delta_rule` with Flax's interface: its kind is the subclass's."""
+    """A delta-rule layer (:class:`~rfa.layers.delta_rule.layer.DeltaRuleLayer`) with Flax's interface: its kind is
+    the subclass's ``spec``; every keyword but the layer's own is an option of
+    :class:`~rfa.layers.delta_rule.options.DeltaRuleOptions`."""
 
-    kind: str
+    spec: DeltaRuleSpec
 
     def __init__(
         self,
@@ -97,46 +99,18 @@ class _DeltaRule(_StateLayer, DeltaRuleLayer):
         in_features: int,
         out_features: int | None = None,
         *,
-        head_dim: int | None = None,
-        num_v_heads: int | None = None,
-        expand_v: float = 1.0,
-        use_beta: bool = True,
-        allow_neg_eigval: bool = False,
-        use_gate: bool | None = None,
-        use_short_conv: bool = True,
-        conv_size: int = 4,
-        conv_bias: bool = False,
-        qk_activation: str = "silu",
-        qk_norm: str = "l2",
-        norm_eps: float = 1e-5,
-        qk_map: str | None = None,
-        num_features: int = 64,
-        chunk_size: int = 64,
         sequence_axis: str | None = None,
         decode: bool = False,
         dtype=None,
         rngs: nnx.Rngs,
+        **options,
     ):
-        options = DeltaRuleOptions(
-            head_dim=head_dim,
-            num_v_heads=num_v_heads,
-            expand_v=expand_v,
-            use_beta=use_beta,
-            allow_neg_eigval=allow_neg_eigval,
-            use_gate=use_gate,
-            use_short_conv=use_short_conv,
-            conv_size=conv_size,
-            conv_bias=conv_bias,
-            qk_activation=qk_activation,
-            qk_norm=qk_norm,
-            norm_eps=norm_eps,
-        )
-        attention = AttentionConfig(self.kind, num_features, chunk_size=chunk_size, qk_map=qk_map, delta_rule=options)
-        check_qk_map(type(self).__name__, attention)
         num_heads = check_positive_int(num_heads, "num_heads")
+        options = DeltaRuleOptions(num_heads=num_heads, **options)
         self.in_features = check_positive_int(in_features, "in_features")  # as nnx.MultiHeadAttention names it
         super().__init__(
-            attention,
+            self.spec,
+            options,
             in_features,
             num_heads,
             out_features=out_features,
@@ -148,23 +122,26 @@ class _DeltaRule(_StateLayer, DeltaRuleLayer):
         self.cached_state = nnx.data(None)
 
 
-_OPTIONS_DOC = """
-    The keyword arguments ``head_dim``, ``num_v_heads``, ``expand_v``, ``use_beta``, ``allow_neg_eigval``, ``use_gate``,
-    ``use_short_conv``, ``conv_size``, ``conv_bias``, ``qk_activation``, ``qk_norm`` and ``norm_eps`` are fla's options
-    (:class:`rfa.models.DeltaRuleOptions`; ``head_dim`` defaults to ``in_features // num_heads`` and ``expand_v`` to
-    1). The parameters carry fla's names (``q_proj``, ``k_proj``, ``v_proj``, ``q_conv1d``, ..., ``o_norm``,
-    ``o_proj``); :func:`rfa.nnx.load_fla_state_dict` loads a state dict of fla's layer. The layer takes ``inputs``
-    only (self-attention: no ``inputs_k``/``inputs_v``, no ``deterministic``, no dropout): it replaces
+def _options_doc() -> str:
+    """The layers' Args: their own, then DeltaRuleOptions' attributes (the one list of the options)."""
+    attributes = DeltaRuleOptions.__doc__.split("Attributes:\n", 1)[1].split("\n\n", 1)[0]
+    own = "\n".join(line for line in attributes.splitlines() if not line.lstrip().startswith("num_heads:"))
+    return OPTIONS_DOC + own + "\n"
+
+
+OPTIONS_DOC = """
+    The keyword arguments besides ``num_heads``, ``in_features``, ``out_features``, ``sequence_axis``, ``decode``,
+    ``dtype`` and ``rngs`` are the options of :class:`~rfa.layers.delta_rule.options.DeltaRuleOptions`, fla's where
+    fla has one (``head_dim`` defaults to ``in_features // num_heads`` and ``expand_v`` to 1). The parameters carry
+    fla's names (``q_proj``, ``k_proj``, ``v_proj``, ``q_conv1d``, ..., ``o_norm``, ``o_proj``);
+    :func:`rfa.nnx.load_fla_state_dict` loads a state dict of fla's layer. The layer takes ``inputs`` only
+    (self-attention: no ``inputs_k``/``inputs_v``, no ``deterministic``, no dropout): it replaces
     ``nnx.MultiHeadAttention`` at a causal self-attention site.
 
     Args:
       num_heads: query/key heads, as in ``nnx.MultiHeadAttention``.
       in_features: the input's features (fla's ``hidden_size``).
       out_features: the output's features (default ``in_features``).
-      qk_map: a registered estimator whose L2-normalized features replace the q/k activation and norm (the
-        kernelized delta rule), with ``num_features`` its m; its W is drawn from ``rngs`` and redrawn by
-        :func:`redraw`.
-      chunk_size: tokens per chunk of the chunked form.
       sequence_axis: a mesh axis: where the mesh set by ``jax.set_mesh`` has it (size > 1), every call splits L
         over it, as ``rfa.nnx.MultiHeadAttention``'s (the short convolution takes its history from the blocks
         before; the state passes from block to block).
@@ -179,7 +156,7 @@ class DeltaNet(_DeltaRule):
     ``S_t = (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ``, ``o_t = S_tᵀ q_t``.
 
     The layer of Yang, Wang, Zhang, Shen, Kim, "Parallelizing Linear Transformers with the Delta Rule over
-    Sequence Length" (NeurIPS 2024) as flash-linear-attention's ``DeltaNet`` (:mod:`rfa.models.delta_rule`). With
+    Sequence Length" (NeurIPS 2024) as flash-linear-attention's ``DeltaNet`` (:mod:`rfa.layers.delta_rule.layer`). With
     ``decode=True`` the cache is the state ``[batch, num_v_heads, d_k, d_v]`` and the convolution's last inputs:
     O(1) per token at any position. ``gated=True`` (before 0.6 the default) builds :class:`GatedDeltaNet`'s layer
     under this name, with a warning, for one release.
@@ -194,7 +171,7 @@ class DeltaNet(_DeltaRule):
       (2, 1, 32)
     """
 
-    kind = "deltanet"
+    spec = DELTANET
 
     def __init__(self, num_heads: int, in_features: int, out_features: int | None = None, *, gated=None, **options):
         if gated is not None:
@@ -204,7 +181,7 @@ class DeltaNet(_DeltaRule):
                 DeprecationWarning,
                 stacklevel=2,
             )
-            self.kind = "gated_deltanet" if gated else "deltanet"
+            self.spec = GATED_DELTANET if gated else DELTANET
         super().__init__(num_heads, in_features, out_features, **options)
 
 
@@ -214,7 +191,7 @@ class GatedDeltaNet(_DeltaRule):
     ``SiLU(g_proj x)``.
 
     The layer of Yang, Kautz, Hatamizadeh, "Gated Delta Networks: Improving Mamba2 with Delta Rule" (ICLR 2025)
-    as flash-linear-attention's ``GatedDeltaNet`` (:mod:`rfa.models.delta_rule`); Qwen3-Next's linear-attention
+    as flash-linear-attention's ``GatedDeltaNet`` (:mod:`rfa.layers.delta_rule.layer`); Qwen3-Next's linear-attention
     layers are this layer with grouped value heads (``num_v_heads``). With ``decode=True`` the cache is the state
     and the convolution's last inputs: O(1) per token at any position.
     {options}
@@ -224,7 +201,7 @@ class GatedDeltaNet(_DeltaRule):
       (2, 10, 32)
     """
 
-    kind = "gated_deltanet"
+    spec = GATED_DELTANET
 
 
 class KimiDeltaAttention(_DeltaRule):
@@ -232,7 +209,7 @@ class KimiDeltaAttention(_DeltaRule):
     ``S_t = (I − β_t k_t k_tᵀ) Diag(α_t) S_{t−1} + β_t k_t v_tᵀ``.
 
     The layer of Kimi Team, "Kimi Linear: An Expressive, Efficient Attention Architecture" (arXiv 2510.26692, 2025)
-    as flash-linear-attention's ``KimiDeltaAttention`` (:mod:`rfa.models.delta_rule`): the decay
+    as flash-linear-attention's ``KimiDeltaAttention`` (:mod:`rfa.layers.delta_rule.layer`): the decay
     ``g = −exp(A_log[h]) · softplus(f_proj x + dt_bias)`` with ``f_proj`` low rank and ``dt_bias`` per key channel,
     and the output ``o_norm(o) ⊙ sigmoid(g_proj x)`` with ``g_proj`` low rank (``use_gate`` plays no part). With
     ``decode=True`` the cache is the state and the convolution's last inputs: O(1) per token at any position.
@@ -247,31 +224,31 @@ class KimiDeltaAttention(_DeltaRule):
       (2, 1, 32)
     """
 
-    kind = "kda"
+    spec = KIMI_DELTA_ATTENTION
 
 
 for _layer in (DeltaNet, GatedDeltaNet, KimiDeltaAttention):
-    _layer.__doc__ = _layer.__doc__.replace("{options}", _OPTIONS_DOC)
+    _layer.__doc__ = _layer.__doc__.replace("{options}", _options_doc())
 
 
 class _ProjectedCore(_StateLayer):
-    """One of rfa's model cores between ``nnx.MultiHeadAttention``'s q/k/v/output projections, with the core's
+    """An attention core between ``nnx.MultiHeadAttention``'s q/k/v/output projections, with the core's
     cache as the state (the base of :class:`GatedLinearAttention` and :class:`SlidingWindowAttention`)."""
 
-    def _build(self, num_heads, in_features, attention, *, out_features, decode, dtype, rngs, cache_slots):
+    def _build(self, num_heads, in_features, core, options, *, out_features, decode, dtype, rngs, cache_slots):
         num_heads = check_positive_int(num_heads, "num_heads")
         in_features = check_positive_int(in_features, "in_features")
         if in_features % num_heads:
             raise InputError(f"in_features ({in_features}) must be divisible by num_heads ({num_heads}).")
         config = SiteWidths(in_features, num_heads, dtype=jnp.dtype(dtype or jnp.float32).name)
-        core_class(attention.kind).check_site("attention", attention, config, causal=True, stateful=True)
+        options.check_site("attention", config, causal=True, stateful=True)
         heads = (num_heads, config.head_dim)
         self.num_heads, self.in_features = num_heads, in_features  # as nnx.MultiHeadAttention names them
         self.query, self.key, self.value = (
             nnx.LinearGeneral(in_features, heads, dtype=dtype, rngs=rngs) for _ in range(3)
         )
         self.out = nnx.LinearGeneral(heads, out_features or in_features, axis=(-2, -1), dtype=dtype, rngs=rngs)
-        self.core = core_class(attention.kind)(config, attention, causal=True, cross=False, rngs=rngs)
+        self.core = core(config, options, causal=True, cross=False, rngs=rngs)
         self.decode, self.cache_slots = decode, cache_slots
         self.cached_state = nnx.data(None)
 
@@ -333,11 +310,14 @@ class GatedLinearAttention(_ProjectedCore):
         dtype=None,
         rngs: nnx.Rngs,
     ):
-        attention = AttentionConfig(estimator, num_features, chunk_size=chunk_size, gated=True, gate="feature")
+        options = KernelizedOptions(
+            estimator=estimator, num_features=num_features, chunk_size=chunk_size, gated=True, gate="feature"
+        )
         self._build(
             num_heads,
             in_features,
-            attention,
+            KernelizedCore,
+            options,
             out_features=out_features,
             decode=decode,
             dtype=dtype,
@@ -350,7 +330,7 @@ class SlidingWindowAttention(_ProjectedCore):
     """Causal sliding-window softmax attention as a Flax NNX layer: each query attends to itself and the
     ``window − 1`` tokens before it (Beltagy, Peters, Cohan, "Longformer", 2020; Mistral's layers), in O(L·w).
 
-    ``nnx.MultiHeadAttention``'s projections around rfa's window (:mod:`rfa.models.sliding_window`); with
+    ``nnx.MultiHeadAttention``'s projections around rfa's window (:mod:`rfa.layers.sliding_window`); with
     ``decode=True`` the cache is a ring of the last ``window`` keys and values, the same size at any position.
     Padding (Flax's mask) is left out wherever it sits: the window counts each row's kept tokens, in the full pass
     and in the ring alike, so a right-padded prompt, then decoding, equals the prompt alone, then decoding.
@@ -389,7 +369,8 @@ class SlidingWindowAttention(_ProjectedCore):
         self._build(
             num_heads,
             in_features,
-            AttentionConfig("sliding_window", window),
+            SlidingWindowCore,
+            SlidingWindowOptions(window=window),
             out_features=out_features,
             decode=decode,
             dtype=dtype,

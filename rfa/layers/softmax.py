@@ -1,7 +1,9 @@
-"""Exact softmax attention and Fourier integral attention as attention cores of rfa's models (kinds ``"softmax"``,
+"""Exact softmax attention and Fourier integral attention between a site's projections (the kinds ``"softmax"`` and
 ``"fourier"``): quadratic, with the keys and values so far as the decoding cache."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -10,7 +12,9 @@ from flax import nnx
 from rfa._validation import InputError
 from rfa.attention.fourier_integral import fourier_integral_attention
 from rfa.checks import check_finite
-from rfa.models.positional import RelativeBias
+from rfa.layers.kinds import AttentionKind, SiteWidths, register_attention_kind, register_variant
+from rfa.layers.multi_head import HeadsOptions, projected
+from rfa.layers.positional import RelativeBias
 
 Array = jax.Array
 
@@ -57,22 +61,20 @@ def write(cache: dict, start: Array | int, k: Array, v: Array, keep: Array) -> d
     }
 
 
-def refuse_gate(site: str, attention) -> None:
-    if attention.gated:
-        raise InputError(
-            f"{site}: gated=True decays a kernelized state; kind {attention.kind!r} has none. Use a feature map "
-            "kind (e.g. 'rfa' for gated RFA)."
-        )
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SoftmaxOptions(HeadsOptions):
+    """Exact softmax attention's options: the heads' (:class:`~rfa.layers.multi_head.HeadsOptions`).
+
+    Example:
+      >>> SoftmaxOptions(num_heads=4, num_kv_heads=2).num_kv_heads
+      2
+    """
 
 
 class SoftmaxCore(nnx.Module):
     """Exact softmax attention; decoding keeps the keys and values so far (in the model's dtype)."""
 
-    causal, bidirectional, cross, dense_masks, uses_num_features = True, True, True, True, False
-    takes_qk_map = False
-    owns_projections = False  # an AttentionSite projects q, k, v and the output around it
-
-    def __init__(self, widths, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+    def __init__(self, widths: SiteWidths, options: HeadsOptions, *, causal: bool, cross: bool, rngs: nnx.Rngs):
         self.causal, self.dtype = causal, jnp.dtype(widths.dtype)
         self.num_heads, self.head_dim = widths.num_heads, widths.head_dim
         relative = widths.positional == "relative" and not cross
@@ -87,12 +89,6 @@ class SoftmaxCore(nnx.Module):
             if relative
             else None
         )
-
-    @staticmethod
-    def check_site(site: str, attention, widths, *, causal: bool, stateful: bool) -> None:
-        """Raises a ValueError for a configuration the kind cannot run at ``site`` (every core has one):
-        exact attention runs every configuration but a gate."""
-        refuse_gate(site, attention)
 
     def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions) -> Array:
         mask = key_mask[:, None, None, :]
@@ -137,33 +133,75 @@ class SoftmaxCore(nnx.Module):
         return self.attend_one(q[:, 0], prepared["k"], prepared["v"], prepared["mask"], None).astype(q.dtype)
 
 
-class FourierCore(SoftmaxCore):
-    """Fourier integral attention (:func:`rfa.attention.fourier_integral_attention`; Nguyen et al., "FourierFormer",
-    NeurIPS 2022): quadratic like exact attention, with the same KV cache for decoding.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FourierOptions(HeadsOptions):
+    """Fourier integral attention's options: the heads' and the radius.
 
-    The radius R is ``AttentionConfig.feature_params``' ``"radius"`` (default 1), fixed, one for every head.
+    Attributes:
+      radius: R > 0 of the Fourier integral estimator, one for every head.
+
+    Example:
+      >>> FourierOptions(radius=2.0).radius
+      2.0
     """
 
-    def __init__(self, widths, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
-        super().__init__(widths, attention, causal=causal, cross=cross, rngs=rngs)
-        self.radius = float(attention.params.get("radius", 1.0))
+    radius: float = 1.0
 
-    @staticmethod
-    def check_site(site: str, attention, widths, *, causal: bool, stateful: bool) -> None:
-        refuse_gate(site, attention)
-        unknown = set(attention.params) - {"radius"}
-        if unknown or attention.params.get("radius", 1.0) <= 0:
-            raise InputError(
-                f"{site}: Fourier integral attention takes one parameter, feature_params (('radius', R),) with R > 0; "
-                f"got {attention.feature_params!r}."
-            )
+    def __post_init__(self):
+        super().__post_init__()
+        if isinstance(self.radius, bool) or not isinstance(self.radius, (int, float)) or not self.radius > 0:
+            raise InputError(f"FourierOptions.radius must be a number > 0, got {self.radius!r}.")
+
+    def check_site(self, site: str, widths: SiteWidths, *, causal: bool, stateful: bool) -> None:
+        super().check_site(site, widths, causal=causal, stateful=stateful)
         if widths.positional == "relative":
             raise InputError(
                 f"{site}: Fourier integral attention takes no relative bias; use rotary or absolute positions."
             )
+
+
+class FourierCore(SoftmaxCore):
+    """Fourier integral attention (:func:`rfa.attention.fourier_integral_attention`; Nguyen et al., "FourierFormer",
+    NeurIPS 2022): quadratic like exact attention, with the same KV cache for decoding.
+
+    The radius R is :attr:`FourierOptions.radius`, fixed, one for every head.
+    """
+
+    def __init__(self, widths: SiteWidths, options: FourierOptions, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+        super().__init__(widths, options, causal=causal, cross=cross, rngs=rngs)
+        self.radius = float(options.radius)
 
     def attend(self, q, k, v, mask, bias) -> Array:
         return fourier_integral_attention(q, k, v, radius=self.radius, mask=mask)
 
     def attend_one(self, q, k, v, mask, bias) -> Array:
         return fourier_integral_attention(q[:, None], k, v, radius=self.radius, mask=mask[:, None, None, :])[:, 0]
+
+
+register_attention_kind(
+    AttentionKind(
+        "softmax",
+        SoftmaxOptions,
+        projected(SoftmaxCore),
+        causal=True,
+        bidirectional=True,
+        cross=True,
+        cache="length",
+        dense_masks=True,
+        summary="exact softmax attention (Vaswani et al. 2017): a KV cache, any mask, an optional relative bias",
+    )
+)
+register_attention_kind(
+    AttentionKind(
+        "fourier",
+        FourierOptions,
+        projected(FourierCore),
+        causal=True,
+        bidirectional=True,
+        cross=True,
+        cache="length",
+        dense_masks=True,
+        summary="Fourier integral attention (Nguyen et al., NeurIPS 2022): quadratic, a KV cache",
+    )
+)
+register_variant("exact", "softmax")

@@ -1,4 +1,4 @@
-"""The options of rfa's delta-rule layers (:mod:`rfa.models.delta_rule`), named as flash-linear-attention's
+"""The options of rfa's delta-rule layers (:mod:`rfa.layers.delta_rule.layer`), named as flash-linear-attention's
 ``DeltaNet``, ``GatedDeltaNet`` and ``KimiDeltaAttention`` layers name them, and what each kind adds to DeltaNet."""
 
 from __future__ import annotations
@@ -9,6 +9,10 @@ import math
 import jax
 
 from rfa._validation import InputError, InputTypeError, check_positive_int
+from rfa.layers.feature_variables import MapOptions
+from rfa.layers.kinds import SiteWidths, check_int
+from rfa.random_features.feature_maps import estimator as lookup_estimator
+from rfa.random_features.feature_maps import registered_estimators
 
 QK_ACTIVATIONS = {
     "silu": jax.nn.silu,
@@ -20,28 +24,23 @@ QK_NORMS = ("l2", "sum")
 
 
 @dataclasses.dataclass(frozen=True)
-class Variant:
-    """What a delta-rule kind adds to DeltaNet: ``decay`` (None, ``"head"``: one per token and value head,
-    ``"channel"``: one per token, head and key channel) and ``output_gate`` (``"silu"``: full rank, on by
-    ``use_gate``; ``"sigmoid"``: low rank, always on)."""
+class DeltaRuleSpec:
+    """What a delta-rule kind adds to DeltaNet (each kind's layer class holds its own): ``decay`` (None, ``"head"``:
+    one per token and value head, ``"channel"``: one per token, head and key channel) and ``output_gate``
+    (``"silu"``: full rank, on by ``use_gate``; ``"sigmoid"``: low rank, always on)."""
 
     decay: str | None
     output_gate: str
     gated_by_default: bool
 
 
-VARIANTS = {
-    "deltanet": Variant(None, "silu", False),
-    "gated_deltanet": Variant("head", "silu", True),
-    "kda": Variant("channel", "sigmoid", True),
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class DeltaRuleOptions:
-    """The options of a delta-rule layer, named as flash-linear-attention's layers name them.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DeltaRuleOptions(MapOptions):
+    """The options of a delta-rule layer, named as flash-linear-attention's layers name them (and rfa's own: the
+    chunk, and ``qk_map`` with the options of its map, :class:`~rfa.layers.feature_variables.MapOptions`).
 
     Attributes:
+      num_heads: query/key heads (the layer's ``num_heads``; at a model's site, None: the model's).
       head_dim: d_k of a query/key head (None: ``in_features // num_heads``; fla's Gated DeltaNet defaults to 256).
       num_v_heads: value heads (None: ``num_heads``); more than ``num_heads``, a multiple of it, is grouped value
         attention (GVA): each group of value heads shares one query/key head.
@@ -57,6 +56,10 @@ class DeltaRuleOptions:
       qk_activation: of q and k: ``"silu"``, ``"relu"``, ``"elu"`` (elu+1) or ``"identity"``.
       qk_norm: of q and k per head: ``"l2"`` or ``"sum"`` (divided by their sum).
       norm_eps: ε of the output RMSNorm.
+      chunk_size: tokens per chunk of the chunked form.
+      qk_map: None (the q/k activation and norm above), or a registered estimator whose L2-normalized features
+        replace them (the kernelized delta rule, :func:`rfa.attention.delta_rule.normalized_features`), with
+        ``num_features`` its m; its W is drawn from the layer's ``rngs`` and redrawn by :func:`rfa.nnx.redraw`.
 
     Example:
       >>> options = DeltaRuleOptions(head_dim=16, num_v_heads=8, expand_v=2.0)
@@ -76,8 +79,14 @@ class DeltaRuleOptions:
     qk_activation: str = "silu"
     qk_norm: str = "l2"
     norm_eps: float = 1e-5
+    chunk_size: int = 64
+    qk_map: str | None = None
+    num_features: int = 64
 
     def __post_init__(self):
+        super().__post_init__()
+        check_int(self, "chunk_size")
+        self.check_qk_map(type(self).__name__)
         for name in ("head_dim", "num_v_heads"):
             if getattr(self, name) is not None:
                 check_positive_int(getattr(self, name), f"DeltaRuleOptions.{name}")
@@ -120,3 +129,44 @@ class DeltaRuleOptions:
         if heads % num_heads:
             raise InputError(f"num_v_heads ({heads}) must be a multiple of num_heads ({num_heads}).")
         return heads
+
+    def size(self) -> int | None:
+        """m of ``qk_map`` where it sets the features' length, else None (the papers' map has none)."""
+        if self.qk_map is None or not lookup_estimator(self.qk_map).uses_num_features:
+            return None
+        return self.num_features
+
+    def check_qk_map(self, where: str) -> None:
+        """Refuses a ``qk_map`` the delta rule cannot take, or one beside a q/k activation or norm it replaces."""
+        if self.qk_map is None:
+            return
+        if self.qk_map not in registered_estimators():
+            raise InputError(
+                f"{where}: qk_map must be None or a registered estimator {list(registered_estimators())}, got "
+                f"{self.qk_map!r}."
+            )
+        fm = lookup_estimator(self.qk_map)
+        if set(fm.required) - set(fm.sampled) or fm.learned or fm.kernel == "gaussian":
+            raise InputError(
+                f"{where}: qk_map={self.qk_map!r} needs parameters fitted, learned or given, or estimates the "
+                "Gaussian kernel; the delta rule takes a map of the softmax kernel with fixed parameters (positive, "
+                "trig, hyperbolic, elu, relu, taylor, ...)."
+            )
+        if (self.qk_activation, self.qk_norm) != ("silu", "l2"):
+            raise InputError(
+                f"{where}: qk_map={self.qk_map!r} replaces qk_activation and qk_norm (its features are "
+                "L2-normalized); leave them at 'silu' and 'l2'."
+            )
+
+    def check_site(self, site: str, widths: SiteWidths, *, causal: bool, stateful: bool) -> None:
+        """The delta rule is causal self-attention; its widths must fit the model's."""
+        if not causal:
+            raise InputError(
+                f"{site}: the delta rule updates a state token by token (it is causal); {site} attends "
+                "bidirectionally or to a memory. Use it at the decoder's self-attention."
+            )
+        if widths.positional == "relative":
+            raise InputError(f"{site}: the delta rule has no relative bias; the short convolution gives position.")
+        heads = self.num_heads or widths.num_heads
+        self.head_v_dim(widths.d_model, heads)
+        self.value_heads(heads)

@@ -1,6 +1,6 @@
-"""Sliding-window softmax attention as an attention core of rfa's models (kind ``"sliding_window"``).
+"""Sliding-window softmax attention between a site's projections (the kind ``"sliding_window"``).
 
-The window w is ``AttentionConfig.num_features`` (what the kind's state grows with, as m for random features):
+The window w is :attr:`SlidingWindowOptions.window` (what the kind's cache holds, as m for random features):
 a causal query attends to itself and the w − 1 tokens before it, a bidirectional one to ``|i − j| < w``
 (:func:`rfa.attention.sliding_window_attention`, O(L·w)), counted over each row's kept tokens (padding, wherever
 it sits, is left out before the window is laid). Decoding keeps the last w keys and values in a ring
@@ -12,6 +12,8 @@ decoding, equals the unpadded prompt, then decoding.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 from flax import nnx
@@ -19,34 +21,49 @@ from flax import nnx
 from rfa._validation import InputError
 from rfa.attention.exact import softmax_attention
 from rfa.attention.sliding_window import sliding_window_attention
+from rfa.layers.kinds import AttentionKind, SiteWidths, check_int, register_attention_kind
+from rfa.layers.multi_head import HeadsOptions, projected
 
 Array = jax.Array
 
 
-class SlidingWindowCore(nnx.Module):
-    """Exact attention within a window of ``AttentionConfig.num_features`` tokens; see the module's docstring."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SlidingWindowOptions(HeadsOptions):
+    """The sliding window's options: the heads' and the window.
 
-    causal, bidirectional, cross, dense_masks, uses_num_features = True, True, False, False, True
-    takes_qk_map = False
-    owns_projections = False  # an AttentionSite projects q, k, v and the output around it
+    Attributes:
+      window: w, the tokens a causal query sees (itself included); a bidirectional one sees ``|i − j| < w``.
 
-    def __init__(self, widths, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
-        del cross, rngs  # self-attention only (check_site); no parameters
-        self.causal, self.window, self.dtype = causal, attention.num_features, jnp.dtype(widths.dtype)
-        self.num_heads, self.head_dim = widths.num_heads, widths.head_dim
+    Example:
+      >>> SlidingWindowOptions(window=16).size()
+      16
+    """
 
-    @staticmethod
-    def check_site(site: str, attention, widths, *, causal: bool, stateful: bool) -> None:
-        """A window is a span of one sequence's positions: self-attention, no gate, no relative bias or split."""
-        if site == "cross_attention":
-            raise InputError(f"{site}: a sliding window spans positions of one sequence; cross-attention has two.")
-        if attention.gated:
-            raise InputError(f"{site}: gated=True decays a kernelized state; 'sliding_window' has none.")
+    SIZE = "window"
+
+    window: int = 64
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_int(self, "window")
+
+    def check_site(self, site: str, widths: SiteWidths, *, causal: bool, stateful: bool) -> None:
+        """A window is a span of one sequence's positions: no relative bias, no split of the sequence."""
+        super().check_site(site, widths, causal=causal, stateful=stateful)
         if widths.positional == "relative" or widths.sequence_axis is not None:
             raise InputError(
                 f"{site}: 'sliding_window' takes no relative bias and does not run sequence-parallel; use rotary or "
                 "absolute positions, and no sequence_axis."
             )
+
+
+class SlidingWindowCore(nnx.Module):
+    """Exact attention within a window of :attr:`SlidingWindowOptions.window` tokens; see the module's docstring."""
+
+    def __init__(self, widths: SiteWidths, options: SlidingWindowOptions, *, causal: bool, cross: bool, rngs):
+        del cross, rngs  # self-attention only (the kind's cross is False); no parameters
+        self.causal, self.window, self.dtype = causal, options.window, jnp.dtype(widths.dtype)
+        self.num_heads, self.head_dim = widths.num_heads, widths.head_dim
 
     def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions, segment_ids=None) -> Array:
         """The window over each row's kept tokens, as if its padding were not there (as the decode ring counts
@@ -120,3 +137,17 @@ class SlidingWindowCore(nnx.Module):
             q, cache["k"].astype(q.dtype), cache["v"].astype(q.dtype), mask=cache["keep"][:, None, None, :]
         )
         return out[:, 0], cache
+
+
+register_attention_kind(
+    AttentionKind(
+        "sliding_window",
+        SlidingWindowOptions,
+        projected(SlidingWindowCore),
+        causal=True,
+        bidirectional=True,
+        cross=False,
+        cache="fixed",
+        summary="exact attention within a window of w tokens (Longformer; Mistral): a ring of the last w as cache",
+    )
+)

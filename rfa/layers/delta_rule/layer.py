@@ -1,20 +1,20 @@
-"""DeltaNet, Gated DeltaNet and Kimi Delta Attention as one layer ``x → y``: the site of rfa's models for the kinds
-``"deltanet"``, ``"gated_deltanet"`` and ``"kda"``, and the body of ``rfa.nnx.DeltaNet``, ``GatedDeltaNet`` and
-``KimiDeltaAttention``.
+"""DeltaNet, Gated DeltaNet and Kimi Delta Attention as one layer ``x → y``: the body of ``rfa.nnx.DeltaNet``,
+``GatedDeltaNet`` and ``KimiDeltaAttention``, and of a model's site of the kinds ``"deltanet"``, ``"gated_deltanet"``
+and ``"kda"`` (:mod:`rfa.layers.delta_rule.site`).
 
 The papers' layers (Yang, Wang, Zhang, Shen, Kim, "Parallelizing Linear Transformers with the Delta Rule over
 Sequence Length", NeurIPS 2024, Sec. 3.3 and Fig. 1; Yang, Kautz, Hatamizadeh, "Gated Delta Networks: Improving
 Mamba2 with Delta Rule", ICLR 2025, Sec. 3.4 and Fig. 1; Kimi Team, "Kimi Linear: An Expressive, Efficient
 Attention Architecture", arXiv 2510.26692, 2025, Sec. 3) as flash-linear-attention (fla) writes them
 (``fla/layers/{delta_net,gated_deltanet,kda}.py``), with fla's option and parameter names
-(:class:`rfa.models.DeltaRuleOptions`; :mod:`rfa.fla_weights` converts fla's weights):
+(:class:`~rfa.layers.delta_rule.options.DeltaRuleOptions`; :mod:`rfa.layers.fla_weights` converts fla's weights):
 
 - bias-free projections ``q_proj``, ``k_proj`` (``num_heads · head_dim``) and ``v_proj`` (``num_v_heads ·
   head_dim · expand_v``);
 - a short causal depthwise convolution (``conv_size`` taps, ``q_conv1d``, ``k_conv1d``, ``v_conv1d``), SiLU on v
   and ``qk_activation`` on q and k; q and k normalized per head (``qk_norm``: L2, so with β ∈ [0, 1] the transition
   ``I − β_t k_t k_tᵀ`` has eigenvalues in [0, 1] and the state cannot grow; or by their sum), q scaled by
-  ``1/√d_k``. With ``AttentionConfig.qk_map`` a registered estimator replaces the activation and the norm: q and k
+  ``1/√d_k``. With ``DeltaRuleOptions.qk_map`` a registered estimator replaces the activation and the norm: q and k
   are its features, L2-normalized (the kernelized delta rule, :func:`rfa.attention.delta_rule.normalized_features`);
 - the writing strength ``β_t = sigmoid(b_proj x_t)`` per token and value head (1 without ``use_beta``; doubled,
   in [0, 2], with ``allow_neg_eigval``: Grazzi et al., "Unlocking State-Tracking in Linear RNNs Through Negative
@@ -50,11 +50,11 @@ from flax import nnx
 
 from rfa._validation import InputError
 from rfa.attention.delta_rule import delta_rule_attention, normalized_features
-from rfa.attention.map_variables import RandomMap, projection_key, random_variables, redraw_variables
 from rfa.attention.segments import sequence_index
 from rfa.checks import call_unchecked
-from rfa.models.delta_rule_options import QK_ACTIVATIONS, VARIANTS
-from rfa.models.short_convolution import ShortConvolution, causal_convolution, history_entering_block
+from rfa.layers.delta_rule.options import QK_ACTIVATIONS, DeltaRuleOptions, DeltaRuleSpec
+from rfa.layers.feature_variables import RandomMap, projection_key, random_variables, redraw_variables
+from rfa.layers.short_convolution import ShortConvolution, causal_convolution, history_entering_block
 from rfa.random_features.feature_maps import estimator as lookup_estimator
 
 Array = jax.Array
@@ -75,30 +75,15 @@ def low_rank(d_in: int, rank: int, d_out: int, *, bias: bool, dtype, rngs: nnx.R
     )
 
 
-def check_qk_map(site: str, attention) -> None:
-    """Refuses a ``qk_map`` the delta rule cannot take, or one beside a q/k activation or norm it replaces."""
-    fm = None if attention.qk_map is None else lookup_estimator(attention.qk_map)
-    if fm is not None and (set(fm.required) - set(fm.sampled) or fm.learned or fm.kernel == "gaussian"):
-        raise InputError(
-            f"{site}: qk_map={attention.qk_map!r} needs parameters fitted, learned or given, or estimates the "
-            "Gaussian kernel; the delta rule takes a map of the softmax kernel with fixed parameters (positive, "
-            "trig, hyperbolic, elu, relu, taylor, ...)."
-        )
-    o = attention.delta_rule
-    if fm is not None and (o.qk_activation, o.qk_norm) != ("silu", "l2"):
-        raise InputError(
-            f"{site}: qk_map={attention.qk_map!r} replaces qk_activation and qk_norm (its features are "
-            "L2-normalized); leave them at 'silu' and 'l2'."
-        )
-
-
 class DeltaRuleLayer(RandomMap):
     """The delta rule's layer ``x [batch, L, in_features] → [batch, L, out_features]`` of one kind (see the
     module's docstring), with its cache: the state and the convolution's history.
 
     Args:
-      attention: the kind (``"deltanet"``, ``"gated_deltanet"``, ``"kda"``), ``chunk_size``, ``qk_map`` and its
-        map's settings, and ``delta_rule``, the :class:`rfa.models.DeltaRuleOptions`.
+      spec: what the kind adds to DeltaNet (:class:`~rfa.layers.delta_rule.options.DeltaRuleSpec`: its decay and
+        output gate).
+      options: the layer's :class:`~rfa.layers.delta_rule.options.DeltaRuleOptions` (fla's, the chunk, ``qk_map``);
+        its ``num_heads`` plays no part here (the argument below is the layer's).
       in_features: d_model.
       num_heads: query/key heads.
       out_features: the output's width (default ``in_features``).
@@ -109,7 +94,8 @@ class DeltaRuleLayer(RandomMap):
 
     def __init__(
         self,
-        attention,
+        spec: DeltaRuleSpec,
+        options: DeltaRuleOptions,
         in_features: int,
         num_heads: int,
         *,
@@ -118,27 +104,27 @@ class DeltaRuleLayer(RandomMap):
         dtype=None,
         rngs: nnx.Rngs,
     ):
-        o = attention.delta_rule
+        o = options
         self.sequence_axis = sequence_axis
-        self.attention, self.variant, self.options = attention, VARIANTS[attention.kind], o
+        self.variant, self.options = spec, o
         h, dk, hv = num_heads, o.key_dim(in_features, num_heads), o.value_heads(num_heads)
         dv = o.head_v_dim(in_features, num_heads)
         self.num_heads, self.head_dim, self.num_v_heads, self.head_v_dim = h, dk, hv, dv
-        self.qk_map = None if attention.qk_map is None else lookup_estimator(attention.qk_map)
+        self.qk_map = None if o.qk_map is None else lookup_estimator(o.qk_map)
         random = self.qk_map is not None and (self.qk_map.needs_projection or bool(self.qk_map.sampled))
         self.projection, self.random_params = (
             random_variables(
                 self.qk_map,
                 projection_key(rngs),
-                attention.num_features,
+                o.num_features,
                 dk,
-                projection_kind=attention.projection_kind,
-                scaling=attention.scaling,
+                projection_kind=o.projection_kind,
+                scaling=o.scaling,
             )
             if random
             else (None, nnx.Dict())
         )
-        self.key_dim = dk if self.qk_map is None else self.qk_map.num_outputs(attention.num_features, dk)
+        self.key_dim = dk if self.qk_map is None else self.qk_map.num_outputs(o.num_features, dk)
         d, dtype = in_features, jnp.dtype(dtype or jnp.float32)
         self.q_proj, self.k_proj = (_linear(d, h * dk, dtype=dtype, rngs=rngs) for _ in range(2))
         self.v_proj = _linear(d, hv * dv, dtype=dtype, rngs=rngs)
@@ -171,12 +157,12 @@ class DeltaRuleLayer(RandomMap):
 
     @property
     def redraw_every(self) -> int:
-        """The redrawing policy of ``qk_map`` (``AttentionConfig.redraw_every``), read by :func:`rfa.nnx.redraw`."""
-        return self.attention.redraw_every
+        """The redrawing policy of ``qk_map`` (``DeltaRuleOptions.redraw_every``), read by :func:`rfa.nnx.redraw`."""
+        return self.options.redraw_every
 
     def redraw(self, key: Array) -> None:
         """Replaces the random projection of ``qk_map`` by a fresh draw from ``key``."""
-        a = self.attention
+        a = self.options
         redraw_variables(
             self.projection,
             self.random_params,
@@ -246,7 +232,7 @@ class DeltaRuleLayer(RandomMap):
             else:
                 q, k = (y / jnp.sum(y, axis=-1, keepdims=True) for y in (q, k))
         else:
-            params = weights["random_params"] | self.attention.params
+            params = weights["random_params"] | o.params
             q, k = normalized_features(
                 q, k, estimator=self.qk_map, projection=weights["projection"], feature_params=params
             )
@@ -260,7 +246,7 @@ class DeltaRuleLayer(RandomMap):
             log_decay=log_decay,
             initial_state=cache["state"],
             return_state=True,
-            chunk_size=self.attention.chunk_size,
+            chunk_size=o.chunk_size,
             sequence_axis=axis,
             segment_ids=None if segment_ids is None else sequence_index(segment_ids, keep),
         )
@@ -325,61 +311,3 @@ class DeltaRuleLayer(RandomMap):
                 check_vma=False,  # the state and history are the same on every device by construction
             )(*args)
         return self._output(out, x), cache
-
-
-class DeltaRuleCore(nnx.Module):
-    """A model's causal self-attention site of a delta-rule kind: :class:`DeltaRuleLayer` from the model's widths,
-    with the interface of :class:`rfa.models.AttentionSite` (the layer owns its projections)."""
-
-    causal, bidirectional, cross, dense_masks, uses_num_features = True, False, False, False, False
-    takes_qk_map = True  # AttentionConfig.qk_map: an estimator's normalized features instead of SiLU and L2
-    owns_projections = True  # the site is the core: no q/k/v/output projections around it
-
-    def __init__(self, widths, attention, *, causal: bool, cross: bool, rngs: nnx.Rngs):
-        del causal, cross  # causal self-attention only (check_site)
-        self.layer = DeltaRuleLayer(
-            attention,
-            widths.d_model,
-            widths.num_heads,
-            sequence_axis=widths.sequence_axis,
-            dtype=widths.dtype,
-            rngs=rngs,
-        )
-        self.causal = True
-
-    @staticmethod
-    def check_site(site: str, attention, widths, *, causal: bool, stateful: bool) -> None:
-        """The delta rule is causal self-attention, and its gate is its own."""
-        if not causal:
-            raise InputError(
-                f"{site}: {attention.kind!r} updates a state token by token (the delta rule is causal); {site} "
-                "attends bidirectionally or to a memory. Use it at the decoder's self-attention."
-            )
-        if attention.gated:
-            raise InputError(
-                f"{site}: {attention.kind!r} has its own decay ('gated_deltanet', 'kda'); gated=True is for feature "
-                "maps."
-            )
-        if widths.positional == "relative":
-            raise InputError(f"{site}: {attention.kind!r} has no relative bias; the short convolution gives position.")
-        check_qk_map(site, attention)
-        attention.delta_rule.head_v_dim(widths.d_model, widths.num_heads)
-        attention.delta_rule.value_heads(widths.num_heads)
-
-    def __call__(self, x: Array, memory=None, *, key_mask: Array, q_positions: Array, k_positions: Array) -> Array:
-        del memory, q_positions, k_positions  # self-attention; the convolution gives position
-        return self.layer.run(x, key_mask)[0]
-
-    def init_cache(self, batch: int, max_length: int) -> dict:
-        """The empty state and convolution history (``max_length`` plays no part: the cache does not grow)."""
-        del max_length
-        return self.layer.empty_state(batch)
-
-    def prefill(self, x: Array, *, key_mask: Array, positions: Array, max_length: int):
-        del positions, max_length
-        return self.layer.run(x, key_mask)
-
-    def decode_step(self, x: Array, cache: dict, position: Array, keep: Array):
-        del position
-        out, cache = self.layer.run(x[:, None], keep[:, None], cache)  # a padding token changes nothing
-        return out[:, 0], cache

@@ -18,7 +18,7 @@ from flax import nnx
 
 from rfa._validation import InputError, check_choice, check_key, check_positive_int, renamed_keywords
 from rfa.attention.kernelized import attention_over
-from rfa.attention.map_variables import (
+from rfa.layers.feature_variables import (
     Calibratable,
     learned_variables,
     random_variables,
@@ -131,7 +131,7 @@ class KernelizedAttention(Calibratable):
                 f"feature map {self.estimator.name!r} fits {list(fitted)} from the queries and keys of each call, "
                 f"and this call has q_len={query.shape[-3]} != kv_len={key.shape[-3]} (Flax's decode=True cache, "
                 "or cross-attention while decoding): the fit would differ from the one of the full pass. Calibrate "
-                "the module first (fn.calibrate(q, k), or rfa.attention.calibrating(model) around full passes), or "
+                "the module first (fn.calibrate(q, k), or rfa.layers.calibrating(model) around full passes), or "
                 "fix the parameters: make_attention_fn(..., "
                 f"feature_params={{{', '.join(f'{n!r}: value' for n in fitted)}}}) "
                 f"with the values of rfa.estimator({self.estimator.name!r}).fit(q, k) on a full pass, or "

@@ -1,26 +1,71 @@
-"""Multi-head attention of the models: the projections, positions and caches around an attention core.
+"""Multi-head attention on its own arguments: the projections, positions and caches around an attention core.
 
-The q/k/v/output projections are ``nnx.LinearGeneral`` layers; the attention between them is a core
-chosen by the site's :class:`~rfa.models.config.AttentionConfig` (:mod:`rfa.models.cores`: exact
-softmax, kernelized with any registered feature map, gated or not, or Linformer). For decoding,
-self-attention keeps a cache — the keys and values so far for exact attention (in the model's
-dtype), the recurrent state ``(S, z)`` for kernelized attention, so each token costs the same at any
-position — built for a whole prompt in one parallel pass (:meth:`AttentionSite.prefill`) and
-extended token by token (:meth:`AttentionSite.decode_step`); cross-attention prepares the
-encoder side once (:meth:`AttentionSite.prepare_memory`).
+The q/k/v/output projections are ``nnx.LinearGeneral`` layers, with grouped-query attention (``num_kv_heads``), an
+output gate (gated attention) and rotary positions; the attention between them is a core, one per kind (exact softmax,
+Fourier integral, kernelized with any registered estimator, Linformer, a sliding window; each kind's module registers
+``projected(ItsCore)`` as its layer, :mod:`rfa.layers.kinds`). For decoding, self-attention keeps a cache — the keys
+and values so far for exact attention (in the model's dtype), the recurrent state ``(S, z)`` for kernelized attention,
+so each token costs the same at any position — built for a whole prompt in one parallel pass
+(:meth:`AttentionSite.prefill`) and extended token by token (:meth:`AttentionSite.decode_step`); cross-attention
+prepares the encoder side once (:meth:`AttentionSite.prepare_memory`).
 """
 
 from __future__ import annotations
+
+import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from rfa.models.config import AttentionConfig, EncoderConfig
-from rfa.models.cores import core_class
-from rfa.models.positional import rotate
+from rfa._validation import InputError, InputTypeError
+from rfa.layers.kinds import KindOptions, SiteWidths, check_int
+from rfa.layers.positional import rotate
 
 Array = jax.Array
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HeadsOptions(KindOptions):
+    """The options of the kinds that :class:`AttentionSite` projects around a core (every kind but the delta rule's,
+    whose layer has projections of its own).
+
+    Attributes:
+      num_heads: the site's query heads (None: the model's); a head is ``d_model / num_heads`` wide.
+      num_kv_heads: grouped-query attention: key/value heads, a divisor of the heads, each shared by a group of
+        query heads (Ainslie et al., "GQA", EMNLP 2023). None: one per head.
+      output_gate: the attention's output times ``sigmoid(W_g x)`` per head and channel, before the output
+        projection (gated attention, as Qwen3-Next's full-attention layers; Qiu et al., "Gated Attention for Large
+        Language Models", 2025).
+      rope_base: the rotary base of the site's positions (a model with ``positional="rotary"``).
+    """
+
+    num_kv_heads: int | None = None
+    output_gate: bool = False
+    rope_base: float = 10000.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_int(self, "num_kv_heads", optional=True)
+        if not isinstance(self.output_gate, bool):
+            raise InputTypeError(f"{type(self).__name__}.output_gate must be a bool, got {self.output_gate!r}.")
+        if isinstance(self.rope_base, bool) or not isinstance(self.rope_base, (int, float)) or self.rope_base <= 1:
+            raise InputError(f"{type(self).__name__}.rope_base must be a number > 1, got {self.rope_base!r}.")
+
+    def check_site(self, site: str, widths: SiteWidths, *, causal: bool, stateful: bool) -> None:
+        heads = self.num_heads or widths.num_heads
+        if widths.d_model % heads or heads % (self.num_kv_heads or heads):
+            raise InputError(
+                f"{site}: {heads} heads must divide d_model = {widths.d_model}, and num_kv_heads = "
+                f"{self.num_kv_heads} must divide the heads."
+            )
+
+
+def projected(core: type):
+    """The layer of a kind whose attention is ``core`` between :class:`AttentionSite`'s projections: what the kind's
+    module registers as its ``layer`` (:class:`rfa.layers.kinds.AttentionKind`)."""
+    return functools.partial(AttentionSite, core=core)
 
 
 class AttentionInputs(nnx.Intermediate):
@@ -39,44 +84,39 @@ class AttentionInputs(nnx.Intermediate):
     """
 
 
-def attention_site(config: EncoderConfig, attention: AttentionConfig, *, causal: bool, cross: bool, rngs: nnx.Rngs):
-    """The site of ``attention``: an :class:`AttentionSite` around the kind's core, or the core itself where it owns
-    its projections (the delta rule's layer, whose heads and widths are its own; ``owns_projections``)."""
-    core = core_class(attention.kind)
-    if core.owns_projections:
-        return core(config.at_site(attention), attention, causal=causal, cross=cross, rngs=rngs)
-    return AttentionSite(config, attention, causal=causal, cross=cross, rngs=rngs)
-
-
 class AttentionSite(nnx.Module):
     """Self- or cross-attention ``[batch, q_len, d_model] -> [batch, q_len, d_model]``.
 
     Args:
-      config: the model config (widths, positional encoding, dtype).
-      attention: this site's attention.
+      widths: what the site reads of its model (:class:`~rfa.layers.kinds.SiteWidths`: widths, positions, dtype).
+      options: the kind's options (a :class:`HeadsOptions`: the site's heads, grouped-query heads, gate, rotary base).
+      core: the attention between the projections, built as ``core(widths, options, causal=, cross=, rngs=)``.
       causal: each query sees keys at or before its position (decoder self-attention).
       cross: keys and values come from a separate memory (encoder output).
       rngs: ``params`` initializes the weights; ``projection`` (falling back to ``params``) draws W.
 
     A kernelized site whose map fits parameters from data (oprf, the DERFs) can keep a fit from
-    calibration batches: inside ``with rfa.attention.calibrating(model):`` each (eager) pass fits them
+    calibration batches: inside ``with rfa.layers.calibrating(model):`` each (eager) pass fits them
     to the site's queries and keys per head and stores them as ``FittedParams`` state, which every
     later pass, prefill and decoding step uses instead of the config's fixed values.
     """
 
-    def __init__(self, config: EncoderConfig, attention: AttentionConfig, *, causal: bool, cross: bool, rngs: nnx.Rngs):
-        widths = config.at_site(attention)  # the site's heads
+    def __init__(
+        self, widths: SiteWidths, options: HeadsOptions, *, core: type, causal: bool, cross: bool, rngs: nnx.Rngs
+    ):
+        if options.num_heads is not None and options.num_heads != widths.num_heads:
+            widths = dataclasses.replace(widths, num_heads=options.num_heads)  # the site's own heads
         d, h, dh = widths.d_model, widths.num_heads, widths.head_dim
-        kv = attention.num_kv_heads or h
+        kv = options.num_kv_heads or h
         dtype = jnp.dtype(widths.dtype)
         self.query = nnx.LinearGeneral(d, (h, dh), dtype=dtype, rngs=rngs)
         self.key = nnx.LinearGeneral(d, (kv, dh), dtype=dtype, rngs=rngs)
         self.value = nnx.LinearGeneral(d, (kv, dh), dtype=dtype, rngs=rngs)
-        self.gate = nnx.LinearGeneral(d, (h, dh), dtype=dtype, rngs=rngs) if attention.output_gate else None
+        self.gate = nnx.LinearGeneral(d, (h, dh), dtype=dtype, rngs=rngs) if options.output_gate else None
         self.out = nnx.LinearGeneral((h, dh), d, axis=(-2, -1), dtype=dtype, rngs=rngs)
-        self.rotary = config.positional == "rotary" and (not cross or config.cross_attention_rotary)
-        self.rope_base, self.groups = attention.rope_base, h // kv
-        self.core = core_class(attention.kind)(widths, attention, causal=causal, cross=cross, rngs=rngs)
+        self.rotary = widths.rotary(cross)
+        self.rope_base, self.groups = options.rope_base, h // kv
+        self.core = core(widths, options, causal=causal, cross=cross, rngs=rngs)
         self.causal = causal
 
     def _rotate(self, x, positions):
@@ -138,11 +178,10 @@ class AttentionSite(nnx.Module):
           ``(y [batch, prompt_len, d_model], cache)``.
 
         Example:
-          >>> from rfa.models import AttentionConfig, preset
-          >>> config = preset("tiny", vocab_size=50, decoder_attention=AttentionConfig("positive", 16))
-          >>> attention = AttentionSite(config, config.decoder_attention, causal=True, cross=False,
-          ...                                rngs=nnx.Rngs(0))
-          >>> x, positions = jnp.ones((2, 5, config.d_model)), jnp.broadcast_to(jnp.arange(5), (2, 5))
+          >>> from rfa.layers.kernelized import KernelizedCore, KernelizedOptions
+          >>> attention = AttentionSite(SiteWidths(32, 4), KernelizedOptions(num_features=16), core=KernelizedCore,
+          ...                           causal=True, cross=False, rngs=nnx.Rngs(0))
+          >>> x, positions = jnp.ones((2, 5, 32)), jnp.broadcast_to(jnp.arange(5), (2, 5))
           >>> y, cache = attention.prefill(x, key_mask=jnp.ones((2, 5), bool), positions=positions, max_length=64)
           >>> y.shape, cache.kv.shape  # the recurrent state (S, z) after the 5 tokens: [batch, heads, F, d_v + 1]
           ((2, 5, 32), (2, 4, 16, 9))

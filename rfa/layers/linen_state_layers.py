@@ -12,9 +12,9 @@ import flax.linen as nn
 import jax
 from flax.nnx import bridge as nnx_bridge
 
-from rfa import nnx as rfa_nnx
 from rfa._validation import InputError
-from rfa.models.delta_rule_options import DeltaRuleOptions
+from rfa.layers import state_layers as rfa_nnx
+from rfa.layers.delta_rule.options import DeltaRuleOptions
 from rfa.random_features.feature_maps import estimator as lookup_estimator
 
 Array = jax.Array
@@ -80,16 +80,24 @@ class _BridgedStateLayer(nn.Module):
 
 
 class _BridgedDeltaRule(_BridgedStateLayer):
-    """A delta-rule layer of :mod:`rfa.nnx` as a Linen module; ``options`` are fla's options of the layer
-    (:class:`rfa.models.DeltaRuleOptions`: ``head_dim``, ``num_v_heads``, ``expand_v``, ``use_beta``,
-    ...)."""
+    """A delta-rule layer of :mod:`rfa.nnx` as a Linen module; ``options`` are the layer's options
+    (:class:`~rfa.layers.delta_rule.options.DeltaRuleOptions`: ``head_dim``, ``num_v_heads``, ``expand_v``,
+    ``use_beta``, ...)."""
 
     forwarded: ClassVar[tuple[str, ...]] = ("chunk_size",)
 
     options: DeltaRuleOptions = DeltaRuleOptions()
 
     def layer_options(self) -> dict:
-        return super().layer_options() | dataclasses.asdict(self.options)
+        """The options' fields but ``num_heads`` (the layer's field), with the layer's ``chunk_size``."""
+        default = DeltaRuleOptions.__dataclass_fields__["chunk_size"].default
+        if self.options.chunk_size not in (default, self.chunk_size):
+            raise InputError(
+                f"{type(self).__name__}: chunk_size={self.chunk_size} and options.chunk_size="
+                f"{self.options.chunk_size}; give it once, as the layer's chunk_size."
+            )
+        options = {name: value for name, value in dataclasses.asdict(self.options).items() if name != "num_heads"}
+        return options | super().layer_options()
 
 
 class DeltaNet(_BridgedDeltaRule):

@@ -12,7 +12,7 @@ A map (an :class:`~rfa.random_features.feature_maps.Estimator`) may hold four ki
 
 :class:`RandomMap` is an attention holding random variables, :func:`redraw` redraws every one in a model
 (one key derivation: ``fold_in(key, i)`` for the i-th), and :class:`Calibratable` adds learned and fitted
-parameters with :func:`calibrating`. ``rfa.nnx`` and ``rfa.attention.flax_adapter`` (the Flax layers) and
+parameters with :func:`calibrating`. ``rfa.nnx`` and ``rfa.layers.attention_fn`` (the Flax layers) and
 ``rfa.models`` (the kernelized and delta-rule cores) build their attentions on these.
 """
 
@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 
 import jax
 from flax import nnx
 
 from rfa._validation import InputError, InputTypeError, check_key
 from rfa.attention.calibration import fit_feature_params
+from rfa.layers.kinds import KindOptions, check_int
 from rfa.random_features.feature_maps import Estimator
+from rfa.random_features.projections import PROJECTION_KINDS, ROW_SCALINGS
 
 Array = jax.Array
 
@@ -57,6 +60,52 @@ def scalar_params(feature_params: dict | None) -> dict:
                 "per-head or data-dependent arrays go to rfa.kernelized_attention(feature_params=...) directly."
             )
     return params
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MapOptions(KindOptions):
+    """The options of a random-feature map, for the kinds that use one (kernelized attention, the delta rule's
+    ``qk_map``).
+
+    Attributes:
+      num_features: m, the random vectors of the projection W (Hedgehog: its feature dimension d').
+      projection_kind: how W's rows are drawn, a kind of ``rfa.sample_projection`` (``"orthogonal"``, ``"iid"``,
+        ``"simplex"`` or a registered one).
+      scaling: W's row norms, ``"chi"`` (rows marginally Gaussian) or ``"sqrt_d"``.
+      feature_params: the map's fixed parameters as ``((name, value), ...)``, e.g. ``(("phi_sq", 2.0),)`` for
+        OPRF, which needs it fixed at causal and decoding sites (a dict is taken too, and kept sorted).
+      redraw_every: a new projection every this many training steps (:func:`redraw` with ``step=``); 0 keeps the
+        first draw.
+
+    Example:
+      >>> MapOptions(num_features=16, feature_params={"phi_sq": 2.0}).params
+      {'phi_sq': 2.0}
+    """
+
+    num_features: int = 256
+    projection_kind: str = "orthogonal"
+    scaling: str = "chi"
+    feature_params: tuple[tuple[str, float], ...] = ()
+    redraw_every: int = 0
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_int(self, "num_features")
+        check_int(self, "redraw_every", 0)
+        if self.projection_kind not in PROJECTION_KINDS or self.scaling not in ROW_SCALINGS:
+            raise InputError(
+                f"projection_kind must be one of {list(PROJECTION_KINDS)} and scaling one of {list(ROW_SCALINGS)}, "
+                f"got {self.projection_kind!r} and {self.scaling!r}."
+            )
+        pairs = sorted(self.feature_params.items()) if isinstance(self.feature_params, dict) else self.feature_params
+        if not all(isinstance(pair, tuple | list) and len(pair) == 2 for pair in pairs):
+            raise InputError(f"feature_params must be ((name, value), ...), got {self.feature_params!r}.")
+        object.__setattr__(self, "feature_params", tuple((str(name), value) for name, value in pairs))
+
+    @property
+    def params(self) -> dict:
+        """``feature_params`` as a dict."""
+        return dict(self.feature_params)
 
 
 class RandomProjection(nnx.Variable):
@@ -101,7 +150,7 @@ class FittedParams(nnx.Variable):
 class RandomMap(nnx.Module):
     """An attention whose map draws random variables (``projection``, ``random_params``) and redraws them
     (``redraw(key)``): the unit :func:`redraw` walks. ``redraw_every`` is its redrawing policy in training steps
-    (0: none; rfa's models read it from their ``AttentionConfig``)."""
+    (0: none; rfa's layers read it from their options' ``redraw_every``)."""
 
     redraw_every: int = 0
 
@@ -168,7 +217,7 @@ def calibrating(model: nnx.Module):
     Example:
       >>> fn = rfa.make_attention_fn("aderf", 32, head_dim=8, key=jax.random.key(0))
       >>> mha = nnx.MultiHeadAttention(2, 16, attention_fn=fn, decode=False, rngs=nnx.Rngs(0))
-      >>> with rfa.attention.calibrating(mha):
+      >>> with rfa.layers.calibrating(mha):
       ...     _ = mha(jax.random.normal(jax.random.key(1), (4, 24, 16)))
       >>> y = mha(jnp.ones((1, 5, 16)), is_causal=True)  # causal: uses the calibrated parameters
       >>> fn.fitted_params["A"].shape

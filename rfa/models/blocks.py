@@ -13,10 +13,22 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from rfa.models.attention import attention_site
 from rfa.models.config import EncoderConfig, TransformerConfig
+from rfa.models.site import Site
 
 Array = jax.Array
+
+
+def attention_site(config: EncoderConfig, attention: Site, *, causal: bool, cross: bool, rngs: nnx.Rngs):
+    """The layer of one site: its kind's (:mod:`rfa.layers.kinds`), built from what the site reads of the model.
+
+    Example:
+      >>> config = rfa.models.preset("tiny", vocab_size=50)
+      >>> type(attention_site(config, Site("deltanet"), causal=True, cross=False, rngs=nnx.Rngs(0))).__name__
+      'DeltaRuleCore'
+    """
+    widths = config.at_site(attention)
+    return attention.entry.layer(widths, attention.options, causal=causal, cross=cross, rngs=rngs)
 
 
 class MLP(nnx.Module):

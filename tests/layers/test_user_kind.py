@@ -1,0 +1,138 @@
+"""A kind of the user's own: one module that defines its options and its core and registers it, then runs in a layer,
+trains a step in a model config, decodes through its cache and is a variant of a training config, with no edit of
+rfa. The toy kind is temperature-scaled softmax attention, ``softmax(q·k / (τ √d)) v``.
+"""
+
+import importlib.util
+import textwrap
+
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from flax import nnx
+from helpers import normal, own_kinds
+from model_helpers import VOCAB, forward, step_by_step, tokens
+
+import rfa
+from rfa.layers import SiteWidths, attention_kind, registered_variants
+from rfa.models import Decoder, Site, preset
+
+USER_MODULE = '''
+"""Temperature-scaled softmax attention: softmax(q·k / (τ √d)) v, a kind of attention of my own."""
+
+import dataclasses
+
+from rfa.layers import AttentionKind, HeadsOptions, SoftmaxCore, projected, register_attention_kind
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TemperatureOptions(HeadsOptions):
+    temperature: float = 2.0  # τ > 0
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.temperature > 0:
+            raise ValueError(f"temperature must be > 0, got {self.temperature}")
+
+
+class TemperatureCore(SoftmaxCore):
+    """Exact attention with its logits divided by τ; the softmax core's KV cache decodes it."""
+
+    def __init__(self, widths, options, *, causal, cross, rngs):
+        super().__init__(widths, options, causal=causal, cross=cross, rngs=rngs)
+        self.temperature = options.temperature
+
+    def attend(self, q, k, v, mask, bias):
+        return super().attend(q / self.temperature, k, v, mask, bias)
+
+    def attend_one(self, q, k, v, mask, bias):
+        return super().attend_one(q / self.temperature, k, v, mask, bias)
+
+
+register_attention_kind(
+    AttentionKind(
+        "temperature_softmax",
+        TemperatureOptions,
+        projected(TemperatureCore),
+        causal=True,
+        bidirectional=True,
+        cross=True,
+        cache="length",
+        summary="softmax attention at temperature τ",
+    )
+)
+'''
+
+
+@pytest.fixture
+def user_kind(tmp_path):
+    """The user's module, imported from its own file (as ``config.modules`` imports one), its kind forgotten after."""
+    path = tmp_path / "temperature_kind.py"
+    path.write_text(textwrap.dedent(USER_MODULE))
+    spec = importlib.util.spec_from_file_location("temperature_kind", path)
+    module = importlib.util.module_from_spec(spec)
+    with own_kinds():
+        spec.loader.exec_module(module)
+        yield module
+
+
+def reference(x, layer, temperature):
+    """softmax(q·k / (τ √d)) v through the layer's own projections, in NumPy float64."""
+    params = {name: np.asarray(getattr(layer, name).kernel[...], np.float64) for name in ("query", "key", "value")}
+    bias = {name: np.asarray(getattr(layer, name).bias[...], np.float64) for name in ("query", "key", "value")}
+    q, k, v = (np.einsum("bld,dhe->blhe", x, params[n]) + bias[n] for n in ("query", "key", "value"))
+    logits = np.einsum("bqhe,bkhe->bhqk", q, k) / (temperature * np.sqrt(q.shape[-1]))
+    weights = np.exp(logits - logits.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    out = np.einsum("bhqk,bkhe->bqhe", weights, v)
+    kernel, out_bias = np.asarray(layer.out.kernel[...], np.float64), np.asarray(layer.out.bias[...], np.float64)
+    return np.einsum("bqhe,hed->bqd", out, kernel) + out_bias
+
+
+def test_a_kind_of_the_users_runs_in_a_layer_against_its_formula(user_kind):
+    entry = attention_kind("temperature_softmax")
+    assert (entry.cache, entry.causal_only) == ("length", False) and "temperature_softmax" in registered_variants()
+    site = Site("temperature_softmax", temperature=3.0)
+    layer = entry.layer(SiteWidths(16, 2), site.options, causal=False, cross=False, rngs=nnx.Rngs(0))
+    x = normal(0, (2, 5, 16))
+    positions = jnp.broadcast_to(jnp.arange(5), (2, 5))
+    call = nnx.jit(
+        lambda layer, x: layer(x, key_mask=jnp.ones((2, 5), bool), q_positions=positions, k_positions=positions)
+    )
+    np.testing.assert_allclose(call(layer, x), reference(np.float64(x), layer, 3.0), rtol=1e-4, atol=1e-5)
+    with pytest.raises(TypeError, match=r"kind 'temperature_softmax' has no option \['window'\]"):
+        Site("temperature_softmax", window=4)
+
+
+def test_a_kind_of_the_users_trains_a_step_in_a_model_and_decodes_through_its_cache(user_kind):
+    config = preset("tiny", vocab_size=VOCAB, max_length=16, decoder_attention=Site("temperature_softmax"))
+    model = Decoder(config, rngs=nnx.Rngs(0))
+    sequence = tokens(1, (2, 8))
+    np.testing.assert_allclose(step_by_step(model, sequence), forward(model, sequence), rtol=2e-4, atol=2e-4)
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+
+    @nnx.jit
+    def train_step(model, optimizer, sequence):
+        def loss(model):
+            logits = model(sequence[:, :-1])
+            return optax.softmax_cross_entropy_with_integer_labels(logits, sequence[:, 1:]).mean()
+
+        value, grads = nnx.value_and_grad(loss)(model)
+        optimizer.update(model, grads)
+        return value
+
+    first, second = train_step(model, optimizer, sequence), train_step(model, optimizer, sequence)
+    assert np.isfinite(first) and second < first  # the step trained the kind's projections
+
+
+def test_a_kind_of_the_users_is_a_training_configs_variant(user_kind):
+    from rfa.train import ATTENTION_VARIANTS, check_config, model_config, task_config
+
+    assert ATTENTION_VARIANTS["temperature_softmax"] == {"kind": "temperature_softmax"}
+    config = task_config("sort", "temperature_softmax,quick")
+    sites = model_config(config, check_config(config))
+    assert {sites.encoder_attention.kind, sites.decoder_attention.kind, sites.cross_attention.kind} == {
+        "temperature_softmax"
+    }
+    assert rfa.train.results.recorded_num_features(config.attention) is None  # the kind has no size option
