@@ -3,7 +3,8 @@
 Every comparison table on ``docs/results`` is rendered from its ``results/*.json`` by the study's own code
 (``rfa.experiments.tables``), and every verdict in it is recomputed here from the per-seed values with the documented
 rule, by an independent implementation: scipy's paired, Welch and one-sample t-tests and statsmodels' Holm
-correction, across each table's comparisons. The sentences with numbers are held by ``tests/results_claims.py``.
+correction, across each table's comparisons. The sentences with numbers are held by ``tests/results_claims/``, one
+module per results page.
 """
 
 import json
@@ -225,14 +226,14 @@ def _unheld(page):
 def test_a_page_has_no_result_number_outside_its_claims(page):
     text = NOT_A_RESULT.sub("", _unheld(page))
     loose = [text[max(0, m.start() - 40) : m.end() + 20] for m in NUMBER.finditer(text)]
-    assert not loose, f"{page}: numbers held by no claim (tests/results_claims.py): {loose}"
+    assert not loose, f"{page}: numbers held by no claim (tests/results_claims/): {loose}"
 
 
 @pytest.mark.parametrize("page", PAGES)
 def test_a_page_orders_results_only_in_claims_that_check_the_order(page):
     text = NOT_AN_ORDER.sub("", _unheld(page))
     loose = [text[max(0, m.start() - 60) : m.end() + 20] for m in ORDER.finditer(text)]
-    assert not loose, f"{page}: words of order or equality held by no claim (tests/results_claims.py): {loose}"
+    assert not loose, f"{page}: words of order or equality held by no claim (tests/results_claims/): {loose}"
 
 
 @pytest.mark.parametrize("claim", [c for c in CLAIMS if ORDER.search(c.text)], ids=lambda c: f"{c.page}: {c.text[:60]}")
