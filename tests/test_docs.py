@@ -29,8 +29,8 @@ DOCUMENTED = {
     "data": ["rfa.data.pipeline.batches"],
     "train": ["rfa.train.loop.train_and_evaluate"],
     "experiments": [
-        "rfa.experiments.sweeps.registry.Reproduction",
-        "rfa.experiments.sweeps.registry.register_reproduction",
+        "rfa.experiments.sweep_framework.registry.Reproduction",
+        "rfa.experiments.sweep_framework.registry.register_reproduction",
     ],
     "rfa": ["rfa.nnx.MultiHeadAttention", "rfa.linen.MultiHeadDotProductAttention", "rfa.checks.raise_if"],
 }

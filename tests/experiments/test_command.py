@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from rfa.experiments import command
-from rfa.experiments.legacy import new_name
+from rfa.experiments.common.legacy import new_name
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STUDIES = {"compare_kernels", "distillation", "estimators_in_models", "forecasting", "length_generalization", "recall"}
@@ -21,7 +21,7 @@ def test_studies_and_benchmarks_are_the_runnable_modules_of_their_packages():
     assert studies["recall"].startswith("Associative recall against recurrent state size")
     benchmarks = command.runnable_modules("rfa.experiments.benchmarks")
     assert {"attention", "decoding", "delta_rule", "mse"} <= set(benchmarks)
-    assert not {"common", "guard", "attention_tables"} & set(benchmarks)  # helpers, not commands
+    assert not {"guard"} & set(benchmarks)  # a helper, not a command
 
 
 @pytest.mark.parametrize(
@@ -48,6 +48,9 @@ def test_the_old_module_names_map_to_the_new_ones():
         new_name("experiments.studies.estimators_in_models") == "rfa.experiments.studies.estimators_in_models.measure"
     )
     assert new_name("experiments.studies.estimators") == "rfa.experiments.studies.estimators_in_models"
+    assert new_name("experiments.report") == "rfa.experiments.common.report"  # the helpers, moved in 0.3 too
+    assert new_name("experiments.sweeps.checks") == "rfa.experiments.sweep_framework.config_checks"
+    assert new_name("experiments.benchmarks.attention") == "rfa.experiments.benchmarks.attention"
     assert new_name("configs.forecast") == "rfa.configs.studies.forecasting"
     assert new_name("configs.common") == "rfa.configs.common"
     assert new_name("configs.mqar") == "rfa.configs.tasks.mqar"
