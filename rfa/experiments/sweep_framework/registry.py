@@ -58,8 +58,8 @@ class Reproduction:
       name: ``config.name`` of its sweeps (and, by default, its config ``rfa/configs/sweeps/<name>.py``).
       experiment: the experiment kind it sweeps.
       analyze: its analysis: figures in the workdir, report sections and a
-      :class:`rfa.experiments.common.report.Verdict`. requirements: config field -> values the sweep must hold for the
-      published comparison (a sweep overridden
+        :class:`rfa.experiments.common.report.Verdict`.
+      requirements: config field -> values the sweep must hold for the published comparison (a sweep overridden
         without them gets its kind's analysis and a "not reproduced" verdict).
       config: the module whose ``get_config(variant)`` gives its sweep (default ``rfa.configs.sweeps.<name>``).
     """
