@@ -1,7 +1,3 @@
-"""``rfa benchmark attention``: its flags and command line (``python -m rfa.experiments.benchmarks.attention``).
-
-What it measures and how: the package's docstring (:mod:`rfa.experiments.benchmarks.attention`)."""
-
 from __future__ import annotations
 
 import os
@@ -14,6 +10,7 @@ import jax.numpy as jnp
 from absl import flags
 
 import rfa
+from rfa.experiments.benchmarks.attention import __doc__  # noqa: F401 (--help shows the benchmark's description)
 from rfa.experiments.benchmarks.attention.report import (
     estimators_table,
     flops_table,

@@ -1,7 +1,3 @@
-"""``rfa benchmark checks``: its flags and command line (``python -m rfa.experiments.benchmarks.checks``).
-
-What it measures and how: the package's docstring (:mod:`rfa.experiments.benchmarks.checks`)."""
-
 from __future__ import annotations
 
 import time
@@ -13,6 +9,7 @@ from absl import flags
 from flax import nnx
 
 import rfa
+from rfa.experiments.benchmarks.checks import __doc__  # noqa: F401 (--help shows the benchmark's description)
 from rfa.experiments.benchmarks.checks.report import table
 from rfa.experiments.benchmarks.guard import warn_against_committed
 from rfa.experiments.common.cli import run_main

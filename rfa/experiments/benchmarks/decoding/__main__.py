@@ -1,13 +1,10 @@
-"""``rfa benchmark decoding``: its flags and command line (``python -m rfa.experiments.benchmarks.decoding``).
-
-What it measures and how: the package's docstring (:mod:`rfa.experiments.benchmarks.decoding`)."""
-
 from __future__ import annotations
 
 import numpy as np
 from absl import flags
 from flax import nnx
 
+from rfa.experiments.benchmarks.decoding import __doc__  # noqa: F401 (--help shows the benchmark's description)
 from rfa.experiments.benchmarks.decoding.report import table
 from rfa.experiments.benchmarks.guard import warn_against_committed
 from rfa.experiments.common.cli import run_main

@@ -1,7 +1,3 @@
-"""``rfa benchmark delta_rule``: its flags and command line (``python -m rfa.experiments.benchmarks.delta_rule``).
-
-What it measures and how: the package's docstring (:mod:`rfa.experiments.benchmarks.delta_rule`)."""
-
 from __future__ import annotations
 
 import jax
@@ -9,6 +5,7 @@ import jax.numpy as jnp
 from absl import flags
 
 import rfa
+from rfa.experiments.benchmarks.delta_rule import __doc__  # noqa: F401 (--help shows the benchmark's description)
 from rfa.experiments.benchmarks.delta_rule.report import CASES, RATIOS, figure, ratio, table
 from rfa.experiments.benchmarks.guard import warn_against_committed
 from rfa.experiments.common.cli import run_main

@@ -1,7 +1,3 @@
-"""``rfa benchmark flax_decoding``: its flags and command line (``python -m rfa.experiments.benchmarks.flax_decoding``).
-
-What it measures and how: the package's docstring (:mod:`rfa.experiments.benchmarks.flax_decoding`)."""
-
 from __future__ import annotations
 
 import jax
@@ -10,6 +6,7 @@ from absl import flags
 from flax import nnx
 
 import rfa
+from rfa.experiments.benchmarks.flax_decoding import __doc__  # noqa: F401 (--help shows the benchmark's description)
 from rfa.experiments.benchmarks.flax_decoding.report import figure as draw
 from rfa.experiments.benchmarks.guard import warn_against_committed
 from rfa.experiments.common.cli import run_main

@@ -1,7 +1,3 @@
-"""``rfa benchmark relative``: its flags and command line (``python -m rfa.experiments.benchmarks.relative``).
-
-What it measures and how: the package's docstring (:mod:`rfa.experiments.benchmarks.relative`)."""
-
 from __future__ import annotations
 
 import jax
@@ -11,6 +7,7 @@ from absl import flags
 import rfa
 from rfa.attention.kernelized import relative as relative_mode
 from rfa.experiments.benchmarks.guard import warn_against_committed
+from rfa.experiments.benchmarks.relative import __doc__  # noqa: F401 (--help shows the benchmark's description)
 from rfa.experiments.benchmarks.relative.report import table
 from rfa.experiments.common.cli import run_main
 from rfa.experiments.common.report import loglog_figure, output_path, write_report

@@ -1,6 +1,5 @@
-"""``python -m rfa.experiments.studies.compare_kernels``: the study's command line (``rfa study compare_kernels``)."""
-
 from rfa.experiments import studies
+from rfa.experiments.studies.compare_kernels import __doc__  # noqa: F401 (--help shows the study's description)
 
 if __name__ == "__main__":
     studies.run("compare_kernels")

@@ -1,6 +1,5 @@
-"""``python -m rfa.experiments.studies.distillation``: the study's command line (``rfa study distillation``)."""
-
 from rfa.experiments import studies
+from rfa.experiments.studies.distillation import __doc__  # noqa: F401 (--help shows the study's description)
 
 if __name__ == "__main__":
     studies.run("distillation")

@@ -1,7 +1,5 @@
-"""``python -m rfa.experiments.studies.length_generalization``: the study's command line (``rfa study
-length_generalization``)."""
-
 from rfa.experiments import studies
+from rfa.experiments.studies.length_generalization import __doc__  # noqa: F401 (--help shows the study's description)
 
 if __name__ == "__main__":
     studies.run("length_generalization")
