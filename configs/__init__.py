@@ -1,6 +1,7 @@
 """rfa 0.2's ``configs`` package, kept for one release: the configs are ``rfa.configs.{tasks,sweeps,studies}`` now
-(``rfa configs`` lists them); ``configs.<name>`` still imports from a checkout (:mod:`rfa.experiments.legacy`)."""
+(``rfa configs`` lists them); ``configs.<name>`` still imports from a checkout
+(:mod:`rfa.experiments.common.legacy`)."""
 
-from rfa.experiments.legacy import alias
+from rfa.experiments.common.legacy import alias
 
 alias(__name__)

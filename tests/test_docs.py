@@ -1,6 +1,7 @@
 """The documentation site builds with no warning (Sphinx -W, as ``make docs``), and its API reference documents
 the public names from their docstrings, each once, in the module that defines it."""
 
+import ast
 import json
 import os
 import pathlib
@@ -29,8 +30,8 @@ DOCUMENTED = {
     "data": ["rfa.data.pipeline.batches"],
     "train": ["rfa.train.loop.train_and_evaluate"],
     "experiments": [
-        "rfa.experiments.sweeps.registry.Reproduction",
-        "rfa.experiments.sweeps.registry.register_reproduction",
+        "rfa.experiments.sweep_framework.registry.Reproduction",
+        "rfa.experiments.sweep_framework.registry.register_reproduction",
     ],
     "rfa": ["rfa.nnx.MultiHeadAttention", "rfa.linen.MultiHeadDotProductAttention", "rfa.checks.raise_if"],
 }
@@ -174,3 +175,106 @@ def _compare_kernels_wrote_every_pair(directory: pathlib.Path) -> None:
 
 WRITES = {"howto/training.md": _compare_kernels_wrote_every_pair}
 """What a page's commands write, checked after it runs (where no other test runs the command)."""
+
+
+# ``rfa.<sub>.<name>`` as the pages show it. rfa.experiments and rfa.configs are named in prose by module path (a
+# command, a config); a user imports from them, so their prose mentions are not attribute paths.
+REFERENCE = re.compile(r"(?<![\w.])rfa(?:\.\w+)+")
+INLINE = re.compile(r"`([^`\n]+)`")
+NAMED_BY_PATH = ("experiments", "configs")
+# The lazily imported subpackages in the order their imports point (rfa.tasks imports rfa.data and rfa.models, rfa.train
+# all three), so that checking one never imports a later one: a name is found only if a plain import reaches it.
+LAZY_ORDER = ("models", "data", "tasks", "train")
+
+
+def _code_references(code: str) -> set[str]:
+    """The attribute chains ``rfa.a.b...`` (two names at least) a Python block uses, less those under a subpackage
+    the block imports itself (``import rfa.train``, ``from rfa.train import ...``, ``from rfa import train``)."""
+    tree = ast.parse(code)
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {a.name.split(".")[1] for a in node.names if a.name.startswith("rfa.")}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "rfa":
+            parts = node.module.split(".")
+            imported |= {parts[1]} if len(parts) > 1 else {a.name for a in node.names}
+    chains = set()
+    for node in ast.walk(tree):
+        names = []
+        while isinstance(node, ast.Attribute):
+            names.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name) and node.id == "rfa" and len(names) >= 2 and names[-1] not in imported:
+            chains.add(".".join(["rfa", *reversed(names)]))
+    return {chain for chain in chains if not any(other.startswith(chain + ".") for other in chains)}
+
+
+def _page_references() -> dict[str, set[str]]:
+    """``{"code" | "prose": {(page, reference)}}`` over the pages (the changelog's old names left out) and README."""
+    found = {"code": set(), "prose": set()}
+    for path in sorted([*(ROOT / "docs").rglob("*.md"), ROOT / "README.md"]):
+        if path.name == "changelog.md":
+            continue
+        text, page = path.read_text(), str(path.relative_to(ROOT))
+        for language, code in FENCE.findall(text):
+            if language == "python":
+                found["code"] |= {(page, reference) for reference in _code_references(code)}
+        for span in INLINE.findall(FENCE.sub("", text)):
+            found["prose"] |= {
+                (page, reference)
+                for reference in REFERENCE.findall(span)
+                if reference.count(".") >= 2 and reference.split(".")[1] not in NAMED_BY_PATH
+            }
+    return found
+
+
+RESOLVE = """
+import functools, importlib, json, sys, types
+import rfa
+references = json.loads(sys.argv[1])
+order = ["", *json.loads(sys.argv[2])]
+rank = lambda reference: order.index(reference.split(".")[1]) if reference.split(".")[1] in order else 0
+unreached = []
+for reference in sorted({r for _, r in references}, key=rank):  # the core first, then each lazy subpackage in turn
+    try:
+        functools.reduce(getattr, reference.split(".")[1:], rfa)
+    except AttributeError:
+        unreached.append(reference)
+kinds = {}
+for reference in unreached:  # now imported by name: a module (named in prose) or a name (it must be reachable)
+    parts, kinds[reference] = reference.split("."), "missing"
+    for n in range(len(parts), 1, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:n]))
+            found = functools.reduce(getattr, parts[n:], found)
+        except (ImportError, AttributeError):
+            continue
+        kinds[reference] = "module" if isinstance(found, types.ModuleType) else "name"
+        break
+print(json.dumps(kinds))
+"""
+
+
+@pytest.mark.slow  # a subprocess that imports rfa and its subpackages (about 5 s)
+def test_every_rfa_name_the_pages_show_is_reached_from_a_plain_import_rfa():
+    """What a page's code writes as ``rfa.<sub>.<name>`` works after ``import rfa`` alone, or its block imports the
+    subpackage; a name the prose shows (``rfa.train.weight_decay_mask``) works after ``import rfa`` as well, where a
+    module it names by its path need not be an attribute. Checked in a fresh process: this one has imported
+    everything."""
+    found = _page_references()
+    assert ("docs/howto/flax.md", "rfa.train.weight_decay_mask") in found["prose"]  # the case that failed
+    everything = sorted(found["code"] | found["prose"])
+    done = subprocess.run(
+        [sys.executable, "-c", RESOLVE, json.dumps(everything), json.dumps(LAZY_ORDER)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    kinds = json.loads(done.stdout.splitlines()[-1])
+    failed = [f"{page}: {ref} (in code)" for page, ref in sorted(found["code"]) if ref in kinds]
+    failed += [
+        f"{page}: {ref} ({kinds[ref]})" for page, ref in sorted(found["prose"]) if kinds.get(ref, "module") != "module"
+    ]
+    assert not failed, "not reached from `import rfa` (make it an attribute, or show the import):\n" + "\n".join(failed)

@@ -45,7 +45,7 @@ SLOW = {
     "rfa.models.swin",
     "rfa.models.vision",
     "rfa.models.forecaster",
-    "rfa.experiments.sweeps.runner",
+    "rfa.experiments.sweep_framework.runner",
     "rfa.configs.common",
     "rfa.data.pipeline",
 }

@@ -23,8 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import rfa
-from rfa.experiments.report import Analysis, Verdict, select
-from rfa.experiments.sweeps.registry import Reproduction, register_reproduction
+from rfa.experiments.common.report import Analysis, Verdict, select
+from rfa.experiments.sweeps import Reproduction, register_reproduction
 from rfa.data.pipeline import pad
 from rfa.data.tokenizers import PAD_ID, ByteTokenizer
 from rfa.models import Encoder

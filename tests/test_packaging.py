@@ -97,9 +97,10 @@ def test_the_core_imports_without_the_extras(venv, tmp_path):
 
 def test_the_command_answers_help_with_status_0(venv, tmp_path):
     """The console script, a group, a study (a command of absl flags) and the list of shipped configs, each a process
-    that pays rfa's start-up. Each subcommand's --help is absl's, whose status 0 rfa.experiments.cli.run_main sees to
-    for every command (tests/experiments/test_sweep.py); ``rfa train`` from the wheel runs in the test below, and a
-    wrong subcommand's message and status are tests/experiments/test_command.py's (the same code as the wheel's)."""
+    that pays rfa's start-up. Each subcommand's --help is absl's, whose status 0 rfa.experiments.common.cli.run_main
+    sees to for every command (tests/experiments/test_sweep.py); ``rfa train`` from the wheel runs in the test below,
+    and a wrong subcommand's message and status are tests/experiments/test_command.py's (the same code as the
+    wheel's)."""
     _, bin_dir, *_ = venv
     rfa = str(bin_dir / "rfa")
     for args in (["--help"], ["benchmark", "--help"], ["study", "recall", "--help"], ["configs"]):

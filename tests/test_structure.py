@@ -183,6 +183,26 @@ def test_a_package_answers_for_moved_names_only_with_modules_that_define_them():
             assert caught and issubclass(caught[0].category, DeprecationWarning)
 
 
+FAMILIES = ("rfa.experiments.sweeps", "rfa.experiments.benchmarks", "rfa.experiments.studies")
+SHARED = ("rfa.experiments.common", "rfa.experiments.sweep_framework")  # what the commands and the families share
+
+
+def test_no_experiment_family_reaches_into_another():
+    """A family (sweeps, benchmarks, studies) imports another only through that family's package, which is its public
+    face (``rfa.experiments.sweeps``: ``run`` and the shipped sweeps), never a module inside it; the shared helpers
+    (:data:`SHARED`) import no family and no command. What two families share lives in ``rfa.experiments.common``."""
+    found = []
+    for name, targets in _graph().items():
+        mine = next((family for family in FAMILIES if _in(name, family)), None)
+        for target in targets:
+            theirs = next((family for family in FAMILIES if _in(target, family)), None)
+            if mine and theirs and theirs != mine and target != theirs:
+                found.append(f"{name} -> {target} (import {theirs} itself, or move what both use to common)")
+            if _in(name, *SHARED) and _in(target, "rfa.experiments") and not _in(target, *SHARED):
+                found.append(f"{name} -> {target} (the shared helpers import no family and no command)")
+    assert not found, "\n".join(found)
+
+
 # A branch on a task kind or an experiment kind by name: ``kind == "lm"``, ``task.kind in ("seq2seq", ...)``,
 # ``config.experiment == "kernel_mse"``. Kinds are asked of their registry entries instead.
 TASK_KINDS = ("seq2seq", "lm", "classification", "image_classification", "forecast")

@@ -8,7 +8,8 @@ a package's ``__init__`` only gathers names, so a subpackage shows its docstring
 
 Two kinds of modules are read from their source instead of imported. The command lines define their absl
 flags when imported and several define the same flag (``--config``, ``--workdir``), so one process cannot
-import them all, as autodoc would: a command shows how to run it, its docstring and its flags. The config
+import them all, as autodoc would: a command shows how to run it, its docstring and its flags (a command package,
+a benchmark, its ``__init__``'s docstring and its ``__main__.py``'s flags). The config
 files (modules with a top-level ``get_config``) show how to name them. The docstrings of both are help text
 laid out for a terminal, and are shown as written, with their inline markup (````x````, ``:mod:`x```) read as
 the plain text it marks.
@@ -91,9 +92,11 @@ def _help_text(tree: ast.Module, usage: str) -> list[str]:
     return lines
 
 
-def _command_lines(module: str, tree: ast.Module) -> list[str]:
+def _command_lines(module: str, tree: ast.Module, flags_tree: ast.Module | None = None) -> list[str]:
+    """A command's section: its usage and docstring (``tree``'s), then its flags (``flags_tree``'s, default
+    ``tree``'s: a package's flags are its ``__main__.py``'s)."""
     lines = _help_text(tree, f"python -m {module}")
-    flags = _flags(tree)
+    flags = _flags(tree if flags_tree is None else flags_tree)
     if flags:
         lines += [".. rubric:: Flags", ""]
         for name, default, help_text in flags:
@@ -106,8 +109,12 @@ def _module_lines(module: str) -> list[str]:
     title = f"``{module}``"
     lines = [title, "-" * len(title), ""]
     tree = _tree(module)
+    main = _source(module).with_name("__main__.py") if _source(module).name == "__init__.py" else None
+    main_tree = ast.parse(main.read_text(encoding="utf-8")) if main is not None and main.exists() else None
     if _flags(tree):
         lines += _command_lines(module, tree)
+    elif main_tree is not None and _flags(main_tree):  # a command package (a benchmark): its flags in __main__.py
+        lines += _command_lines(module, tree, main_tree)
     elif _is_config(tree):
         lines += _help_text(tree, f"--config {module.replace('.', '/')}.py")
     elif _source(module).name == "__init__.py":

@@ -11,7 +11,7 @@
 ``rfa SUBCOMMAND ARGS`` is ``python -m MODULE ARGS`` with the module of :data:`COMMANDS` (``rfa study NAME`` is
 ``python -m rfa.experiments.studies.NAME``, ``rfa benchmark NAME`` ``python -m rfa.experiments.benchmarks.NAME``);
 ``python -m rfa.experiments`` is ``rfa``. Each subcommand's ``--help`` lists its flags. ``--config NAME`` names a
-shipped config (:func:`rfa.experiments.cli.resolve_config`); a file of that path where you stand comes first.
+shipped config (:func:`rfa.experiments.common.cli.resolve_config`); a file of that path where you stand comes first.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pkgutil
 import runpy
 import sys
 
-from rfa.experiments.host_memory import reexecute_with_huge_pages
+from rfa.experiments.common.host_memory import reexecute_with_huge_pages
 
 USAGE_STATUS = 2  # what command lines return for a wrong invocation
 EXTRA = "rfa[experiments]"
@@ -82,7 +82,7 @@ CONFIGS_USAGE = "usage: rfa configs   (the shipped configs, by group, and the fi
 
 
 def _configs() -> str:
-    from rfa.experiments.cli import shipped_config_names
+    from rfa.experiments.common.cli import shipped_config_names
     from rfa.train import ATTENTION_VARIANTS
 
     lines = [f"{group}: {' '.join(names)}" for group, names in shipped_config_names().items()]
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     """Runs ``rfa ARGS`` (``argv``: the arguments after ``rfa``; default ``sys.argv[1:]``).
 
     Started as the command (``argv`` None), a subcommand other than ``benchmark`` first re-executes itself with
-    glibc asking for transparent huge pages (:mod:`rfa.experiments.host_memory`: a CPU training step without the
+    glibc asking for transparent huge pages (:mod:`rfa.experiments.common.host_memory`: a CPU training step without the
     kernel's page faults); each benchmark says for itself whether it times with them."""
     command = argv is None
     argv = sys.argv[1:] if argv is None else argv

@@ -16,7 +16,7 @@ import ml_collections
 from absl import flags
 from flax import nnx
 
-from rfa.experiments.cli import run_main
+from rfa.experiments.common.cli import run_main
 from rfa.tasks import Task, task_kind
 from rfa.train import CheckpointError, load_model
 from rfa.workdir import ConfigError

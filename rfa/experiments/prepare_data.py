@@ -13,7 +13,7 @@ import time
 from absl import flags
 
 from rfa.data import prepare
-from rfa.experiments.cli import run_main
+from rfa.experiments.common.cli import run_main
 
 _DATASETS = flags.DEFINE_multi_string(
     "dataset", ["listops/lra", "pathfinder/32"], "TFDS names of the project's datasets (e.g. pathfinder/32)."

@@ -14,9 +14,9 @@ import os
 
 from absl import app, flags
 
-from rfa.experiments.cli import run_main
-from rfa.experiments.sweeps import registry
-from rfa.experiments.sweeps.runner import Outputs, run
+from rfa.experiments.common.cli import run_main
+from rfa.experiments.sweep_framework import registry
+from rfa.experiments.sweeps import Outputs, run  # the shipped kinds and reproductions, registered
 from rfa.workdir import import_modules, write_atomic
 
 _WORKDIR = flags.DEFINE_string("workdir", "workdir/reproduce", "Parent directory of the reproductions' workdirs.")
@@ -34,7 +34,7 @@ def run_all(
     """Runs each reproduction's config in ``variant`` into ``<workdir>/<variant>/<name>`` and writes the index.
 
     Args:
-      names: registered reproductions to run (``rfa.experiments.sweeps.registry``; the shipped ones have
+      names: registered reproductions to run (``rfa.experiments.sweep_framework.registry``; the shipped ones have
         ``rfa/configs/sweeps/<name>.py``).
       variant: the config variant, ``"quick"`` or ``"full"``.
       workdir: parent of the variant's directory.

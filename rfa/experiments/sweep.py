@@ -16,8 +16,8 @@ from __future__ import annotations
 from absl import app, flags
 from ml_collections import config_flags
 
-from rfa.experiments.cli import run_main
-from rfa.experiments.sweeps.runner import run
+from rfa.experiments.common.cli import run_main
+from rfa.experiments.sweeps import run  # the shipped kinds and reproductions, registered
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "Config: a shipped one by name (performer_fig2:quick) or a file (my_sweep.py:quick)."

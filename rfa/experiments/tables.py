@@ -4,7 +4,7 @@
   rfa tables --check   # exit 1 naming every file whose tables are not their JSON's
 
 A study writes its JSON and its table together; when the table's rule changes (the verdict rule of
-:mod:`rfa.experiments.spread`, a column), the tables are rendered again from the stored per-seed values, with no
+:mod:`rfa.experiments.common.spread`, a column), the tables are rendered again from the stored per-seed values, with no
 retraining; so are the figures that need nothing but the JSON (:data:`FIGURES`). The results pages
 (``docs/results``) quote them between ``<!-- table: NAME -->`` and ``<!-- /table -->`` markers, which this command
 rewrites too, and a test holds every page to them. The cost columns of the sort and recall tables are not their
@@ -22,13 +22,23 @@ from collections.abc import Callable
 
 from absl import flags
 
-from rfa.experiments import report
-from rfa.experiments.benchmarks import attention_tables, result_tables
-from rfa.experiments.benchmarks import figures as benchmark_figures
-from rfa.experiments.cli import run_main
-from rfa.experiments.studies import distillation, forecasting, length_generalization, recall
+from rfa.experiments.benchmarks.attention import report as attention
+from rfa.experiments.benchmarks.checks import report as checks
+from rfa.experiments.benchmarks.decoding import report as decoding
+from rfa.experiments.benchmarks.delta_rule import report as delta_rule
+from rfa.experiments.benchmarks.flax_decoding import report as flax_decoding
+from rfa.experiments.benchmarks.input_work import report as input_work
+from rfa.experiments.benchmarks.relative import report as relative
+from rfa.experiments.benchmarks.scaling import report as scaling
+from rfa.experiments.benchmarks.train_step import report as train_step
+from rfa.experiments.common import report
+from rfa.experiments.common.cli import run_main
+from rfa.experiments.studies.distillation import report as distillation
 from rfa.experiments.studies.estimators_in_models import qk_scale
 from rfa.experiments.studies.estimators_in_models import report as estimators_in_models_report
+from rfa.experiments.studies.forecasting import report as forecasting
+from rfa.experiments.studies.length_generalization import report as length_generalization
+from rfa.experiments.studies.recall import report as recall
 
 RESULTS = report.CHECKOUT_RESULTS
 
@@ -89,22 +99,22 @@ TABLES: dict[str, Callable[[object], str]] = {
     "estimators_in_models_cpu": estimators_in_models_report.table,
     "distill_cpu": _distillation,
     "train_cpu_lra": _single_runs,
-    "benchmark_decoding_cpu": result_tables.decoding_table,
-    "benchmark_attention_cpu": lambda result: attention_tables.main_table(result["results"]),
-    "benchmark_attention_gated_cpu_1core": lambda result: attention_tables.main_table(result["results"]),
-    "benchmark_attention_gated_cpu": lambda result: attention_tables.main_table(result["results"]),
-    "benchmark_attention_estimators_cpu": lambda result: attention_tables.estimators_table(result["estimators"]),
-    "benchmark_attention_gpu": lambda result: attention_tables.main_table(result["results"]),
-    "benchmark_attention_estimators_gpu": lambda result: attention_tables.estimators_table(result["estimators"]),
-    "benchmark_delta_rule_cpu": result_tables.delta_rule_table,
-    "benchmark_delta_rule_gpu": result_tables.delta_rule_table,
-    "benchmark_scaling_cpu": lambda result: result_tables.scaling_by_length(result["results"]),
-    "benchmark_sequence_parallel_cpu": lambda result: result_tables.sequence_parallel(result["results"]),
-    "benchmark_relative_cpu": result_tables.relative_table,
-    "benchmark_flax_decoding_cpu": result_tables.flax_decoding_table,
-    "benchmark_checks_cpu": result_tables.checks_table,
-    "benchmark_input_work_cpu": result_tables.input_work_table,
-    TRAIN_STEP: result_tables.train_step_table,
+    "benchmark_decoding_cpu": decoding.table,
+    "benchmark_attention_cpu": lambda result: attention.main_table(result["results"]),
+    "benchmark_attention_gated_cpu_1core": lambda result: attention.main_table(result["results"]),
+    "benchmark_attention_gated_cpu": lambda result: attention.main_table(result["results"]),
+    "benchmark_attention_estimators_cpu": lambda result: attention.estimators_table(result["estimators"]),
+    "benchmark_attention_gpu": lambda result: attention.main_table(result["results"]),
+    "benchmark_attention_estimators_gpu": lambda result: attention.estimators_table(result["estimators"]),
+    "benchmark_delta_rule_cpu": delta_rule.table,
+    "benchmark_delta_rule_gpu": delta_rule.table,
+    "benchmark_scaling_cpu": lambda result: scaling.by_length(result["results"]),
+    "benchmark_sequence_parallel_cpu": lambda result: scaling.sequence_parallel(result["results"]),
+    "benchmark_relative_cpu": relative.table,
+    "benchmark_flax_decoding_cpu": flax_decoding.table,
+    "benchmark_checks_cpu": checks.table,
+    "benchmark_input_work_cpu": input_work.table,
+    TRAIN_STEP: train_step.table,
 }
 """``results/<name>.json`` → the function that renders its table (the study's own), written to ``<name>.md``."""
 
@@ -120,10 +130,10 @@ PARTS: dict[str, tuple[str, Callable[[object], str]]] = {
 
 FIGURES: dict[str, Callable[[object, str], None]] = {
     **{name: report.differences_figure for name, table in TABLES.items() if table is report.training_table},
-    "benchmark_delta_rule_cpu": benchmark_figures.delta_rule,
-    "benchmark_delta_rule_gpu": benchmark_figures.delta_rule,
-    "benchmark_flax_decoding_cpu": benchmark_figures.flax_decoding,
-    "benchmark_scaling_cpu": benchmark_figures.scaling,
+    "benchmark_delta_rule_cpu": delta_rule.figure,
+    "benchmark_delta_rule_gpu": delta_rule.figure,
+    "benchmark_flax_decoding_cpu": flax_decoding.figure,
+    "benchmark_scaling_cpu": scaling.figure,
     "recall_cpu": recall.plot,
     "recall_pairs8_exact_cpu": recall.plot,
     "recall_pairs4_l64_cpu": recall.plot,

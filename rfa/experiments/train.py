@@ -17,7 +17,7 @@ import jax
 from absl import flags
 from ml_collections import config_flags
 
-from rfa.experiments.cli import run_main, run_training
+from rfa.experiments.common.cli import run_main, run_training
 from rfa.train import initialize_distributed, train_and_evaluate
 
 _CONFIG = config_flags.DEFINE_config_file(

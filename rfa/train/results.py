@@ -52,7 +52,9 @@ def finish(
         "devices": jax.device_count(),
         "backend": jax.default_backend(),
         "input_examples_per_step": [float(x) for x in input_work],  # per process: B / processes where rows are examples
-        "glibc_tunables": os.environ.get("GLIBC_TUNABLES"),  # rfa's commands: huge pages (rfa.experiments.host_memory)
+        "glibc_tunables": os.environ.get(
+            "GLIBC_TUNABLES"
+        ),  # rfa's commands: huge pages (rfa.experiments.common.host_memory)
     }
     results |= task_kind(task.kind).results(config)
     if write:

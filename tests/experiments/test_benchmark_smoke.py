@@ -16,7 +16,7 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 IN_TURN = """
-import importlib.util, json, runpy, sys
+import importlib.util, json, os, runpy, sys
 from absl import flags
 for module, *args in json.loads(sys.argv[1]):
     sys.argv = [module, *args]  # runpy sets sys.argv[0] to the module's file while it runs
@@ -25,8 +25,11 @@ for module, *args in json.loads(sys.argv[1]):
     except SystemExit as exit_:
         if exit_.code not in (None, 0):
             raise
-    # the command's own flags (registered under its file, as __main__'s are) go: the next command defines its own
-    for flag in list(flags.FLAGS.flags_by_module_dict().get(importlib.util.find_spec(module).origin, [])):
+    # the command's own flags (registered under its file, as __main__'s are: a benchmark package's __main__.py)
+    # go: the next command defines its own
+    spec = importlib.util.find_spec(module)
+    main = os.path.join(os.path.dirname(spec.origin), "__main__.py") if spec.submodule_search_locations else spec.origin
+    for flag in list(flags.FLAGS.flags_by_module_dict().get(main, [])):
         delattr(flags.FLAGS, flag.name)
 """
 

@@ -11,6 +11,7 @@ from scipy import stats
 
 from rfa.configs.studies import distillation as distill_config
 from rfa.experiments.studies import distillation
+from rfa.experiments.studies.distillation import measure, report
 
 
 def reference_loss(q, k, key_mask, causal, weight, bias):
@@ -40,7 +41,7 @@ def test_attention_distillation_loss_equals_the_reference(causal):
     q, k = normal(0, (2, 7, 3, 4)), normal(1, (2, 7, 3, 4))
     key_mask = np.arange(7)[None] < np.array([[7], [4]])
     weight, bias = normal(2, (3, 1, 4, 5)), normal(3, (3, 1, 5)) * 0.1
-    loss = jax.jit(distillation.attention_weights_loss, static_argnums=3)(q, k, key_mask, causal, weight, bias)
+    loss = jax.jit(measure.attention_weights_loss, static_argnums=3)(q, k, key_mask, causal, weight, bias)
     np.testing.assert_allclose(loss, reference_loss(q, k, key_mask, causal, weight, bias), rtol=1e-5)
 
 
@@ -77,13 +78,13 @@ def test_seeds_combine_into_means_spreads_and_verdicts_against_the_teacher():
             "metric": "accuracy",
             "stage1_loss_first_last": [2.0 + s, 1.0],
             "runs": {
-                "teacher (exact)": distillation.run_summary({"accuracy": t}, 600, t),
-                "student": distillation.run_summary({"accuracy": a}, 300, t),
+                "teacher (exact)": report.run_summary({"accuracy": t}, 600, t),
+                "student": report.run_summary({"accuracy": a}, 300, t),
             },
         }
         for s, t, a in zip(range(3), teacher, student, strict=True)
     ]
-    summary = distillation.over_seeds(per_seed)
+    summary = report.over_seeds(per_seed)
     run = summary["runs"]["student"]
     assert run["score"]["mean"] == pytest.approx(np.mean(student))
     assert run["score"]["std"] == pytest.approx(np.std(student, ddof=1))

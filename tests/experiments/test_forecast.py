@@ -11,8 +11,8 @@ import pytest
 from rfa.configs.studies import forecasting as forecast
 from rfa.configs.tasks import co2
 from rfa.data.series import seasonal_naive
-from rfa.experiments.studies import forecasting
-from rfa.experiments.studies.forecasting import seasonal_naive_scores
+from rfa.experiments.studies.forecasting import measure as forecasting
+from rfa.experiments.studies.forecasting.measure import seasonal_naive_scores
 from rfa.tasks import eval_batches, get_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

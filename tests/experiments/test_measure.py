@@ -8,8 +8,8 @@ import pytest
 
 import rfa
 from rfa.configs.sweeps import attention_output_error, performer_lemma2
+from rfa.experiments.sweep_framework.cells import Cell, cells
 from rfa.experiments.sweeps import attention_error, kernel_mse
-from rfa.experiments.sweeps.cells import Cell, cells
 
 PAIRS = [(0.5, 30.0), (1.0, 60.0), (1.0, 150.0), (1.25, 180.0)]
 MONTE_CARLO_CASES = [("trig", {}), ("positive", {}), ("hyperbolic", {}), ("oprf", {})]

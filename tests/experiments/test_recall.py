@@ -8,8 +8,9 @@ import sys
 import pytest
 
 from rfa.configs.studies import recall as recall_configs
-from rfa.experiments.studies import recall
-from rfa.experiments.studies.recall import settings, state_bytes, training_config
+from rfa.experiments.common.study_settings import settings, training_config
+from rfa.experiments.studies.recall import measure, report
+from rfa.experiments.studies.recall.measure import state_bytes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -54,11 +55,11 @@ def test_each_setting_trains_its_seeds_at_the_rate_of_the_best_validation_accura
         validation, test = {3e-4: (0.4, 0.1), 1e-3: (0.9, 0.2), 3e-3: (0.5, 0.99)}[rate]
         return {"validation": {"accuracy": {"mean": validation}}, "test": {"accuracy": {"mean": test}}}
 
-    monkeypatch.setattr(recall, "train_seeds", fake_train_seeds)
-    monkeypatch.setattr(recall, "state_bytes", lambda config: 1)
+    monkeypatch.setattr(measure, "train_seeds", fake_train_seeds)
+    monkeypatch.setattr(measure, "state_bytes", lambda config: 1)
     study = recall_configs.get_config("pairs8_v256")
     study.attention, study.seeds = ("exact",), (0, 1, 2)
-    (row,) = recall.run(study, str(tmp_path))
+    (row,) = measure.run(study, str(tmp_path))
     assert trained == [
         ("exact/lr_0.0003", (0,), 64),
         ("exact/lr_0.001", (0,), 64),
@@ -69,7 +70,7 @@ def test_each_setting_trains_its_seeds_at_the_rate_of_the_best_validation_accura
     assert (row["num_pairs"], row["vocab_size"], row["length"]) == (8, 256, 64)
     row |= {"attention": "exact", "num_features": None, "seeds": [0, 1, 2], "runs": []}
     row["test"]["accuracy"] |= {"std": 0.0, "n": 3}
-    assert recall.table([row]).splitlines()[2] == "| exact | - | 0.0 | 0.001 | 3 | 0.200 ± 0.000 | - | - |"
+    assert report.table([row]).splitlines()[2] == "| exact | - | 0.0 | 0.001 | 3 | 0.200 ± 0.000 | - | - |"
 
 
 def test_a_sweep_per_kind_runs_at_its_middle_feature_count_and_its_rate_serves_every_count(tmp_path, monkeypatch):
@@ -81,8 +82,8 @@ def test_a_sweep_per_kind_runs_at_its_middle_feature_count_and_its_rate_serves_e
         best = 1e-2 if m == 64 else 1e-3
         return {"validation": {"accuracy": {"mean": 1.0 if rate == best else 0.5}}}
 
-    monkeypatch.setattr(recall, "train_seeds", fake_train_seeds)
-    monkeypatch.setattr(recall, "state_bytes", lambda config: 1)
+    monkeypatch.setattr(measure, "train_seeds", fake_train_seeds)
+    monkeypatch.setattr(measure, "state_bytes", lambda config: 1)
     study = recall_configs.get_config("pairs4_l64")
     study.attention = ("positive", "hedgehog", "sliding_window")
     assert settings(study) == [
@@ -93,7 +94,7 @@ def test_a_sweep_per_kind_runs_at_its_middle_feature_count_and_its_rate_serves_e
         ("hedgehog", 64),
         ("sliding_window", 16),
     ]
-    rows = recall.run(study, str(tmp_path))
+    rows = measure.run(study, str(tmp_path))
     sweeps = [name for name, seeds in trained if seeds == (0,)]
     assert sweeps == [
         f"{kind}_m{m}/lr_{rate}"
@@ -118,11 +119,11 @@ def test_a_kind_given_its_rate_sweeps_nothing_and_records_where_the_rate_was_cho
         trained.append((os.path.relpath(workdir, tmp_path), tuple(seeds), config.optimizer.learning_rate))
         return {"validation": {"accuracy": {"mean": 0.5}}}
 
-    monkeypatch.setattr(recall, "train_seeds", fake_train_seeds)
-    monkeypatch.setattr(recall, "state_bytes", lambda config: 1)
+    monkeypatch.setattr(measure, "train_seeds", fake_train_seeds)
+    monkeypatch.setattr(measure, "state_bytes", lambda config: 1)
     study = recall_configs.get_config("pairs4_l128")
     study.attention = ("elu", "gated_deltanet")  # elu sweeps at this length; Gated DeltaNet takes 64 tokens' rate
-    rows = recall.run(study, str(tmp_path))
+    rows = measure.run(study, str(tmp_path))
     assert [t for t in trained if t[0].startswith("gated")] == [("gated_deltanet/lr_0.01", (0, 1, 2), 1e-2)]
     assert len([t for t in trained if t[0].startswith("elu")]) == 4  # three rates, then the seeds
     assert [(r["learning_rate"], r["sweep"], r.get("rate_from")) for r in rows][1] == (1e-2, {}, "pairs4_l64")
@@ -135,7 +136,7 @@ def test_a_kind_given_its_rate_sweeps_nothing_and_records_where_the_rate_was_cho
             "runs": [{"seed": 0, "test": {"accuracy": seed_accuracy}}],
         }
         row["test"] = {"accuracy": {"mean": seed_accuracy, "std": 0.0, "n": 1}}
-    assert [line.split(" | ")[3] for line in recall.table(rows, verdicts=False).splitlines()[2:]] == [
+    assert [line.split(" | ")[3] for line in report.table(rows, verdicts=False).splitlines()[2:]] == [
         "0.001",  # every rate tied on validation: the first kept
         "0.01 (from pairs4_l64)",
     ]

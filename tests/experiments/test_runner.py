@@ -17,7 +17,8 @@ from helpers import non_progress_lines, own_estimators
 from rfa import registered_estimators
 from rfa.configs.sweeps import performer_fig2 as fig2_config
 from rfa.experiments import reproduce
-from rfa.experiments.report import fmt, select
+from rfa.experiments.common.report import fmt, select
+from rfa.experiments.sweep_framework import registry, runner
 from rfa.experiments.sweeps import (
     attention_output_error,
     derf_variance,
@@ -26,8 +27,6 @@ from rfa.experiments.sweeps import (
     oprf_variance,
     orthogonal_vs_iid,
     performer_fig2,
-    registry,
-    runner,
     simplex_geometry,
     which_estimator_wins,
 )

@@ -9,9 +9,9 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from rfa.configs.tasks import sort
-from rfa.experiments.report import training_table
-from rfa.experiments.seeded import train_seeds
-from rfa.experiments.spread import Spread, compare, holm, over_seeds, verdicts
+from rfa.experiments.common.report import training_table
+from rfa.experiments.common.seeded import train_seeds
+from rfa.experiments.common.spread import Spread, compare, holm, over_seeds, verdicts
 from rfa.workdir import ConfigError
 
 

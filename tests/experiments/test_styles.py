@@ -15,7 +15,7 @@ from matplotlib.colors import to_hex
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 
-from rfa.experiments.styles import KNOWN, styles
+from rfa.experiments.common.styles import KNOWN, styles
 from rfa.experiments.tables import FIGURES
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"

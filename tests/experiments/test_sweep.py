@@ -12,9 +12,9 @@ import pytest
 from rfa import workdir
 from rfa.configs.common import sweep_config
 from rfa.configs.sweeps import attention_output_error, derf_variance, orthogonal_vs_iid, performer_fig2
-from rfa.experiments.sweeps import cells as sweep_cells
-from rfa.experiments.sweeps.cells import ResultStore
-from rfa.experiments.sweeps.config_checks import check_config
+from rfa.experiments.sweep_framework import cells as sweep_cells
+from rfa.experiments.sweep_framework.cells import ResultStore
+from rfa.experiments.sweep_framework.config_checks import check_config
 
 
 def test_cells_cover_the_sweep_once_grouped_by_projection_draws():
@@ -196,7 +196,7 @@ def test_command_line_rejects_a_misspelt_override(tmp_path):
 def test_shipped_configs_are_found_by_name_where_no_such_file_exists(tmp_path, monkeypatch):
     """``--config <name>[:arg]`` (and 0.2's ``configs/<name>.py``) names the installed config, in whichever group
     holds it; a file that exists where the command runs, or a name nothing ships, is passed on as it is."""
-    from rfa.experiments.cli import SHIPPED_CONFIGS, resolve_config, resolve_config_arguments, shipped_config
+    from rfa.experiments.common.cli import SHIPPED_CONFIGS, resolve_config, resolve_config_arguments, shipped_config
 
     monkeypatch.chdir(tmp_path)
     sort = os.path.join(SHIPPED_CONFIGS, "tasks", "sort.py")
@@ -222,12 +222,12 @@ def test_shipped_configs_are_found_by_name_where_no_such_file_exists(tmp_path, m
 def test_a_reproduction_module_loaded_twice_registers_once_and_another_of_its_name_is_refused(tmp_path, monkeypatch):
     """``rfa sweep --config my_reproduction.py`` runs the module as a config file, then its report imports it by
     name: the same definition twice. The how-to's sweep failed there with "already registered"."""
-    from rfa.experiments.sweeps import registry
+    from rfa.experiments.sweep_framework import registry
 
     monkeypatch.setattr(registry, "_REPRODUCTIONS", dict(registry._REPRODUCTIONS))
     module = tmp_path / "twice_loaded.py"
     module.write_text(
-        "from rfa.experiments.sweeps.registry import Reproduction, register_reproduction\n"
+        "from rfa.experiments.sweeps import Reproduction, register_reproduction\n"
         "def analyze(config, records, workdir):\n"
         "    return records  # never called: the test registers, it does not sweep\n"
         "register_reproduction(Reproduction('twice_loaded', 'kernel_mse', analyze, config='twice_loaded'))\n"

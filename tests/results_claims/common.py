@@ -18,8 +18,8 @@ from pathlib import Path
 
 from rfa.configs.studies.recall import get_config as recall_study_config  # noqa: F401 (for the page modules)
 from rfa.experiments import tables
-from rfa.experiments.report import setting_name  # noqa: F401 (for the page modules)
-from rfa.experiments.spread import Spread, compare, per_seed, verdicts  # noqa: F401 (for the page modules)
+from rfa.experiments.common.report import setting_name  # noqa: F401 (for the page modules)
+from rfa.experiments.common.spread import Spread, compare, per_seed, verdicts  # noqa: F401 (for the page modules)
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 

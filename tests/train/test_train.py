@@ -237,7 +237,7 @@ def test_a_finished_workdir_is_not_retrained(sort_run):
 TRAIN_SIGNALLED_AT = """
 import functools, os, signal, sys
 from rfa.experiments import train
-from rfa.experiments.cli import run_main
+from rfa.experiments.common.cli import run_main
 
 signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C as in a terminal (a pytest-xdist worker ignores it)
 

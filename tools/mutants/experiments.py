@@ -20,7 +20,7 @@ MUTANTS = [
     # The restructuring of release 0.2 (issue 26).
     Mutant(
         "output-flag-ignored",
-        "rfa/experiments/report.py",
+        "rfa/experiments/common/report.py",
         "    return output or os.path.join(workdir, name)",
         "    return os.path.join(workdir, name)",
         ("tests/experiments/test_benchmark_smoke.py",),
@@ -28,7 +28,7 @@ MUTANTS = [
     ),
     Mutant(
         "renamed-study-config-not-found",
-        "rfa/experiments/cli.py",
+        "rfa/experiments/common/cli.py",
         "    module = configs.find(configs.RENAMED.get(stem, stem))\n",
         "    module = configs.find(stem)\n",
         ("tests/experiments/test_sweep.py::test_shipped_configs_are_found_by_name_where_no_such_file_exists",),
@@ -36,7 +36,7 @@ MUTANTS = [
     ),
     Mutant(
         "shipped-configs-not-found",
-        "rfa/experiments/cli.py",
+        "rfa/experiments/common/cli.py",
         "    return value if shipped is None else shipped + colon + arg\n",
         "    return value\n",
         ("tests/experiments/test_sweep.py::test_shipped_configs_are_found_by_name_where_no_such_file_exists",),
@@ -44,7 +44,7 @@ MUTANTS = [
     ),
     Mutant(
         "reproduction-requirements-ignored",
-        "rfa/experiments/sweeps/registry.py",
+        "rfa/experiments/sweep_framework/registry.py",
         "    if missing:\n",
         "    if False:\n",
         ("tests/experiments/test_runner.py",),
@@ -52,7 +52,7 @@ MUTANTS = [
     ),
     Mutant(
         "config-typo-traceback",
-        "rfa/experiments/cli.py",
+        "rfa/experiments/common/cli.py",
         '        sys.exit(f"error: {override_error(argv, error)}")\n',
         "        raise\n",
         ("tests/train/test_commands.py::test_entry_points_report_bad_input_without_a_traceback",),
@@ -69,7 +69,7 @@ MUTANTS = [
     # Evidence that discriminates (issue 29).
     Mutant(
         "population-standard-deviation",
-        "rfa/experiments/spread.py",
+        "rfa/experiments/common/spread.py",
         "values.std(ddof=1)",
         "values.std(ddof=0)",
         ("tests/experiments/test_spread.py",),
@@ -78,7 +78,7 @@ MUTANTS = [
     # Evidence that holds up (issue 40).
     Mutant(
         "verdicts-without-holm",
-        "rfa/experiments/spread.py",
+        "rfa/experiments/common/spread.py",
         "        if p > alpha / (len(tested) - rank):\n",
         "        if p > alpha:\n",
         ("tests/experiments/test_spread.py", "tests/test_results_pages.py"),
@@ -86,7 +86,7 @@ MUTANTS = [
     ),
     Mutant(
         "verdicts-unpaired",
-        "rfa/experiments/spread.py",
+        "rfa/experiments/common/spread.py",
         "        if set(values) <= set(reference):\n",
         "        if False:\n",
         ("tests/experiments/test_spread.py", "tests/test_results_pages.py"),
@@ -94,7 +94,7 @@ MUTANTS = [
     ),
     Mutant(
         "normal-quantile",
-        "rfa/experiments/spread.py",
+        "rfa/experiments/common/spread.py",
         "    half = float(stats.t.ppf(0.5 + LEVEL / 2, dof)) * error\n",
         "    half = 1.96 * error\n",
         ("tests/experiments/test_spread.py",),
@@ -103,7 +103,7 @@ MUTANTS = [
     # Claims everywhere (issue 57).
     Mutant(
         "decode-ratio-inverted",
-        "rfa/experiments/benchmarks/train_step.py",
+        "rfa/experiments/benchmarks/train_step/__main__.py",
         'ratios: {} if reference is None else {f"{k}_over_exact": t / reference for k, t in times.items()},',
         'ratios: {} if reference is None else {f"{k}_over_exact": reference / t for k, t in times.items()},',
         ("tests/experiments/test_benchmark_smoke.py",),
@@ -111,7 +111,7 @@ MUTANTS = [
     ),
     Mutant(
         "delta-rule-ratio-inverted",
-        "rfa/experiments/benchmarks/result_tables.py",
+        "rfa/experiments/benchmarks/delta_rule/report.py",
         '    return row[top]["median_ms"] / row[bottom]["median_ms"]\n',
         '    return row[bottom]["median_ms"] / row[top]["median_ms"]\n',
         ("tests/test_results_pages.py",),
@@ -127,7 +127,7 @@ MUTANTS = [
     ),
     Mutant(
         "custom-sweep-gets-a-verdict",
-        "rfa/experiments/sweeps/registry.py",
+        "rfa/experiments/sweep_framework/registry.py",
         "    if not changed:\n",
         "    if True:\n",
         ("tests/experiments/test_runner.py::test_a_users_estimators_run_from_a_module_named_in_the_config",),
@@ -135,7 +135,7 @@ MUTANTS = [
     ),
     Mutant(
         "figure-styles-cycle-ten",
-        "rfa/experiments/styles.py",
+        "rfa/experiments/common/styles.py",
         '            chosen[name] = (*KNOWN_STYLES[name], "-")',
         '            chosen[name] = (COLORS[KNOWN.index(name) % 10], "o", "-")',
         ("tests/experiments/test_styles.py",),
@@ -143,7 +143,7 @@ MUTANTS = [
     ),
     Mutant(
         "figure-two-series-one-style",
-        "rfa/experiments/styles.py",
+        "rfa/experiments/common/styles.py",
         'HOLLOW = ("per_call",)',
         "HOLLOW = ()",
         ("tests/experiments/test_styles.py::test_a_committed_figure_can_be_read",),
@@ -151,7 +151,7 @@ MUTANTS = [
     ),
     Mutant(
         "every-seed-trains-the-first",
-        "rfa/experiments/seeded.py",
+        "rfa/experiments/common/seeded.py",
         "        seeded.seed = seed\n",
         "        seeded.seed = seeds[0]\n",
         ("tests/test_docs.py::test_a_page_runs_as_written[howto/training.md]",),

@@ -13,7 +13,7 @@ MUTANTS = [
     # Claims everywhere (issue 57).
     Mutant(
         "forecast-selected-on-test",
-        "rfa/experiments/studies/forecasting.py",
+        "rfa/experiments/studies/forecasting/measure.py",
         'scale: float(np.mean([r["validation"]["mse"]["mean"] for r in rows])) for scale',
         'scale: float(np.mean([r["test"]["mse"]["mean"] for r in rows])) for scale',
         (
@@ -23,7 +23,7 @@ MUTANTS = [
     ),
     Mutant(
         "recall-rate-chosen-on-test",
-        "rfa/experiments/studies/recall.py",
+        "rfa/experiments/studies/recall/measure.py",
         '        sweep[f"{rate:g}"] = row["validation"]["accuracy"]["mean"]',
         '        sweep[f"{rate:g}"] = row["test"]["accuracy"]["mean"]',
         (
@@ -33,7 +33,7 @@ MUTANTS = [
     ),
     Mutant(
         "length-floor-counts-padding",
-        "rfa/experiments/studies/length_generalization.py",
+        "rfa/experiments/studies/length_generalization/measure.py",
         "    weights = targets != PAD_ID\n",
         "    weights = np.ones_like(targets, dtype=bool)\n",
         ("tests/experiments/test_length_generalization.py",),
@@ -41,7 +41,7 @@ MUTANTS = [
     ),
     Mutant(
         "state-bytes-of-every-layer",
-        "rfa/experiments/studies/recall.py",
+        "rfa/experiments/studies/recall/measure.py",
         "jax.tree.leaves(caches)) / len(caches))",
         "jax.tree.leaves(caches)))",
         ("tests/experiments/test_recall.py",),
@@ -50,7 +50,7 @@ MUTANTS = [
     # Length generalization and estimators inside models (issues 30 and 31).
     Mutant(
         "length-study-evaluates-the-training-task",
-        "rfa/experiments/studies/length_generalization.py",
+        "rfa/experiments/studies/length_generalization/measure.py",
         "    config.task, config.eval_batches = study.longer_task, study.longer_batches",
         "    config.eval_batches = study.longer_batches",
         ("tests/experiments/test_length_generalization.py",),
@@ -106,7 +106,7 @@ MUTANTS = [
     ),
     Mutant(
         "distill-first-seed-only",
-        "rfa/experiments/studies/distillation.py",
+        "rfa/experiments/studies/distillation/report.py",
         "Spread.of(result[field] for result in results)",
         "Spread.of(results[0][field] for result in results)",
         ("tests/experiments/test_distill.py",),
@@ -114,7 +114,7 @@ MUTANTS = [
     ),
     Mutant(
         "recall-sweep-at-the-smallest-m",
-        "rfa/experiments/studies/recall.py",
+        "rfa/experiments/studies/recall/measure.py",
         "swept_at = counts[len(counts) // 2] if study.sweep_per_kind else m",
         "swept_at = counts[0] if study.sweep_per_kind else m",
         ("tests/experiments/test_recall.py",),

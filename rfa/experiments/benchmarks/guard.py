@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 
-from rfa.experiments.report import CHECKOUT_RESULTS
+from rfa.experiments.common.report import CHECKOUT_RESULTS
 
 RESULTS = CHECKOUT_RESULTS
 TOLERANCE = 0.10

@@ -1,6 +1,8 @@
-"""Training studies: each trains several models and compares them; one module (or package) per study, named for
-what it studies, with ``main(config, workdir, output)`` and its shipped config of the same name
-(``rfa/configs/studies/<name>.py``).
+"""Training studies: each trains several models and compares them; one package per study, named for what it
+studies, with its shipped config of the same name (``rfa/configs/studies/<name>.py``). A study's package holds its
+description (the docstring, whose first line ``rfa study`` lists) and ``main(config, workdir, output)``; its
+``__main__.py`` is its command line (:func:`run`), its ``measure.py`` trains and measures, and its ``report.py``
+renders its tables and figures from its JSON alone, without JAX (``rfa tables`` renders them again).
 
   rfa study                                       the studies
   rfa study recall --config recall:pairs4_l64 --workdir workdir/recall
@@ -19,8 +21,8 @@ import sys
 
 
 def run(name: str) -> None:
-    """The command line of the study ``name``: defines its flags and runs its ``main`` (a study module's
-    ``if __name__ == "__main__": run("<name>")``).
+    """The command line of the study ``name``: defines its flags and runs its package's ``main`` (a study's
+    ``__main__.py``: ``if __name__ == "__main__": run("<name>")``).
 
     Example:
       >>> if __name__ == "__main__":
@@ -29,8 +31,8 @@ def run(name: str) -> None:
     from absl import flags
     from ml_collections import config_flags
 
-    from rfa.experiments.cli import run_main, run_training, shipped_config
-    from rfa.experiments.report import output_path
+    from rfa.experiments.common.cli import run_main, run_training, shipped_config
+    from rfa.experiments.common.report import output_path
 
     config = config_flags.DEFINE_config_file("config", shipped_config(name), f"The {name} study's config.")
     workdir = flags.DEFINE_string("workdir", os.path.join("workdir", name), "Parent of the training workdirs.")

@@ -19,10 +19,10 @@ import numpy as np
 from matplotlib.figure import Figure
 
 import rfa
-from rfa.experiments.report import Analysis, fmt, image_link, log_m_axis, markdown_table, save_figure, select
-from rfa.experiments.sweeps import config_checks
-from rfa.experiments.sweeps.cells import Cell, estimator_params, group_seed
-from rfa.experiments.sweeps.registry import ExperimentKind, register_experiment_kind
+from rfa.experiments.common.report import Analysis, fmt, image_link, log_m_axis, markdown_table, save_figure, select
+from rfa.experiments.sweep_framework import config_checks
+from rfa.experiments.sweep_framework.cells import Cell, estimator_params, group_seed
+from rfa.experiments.sweep_framework.registry import ExperimentKind, register_experiment_kind
 from rfa.workdir import ConfigError
 
 PROJECTION_STYLES = {"iid": "o--", "orthogonal": "s-", "simplex": "^:"}  # marker and line of each row coupling

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 
-from rfa.experiments.report import Analysis, Verdict, fmt, markdown_table, select
+from rfa.experiments.common.report import Analysis, Verdict, fmt, markdown_table, select
+from rfa.experiments.sweep_framework.registry import Reproduction, register_reproduction
 from rfa.experiments.sweeps import attention_error
-from rfa.experiments.sweeps.registry import Reproduction, register_reproduction
 
 # Performer's attention-output comparison: input scale s of q, k -> how trig compares with positive.
 PUBLISHED_FIG4 = {0.5: "trig can win", 1.0: "trig catastrophic"}

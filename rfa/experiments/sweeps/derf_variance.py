@@ -6,10 +6,10 @@ Likhosherstov et al., "Dense-Exponential Random Features", arXiv 2302.00787: nes
 
 from __future__ import annotations
 
-from rfa.experiments.report import Verdict, fmt
+from rfa.experiments.common.report import Verdict, fmt
+from rfa.experiments.sweep_framework.registry import Reproduction, register_reproduction
 from rfa.experiments.sweeps import estimator_fit
 from rfa.experiments.sweeps.estimator_fit import derf_table
-from rfa.experiments.sweeps.registry import Reproduction, register_reproduction
 
 # Nesting (Likhosherstov et al., 2023): each pair (larger, smaller) holds for the objective on any data.
 NESTING = (("positive", "oprf"), ("oprf", "saderf"), ("saderf", "aderf"), ("oprf", "sderf"))

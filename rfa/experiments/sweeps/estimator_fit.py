@@ -27,12 +27,12 @@ from flax import nnx
 from matplotlib.figure import Figure
 
 import rfa
-from rfa.experiments.cli import resolve_config
-from rfa.experiments.report import Analysis, fmt, image_link, markdown_table, save_figure
-from rfa.experiments.sweeps import config_checks
-from rfa.experiments.sweeps.cells import Cell, estimator_params, group_seed
+from rfa.experiments.common.cli import resolve_config
+from rfa.experiments.common.report import Analysis, fmt, image_link, markdown_table, save_figure
+from rfa.experiments.sweep_framework import config_checks
+from rfa.experiments.sweep_framework.cells import Cell, estimator_params, group_seed
+from rfa.experiments.sweep_framework.registry import ExperimentKind, register_experiment_kind
 from rfa.experiments.sweeps.kernel_mse import predicted_relative_error
-from rfa.experiments.sweeps.registry import ExperimentKind, register_experiment_kind
 from rfa.models import AttentionInputs
 from rfa.workdir import ConfigError
 

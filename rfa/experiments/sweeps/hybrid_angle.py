@@ -10,14 +10,14 @@ import numpy as np
 from matplotlib.figure import Figure
 
 import rfa
-from rfa.experiments.report import Analysis, Verdict, fmt, image_link, markdown_table, save_figure, select
+from rfa.experiments.common.report import Analysis, Verdict, fmt, image_link, markdown_table, save_figure, select
+from rfa.experiments.sweep_framework.registry import Reproduction, register_reproduction
 from rfa.experiments.sweeps.kernel_mse import (
     agreement_claim,
     agreement_counts,
     kernel_agreement,
     pair_vectors,
 )
-from rfa.experiments.sweeps.registry import Reproduction, register_reproduction
 
 # HRF's worst case over angles of MSE/SM², relative to the better base, at m = 10, n = 1 (docs/references.md).
 HYBRID_WORST_CASE = {1.0: 0.285, 2.0: 0.137}

@@ -12,13 +12,13 @@ import numpy as np
 from matplotlib.figure import Figure
 
 import rfa
-from rfa.experiments.report import Analysis, Verdict, fmt, image_link, markdown_table, save_figure, select
+from rfa.experiments.common.report import Analysis, Verdict, fmt, image_link, markdown_table, save_figure, select
+from rfa.experiments.sweep_framework.registry import Reproduction, register_reproduction
 from rfa.experiments.sweeps.kernel_mse import (
     monte_carlo_records,
     pair_points,
     pair_vectors,
 )
-from rfa.experiments.sweeps.registry import Reproduction, register_reproduction
 
 # Chefs' Random Tables closed forms at |x| = |y| = 2√2, 60°, d = 64, rounded: estimator -> log-variance
 # (docs/references.md, "oprf_variance": OPRF is 23.735, not the 23.8 an earlier note had).

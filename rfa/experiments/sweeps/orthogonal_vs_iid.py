@@ -11,14 +11,23 @@ import math
 import numpy as np
 from matplotlib.figure import Figure
 
-from rfa.experiments.report import Analysis, Verdict, fmt, image_link, log_m_axis, markdown_table, save_figure, select
+from rfa.experiments.common.report import (
+    Analysis,
+    Verdict,
+    fmt,
+    image_link,
+    log_m_axis,
+    markdown_table,
+    save_figure,
+    select,
+)
+from rfa.experiments.sweep_framework.registry import Reproduction, register_reproduction
 from rfa.experiments.sweeps.kernel_mse import (
     agreement_claim,
     agreement_counts,
     kernel_agreement,
     pair_points,
 )
-from rfa.experiments.sweeps.registry import Reproduction, register_reproduction
 
 
 def orthogonal_check(records: list[dict], ort: dict) -> tuple[float, bool | None, bool | None]:

@@ -12,7 +12,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 import rfa
-from rfa.experiments.report import Analysis, Verdict, fmt, image_link, markdown_table, save_figure
+from rfa.experiments.common.report import Analysis, Verdict, fmt, image_link, markdown_table, save_figure
+from rfa.experiments.sweep_framework.registry import Reproduction, register_reproduction
 from rfa.experiments.sweeps.kernel_mse import (
     agreement_claim,
     agreement_counts,
@@ -20,7 +21,6 @@ from rfa.experiments.sweeps.kernel_mse import (
     pair_points,
     pair_vectors,
 )
-from rfa.experiments.sweeps.registry import Reproduction, register_reproduction
 
 # Performer Fig. 2, ratio MSE_trig / MSE_positive: (length, angle in degrees) -> published value.
 PUBLISHED_FIG2 = {(1.0, 90.0): 0.43, (1.0, 120.0): 5.3, (1.0, 150.0): 65.0, (1.0, 170.0): 826.0, (2.0, 150.0): 7.9e5}

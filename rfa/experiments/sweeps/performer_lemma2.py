@@ -7,7 +7,7 @@ cell whose Monte Carlo is meaningful agrees with its closed form within 4 standa
 
 from __future__ import annotations
 
+from rfa.experiments.sweep_framework.registry import Reproduction, register_reproduction
 from rfa.experiments.sweeps.kernel_mse import kernel_agreement
-from rfa.experiments.sweeps.registry import Reproduction, register_reproduction
 
 register_reproduction(Reproduction("performer_lemma2", "kernel_mse", kernel_agreement))

@@ -12,7 +12,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 import rfa
-from rfa.experiments.report import Analysis, Verdict, fmt, image_link, markdown_table, save_figure, select
+from rfa.experiments.common.report import Analysis, Verdict, fmt, image_link, markdown_table, save_figure, select
+from rfa.experiments.sweep_framework.registry import Reproduction, register_reproduction
 from rfa.experiments.sweeps.kernel_mse import (
     agreement,
     agreement_claim,
@@ -20,7 +21,6 @@ from rfa.experiments.sweeps.kernel_mse import (
     kernel_agreement,
     pair_vectors,
 )
-from rfa.experiments.sweeps.registry import Reproduction, register_reproduction
 
 PROJECTIONS = ("iid", "orthogonal", "simplex")
 DENSE_ANGLES = np.linspace(0.0, 180.0, 361)

@@ -11,13 +11,13 @@ import numpy as np
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
-from rfa.experiments.report import Analysis, Verdict, fmt, image_link, markdown_table, save_figure, select
+from rfa.experiments.common.report import Analysis, Verdict, fmt, image_link, markdown_table, save_figure, select
+from rfa.experiments.sweep_framework.registry import Reproduction, register_reproduction
 from rfa.experiments.sweeps.kernel_mse import (
     agreement_claim,
     agreement_counts,
     kernel_agreement,
 )
-from rfa.experiments.sweeps.registry import Reproduction, register_reproduction
 
 
 def contenders(records: list[dict]) -> list[tuple[str, str]]:

@@ -31,8 +31,8 @@ bidirectional sites only) or ``calibrated`` on ``config.calibration_batches`` va
 (``rfa.layers.calibrating``; a causal site has only this). The test batches are read only to measure.
 The table reports means ± standard deviations over the seeds, and the verdict names, per model and state,
 the estimator with the lowest output error at the largest m and its difference from the next (paired over the
-seeds, Holm-corrected: :mod:`rfa.experiments.spread`); :func:`summary` is the output error at the largest m as one
-estimator-by-model table. The command writes the JSON, the table beside it (``.md``) and a figure
+seeds, Holm-corrected: :mod:`rfa.experiments.common.spread`); :func:`summary` is the output error at the largest m as
+one estimator-by-model table. The command writes the JSON, the table beside it (``.md``) and a figure
 (``.png``: output error against m, a panel per model and state).
 """
 
@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import os
 
-from rfa.experiments.report import write_report
+from rfa.experiments.common.report import write_report
 from rfa.experiments.studies.estimators_in_models import qk_scale
 from rfa.experiments.studies.estimators_in_models.measure import run
 from rfa.experiments.studies.estimators_in_models.report import plot, table

@@ -1,7 +1,5 @@
-"""``python -m rfa.experiments.studies.estimators_in_models``: the study's command line (``rfa study
-estimators_in_models``)."""
-
 from rfa.experiments import studies
+from rfa.experiments.studies.estimators_in_models import __doc__  # noqa: F401 (--help shows the study's description)
 
 if __name__ == "__main__":
     studies.run("estimators_in_models")

@@ -15,7 +15,7 @@ import numpy as np
 from flax import nnx
 
 import rfa
-from rfa.experiments.spread import Spread
+from rfa.experiments.common.spread import Spread
 from rfa.experiments.studies.estimators_in_models.models import MODEL_KINDS, RfaModel, metric_batches
 from rfa.tasks import eval_batches, get_task
 from rfa.workdir import ConfigError, write_atomic
@@ -255,7 +255,7 @@ def kept(study, fields: tuple[str, ...], path: str, compute: Callable[[], list[d
 
 def run(study, workdir: str) -> list[dict]:
     """Measures every model, state and seed of ``study``; one row per (model, state, estimator, m, fit) with the
-    measures as :class:`rfa.experiments.spread.Spread` dicts over the seeds, and the per-seed ``records``."""
+    measures as :class:`rfa.experiments.common.spread.Spread` dicts over the seeds, and the per-seed ``records``."""
     check(study)
     records = [
         record
@@ -284,7 +284,7 @@ def check(study) -> None:
 
 def over_seeds(records: list[dict]) -> list[dict]:
     """One row per (model, state, estimator, m, fit), in the order of first appearance: the measures of its seeds
-    as :class:`rfa.experiments.spread.Spread` dicts, and the records themselves."""
+    as :class:`rfa.experiments.common.spread.Spread` dicts, and the records themselves."""
     rows = []
     for row, group in by_cell(records, _IDENTITY):
         for name in ("output_error", "closed_form_variance", "measured_variance"):

@@ -16,7 +16,7 @@ import numpy as np
 from flax import nnx
 
 import rfa
-from rfa.experiments.seeded import task_run_config
+from rfa.experiments.common.seeded import task_run_config
 from rfa.experiments.studies.estimators_in_models.flax_encoder import FlaxEncoder, train_flax
 from rfa.models import AttentionInputs, AttentionSite
 from rfa.tasks import eval_batches, get_task, task_kind

@@ -26,8 +26,8 @@ import jax
 import numpy as np
 from matplotlib.figure import Figure
 
-from rfa.experiments.report import markdown_table
-from rfa.experiments.spread import Spread
+from rfa.experiments.common.report import markdown_table
+from rfa.experiments.common.spread import Spread
 from rfa.experiments.studies.estimators_in_models.measure import (
     MEASURE_FIELDS,
     by_cell,
@@ -108,7 +108,7 @@ def sweep(study, model_name: str, state: str, seed: int, workdir: str) -> list[d
 def run(study, workdir: str) -> list[dict]:
     """Sweeps every model, state and seed of ``study`` (kept in ``<workdir>/measures/<model>_<state>_seed<seed>
     _qk_scale.json``; a stopped sweep resumes); one row per (model, state, estimator, fit, s) with the measures
-    as :class:`rfa.experiments.spread.Spread` dicts over the seeds, and the per-seed ``records``."""
+    as :class:`rfa.experiments.common.spread.Spread` dicts over the seeds, and the per-seed ``records``."""
     check(study)
     if not study.qk_scales or any(s <= 0 for s in study.qk_scales):
         raise ConfigError(f"config.qk_scales must be positive factors, got {tuple(study.qk_scales)}.")

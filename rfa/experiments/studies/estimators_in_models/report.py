@@ -10,9 +10,9 @@ import math
 import numpy as np
 from matplotlib.figure import Figure
 
-from rfa.experiments.report import markdown_table
-from rfa.experiments.spread import Spread, table_verdicts
-from rfa.experiments.styles import styles
+from rfa.experiments.common.report import markdown_table
+from rfa.experiments.common.spread import Spread, table_verdicts
+from rfa.experiments.common.styles import styles
 
 
 def table(rows: list[dict]) -> str:
@@ -75,7 +75,7 @@ def summary(rows: list[dict]) -> str:
 def verdicts(rows: list[dict], *, close_enough: float = 0.1) -> list[str]:
     """Per model and state, at its largest m: the estimator of the lowest output error, its difference from the next
     estimator's (paired over the seeds, 95% interval, Holm-corrected across the lines:
-    :func:`rfa.experiments.spread.table_verdicts`), and whether it is within ``close_enough`` of softmax."""
+    :func:`rfa.experiments.common.spread.table_verdicts`), and whether it is within ``close_enough`` of softmax."""
     groups = []
     for _, group in itertools.groupby(rows, key=lambda r: (r["model"], r["state"])):
         group = list(group)

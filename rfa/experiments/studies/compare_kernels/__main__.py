@@ -1,0 +1,5 @@
+from rfa.experiments import studies
+from rfa.experiments.studies.compare_kernels import __doc__  # noqa: F401 (--help shows the study's description)
+
+if __name__ == "__main__":
+    studies.run("compare_kernels")

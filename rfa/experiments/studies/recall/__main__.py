@@ -1,0 +1,5 @@
+from rfa.experiments import studies
+from rfa.experiments.studies.recall import __doc__  # noqa: F401 (--help shows the study's description)
+
+if __name__ == "__main__":
+    studies.run("recall")
