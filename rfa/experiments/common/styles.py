@@ -1,9 +1,10 @@
 """One line style per attention kind or estimator, the same in every figure, and legends outside the data.
 
 A figure that draws more series than a color cycle has colors (matplotlib's ten) would give two series one color.
-Here every name the project knows — the training configs' attention variants (``rfa.train.ATTENTION_VARIANTS``)
-and the registered estimators — has a color and a marker of its own, the same in every figure; names it does not
-know (a user's own estimator) take styles left over within their figure.
+Here the names of the committed figures (attention variants and estimators) keep a color and a marker of their own,
+the same in every figure, so a regenerated figure looks as before; any other name (a kind or estimator added since,
+or a user's) takes a style left over within its figure, distinct from the others there. Adding a kind needs no entry
+here: the kinds and variants are the registry's (:mod:`rfa.layers.kinds`), this is only a palette.
 """
 
 from __future__ import annotations
@@ -43,8 +44,7 @@ KNOWN_STYLES: dict[str, tuple[str, str]] = {  # name: (color, marker), the atten
     "gated_deltanet_elu": ("#f38400", "h"),
 }
 """The names with a fixed style, each its own color (tab10, then Kelly's colours of maximum contrast, then navy).
-A style is written next to its name, so adding a name moves no other's (a test holds the names to the attention
-variants and the registered estimators)."""
+A style is written next to its name, so adding a name moves no other's; a name not listed takes a spare style."""
 KNOWN = tuple(KNOWN_STYLES)
 COLORS = tuple(dict.fromkeys(color for color, _ in KNOWN_STYLES.values()))
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "d")
