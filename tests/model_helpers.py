@@ -2,6 +2,7 @@
 
 import jax
 import jax.numpy as jnp
+import optax
 from flax import nnx
 
 VOCAB = 23
@@ -39,3 +40,16 @@ def step_by_step(model, target, memories=None):
         out, cache = decode_step(model, target[:, t], cache, jnp.asarray(t), memories)
         logits.append(out)
     return jnp.stack(logits, 1)
+
+
+@nnx.jit
+def next_token_step(model, optimizer, sequence):
+    """One optimizer step of next-token cross-entropy on ``sequence [batch, L]``; returns the loss before it."""
+
+    def loss(model):
+        logits = model(sequence[:, :-1])
+        return optax.softmax_cross_entropy_with_integer_labels(logits, sequence[:, 1:]).mean()
+
+    value, grads = nnx.value_and_grad(loss)(model)
+    optimizer.update(model, grads)
+    return value

@@ -20,20 +20,27 @@ DOCUMENTED = {
     "attention": [
         "rfa.attention.kernelized.api.kernelized_attention",
         "rfa.attention.kernelized.api.sequence_parallel_attention",
-        "rfa.layers.attention_fn.make_attention_fn",
         "rfa.attention.fourier_integral.fourier_integral_attention",
         "rfa.attention.kernelized.relative.toeplitz_sums",
     ],
     "random_features": ["rfa.random_features.feature_maps.Estimator", "rfa.random_features.feature_maps.Param"],
     "tasks": ["rfa.tasks.base.TaskKind", "rfa.tasks.base.register_task_kind", "rfa.tasks.base.Task"],
-    "models": ["rfa.models.config.EncoderConfig", "rfa.layers.multi_head.AttentionInputs"],
+    "models": ["rfa.models.config.EncoderConfig", "rfa.models.site.Site"],
+    "layers": [
+        "rfa.layers.attention_fn.make_attention_fn",
+        "rfa.layers.multi_head.AttentionInputs",
+        "rfa.layers.kinds.AttentionKind",
+        "rfa.layers.kinds.register_attention_kind",
+        "rfa.layers.nnx_attention.MultiHeadAttention",
+        "rfa.layers.linen_attention.MultiHeadDotProductAttention",
+    ],
     "data": ["rfa.data.pipeline.batches"],
     "train": ["rfa.train.loop.train_and_evaluate"],
     "experiments": [
         "rfa.experiments.sweep_framework.registry.Reproduction",
         "rfa.experiments.sweep_framework.registry.register_reproduction",
     ],
-    "rfa": ["rfa.nnx.MultiHeadAttention", "rfa.linen.MultiHeadDotProductAttention", "rfa.checks.raise_if"],
+    "rfa": ["rfa.checks.raise_if"],
 }
 
 
@@ -60,7 +67,11 @@ def test_the_site_builds_without_warnings_and_documents_the_api(tmp_path):
         assert not re.search(r"``|:(mod|func|class|data|meth):`", text), f"{page}: raw markup in the rendered text"
         assert "(*args, **kwargs)" not in text, f"{page}: a class shown without its constructor's signature"
         assert not re.search(r"\w+ \(\w+,\)", text), f"{page}: arguments grouped on one line render as a type"
-    layer = " ".join(re.sub(r"<[^>]+>", "", api["rfa"].split('id="rfa.nnx.MultiHeadAttention"')[1][:3000]).split())
+    layer = " ".join(
+        re.sub(
+            r"<[^>]+>", "", api["layers"].split('id="rfa.layers.nnx_attention.MultiHeadAttention"')[1][:3000]
+        ).split()
+    )
     assert "MultiHeadAttention(num_heads, in_features, qkv_features=None" in layer
     assert "estimator='positive', num_features=256" in layer
     for page in ("index", "tour", "changelog", "references", "howto/estimator", "results/benchmarks"):

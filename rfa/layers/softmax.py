@@ -12,7 +12,7 @@ from flax import nnx
 from rfa._validation import InputError
 from rfa.attention.fourier_integral import fourier_integral_attention
 from rfa.checks import check_finite
-from rfa.layers.kinds import AttentionKind, SiteWidths, register_attention_kind, register_variant
+from rfa.layers.kinds import AttentionKind, SiteWidths, attention_kind, register_attention_kind, register_variant
 from rfa.layers.multi_head import HeadsOptions, projected
 from rfa.layers.positional import RelativeBias
 
@@ -192,15 +192,11 @@ register_attention_kind(
     )
 )
 register_attention_kind(
-    AttentionKind(
-        "fourier",
-        FourierOptions,
-        projected(FourierCore),
-        causal=True,
-        bidirectional=True,
-        cross=True,
-        cache="length",
-        dense_masks=True,
+    dataclasses.replace(
+        attention_kind("softmax"),
+        name="fourier",
+        options=FourierOptions,
+        layer=projected(FourierCore),
         summary="Fourier integral attention (Nguyen et al., NeurIPS 2022): quadratic, a KV cache",
     )
 )

@@ -62,9 +62,6 @@ class Site:
         object.__setattr__(self, "kind", name)
         object.__setattr__(self, "options", options)
 
-    def __repr__(self) -> str:
-        return f"Site(kind={self.kind!r}, options={self.options!r})"
-
     @property
     def entry(self) -> AttentionKind:
         """The kind's registry entry."""

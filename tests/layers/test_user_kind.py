@@ -12,7 +12,7 @@ import optax
 import pytest
 from flax import nnx
 from helpers import normal, own_kinds
-from model_helpers import VOCAB, forward, step_by_step, tokens
+from model_helpers import VOCAB, forward, next_token_step, step_by_step, tokens
 
 import rfa
 from rfa.layers import SiteWidths, attention_kind, registered_variants
@@ -112,17 +112,7 @@ def test_a_kind_of_the_users_trains_a_step_in_a_model_and_decodes_through_its_ca
     np.testing.assert_allclose(step_by_step(model, sequence), forward(model, sequence), rtol=2e-4, atol=2e-4)
     optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
 
-    @nnx.jit
-    def train_step(model, optimizer, sequence):
-        def loss(model):
-            logits = model(sequence[:, :-1])
-            return optax.softmax_cross_entropy_with_integer_labels(logits, sequence[:, 1:]).mean()
-
-        value, grads = nnx.value_and_grad(loss)(model)
-        optimizer.update(model, grads)
-        return value
-
-    first, second = train_step(model, optimizer, sequence), train_step(model, optimizer, sequence)
+    first, second = next_token_step(model, optimizer, sequence), next_token_step(model, optimizer, sequence)
     assert np.isfinite(first) and second < first  # the step trained the kind's projections
 
 

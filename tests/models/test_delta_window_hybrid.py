@@ -10,7 +10,7 @@ import pytest
 import references
 from flax import nnx
 from helpers import tiered
-from model_helpers import VOCAB, decode_step, forward, step_by_step, tokens
+from model_helpers import VOCAB, decode_step, forward, next_token_step, step_by_step, tokens
 
 import rfa
 from rfa.models import Decoder, Site, preset, redraw_projections
@@ -124,17 +124,7 @@ def test_a_hybrid_stack_trains(stack):
     optimizer = nnx.Optimizer(model, optax.adam(3e-3), wrt=nnx.Param)
     sequence = tokens(2, (4, 12))
 
-    @nnx.jit
-    def step(model, optimizer):
-        def loss(model):
-            logits = model(sequence[:, :-1])
-            return optax.softmax_cross_entropy_with_integer_labels(logits, sequence[:, 1:]).mean()
-
-        value, grads = nnx.value_and_grad(loss)(model)
-        optimizer.update(model, grads)
-        return value
-
-    losses = [float(step(model, optimizer)) for _ in range(30)]
+    losses = [float(next_token_step(model, optimizer, sequence)) for _ in range(30)]
     assert losses[-1] < 0.5 * losses[0], losses
 
 
