@@ -1,5 +1,5 @@
 """Mutants of rfa/attention/ outside kernelized/ and delta_rule/: exact and naive attention, masks, segments,
-the chunk's scores, the sliding window, Fourier integral attention, Linformer, the Flax adapter and its cache.
+the chunk's scores, the sliding window, Fourier integral attention, Linformer (the Flax adapter is in layers.py).
 
 Kept in the order of the one list they came from, under its section headings (the issue or theme that added them).
 """
@@ -20,14 +20,6 @@ MUTANTS = [
         "            return MaskPlan(keep_keys, keep_queries, PADDING)",
         ("tests/attention/test_masks.py",),
         "a concrete causal mask runs bidirectional attention",
-    ),
-    Mutant(
-        "decode-fit-allowed",
-        "rfa/layers/attention_fn.py",
-        "        if fitted and query.shape[-3] != key.shape[-3]:",
-        "        if fitted and query.shape[-3] < 0:",
-        ("tests/attention/test_flax_adapter.py",),
-        "oprf fits phi_sq per decoding step of Flax's cache",
     ),
     # Attention forms.
     Mutant(
@@ -106,38 +98,6 @@ MUTANTS = [
         "the quadratic reference lets causal queries see the future",
     ),
     Mutant(
-        "decode-step-forgets-the-state",
-        "rfa/layers/recurrent_cache.py",
-        "    return attend(q, k, v, mask=mask, is_causal=True, initial_state=state, return_state=True)\n",
-        "    return attend(q, k, v, mask=mask, is_causal=True, initial_state=None, return_state=True)\n",
-        ("tests/attention/test_flax_layers.py",),
-        "a decoding step of the Flax layers ignores the tokens before it",
-    ),
-    Mutant(
-        "cross-attention-recomputed-every-step",
-        "rfa/layers/recurrent_cache.py",
-        "    return jax.lax.cond(ready, later, first, q, k, v, state)\n",
-        "    return jax.lax.cond(False, later, first, q, k, v, state)\n",
-        ("tests/attention/test_flax_layers.py",),
-        "decoding cross-attention reads the encoder's keys every token",
-    ),
-    Mutant(
-        "nnx-layer-shifts-the-weights",
-        "rfa/layers/feature_variables.py",
-        "    return jax.random.fold_in(jax.random.fold_in(stream.key[...], stream.count[...]), 0x5EED)\n",
-        "    return rngs.params()\n",
-        ("tests/attention/test_flax_layers.py",),
-        "drawing W advances the params stream: the model's later weights differ from Flax's",
-    ),
-    Mutant(
-        "kv-heads-tiled",
-        "rfa/layers/attention_fn.py",
-        "    return tuple(jnp.repeat(x, heads // kv_heads, axis=-2) for x in (key, value))\n",
-        "    return tuple(jnp.tile(x, (1,) * (x.ndim - 2) + (heads // kv_heads, 1)) for x in (key, value))\n",
-        ("tests/attention/test_flax_layers.py",),
-        "grouped-query heads paired with the wrong key/value heads",
-    ),
-    Mutant(
         "additive-mask-accepted",
         "rfa/attention/common.py",
         "        raise_if(jnp.any(mask < 0) | jnp.all(mask == 0), ADDITIVE_MASK)\n",
@@ -171,14 +131,6 @@ MUTANTS = [
         "causal Fourier integral attention sees later keys",
     ),
     # Length generalization and estimators inside models (issues 30 and 31).
-    Mutant(
-        "shared-attention-calibrated",
-        "rfa/layers/feature_variables.py",
-        "        if uses[id(fn)] > 1:\n",
-        "        if uses[id(fn)] > 2:\n",
-        ("tests/random_features/test_dense_exponential.py",),
-        "one attention module shared by two sites is calibrated to whichever ran last",
-    ),
     Mutant(
         "sub-chunk-decay-from-the-wrong-end",
         CHUNK_SCORES,

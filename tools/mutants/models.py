@@ -1,5 +1,5 @@
-"""Mutants of rfa/models/ but its layers with a state (models_state_layers.py): the attention cores, the blocks,
-decoding, positions, the vision models, the forecaster.
+"""Mutants of rfa/models/: the configs and sites, the blocks, decoding, the vision models, the forecaster (the
+layers' are in layers.py).
 
 Kept in the order of the one list they came from, under its section headings (the issue or theme that added them).
 """
@@ -9,14 +9,6 @@ from .paths import HYBRID_TESTS
 
 MUTANTS = [
     # The bugs an audit found passing every test (issue 14).
-    Mutant(
-        "rotary-not-relative",
-        "rfa/layers/positional.py",
-        "    angle = positions[..., None, None].astype(jnp.float32) * rate",
-        "    angle = positions[..., None, None].astype(jnp.float32) ** 2 * rate",
-        ("tests/models/test_positional.py",),
-        "rotary angle grows with position², scores stop being relative",
-    ),
     # Attention forms.
     Mutant(
         "vit-without-positions",
@@ -41,14 +33,6 @@ MUTANTS = [
         "        return forecast.astype(jnp.float32)\n",
         ("tests/models/test_forecaster.py",),
         "the forecaster centres each window but never adds its level back",
-    ),
-    Mutant(
-        "gate-dropped-in-training",
-        "rfa/layers/kernelized.py",
-        "options = self._options(x if self.causal else None)",
-        "options = self._options(None)",
-        ("tests/models/test_attention_kinds.py",),
-        "a gated site trains and teacher-forces without its gate",
     ),
     # Models.
     Mutant(
@@ -88,65 +72,7 @@ MUTANTS = [
         ("tests/models/test_models.py::test_beam_search_runs_one_prompt_pass_per_input",),
         "beam search encodes or prefills the prompt once per beam",
     ),
-    Mutant(
-        "model-prefill-keeps-padding",
-        "rfa/layers/kernelized.py",
-        "return self(q, k, v, x, key_mask=key_mask, q_positions=positions, k_positions=positions, return_state",
-        "return self(q, k, v, x, key_mask=key_mask | True, q_positions=positions, k_positions=positions, return_state",
-        (
-            "tests/models/test_models.py::test_greedy_generation_after_a_prefilled_prompt_picks_the_argmax_of_teacher_forcing",
-        ),
-        "a prefilled prompt's padding enters the kernelized state",
-    ),
-    Mutant(
-        "cross-rotary-always",
-        "rfa/layers/kinds.py",
-        'return self.positional == "rotary" and (not cross or self.cross_rotary)',
-        'return self.positional == "rotary"',
-        ("tests/models/test_models.py::test_rotary_positions_at_cross_attention_are_a_per_site_flag",),
-        "cross-attention rotated although cross_attention_rotary is off",
-    ),
-    Mutant(
-        "gate-forgotten-when-decoding",
-        "rfa/layers/kernelized.py",
-        "            return_state=True,\n            **self._options(x),",
-        "            return_state=True,\n            **self._options(),",
-        ("tests/models/test_attention_kinds.py",),
-        "decoding a gated model ignores the gate",
-    ),
-    Mutant(
-        "gate-input-weight-dropped",
-        "rfa/layers/kernelized.py",
-        '            if "key_log_weight" in self.estimator.names():',
-        "            if False:",
-        ("tests/models/test_attention_kinds.py", "tests/train"),
-        "gated RFA without the (1 - g) weight of new keys",
-    ),
-    Mutant(
-        "kv-cache-float32",
-        "rfa/layers/softmax.py",
-        '"k": jnp.zeros(shape, self.dtype),\n            "v": jnp.zeros(shape, self.dtype),',
-        '"k": jnp.zeros(shape, jnp.float32),\n            "v": jnp.zeros(shape, jnp.float32),',
-        ("tests/models/test_models.py::test_low_precision_decoding_equals_teacher_forcing",),
-        "exact KV caches in float32 instead of the model's dtype",
-    ),
     # The restructuring of release 0.2 (issue 26).
-    Mutant(
-        "class-position-not-zero",
-        "rfa/layers/positional.py",
-        "np.concatenate([np.zeros((leading, dim), np.float32), table])",
-        "np.concatenate([table[:leading], table])",
-        ("tests/models/test_positional.py",),
-        "a fixed table gives the class token a patch's position",
-    ),
-    Mutant(
-        "queries-keys-not-sown",
-        "rfa/layers/multi_head.py",
-        '            self.sow(AttentionInputs, "inputs", (q, k, v, key_mask))',
-        '            self.sow(AttentionInputs, "inputs", (k, q, v, key_mask))',
-        ("tests/models/test_positional.py",),
-        "captured queries and keys swapped",
-    ),
     Mutant(
         "forecaster-accepts-nan",
         "rfa/models/forecaster.py",
@@ -156,40 +82,8 @@ MUTANTS = [
         "NaN series reach the forecaster's output",
     ),
     # Fourier integral attention (issue 30).
-    Mutant(
-        "fourier-decode-without-mask",
-        "rfa/layers/softmax.py",
-        "radius=self.radius, mask=mask[:, None, None, :])[:, 0]",
-        "radius=self.radius)[:, 0]",
-        ("tests/models/test_attention_kinds.py",),
-        "a decoded Fourier token attends to empty cache slots",
-    ),
     # One decay per feature (issue 30).
-    Mutant(
-        "gla-gate-per-head",
-        "rfa/layers/kernelized.py",
-        "                logits = logits.reshape(logits.shape[:-1] + (self.num_heads, -1))",
-        "                logits = logits.reshape(logits.shape[:-1] + (self.num_heads, -1))[..., :1]",
-        ("tests/models/test_attention_kinds.py",),
-        "a per-feature gate decays every feature by the first one's",
-    ),
     # Length generalization and estimators inside models (issues 30 and 31).
-    Mutant(
-        "gqa-kv-heads-tiled",
-        "rfa/layers/multi_head.py",
-        "        return jnp.repeat(k, self.groups, axis=-2), jnp.repeat(v, self.groups, axis=-2)",
-        "        return (jnp.tile(x, (1,) * (x.ndim - 2) + (self.groups, 1)) for x in (k, v))",
-        (HYBRID_TESTS,),
-        "a site's grouped-query heads read the wrong key/value head",
-    ),
-    Mutant(
-        "rope-base-ignored",
-        "rfa/layers/multi_head.py",
-        "rotate(x, positions, base=self.rope_base)",
-        "rotate(x, positions)",
-        (HYBRID_TESTS,),
-        "a site's rotary base is left at 10000",
-    ),
     Mutant(
         "vit-pools-a-patch",
         "rfa/models/vision.py",
@@ -213,5 +107,25 @@ MUTANTS = [
         "            new_caches.append(caches[i] if i else cache)\n",
         (HYBRID_TESTS,),
         "decoding keeps the old cache of every layer but the first",
+    ),
+    # One registry of attention kinds (issue 68).
+    Mutant(
+        "site-variant-options-dropped",
+        "rfa/models/site.py",
+        "            options = entry.options(**{**preset, **fields})\n",
+        "            options = entry.options(**fields)\n",
+        ("tests/layers/test_kinds.py",),
+        "a variant's name gives its kind with default options (gla ungated)",
+    ),
+    Mutant(
+        "site-role-unchecked",
+        "rfa/models/config.py",
+        "                if not attention.entry.runs(role):\n",
+        "                if False:\n",
+        (
+            "tests/models/test_delta_window_hybrid.py::"
+            "test_a_bidirectional_site_a_second_gate_or_a_window_across_sequences_is_refused",
+        ),
+        "a kind placed at a site it cannot run (a window across two sequences)",
     ),
 ]

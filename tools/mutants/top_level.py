@@ -1,5 +1,5 @@
 """Mutants of the modules at rfa/'s top level: the run-time checks (checks.py), the work directory
-(workdir.py), Linen's layers (linen.py) and the renamed keywords (_validation.py).
+(workdir.py) and the renamed keywords (_validation.py).
 
 Kept in the order of the one list they came from, under its section headings (the issue or theme that added them).
 """
@@ -34,14 +34,6 @@ MUTANTS = [
         "the runner ignores config.modules: a user's estimator is unknown",
     ),
     # The restructuring of release 0.2 (issue 26).
-    Mutant(
-        "linen-redraw-ignored",
-        "rfa/layers/linen_attention.py",
-        "                variable.value = drawn[name]\n",
-        "                pass\n",
-        ("tests/attention/test_flax_layers.py",),
-        "Linen apply with a random_features rng keeps the old W",
-    ),
     Mutant(
         "run-time-check-silent",
         "rfa/checks.py",

@@ -113,4 +113,29 @@ MUTANTS = [
         (LONGER_TEST,),
         "learned positions are silently replaced by a table of another length",
     ),
+    # A training config's attention from the registry (issue 68).
+    Mutant(
+        "config-size-dropped",
+        "rfa/train/attention.py",
+        '    if options.SIZE is not None and "num_features" in a:\n',
+        "    if False:\n",
+        ("tests/train/test_attention_config.py",),
+        "attention.num_features sets no kind's size (a window keeps its default)",
+    ),
+    Mutant(
+        "config-fit-at-decoder",
+        "rfa/train/attention.py",
+        "        options = options.for_state(head_dim)\n",
+        "        options = options\n",
+        ("tests/train/test_attention_config.py",),
+        "a fitted parameter left to fit at a site that decodes from a state",
+    ),
+    Mutant(
+        "config-gate-everywhere",
+        "rfa/train/attention.py",
+        'gated=bool(options.gated) and site == "decoder"',
+        "gated=bool(options.gated)",
+        ("tests/train/test_attention_config.py",),
+        "the gate at the encoder and cross-attention too",
+    ),
 ]
