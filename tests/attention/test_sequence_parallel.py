@@ -3,9 +3,10 @@
 JAX fixes its device count at start-up, so the checks run in one subprocess with
 ``--xla_force_host_platform_device_count=8`` and report their largest errors as JSON; the single-device
 ``rfa.kernelized_attention`` they are held to is itself held to the float64 reference
-(test_against_references.py). Outputs, gradients (q, k, v, log_decay) and the returned state, for
-P = 2, 4, 8 devices, bidirectional, causal and causal with decay (one per token, or one per feature), with key
-padding that spans device boundaries and an initial state; and the gated delta rule
+(test_against_references.py). Outputs, gradients (q, k, v, log_decay) and the returned state, for P = 2 and 8
+devices (one boundary; blocks of 4 tokens, the padding across several: P = 4 added nothing these two miss and a
+third of the subprocess's time), bidirectional, causal and causal with decay (one per token, or one per feature),
+with key padding that spans device boundaries and an initial state; and the gated delta rule
 (a decay per token, or per key channel: KDA) split over 2 and 8 devices.
 The file is in the fast tier: its one subprocess (about 30 s) is the only test that runs the sequence-parallel code,
 so without it `make test-fast` and the mutation tool (tools/mutation_sample.py) would not reach it.
@@ -50,7 +51,7 @@ for case, causal, decay, state in (("bidirectional", False, False, None), ("caus
         return rfa.kernelized_attention(q, k, v, mask=mask, is_causal=causal, log_decay=g if decay else None,
                                         initial_state=state, return_state=True, **options)
     (_, (ref, ref_state)), ref_grads = with_grads(single)(q, k, v, decays)  # one device, the same for every P
-    for P in (2, 4, 8):
+    for P in (2, 8):
         mesh = jax.make_mesh((P,), ("seq",), devices=jax.devices()[:P])
         def parallel(q, k, v, g):
             return sequence_parallel_attention(q, k, v, mesh=mesh, axis="seq", mask=mask, is_causal=causal,
@@ -160,7 +161,7 @@ def report():
     return run_on_devices(CHECKS)
 
 
-@pytest.mark.parametrize("devices", [2, 4, 8])
+@pytest.mark.parametrize("devices", [2, 8])
 @pytest.mark.parametrize(
     "case",
     [

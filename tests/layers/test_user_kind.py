@@ -1,10 +1,13 @@
 """A kind of the user's own: one module that defines its options and its core and registers it, then runs in a layer,
-trains a step in a model config, decodes through its cache and is a variant of a training config, with no edit of
-rfa. The toy kind is temperature-scaled softmax attention, ``softmax(q·k / (τ √d)) v``.
+trains a step in a model config, decodes through its cache, is a variant of a training config and a pair of a study,
+with no edit of rfa. The toy kind is temperature-scaled softmax attention, ``softmax(q·k / (τ √d)) v``: the worked
+example of docs/development.md, read from the page.
 """
 
 import importlib.util
-import textwrap
+import pathlib
+import re
+import sys
 
 import jax.numpy as jnp
 import numpy as np
@@ -18,62 +21,24 @@ import rfa
 from rfa.layers import SiteWidths, attention_kind, registered_variants
 from rfa.models import Decoder, Site, preset
 
-USER_MODULE = '''
-"""Temperature-scaled softmax attention: softmax(q·k / (τ √d)) v, a kind of attention of my own."""
-
-import dataclasses
-
-from rfa.layers import AttentionKind, HeadsOptions, SoftmaxCore, projected, register_attention_kind
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class TemperatureOptions(HeadsOptions):
-    temperature: float = 2.0  # τ > 0
-
-    def __post_init__(self):
-        super().__post_init__()
-        if not self.temperature > 0:
-            raise ValueError(f"temperature must be > 0, got {self.temperature}")
-
-
-class TemperatureCore(SoftmaxCore):
-    """Exact attention with its logits divided by τ; the softmax core's KV cache decodes it."""
-
-    def __init__(self, widths, options, *, causal, cross, rngs):
-        super().__init__(widths, options, causal=causal, cross=cross, rngs=rngs)
-        self.temperature = options.temperature
-
-    def attend(self, q, k, v, mask, bias):
-        return super().attend(q / self.temperature, k, v, mask, bias)
-
-    def attend_one(self, q, k, v, mask, bias):
-        return super().attend_one(q / self.temperature, k, v, mask, bias)
-
-
-register_attention_kind(
-    AttentionKind(
-        "temperature_softmax",
-        TemperatureOptions,
-        projected(TemperatureCore),
-        causal=True,
-        bidirectional=True,
-        cross=True,
-        cache="length",
-        summary="softmax attention at temperature τ",
-    )
-)
-'''
+DEVELOPMENT = pathlib.Path(__file__).parents[2] / "docs" / "development.md"
+BLOCKS = re.findall(r"^```python\n(.*?)^```$", DEVELOPMENT.read_text(), re.MULTILINE | re.DOTALL)
+USER_MODULE = next(block for block in BLOCKS if block.startswith("# temperature_kind.py\n"))
+"""The worked example of docs/development.md, "Where things go": the user's module, as the page shows it."""
+USING_IT = BLOCKS[BLOCKS.index(USER_MODULE) + 1]
+"""The page's next block: a model whose site names the kind."""
 
 
 @pytest.fixture
-def user_kind(tmp_path):
+def user_kind(tmp_path, monkeypatch):
     """The user's module, imported from its own file (as ``config.modules`` imports one), its kind forgotten after."""
     path = tmp_path / "temperature_kind.py"
-    path.write_text(textwrap.dedent(USER_MODULE))
+    path.write_text(USER_MODULE)
     spec = importlib.util.spec_from_file_location("temperature_kind", path)
     module = importlib.util.module_from_spec(spec)
     with own_kinds():
         spec.loader.exec_module(module)
+        monkeypatch.setitem(sys.modules, "temperature_kind", module)
         yield module
 
 
@@ -103,6 +68,11 @@ def test_a_kind_of_the_users_runs_in_a_layer_against_its_formula(user_kind):
     np.testing.assert_allclose(call(layer, x), reference(np.float64(x), layer, 3.0), rtol=1e-4, atol=1e-5)
     with pytest.raises(TypeError, match=r"kind 'temperature_softmax' has no option \['window'\]"):
         Site("temperature_softmax", window=4)
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        Site("temperature_softmax", temperature=0.0)
+    page = {}
+    exec(USING_IT, page)  # the page's model: its decoder's sites are the kind at τ = 3
+    assert page["model"].config.decoder_attention.options.temperature == 3.0
 
 
 def test_a_kind_of_the_users_trains_a_step_in_a_model_and_decodes_through_its_cache(user_kind):
@@ -126,3 +96,17 @@ def test_a_kind_of_the_users_is_a_training_configs_variant(user_kind):
         "temperature_softmax"
     }
     assert rfa.train.results.recorded_num_features(config.attention) is None  # the kind has no size option
+
+
+def test_a_kind_of_the_users_is_a_pair_of_the_kernel_comparison_study(user_kind):
+    from rfa.configs.studies.compare_kernels import get_config
+    from rfa.experiments.common.study_settings import pair_config, pairs
+    from rfa.experiments.common.styles import styles
+    from rfa.train import check_config, model_config
+
+    comparison = get_config("quick")
+    comparison.attention = ("exact", "temperature_softmax")
+    assert pairs(comparison) == [("sort", "exact"), ("sort", "temperature_softmax")]
+    config = pair_config(comparison, "sort", "temperature_softmax")
+    assert model_config(config, check_config(config)).decoder_attention == Site("temperature_softmax")
+    assert styles(comparison.attention)["temperature_softmax"] != styles(comparison.attention)["exact"]
