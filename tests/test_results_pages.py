@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import holm_reference
 from results_claims import CLAIMS, NOT_A_RESULT, NOT_AN_ORDER, NUMBER, ORDER, PAGES, SETUP, Claim
 from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
 from rfa.experiments import tables
 
@@ -88,7 +88,7 @@ def _words(comparisons, *, higher_is_better):
     tested = ~np.isnan(p)
     rejected = np.zeros(len(p), dtype=bool)
     if tested.any():
-        rejected[tested] = multipletests(p[tested], alpha=0.05, method="holm")[0]
+        rejected[tested] = holm_reference(p[tested])
     words = []
     for (values, reference), reject in zip(comparisons, rejected, strict=True):
         mean = np.mean(list(reference.values())) if isinstance(reference, dict) else reference
