@@ -73,7 +73,7 @@ class MaskPlan(NamedTuple):
     found: tuple[tuple[int, ...], Array] | None = None
 
 
-def plan_mask(mask, q: Array, k: Array, *, is_causal: bool) -> MaskPlan:
+def plan_mask(mask, q: Array, k: Array, *, is_causal: bool, refusal=None) -> MaskPlan:
     """Reduces ``mask`` to the keys and queries kept and the pattern of the attention to run.
 
     Args:
@@ -82,6 +82,8 @@ def plan_mask(mask, q: Array, k: Array, *, is_causal: bool) -> MaskPlan:
       q: ``[batch..., q_len, heads, d_k]``.
       k: ``[batch..., kv_len, heads, d_k]``.
       is_causal: the call's own causal flag; the mask is then combined with the causal mask.
+      refusal: ``(shape, found) -> str``, the error of a concrete mask that cannot be applied (default
+        :func:`unsupported_message`, kernelized attention's; a layer passes its own words).
 
     Returns:
       A :class:`MaskPlan`.
@@ -119,7 +121,7 @@ def plan_mask(mask, q: Array, k: Array, *, is_causal: bool) -> MaskPlan:
             return MaskPlan(keep_keys, keep_queries, PADDING)
         if bool(jnp.all(is_causal_padding)):
             return MaskPlan(keep_keys, keep_queries, CAUSAL)
-        raise InputError(unsupported_message(mask.shape, found_pattern(mask, applicable)))
+        raise InputError((refusal or unsupported_message)(mask.shape, found_pattern(mask, applicable)))
     pattern = jnp.where(jnp.all(is_padding), PADDING, jnp.where(jnp.all(is_causal_padding), CAUSAL, UNSUPPORTED))
     return MaskPlan(keep_keys, keep_queries, pattern.astype(jnp.int32), (mask.shape, found_pattern(mask, applicable)))
 
@@ -143,13 +145,15 @@ def found_pattern(mask: Array, applicable: Array) -> Array:
     return jnp.stack([jnp.where(jnp.all(applicable), MIXED, kind), index]).astype(jnp.int32)
 
 
-def unsupported_message(shape: tuple[int, ...], found) -> str:
-    """The error for a mask of ``shape`` that kernelized attention cannot apply, from ``found``, the
-    ``[kind, index]`` of :func:`found_pattern`."""
+def unsupported_message(
+    shape: tuple[int, ...], found, *, who: str = "kernelized attention", advice: str = ADVICE
+) -> str:
+    """The error for a mask of ``shape`` that ``who`` cannot apply, from ``found``, the ``[kind, index]`` of
+    :func:`found_pattern`, followed by ``advice`` (what ``who`` applies, and what to use for other masks)."""
     kind, index = (int(x) for x in np.asarray(found))
     if kind == MIXED:
         found = f"the mask of shape {tuple(shape)} mixes padding slices and causal slices along its leading axes"
     else:
         position = tuple(int(i) for i in np.unravel_index(index, tuple(shape)[:-2]))
         found = f"the mask of shape {tuple(shape)} is {_KINDS[kind]} at index {position} of its leading axes"
-    return f"kernelized attention cannot apply this mask: {found}. {ADVICE}"
+    return f"{who} cannot apply this mask: {found}. {advice}"

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import jax
@@ -23,6 +24,12 @@ from rfa.layers.kinds import SiteWidths
 from rfa.layers.sliding_window import SlidingWindowCore, SlidingWindowOptions
 
 Array = jax.Array
+
+ADVICE = (
+    "{layer} is causal and leaves padding out: it applies key padding and causal ∧ padding masks "
+    "(nnx.make_attention_mask, nnx.make_causal_mask and their nnx.combine_masks); a prefix-LM, sliding-window or "
+    "other mask needs exact attention at this site (nnx.MultiHeadAttention)."
+)
 
 
 class _StateLayer(nnx.Module):
@@ -70,10 +77,13 @@ class _StateLayer(nnx.Module):
         and the state returned the last one's."""
         batch, length = inputs.shape[0], inputs.shape[-2]
         heads = jax.ShapeDtypeStruct((batch, length, self.num_heads, 1), inputs.dtype)  # the mask's layout
-        plan = plan_mask(mask, heads, heads, is_causal=True)
+        name = type(self).__name__
+        refusal = functools.partial(unsupported_message, who=name, advice=ADVICE.format(layer=name))
+        # Read as a bidirectional call's mask: a prefix-LM mask is then refused, not cut to its causal part.
+        plan = plan_mask(mask, heads, heads, is_causal=False, refusal=refusal)
         if not isinstance(plan.pattern, int):
             shape, found = plan.found
-            raise_if(plan.pattern == UNSUPPORTED, lambda found: unsupported_message(shape, found), values=(found,))
+            raise_if(plan.pattern == UNSUPPORTED, lambda found: refusal(shape, found), values=(found,))
         keep = jnp.ones((batch, length), jnp.bool_)
         if plan.keep_keys is not None:
             keep = jnp.broadcast_to(jnp.any(plan.keep_keys, axis=-2), (batch, length))

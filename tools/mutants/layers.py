@@ -287,4 +287,12 @@ MUTANTS = [
         ("tests/layers/test_kinds.py",),
         "a causal kind registered without a decode cache",
     ),
+    Mutant(
+        "state-layer-prefix-lm-cut-to-causal",
+        "rfa/layers/state_layers.py",
+        "plan = plan_mask(mask, heads, heads, is_causal=False, refusal=refusal)",
+        "plan = plan_mask(mask, heads, heads, is_causal=True, refusal=refusal)",
+        ("tests/attention/test_state_layers.py",),
+        "a prefix-LM mask on a causal layer is cut to its causal part and answered as plain causal attention",
+    ),
 ]
