@@ -308,7 +308,8 @@ def test_the_flax_namespaces_export_their_layers_and_helpers_only():
 
     exported = {module.__name__: set(module.__all__) for module in (rfa.nnx, rfa.linen)}
     layers = {"DeltaNet", "GatedDeltaNet", "KimiDeltaAttention", "GatedLinearAttention", "SlidingWindowAttention"}
-    assert exported["rfa.nnx"] == layers | {"MultiHeadAttention", "redraw", "save", "restore", "load_fla_state_dict"}
+    fla = {"load_fla_state_dict", "from_fla_config", "from_fla_layer", "cache_from_fla", "cache_to_fla"}
+    assert exported["rfa.nnx"] == layers | {"MultiHeadAttention", "redraw", "save", "restore"} | fla
     assert exported["rfa.linen"] == layers | {"MultiHeadDotProductAttention", "RANDOM_FEATURES"}
     for module in (rfa.nnx, rfa.linen):
         namespace = {}

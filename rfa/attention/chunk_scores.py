@@ -86,7 +86,7 @@ def decayed_scores(
         return _per_feature(x, y, log_decay, key_log, precision)
     size = x.shape[-2]
     causal = jnp.tril(jnp.ones((size, size), jnp.bool_))
-    log_weight = jnp.zeros((size, size)) if log_decay is None else segment_log_decays(log_decay)[..., 0]
+    log_weight = jnp.zeros((size, size), x.dtype) if log_decay is None else segment_log_decays(log_decay)[..., 0]
     ref = None
     if key_log is not None:
         log_weight = log_weight + key_log[..., None, :]
@@ -115,7 +115,7 @@ def _per_feature(x, y, g, key_log, precision) -> tuple[Array, Array | None]:
             key_log = jnp.pad(key_log, [(0, 0)] * (key_log.ndim - 1) + [(0, padded - size)], constant_values=-jnp.inf)
     blocks = x.shape[:-2] + (num, sub, x.shape[-1])  # [..., a, i, f]: sub-chunk a, its token i
     xs, ys, gs = (a.reshape(blocks) for a in (x, y, g))
-    s_sub = jnp.zeros(blocks[:-1]) if key_log is None else key_log.reshape(blocks[:-1])
+    s_sub = jnp.zeros(blocks[:-1], x.dtype) if key_log is None else key_log.reshape(blocks[:-1])
 
     causal = jnp.tril(jnp.ones((sub, sub), jnp.bool_))[..., None]  # [i, j, 1]
     diagonal_log = segment_log_decays(gs) + s_sub[..., None, :, None]  # [..., a, i, j, f]: s_j + b_ijf in a

@@ -150,7 +150,7 @@ def naive_kernelized_attention(
     # G_if = Σ_{t<=i} g_tf at the queries and at the keys, [batch..., heads, length, 1 or F] (one sequence when
     # decaying: causal, q_len == kv_len); one decay per token is the case of one column.
     if log_decay is None:
-        G_q, G_k, G_total = (jnp.zeros(batch + (heads, n, 1)) for n in (q_len, kv_len, 1))
+        G_q, G_k, G_total = (jnp.zeros(batch + (heads, n, 1), jnp.float32) for n in (q_len, kv_len, 1))
     else:
         if per_feature(log_decay, q):
             g = jnp.moveaxis(jnp.broadcast_to(log_decay, q.shape[:-1] + log_decay.shape[-1:]), -2, -3)
@@ -189,7 +189,7 @@ def naive_kernelized_attention(
     kv = jnp.einsum("...kf,...kd->...fd", phi_k * key_weights, v_aug, precision=precision)
     if initial_state is not None:  # S_0 decayed over the whole call, each feature's row by its own decay
         kv = kv + initial_state.kv * jnp.exp(initial_state.log_reference[..., None, None] + G_total)[..., 0, :, None]
-    return out, RecurrentState(kv, jnp.zeros(kv.shape[:-2]))
+    return out, RecurrentState(kv, jnp.zeros(kv.shape[:-2], kv.dtype))
 
 
 naive_kernelized_attention = renamed_keywords(feature_map="estimator")(

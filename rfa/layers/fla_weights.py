@@ -23,6 +23,7 @@ import numpy as np
 from flax import nnx
 
 from rfa._validation import InputError
+from rfa.layers.fla_config import check_layer_options
 
 
 def rfa_name_and_value(name: str, value) -> tuple[tuple[str, ...], np.ndarray]:
@@ -33,7 +34,7 @@ def rfa_name_and_value(name: str, value) -> tuple[tuple[str, ...], np.ndarray]:
       >>> path, kernel.shape
       (('f_proj', 'layers', '0', 'kernel'), (32, 8))
     """
-    value = np.asarray(value, np.float32)
+    value = np.asarray(value)  # its precision kept: the layer's parameters take their own dtype
     parts = name.split(".")
     if parts[-1] == "weight" and parts[0].endswith("_conv1d"):
         if value.ndim != 3 or value.shape[1] != 1:
@@ -50,9 +51,16 @@ def rfa_name_and_value(name: str, value) -> tuple[tuple[str, ...], np.ndarray]:
     return tuple(parts), value
 
 
-def load_fla_state_dict(layer: nnx.Module, state_dict: Mapping[str, object], *, prefix: str = "") -> None:
+def load_fla_state_dict(
+    layer: nnx.Module, state_dict: Mapping[str, object], *, prefix: str = "", config: object | None = None
+) -> None:
     """Sets the parameters of ``layer`` (an :class:`rfa.nnx.DeltaNet`, :class:`rfa.nnx.GatedDeltaNet` or
     :class:`rfa.nnx.KimiDeltaAttention` built with the fla layer's options) from fla's ``state_dict``.
+
+    Options do not travel in a state dict: a layer of other ``safe_gate``/``lower_bound``,
+    ``output_gate_activation``, ``allow_neg_eigval``, ``qk_norm``, ... has the same names and shapes, and loads.
+    Give fla's ``config`` where one is known, and an option that differs is refused by name; or build the layer
+    from it (:func:`rfa.nnx.from_fla_config`).
 
     Args:
       layer: the rfa layer, changed in place.
@@ -60,10 +68,13 @@ def load_fla_state_dict(layer: nnx.Module, state_dict: Mapping[str, object], *, 
         ``{k: v.float().numpy() for k, v in module.state_dict().items()}``).
       prefix: the layer's prefix in a whole model's state dict (``"model.layers.0.attn."``); keys without it are
         left out.
+      config: fla's model config (a mapping such as ``config.json``'s, or fla's config object; its
+        ``model_type`` names the layer), or ``{"layer": "KimiDeltaAttention", **the layer's arguments}``.
 
     Raises:
       InputError: a parameter of the layer that the state dict lacks, a name the layer has no parameter for, or
-        a shape that differs (each named): the options differ from the fla layer's.
+        a shape that differs (each named): the options differ from the fla layer's; with ``config``, an option of
+        fla's that differs from the layer's, or one that rfa does not reproduce (named).
 
     Example:
       >>> layer = rfa.nnx.GatedDeltaNet(2, 16, use_short_conv=False, rngs=nnx.Rngs(0))
@@ -75,6 +86,8 @@ def load_fla_state_dict(layer: nnx.Module, state_dict: Mapping[str, object], *, 
       >>> float(layer.A_log[...].sum())
       0.0
     """
+    if config is not None:
+        check_layer_options(layer, config)
     converted = dict(
         rfa_name_and_value(name[len(prefix) :], value) for name, value in state_dict.items() if name.startswith(prefix)
     )

@@ -47,14 +47,16 @@ def causal_convolution(
 
 class ShortConvolution(nnx.Module):
     """fla's ``ShortConvolution`` weights: ``weight [conv_size, channels]`` (fla's ``[channels, 1, conv_size]``
-    transposed) and an optional ``bias [channels]``."""
+    transposed) and an optional ``bias [channels]``, in ``param_dtype``."""
 
-    def __init__(self, channels: int, size: int, *, bias: bool, rngs: nnx.Rngs):
+    def __init__(self, channels: int, size: int, *, bias: bool, param_dtype=jnp.float32, rngs: nnx.Rngs):
         bound = 1 / math.sqrt(size)  # PyTorch's Conv1d default, as fla
-        self.weight = nnx.Param(jax.random.uniform(rngs.params(), (size, channels), minval=-bound, maxval=bound))
-        self.bias = (
-            nnx.Param(jax.random.uniform(rngs.params(), (channels,), minval=-bound, maxval=bound)) if bias else None
-        )
+
+        def uniform(shape):
+            return nnx.Param(jax.random.uniform(rngs.params(), shape, param_dtype, minval=-bound, maxval=bound))
+
+        self.weight = uniform((size, channels))
+        self.bias = uniform((channels,)) if bias else None
 
 
 def history_entering_block(x: Array, keep: Array, history: Array, taps: int, axis: str) -> tuple[Array, Array]:

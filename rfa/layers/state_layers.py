@@ -112,6 +112,7 @@ class _DeltaRule(_StateLayer, DeltaRuleLayer):
         sequence_axis: str | None = None,
         decode: bool = False,
         dtype=None,
+        param_dtype=jnp.float32,
         rngs: nnx.Rngs,
         **options,
     ):
@@ -126,6 +127,7 @@ class _DeltaRule(_StateLayer, DeltaRuleLayer):
             out_features=out_features,
             sequence_axis=sequence_axis,
             dtype=dtype,
+            param_dtype=param_dtype,
             rngs=rngs,
         )
         self.decode = decode
@@ -141,12 +143,13 @@ def _options_doc() -> str:
 
 OPTIONS_DOC = """
     The keyword arguments besides ``num_heads``, ``in_features``, ``out_features``, ``sequence_axis``, ``decode``,
-    ``dtype`` and ``rngs`` are the options of :class:`~rfa.layers.delta_rule.options.DeltaRuleOptions`, fla's where
-    fla has one (``head_dim`` defaults to ``in_features // num_heads`` and ``expand_v`` to 1). The parameters carry
-    fla's names (``q_proj``, ``k_proj``, ``v_proj``, ``q_conv1d``, ..., ``o_norm``, ``o_proj``);
-    :func:`rfa.nnx.load_fla_state_dict` loads a state dict of fla's layer. The layer takes ``inputs`` only
-    (self-attention: no ``inputs_k``/``inputs_v``, no ``deterministic``, no dropout): it replaces
-    ``nnx.MultiHeadAttention`` at a causal self-attention site.
+    ``dtype``, ``param_dtype`` and ``rngs`` are the options of
+    :class:`~rfa.layers.delta_rule.options.DeltaRuleOptions`, fla's where fla has one (``head_dim`` defaults to
+    ``in_features // num_heads`` and ``expand_v`` to 1). The parameters carry fla's names (``q_proj``,
+    ``k_proj``, ``v_proj``, ``q_conv1d``, ..., ``o_norm``, ``o_proj``); :func:`rfa.nnx.load_fla_state_dict` loads
+    a state dict of fla's layer, and :func:`rfa.nnx.from_fla_layer` builds the layer from fla's arguments. The
+    layer takes ``inputs`` only (self-attention: no ``inputs_k``/``inputs_v``, no ``deterministic``, no dropout):
+    it replaces ``nnx.MultiHeadAttention`` at a causal self-attention site.
 
     Args:
       num_heads: query/key heads, as in ``nnx.MultiHeadAttention``.
@@ -156,7 +159,9 @@ OPTIONS_DOC = """
         over it, as ``rfa.nnx.MultiHeadAttention``'s (the short convolution takes its history from the blocks
         before; the state passes from block to block).
       decode: with True the call continues the cached state (``init_cache`` first), as Flax's ``decode``.
-      dtype: the computation dtype of the projections (the state stays float32).
+      dtype: the computation dtype of the projections (None: float32); the gates, the delta rule and its state
+        run in float32, or in float64 for ``dtype=jnp.float64`` (under ``jax.enable_x64``).
+      param_dtype: the parameters' dtype (float32).
       rngs: ``params`` initializes the weights.
 """
 
@@ -298,7 +303,9 @@ class GatedLinearAttention(_ProjectedCore):
       num_features: m of a map that takes one.
       chunk_size: tokens per chunk of the chunked form.
       decode: with True the call continues the cached state (``init_cache`` first), as Flax's ``decode``.
-      dtype: the computation dtype of the projections (the state stays float32).
+      dtype: the computation dtype of the projections (None: float32); the gates, the delta rule and its state
+        run in float32, or in float64 for ``dtype=jnp.float64`` (under ``jax.enable_x64``).
+      param_dtype: the parameters' dtype (float32).
       rngs: ``params`` initializes the weights (and the projection of a map that has one).
 
     Example:

@@ -17,7 +17,7 @@ POSITIONAL_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary")
 NORMS = ("post", "pre")
 ACTIVATIONS = ("relu", "gelu")
 POOLINGS = ("mean", "cls")
-DTYPES = ("float32", "bfloat16", "float16")
+DTYPES = ("float32", "bfloat16", "float16", "float64")
 
 
 @dataclasses.dataclass(frozen=True)

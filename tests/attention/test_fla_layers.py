@@ -8,6 +8,7 @@ makes of ``attention_mask``: its kept tokens as one sequence (varlen), zeros at 
 synthetic fla state dict (fla's names and shapes), loaded through :func:`rfa.layers.fla_weights.load_fla_state_dict`.
 """
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -38,7 +39,8 @@ ACTIVATIONS = {"silu": _silu, "relu": lambda x: np.maximum(x, 0), "elu": lambda 
 def fla_state_dict(
     kind, num_heads, head_dim, num_v_heads, expand_v, *, use_gate, use_short_conv, conv_bias, use_beta, seed=0
 ):
-    """Random weights with the names and shapes of fla's layer ``kind`` (PyTorch layouts)."""
+    """Random weights with the names and shapes of fla 0.6's layer ``kind`` (PyTorch layouts; KDA's ``A_log``,
+    ``b_proj``, ``dt_bias`` and ``f_proj`` keyed to the value heads)."""
     rng = np.random.default_rng(seed)
     key_dim, head_v_dim = num_heads * head_dim, int(head_dim * expand_v)
     value_dim = num_v_heads * head_v_dim
@@ -52,9 +54,8 @@ def fla_state_dict(
             sd[f"{name}_conv1d.weight"] = w(channels, 1, 4, scale=0.5)
             if conv_bias:
                 sd[f"{name}_conv1d.bias"] = w(channels, scale=0.1)
-    beta_heads = num_heads if kind == "kda" else num_v_heads
     if use_beta:
-        sd["b_proj.weight"] = w(beta_heads, D)
+        sd["b_proj.weight"] = w(num_v_heads, D)
     if kind == "gated_deltanet":
         sd |= {
             "a_proj.weight": w(num_v_heads, D),
@@ -64,9 +65,9 @@ def fla_state_dict(
     if kind == "kda":
         sd |= {
             "f_proj.0.weight": w(head_v_dim, D),
-            "f_proj.1.weight": w(key_dim, head_v_dim),
-            "A_log": rng.uniform(0, 2, num_heads),
-            "dt_bias": rng.normal(-2, 0.5, key_dim),
+            "f_proj.1.weight": w(num_v_heads * head_dim, head_v_dim),
+            "A_log": rng.uniform(0, 2, num_v_heads),
+            "dt_bias": rng.normal(-2, 0.5, num_v_heads * head_dim),
             "g_proj.0.weight": w(head_v_dim, D),
             "g_proj.1.weight": w(value_dim, head_v_dim),
             "g_proj.1.bias": w(value_dim, scale=0.1),
@@ -93,9 +94,11 @@ def fla_forward(
     allow_neg_eigval,
     qk_activation,
     qk_norm,
+    output_gate_activation=None,
+    lower_bound=None,
     norm_eps=1e-5,
 ):
-    """fla's layer on one sequence ``x [T, D]`` (float64): ``[T, D]``."""
+    """fla 0.6's layer on one sequence ``x [T, D]`` (float64): ``[T, D]``."""
     T, head_v_dim = x.shape[0], int(head_dim * expand_v)
 
     def linear(name, y):
@@ -132,10 +135,11 @@ def fla_forward(
     if kind == "gated_deltanet":
         g = -np.exp(sd["A_log"]) * _softplus(linear("a_proj", x) + sd["dt_bias"])  # [T, hv]
         g = np.broadcast_to(g[..., None], (T, num_v_heads, head_dim))
-    elif kind == "kda":
-        f = linear("f_proj.1", linear("f_proj.0", x)).reshape(T, num_heads, head_dim)
-        g = -np.exp(sd["A_log"])[:, None] * _softplus(f + sd["dt_bias"].reshape(num_heads, head_dim))
-        g = np.repeat(g, group, axis=1)
+    elif kind == "kda":  # fla/ops/kda/gate.py: naive_kda_gate, or naive_kda_lowerbound_gate with lower_bound
+        f = linear("f_proj.1", linear("f_proj.0", x)).reshape(T, num_v_heads, head_dim)
+        f = f + sd["dt_bias"].reshape(num_v_heads, head_dim)
+        a = np.exp(sd["A_log"])[:, None]
+        g = -a * _softplus(f) if lower_bound is None else lower_bound * _sigmoid(a * f)
     else:
         g = np.zeros((T, num_v_heads, head_dim))
     q, k = np.repeat(q, group, axis=1), np.repeat(k, group, axis=1)  # "... h d -> ... (h g) d"
@@ -150,8 +154,9 @@ def fla_forward(
     o = o / np.sqrt((o * o).mean(-1, keepdims=True) + norm_eps) * sd["o_norm.weight"]
     if kind == "kda":
         o = o * _sigmoid(linear("g_proj.1", linear("g_proj.0", x))).reshape(o.shape)
-    elif use_gate:
-        o = o * _silu(linear("g_proj", x)).reshape(o.shape)
+    elif use_gate:  # FusedRMSNormGated: "swish" and "silu" are y·sigmoid(y)
+        gate = _sigmoid if output_gate_activation == "sigmoid" else _silu
+        o = o * gate(linear("g_proj", x)).reshape(o.shape)
     return linear("o_proj", o.reshape(T, -1))
 
 
@@ -165,6 +170,8 @@ CASES = {  # fla's options of each layer (DeltaNet's qk_activation and qk_norm a
     "deltanet_elu_sum": ("deltanet", dict(qk_activation="elu", qk_norm="sum", use_short_conv=False)),
     "deltanet_identity": ("deltanet", dict(qk_activation="identity", head_dim=12)),
     "kda": ("kda", dict(head_dim=8, num_v_heads=4, allow_neg_eigval=True)),
+    "kda_lower_bound": ("kda", dict(head_dim=8, num_v_heads=4, safe_gate=True, lower_bound=-3.0)),
+    "gated_deltanet_sigmoid_gate": ("gated_deltanet", dict(output_gate_activation="sigmoid")),
 }
 LAYERS = {"deltanet": rfa.nnx.DeltaNet, "gated_deltanet": rfa.nnx.GatedDeltaNet, "kda": rfa.nnx.KimiDeltaAttention}
 
@@ -174,13 +181,16 @@ def _apply(layer, x, mask):
     return layer(x, mask=mask)
 
 
-@pytest.mark.parametrize("case", tiered(list(CASES), {"gated_deltanet"}))
-def test_the_layer_with_fla_weights_is_fla_s_layer(case):
-    """Each of fla's options against the NumPy forward of fla's layer, in a batch of a whole row, a right-padded
-    row and a row padded on both sides (fla runs each row's kept tokens as one sequence)."""
+@nnx.jit
+def _input_gradient(layer, x, weights):
+    return jax.grad(lambda x: jnp.sum(layer(x)[0] * weights))(x)
+
+
+def _layer_and_reference(case, **precision):
+    """The rfa layer of ``case`` with fla's weights, and fla's forward of one sequence with its options."""
     kind, options = CASES[case]
     num_heads = 2
-    layer = LAYERS[kind](num_heads, D, chunk_size=4, rngs=nnx.Rngs(0), **options)
+    layer = LAYERS[kind](num_heads, D, chunk_size=4, rngs=nnx.Rngs(0), **options, **precision)
     o = rfa.models.DeltaRuleOptions(**options)
     head_dim, num_v_heads = o.key_dim(D, num_heads), o.value_heads(num_heads)
     gated = o.use_gate if o.use_gate is not None else kind != "deltanet"
@@ -189,6 +199,17 @@ def test_the_layer_with_fla_weights_is_fla_s_layer(case):
         *shapes, use_gate=gated, use_short_conv=o.use_short_conv, conv_bias=o.conv_bias, use_beta=o.use_beta
     )
     load_fla_state_dict(layer, sd)
+    fields = ("use_short_conv", "use_beta", "allow_neg_eigval", "qk_activation", "qk_norm")
+    fields += ("output_gate_activation", "lower_bound")
+    settings = {name: getattr(o, name) for name in fields}
+    return layer, lambda x: fla_forward(sd, x, *shapes, use_gate=gated, **settings)
+
+
+@pytest.mark.parametrize("case", tiered(list(CASES), {"gated_deltanet", "kda_lower_bound"}))
+def test_the_layer_with_fla_weights_is_fla_s_layer(case):
+    """Each of fla's options against the NumPy forward of fla's layer, in a batch of a whole row, a right-padded
+    row and a row padded on both sides (fla runs each row's kept tokens as one sequence)."""
+    layer, reference = _layer_and_reference(case)
     x = np.random.default_rng(1).normal(size=(3, 11, D))
     keep = np.ones((3, 11), bool)
     keep[1, 7:] = False  # right padding
@@ -196,18 +217,29 @@ def test_the_layer_with_fla_weights_is_fla_s_layer(case):
     out = _apply(layer, jnp.asarray(x, jnp.float32), nnx.make_attention_mask(keep, keep))
     for row in range(3):
         expected = np.zeros((11, D))
-        expected[keep[row]] = fla_forward(
-            sd,
-            x[row, keep[row]],
-            *shapes,
-            use_gate=gated,
-            use_short_conv=o.use_short_conv,
-            use_beta=o.use_beta,
-            allow_neg_eigval=o.allow_neg_eigval,
-            qk_activation=o.qk_activation,
-            qk_norm=o.qk_norm,
-        )
+        expected[keep[row]] = reference(x[row, keep[row]])
         np.testing.assert_allclose(out[row], expected, rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize(
+    "case", tiered(["gated_deltanet", "deltanet_relu_gate", "kda_lower_bound"], {"kda_lower_bound"})
+)
+def test_in_float64_the_layer_is_fla_s_layer_to_float64_precision_in_values_and_gradients(case):
+    """With ``jax.enable_x64`` and ``dtype=param_dtype=float64`` the layer, its state and its gates are float64:
+    the output equals fla's NumPy forward to 1e-10 (float32 gives 1e-6), and the gradient along two random
+    directions of the input equals the forward's central differences (step 1e-5, error ~1e-9)."""
+    with jax.enable_x64(True):
+        layer, reference = _layer_and_reference(case, dtype=jnp.float64, param_dtype=jnp.float64)
+        rng = np.random.default_rng(3)
+        x, weights = rng.normal(size=(1, 9, D)), rng.normal(size=(9, D))
+        out = _apply(layer, jnp.asarray(x), None)
+        assert out.dtype == layer.o_norm.scale[...].dtype == jnp.float64
+        np.testing.assert_allclose(out[0], reference(x[0]), rtol=1e-10, atol=1e-10)
+        grad = _input_gradient(layer, jnp.asarray(x), jnp.asarray(weights))
+        for _ in range(2):
+            direction, step = rng.normal(size=x.shape), 1e-5
+            ahead, behind = (np.sum(reference(x[0] + sign * step * direction[0]) * weights) for sign in (1, -1))
+            np.testing.assert_allclose(np.sum(grad * direction), (ahead - behind) / (2 * step), rtol=1e-7)
 
 
 def test_a_state_dict_of_other_options_is_refused_by_name():

@@ -181,4 +181,12 @@ MUTANTS = [
         (PACKED_TESTS,),
         "the window attends across a sequence boundary",
     ),
+    Mutant(
+        "x64-constant-without-dtype",
+        "rfa/attention/chunk_scores.py",
+        "    log_weight = jnp.zeros((size, size), x.dtype) if log_decay is None",
+        "    log_weight = jnp.zeros((size, size)) if log_decay is None",
+        ("tests/models/test_float64.py",),
+        "under jax.enable_x64 a float64 constant reaches DeltaNet's scan carry, which then changes type",
+    ),
 ]

@@ -295,4 +295,46 @@ MUTANTS = [
         ("tests/attention/test_state_layers.py",),
         "a prefix-LM mask on a causal layer is cut to its causal part and answered as plain causal attention",
     ),
+    Mutant(
+        "kda-dt-bias-per-key-head",
+        "rfa/layers/delta_rule/layer.py",
+        "        a, dt_bias = jnp.exp(self.A_log[...].astype(f)), self.dt_bias[...].astype(f)\n",
+        "        a, dt_bias = jnp.exp(self.A_log[...].astype(f)), self.dt_bias[...].astype(f)\n"
+        "        dt_bias = dt_bias[: dt_bias.shape[0] * self.num_heads // hv].reshape(self.num_heads, -1)\n"
+        "        dt_bias = jnp.repeat(dt_bias, hv // self.num_heads, axis=0).reshape(-1)\n",
+        ("tests/attention/test_fla_fixtures.py",),
+        "KDA's dt_bias read per query/key head and shared by its group of value heads (rfa's layout before fla 0.6)",
+    ),
+    Mutant(
+        "kda-lower-bound-outside-the-sigmoid",
+        "rfa/layers/delta_rule/layer.py",
+        "o.lower_bound * jax.nn.sigmoid(a * rate)",
+        "jnp.maximum(o.lower_bound, -a * jax.nn.softplus(rate))",
+        ("tests/attention/test_fla_layers.py", "tests/attention/test_fla_fixtures.py"),
+        "KDA's lower bound clamps the softplus gate instead of scaling the sigmoid of fla's safe gate",
+    ),
+    Mutant(
+        "sigmoid-output-gate-as-silu",
+        "rfa/layers/delta_rule/options.py",
+        '"sigmoid": jax.nn.sigmoid}  # fla\'s names',
+        '"sigmoid": jax.nn.silu}  # fla\'s names',
+        ("tests/attention/test_fla_layers.py", "tests/attention/test_fla_fixtures.py"),
+        "Gated DeltaNet's output_gate_activation='sigmoid' computed as SiLU",
+    ),
+    Mutant(
+        "fla-cache-state-not-transposed",
+        "rfa/layers/fla_cache.py",
+        "    state = np.swapaxes(state, -1, -2) if _v_first(layer) else state\n",
+        "    state = state\n",
+        ("tests/attention/test_fla_fixtures.py",),
+        "fla's [d_v, d_k] state read as rfa's [d_k, d_v]: a generation continued from fla's cache goes wrong",
+    ),
+    Mutant(
+        "fla-config-not-checked",
+        "rfa/layers/fla_weights.py",
+        "    if config is not None:\n        check_layer_options(layer, config)\n",
+        "    if False:\n        check_layer_options(layer, config)\n",
+        ("tests/attention/test_fla_fixtures.py",),
+        "a safe-gate KDA's weights load into a plain KDA although fla's config is given",
+    ),
 ]

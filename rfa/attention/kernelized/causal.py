@@ -89,7 +89,7 @@ def scan_chunks(phi_q, keys, key_log_mask, v_aug, log_decay, initial, precision)
     # chunk), the cumulative decays the carried state is read with, each key's decay to the chunk's end.
     scores, own_ref = decayed_scores(phi_q, phi_k, log_decay, key_log=s_k[..., 0], precision=precision)  # [.., C]
     if log_decay is None:
-        from_start, to_end = jnp.zeros(s_k.shape[:2] + (1, 1)), s_k
+        from_start, to_end = jnp.zeros(s_k.shape[:2] + (1, 1), s_k.dtype), s_k
     else:
         from_start, to_end = jnp.cumsum(log_decay, axis=-2), s_k + later_sums(log_decay)  # c_if; s_j + b_Cjf
 

@@ -90,7 +90,7 @@ def _causal(call: Call, axis: str) -> tuple[Array, RecurrentState]:
     """Causal attention across the devices' blocks: ``(this block's output, the state after the sequence)``."""
     q, decay = call.q, call.log_decay  # decay: [batch..., L, heads, 1 or F]
     if decay is None:
-        decay = jnp.zeros(q.shape[:-1] + (1,))
+        decay = jnp.zeros(q.shape[:-1] + (1,), jnp.float32)
     elif per_feature(decay, q):
         decay = jnp.broadcast_to(decay, q.shape[:-1] + decay.shape[-1:])
     else:

@@ -21,17 +21,24 @@ Attention Architecture", arXiv 2510.26692, 2025, Sec. 3) as flash-linear-attenti
   Eigenvalues", ICLR 2025);
 - Gated DeltaNet: the decay ``α_t = exp(g_t)``, ``g_t = −exp(A_log) · softplus(a_proj x_t + dt_bias)`` per token
   and value head (Mamba2's parametrization);
-- KDA: one decay per token, head and key channel, ``g_t = −exp(A_log[h]) · softplus(f_proj x_t + dt_bias)``,
-  ``f_proj`` low rank (``d_model → head_v_dim → heads · d_k``, no bias), ``dt_bias`` per key channel;
+- KDA: one decay per token, value head and key channel, ``g_t = −exp(A_log[h]) · softplus(f_proj x_t + dt_bias)``
+  or, with ``lower_bound``, ``g_t = lower_bound · sigmoid(exp(A_log[h]) · (f_proj x_t + dt_bias))`` in
+  ``(lower_bound, 0)`` (fla's ``fla/ops/kda/gate.py``); ``f_proj`` low rank (``d_model → head_v_dim →
+  num_v_heads · d_k``, no bias), and ``A_log``, ``b_proj`` and ``dt_bias`` (per key channel) keyed to the value
+  heads, fla 0.6's layout for grouped value heads ("A_log and dt_bias are per value-head for native GVA support");
 - :func:`rfa.attention.delta_rule_attention` (chunked over a sequence, recurrent when decoding); grouped value
   heads (``num_v_heads`` a multiple of ``num_heads``, as Qwen3-Next) share their group's q and k;
 - the output ``o_norm`` (RMSNorm over ``head_v_dim``, ``ε = norm_eps``), times ``SiLU(g_proj x)`` (``use_gate``,
-  Gated DeltaNet's default) or ``sigmoid`` of a low-rank ``g_proj`` with a bias (KDA), then ``o_proj``.
+  Gated DeltaNet's default; ``output_gate_activation="sigmoid"`` for a sigmoid) or ``sigmoid`` of a low-rank
+  ``g_proj`` with a bias (KDA), then ``o_proj``.
 
 Initialization: ``A`` uniform in [1, 16] (Mamba2's range, which fla's KDA keeps; fla's Gated DeltaNet draws it in
 (0, 16), where an ``A`` near 0 means a head that never forgets; rfa keeps the papers' floor of 1) and ``dt =
-softplus(dt_bias)`` log-uniform in [0.001, 0.1] (Mamba2's and fla's); KDA's ``dt_bias`` starts at 0 (fla's); the
-convolutions uniform in ±1/√conv_size (PyTorch's ``Conv1d``, as fla).
+softplus(dt_bias)`` log-uniform in [0.001, 0.1] (Mamba2's and fla 0.6's, KDA's too); with ``safe_gate`` ``A_log``
+starts at 0 (fla's); the convolutions uniform in ±1/√conv_size (PyTorch's ``Conv1d``, as fla).
+
+Precision: the projections in ``dtype``, the parameters in ``param_dtype``; the convolution, the gates, the delta
+rule and its state in ``state_dtype``: float32, or float64 for a float64 layer under ``jax.enable_x64``.
 
 Decoding keeps the state ``S [batch, num_v_heads, d_k, d_v]`` and the convolution's last ``conv_size − 1`` inputs:
 O(d_k·d_v) per token at any position. A padding token (``keep`` False) enters nothing, wherever it sits: the
@@ -60,19 +67,28 @@ from rfa.random_features.feature_maps import estimator as lookup_estimator
 Array = jax.Array
 
 
-def _inverse_softplus(y: Array) -> Array:
-    return y + jnp.log(-jnp.expm1(-y))
+def _dt_bias(key: Array, size: int, dtype) -> Array:
+    """``softplus⁻¹(dt)`` with ``dt`` log-uniform in [0.001, 0.1], floored at 1e-4 (Mamba2's and fla's)."""
+    dt = jnp.exp(jax.random.uniform(key, (size,), dtype, minval=math.log(1e-3), maxval=math.log(0.1)))
+    dt = jnp.maximum(dt, 1e-4)
+    return dt + jnp.log(-jnp.expm1(-dt))
 
 
-def _linear(d_in: int, d_out: int, *, dtype, rngs: nnx.Rngs, bias: bool = False) -> nnx.Linear:
-    return nnx.Linear(d_in, d_out, use_bias=bias, dtype=dtype, rngs=rngs)
+def _a_log(key: Array, size: int, dtype, *, zero: bool) -> Array:
+    """``log A``, ``A`` uniform in [1, 16] (Mamba2's range), or 0 (fla's start for KDA's ``safe_gate``)."""
+    if zero:
+        return jnp.zeros((size,), dtype)
+    return jnp.log(jax.random.uniform(key, (size,), dtype, minval=1.0, maxval=16.0))
 
 
-def low_rank(d_in: int, rank: int, d_out: int, *, bias: bool, dtype, rngs: nnx.Rngs) -> nnx.Sequential:
+def _linear(d_in: int, d_out: int, *, dtype, param_dtype, rngs: nnx.Rngs, bias: bool = False) -> nnx.Linear:
+    return nnx.Linear(d_in, d_out, use_bias=bias, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+
+
+def low_rank(d_in: int, rank: int, d_out: int, *, bias: bool, dtype, param_dtype, rngs: nnx.Rngs) -> nnx.Sequential:
     """``d_in → rank → d_out`` without a bias on the first linear map (KDA's ``f_proj`` and ``g_proj``)."""
-    return nnx.Sequential(
-        _linear(d_in, rank, dtype=dtype, rngs=rngs), _linear(rank, d_out, bias=bias, dtype=dtype, rngs=rngs)
-    )
+    widths = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+    return nnx.Sequential(_linear(d_in, rank, **widths), _linear(rank, d_out, bias=bias, **widths))
 
 
 class DeltaRuleLayer(RandomMap):
@@ -88,7 +104,9 @@ class DeltaRuleLayer(RandomMap):
       num_heads: query/key heads.
       out_features: the output's width (default ``in_features``).
       sequence_axis: a mesh axis along which :meth:`run` splits L where the mesh set by ``jax.set_mesh`` has it.
-      dtype: of the projections (the delta rule runs in float32).
+      dtype: of the projections (None: float32); the delta rule, its state and its gates run in float32, or in
+        float64 for a float64 layer (``jax.enable_x64``).
+      param_dtype: of the parameters.
       rngs: ``params`` initializes the weights; ``projection`` (else ``params``) draws a ``qk_map``'s W.
     """
 
@@ -102,9 +120,11 @@ class DeltaRuleLayer(RandomMap):
         out_features=None,
         sequence_axis: str | None = None,
         dtype=None,
+        param_dtype=jnp.float32,
         rngs: nnx.Rngs,
     ):
         o = options
+        spec.check(o)
         self.sequence_axis = sequence_axis
         self.variant, self.options = spec, o
         h, dk, hv = num_heads, o.key_dim(in_features, num_heads), o.value_heads(num_heads)
@@ -126,34 +146,31 @@ class DeltaRuleLayer(RandomMap):
         )
         self.key_dim = dk if self.qk_map is None else self.qk_map.num_outputs(o.num_features, dk)
         d, dtype = in_features, jnp.dtype(dtype or jnp.float32)
-        self.q_proj, self.k_proj = (_linear(d, h * dk, dtype=dtype, rngs=rngs) for _ in range(2))
-        self.v_proj = _linear(d, hv * dv, dtype=dtype, rngs=rngs)
+        self.state_dtype = jnp.promote_types(dtype, jnp.float32)  # float32, or float64 for a float64 layer
+        widths = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        self.q_proj, self.k_proj = (_linear(d, h * dk, **widths) for _ in range(2))
+        self.v_proj = _linear(d, hv * dv, **widths)
         if o.use_short_conv:
-            self.q_conv1d, self.k_conv1d = (
-                ShortConvolution(h * dk, o.conv_size, bias=o.conv_bias, rngs=rngs) for _ in range(2)
-            )
-            self.v_conv1d = ShortConvolution(hv * dv, o.conv_size, bias=o.conv_bias, rngs=rngs)
-        self.b_proj = (
-            _linear(d, hv if self.variant.decay != "channel" else h, dtype=dtype, rngs=rngs) if o.use_beta else None
-        )
-        if self.variant.decay == "head":
-            self.a_proj = _linear(d, hv, dtype=dtype, rngs=rngs)
-            dt = jnp.exp(jax.random.uniform(rngs.params(), (hv,), minval=math.log(1e-3), maxval=math.log(0.1)))
-            self.dt_bias = nnx.Param(_inverse_softplus(jnp.maximum(dt, 1e-4)))
-            self.A_log = nnx.Param(jnp.log(jax.random.uniform(rngs.params(), (hv,), minval=1.0, maxval=16.0)))
-        elif self.variant.decay == "channel":
-            self.f_proj = low_rank(d, dv, h * self.key_dim, bias=False, dtype=dtype, rngs=rngs)
-            self.dt_bias = nnx.Param(jnp.zeros((h * self.key_dim,)))
-            self.A_log = nnx.Param(jnp.log(jax.random.uniform(rngs.params(), (h,), minval=1.0, maxval=16.0)))
-        gate = self.variant.output_gate
-        if gate == "sigmoid":
-            self.g_proj = low_rank(d, dv, hv * dv, bias=True, dtype=dtype, rngs=rngs)
-        elif self.variant.gated_by_default if o.use_gate is None else o.use_gate:
-            self.g_proj = _linear(d, hv * dv, dtype=dtype, rngs=rngs)
+            conv = dict(bias=o.conv_bias, param_dtype=param_dtype, rngs=rngs)
+            self.q_conv1d, self.k_conv1d = (ShortConvolution(h * dk, o.conv_size, **conv) for _ in range(2))
+            self.v_conv1d = ShortConvolution(hv * dv, o.conv_size, **conv)
+        self.b_proj = _linear(d, hv, **widths) if o.use_beta else None
+        if spec.decay is not None:  # per value head (fla 0.6's GVA): A per value head, dt per value head (× key)
+            rates = hv if spec.decay == "head" else hv * self.key_dim
+            if spec.decay == "head":
+                self.a_proj = _linear(d, rates, **widths)
+            else:
+                self.f_proj = low_rank(d, dv, rates, bias=False, **widths)
+            self.dt_bias = nnx.Param(_dt_bias(rngs.params(), rates, param_dtype))
+            self.A_log = nnx.Param(_a_log(rngs.params(), hv, param_dtype, zero=o.safe_gate))
+        if spec.output_gate == "low_rank":
+            self.g_proj = low_rank(d, dv, hv * dv, bias=True, **widths)
+        elif spec.gated_by_default if o.use_gate is None else o.use_gate:
+            self.g_proj = _linear(d, hv * dv, **widths)
         else:
             self.g_proj = None
-        self.o_norm = nnx.RMSNorm(dv, epsilon=o.norm_eps, rngs=rngs)
-        self.o_proj = _linear(hv * dv, out_features or in_features, dtype=dtype, rngs=rngs)
+        self.o_norm = nnx.RMSNorm(dv, epsilon=o.norm_eps, param_dtype=param_dtype, rngs=rngs)
+        self.o_proj = _linear(hv * dv, out_features or in_features, **widths)
 
     @property
     def redraw_every(self) -> int:
@@ -176,34 +193,34 @@ class DeltaRuleLayer(RandomMap):
 
     def empty_state(self, batch: int) -> dict:
         """The empty state ``[batch, num_v_heads, d_k, d_v]`` and convolution history (a fixed size at any
-        length)."""
+        length), in the layer's ``state_dtype``."""
         conv = self.options.conv_size - 1 if self.options.use_short_conv else 0
         channels = 2 * self.num_heads * self.head_dim + self.num_v_heads * self.head_v_dim
         return {
-            "state": jnp.zeros((batch, self.num_v_heads, self.key_dim, self.head_v_dim), jnp.float32),
-            "conv": jnp.zeros((batch, conv, channels), jnp.float32),
+            "state": jnp.zeros((batch, self.num_v_heads, self.key_dim, self.head_v_dim), self.state_dtype),
+            "conv": jnp.zeros((batch, conv, channels), self.state_dtype),
         }
 
     def _write_and_decay(self, x, keep):
         """β ``[batch, L, num_v_heads]`` and g (``[batch, L, num_v_heads]`` or, per key channel, ``[..., d_k]``), 0
-        at padding: token by token, from the layer's input."""
-        o, (b, length) = self.options, x.shape[:2]
-        h, hv = self.num_heads, self.num_v_heads
-        beta = jnp.ones((b, length, hv), jnp.float32)
-        if self.b_proj is not None:
-            beta = jax.nn.sigmoid(self.b_proj(x).astype(jnp.float32))
-            beta = jnp.repeat(beta, hv // beta.shape[-1], axis=-1)
+        at padding: token by token, from the layer's input. g is Mamba2's ``−A · softplus(rate)`` or, with
+        ``lower_bound``, KDA's bounded ``lower_bound · sigmoid(A · rate)`` (``fla/ops/kda/gate.py``), ``A =
+        exp(A_log)`` per value head and ``rate = a_proj x + dt_bias`` (``f_proj x + dt_bias`` per key channel)."""
+        o, (b, length), f = self.options, x.shape[:2], self.state_dtype
+        hv, decay = self.num_v_heads, self.variant.decay
+        beta = jnp.ones((b, length, hv), f) if self.b_proj is None else jax.nn.sigmoid(self.b_proj(x).astype(f))
         beta = jnp.where(keep[..., None], beta * (2.0 if o.allow_neg_eigval else 1.0), 0.0)
-        log_decay = None
-        if self.variant.decay == "head":
-            rate = self.a_proj(x).astype(jnp.float32) + self.dt_bias[...]
-            log_decay = -jnp.exp(self.A_log[...]) * jax.nn.softplus(rate)
-            log_decay = jnp.where(keep[..., None], log_decay, 0.0)
-        elif self.variant.decay == "channel":
-            rate = (self.f_proj(x).astype(jnp.float32) + self.dt_bias[...]).reshape(b, length, h, self.key_dim)
-            log_decay = -jnp.exp(self.A_log[...])[:, None] * jax.nn.softplus(rate)
-            log_decay = jnp.repeat(jnp.where(keep[..., None, None], log_decay, 0.0), hv // h, axis=2)
-        return beta, log_decay
+        if decay is None:
+            return beta, None
+        a, dt_bias = jnp.exp(self.A_log[...].astype(f)), self.dt_bias[...].astype(f)
+        if decay == "head":
+            rate, kept = self.a_proj(x).astype(f) + dt_bias, keep[..., None]
+        else:
+            rate = (self.f_proj(x).astype(f) + dt_bias).reshape(b, length, hv, self.key_dim)
+            a, kept = a[:, None], keep[..., None, None]
+        if o.lower_bound is not None:  # fla's bounded gate
+            return beta, jnp.where(kept, o.lower_bound * jax.nn.sigmoid(a * rate), 0.0)
+        return beta, jnp.where(kept, -a * jax.nn.softplus(rate), 0.0)
 
     def _mix(self, qkv, keep, beta, log_decay, cache, weights, axis, segment_ids=None):
         """From the projected ``qkv [batch, L, channels]`` to the delta rule's output ``[batch, L, num_v_heads,
@@ -255,8 +272,8 @@ class DeltaRuleLayer(RandomMap):
     def _output(self, out, x):
         out = self.o_norm(out)
         if self.g_proj is not None:
-            activation = jax.nn.sigmoid if self.variant.output_gate == "sigmoid" else jax.nn.silu
-            out = out * activation(self.g_proj(x).astype(jnp.float32)).reshape(out.shape)
+            activation = self.variant.gate_activation(self.options)
+            out = out * activation(self.g_proj(x).astype(self.state_dtype)).reshape(out.shape)
         return self.o_proj(out.reshape(out.shape[:2] + (-1,)).astype(self.o_proj.dtype or x.dtype))
 
     def run(
@@ -274,7 +291,7 @@ class DeltaRuleLayer(RandomMap):
         over that axis, the inputs are this device's block and the same happens without a ``shard_map`` of its
         own."""
         cache = self.empty_state(x.shape[0]) if cache is None else cache
-        qkv = jnp.concatenate([self.q_proj(x), self.k_proj(x), self.v_proj(x)], axis=-1).astype(jnp.float32)
+        qkv = jnp.concatenate([self.q_proj(x), self.k_proj(x), self.v_proj(x)], axis=-1).astype(self.state_dtype)
         beta, log_decay = self._write_and_decay(x, keep)
         weights = {"random_params": {name: value[...] for name, value in self.random_params.items()}}
         weights["projection"] = None if self.projection is None else self.projection[...]

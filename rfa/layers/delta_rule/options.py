@@ -21,17 +21,40 @@ QK_ACTIVATIONS = {
     "identity": lambda y: y,
 }
 QK_NORMS = ("l2", "sum")
+OUTPUT_GATE_ACTIVATIONS = {"swish": jax.nn.silu, "silu": jax.nn.silu, "sigmoid": jax.nn.sigmoid}  # fla's names
 
 
 @dataclasses.dataclass(frozen=True)
 class DeltaRuleSpec:
     """What a delta-rule kind adds to DeltaNet (each kind's layer class holds its own): ``decay`` (None, ``"head"``:
-    one per token and value head, ``"channel"``: one per token, head and key channel) and ``output_gate``
-    (``"silu"``: full rank, on by ``use_gate``; ``"sigmoid"``: low rank, always on)."""
+    one per token and value head, ``"channel"``: one per token, value head and key channel), ``output_gate``
+    (``"full"``: full rank, on by ``use_gate``, its activation ``output_gate_activation``; ``"low_rank"``: low rank
+    with a bias, always on, a sigmoid), and the name of fla's layer, which the refusals of options name."""
 
     decay: str | None
     output_gate: str
     gated_by_default: bool
+    fla_name: str
+
+    def check(self, options: DeltaRuleOptions) -> None:
+        """Refuses an option of another kind: the lower-bounded gate is KDA's (a decay per key channel), and the
+        output gate's activation is the full-rank gate's (KDA's low-rank gate is a sigmoid)."""
+        if self.decay != "channel" and (options.lower_bound is not None or options.safe_gate):
+            raise InputError(
+                f"{self.fla_name}: lower_bound and safe_gate are options of KDA's gate (fla's KimiDeltaAttention), "
+                f"got lower_bound={options.lower_bound!r}, safe_gate={options.safe_gate!r}."
+            )
+        if self.output_gate == "low_rank" and options.output_gate_activation not in (None, "sigmoid"):
+            raise InputError(
+                f"{self.fla_name}: the output gate is low rank and a sigmoid, as fla's; output_gate_activation="
+                f"{options.output_gate_activation!r} is an option of the full-rank gate (GatedDeltaNet's)."
+            )
+
+    def gate_activation(self, options: DeltaRuleOptions):
+        """The output gate's activation: ``options.output_gate_activation``, else the kind's (SiLU, fla's
+        ``"swish"``, for the full-rank gate; a sigmoid for the low-rank one)."""
+        default = "sigmoid" if self.output_gate == "low_rank" else "swish"
+        return OUTPUT_GATE_ACTIVATIONS[options.output_gate_activation or default]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -55,6 +78,13 @@ class DeltaRuleOptions(MapOptions):
       conv_bias: a bias in the convolution.
       qk_activation: of q and k: ``"silu"``, ``"relu"``, ``"elu"`` (elu+1) or ``"identity"``.
       qk_norm: of q and k per head: ``"l2"`` or ``"sum"`` (divided by their sum).
+      output_gate_activation: of the full-rank output gate, fla's ``"swish"`` (SiLU, the default), ``"silu"``
+        (the same) or ``"sigmoid"`` (None: the kind's; KDA's low-rank gate is always a sigmoid).
+      lower_bound: KDA's lower-bounded gate ``g = lower_bound · sigmoid(exp(A_log) · (f_proj x + dt_bias))``, each
+        log-decay in ``(lower_bound, 0)``, in place of ``−exp(A_log) · softplus(f_proj x + dt_bias)`` (None; fla's
+        ``fla/ops/kda/gate.py``). Negative.
+      safe_gate: fla's promise that the gates lie in ``[lower_bound, 0)`` with ``lower_bound`` in [−5, 0), which
+        fla's kernels use for speed; here it requires that range and starts ``A_log`` at 0, as fla's layer does.
       norm_eps: ε of the output RMSNorm.
       chunk_size: tokens per chunk of the chunked form.
       qk_map: None (the q/k activation and norm above), or a registered estimator whose L2-normalized features
@@ -78,6 +108,9 @@ class DeltaRuleOptions(MapOptions):
     conv_bias: bool = False
     qk_activation: str = "silu"
     qk_norm: str = "l2"
+    output_gate_activation: str | None = None
+    lower_bound: float | None = None
+    safe_gate: bool = False
     norm_eps: float = 1e-5
     chunk_size: int = 64
     qk_map: str | None = None
@@ -91,7 +124,7 @@ class DeltaRuleOptions(MapOptions):
             if getattr(self, name) is not None:
                 check_positive_int(getattr(self, name), f"DeltaRuleOptions.{name}")
         check_positive_int(self.conv_size, "DeltaRuleOptions.conv_size")
-        for name in ("use_beta", "allow_neg_eigval", "use_short_conv", "conv_bias"):
+        for name in ("use_beta", "allow_neg_eigval", "use_short_conv", "conv_bias", "safe_gate"):
             if not isinstance(getattr(self, name), bool):
                 raise InputTypeError(f"DeltaRuleOptions.{name} must be a bool, got {getattr(self, name)!r}.")
         if self.use_gate is not None and not isinstance(self.use_gate, bool):
@@ -101,9 +134,26 @@ class DeltaRuleOptions(MapOptions):
                 f"DeltaRuleOptions: qk_activation must be one of {list(QK_ACTIVATIONS)} and qk_norm one of "
                 f"{list(QK_NORMS)}, got {self.qk_activation!r} and {self.qk_norm!r}."
             )
+        if self.output_gate_activation not in (None, *OUTPUT_GATE_ACTIVATIONS):
+            raise InputError(
+                f"DeltaRuleOptions: output_gate_activation must be None or one of {list(OUTPUT_GATE_ACTIVATIONS)}, "
+                f"got {self.output_gate_activation!r}."
+            )
+        self.check_gate_bound()
         if not self.expand_v > 0 or not self.norm_eps > 0:
             raise InputError(
                 f"DeltaRuleOptions: expand_v and norm_eps must be > 0, got {self.expand_v!r} and {self.norm_eps!r}."
+            )
+
+    def check_gate_bound(self) -> None:
+        """``lower_bound`` is a negative number; ``safe_gate`` needs one in [−5, 0) (fla's ``chunk_kda``)."""
+        bound = self.lower_bound
+        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int | float) or not bound < 0):
+            raise InputError(f"DeltaRuleOptions.lower_bound must be None or a negative number, got {bound!r}.")
+        if self.safe_gate and (bound is None or bound < -5):
+            raise InputError(
+                f"DeltaRuleOptions: safe_gate=True needs lower_bound in [-5, 0) (fla's; -5 is its advice), got "
+                f"lower_bound={bound!r}."
             )
 
     def key_dim(self, in_features: int, num_heads: int) -> int:

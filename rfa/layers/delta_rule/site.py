@@ -16,9 +16,11 @@ from rfa.layers.kinds import AttentionKind, SiteWidths, register_attention_kind,
 
 Array = jax.Array
 
-DELTANET = DeltaRuleSpec(decay=None, output_gate="silu", gated_by_default=False)
-GATED_DELTANET = DeltaRuleSpec(decay="head", output_gate="silu", gated_by_default=True)
-KIMI_DELTA_ATTENTION = DeltaRuleSpec(decay="channel", output_gate="sigmoid", gated_by_default=True)
+DELTANET = DeltaRuleSpec(decay=None, output_gate="full", gated_by_default=False, fla_name="DeltaNet")
+GATED_DELTANET = DeltaRuleSpec(decay="head", output_gate="full", gated_by_default=True, fla_name="GatedDeltaNet")
+KIMI_DELTA_ATTENTION = DeltaRuleSpec(
+    decay="channel", output_gate="low_rank", gated_by_default=True, fla_name="KimiDeltaAttention"
+)
 
 
 class DeltaRuleCore(nnx.Module):
