@@ -36,6 +36,24 @@ Array = jax.Array
 SUB_CHUNK = 8  # tokens per sub-chunk: 8 was faster than 4 and 16 on XLA:CPU (16 in the paper's GPU kernels)
 
 
+def contract(spec: str, *arrays: Array, precision=None, operands=None) -> Array:
+    """``jnp.einsum(spec, *arrays)`` with its operands cast to ``operands`` (None: as given) and summed in the
+    arrays' own dtype: bfloat16 operands summed in float32, the mixed precision of MaxText's
+    ``jax_chunk_gated_delta_rule(compute_dtype=...)`` and of fla's kernels.
+
+    Example:
+      >>> a = jnp.full((2, 3), 1 / 3)
+      >>> out = contract("ij,kj->ik", a, a, operands=jnp.bfloat16)
+      >>> out.dtype, bool(jnp.abs(out - 1 / 3).max() < 1e-2)
+      (dtype('float32'), True)
+    """
+    if operands is None:
+        return jnp.einsum(spec, *arrays, precision=precision)
+    total = jnp.result_type(*arrays)
+    cast = (a.astype(operands) for a in arrays)
+    return jnp.einsum(spec, *cast, precision=precision, preferred_element_type=total)
+
+
 def segment_log_decays(log_decay: Array) -> Array:
     """``b[..., t, i] = Σ_{i<s≤t} g_s`` for ``i ≤ t`` (0 on the diagonal and above it), ``[..., C, n]`` →
     ``[..., C, C, n]``, for n decays per token.
@@ -61,6 +79,7 @@ def decayed_scores(
     *,
     key_log: Array | None = None,
     precision=None,
+    operands=None,
 ) -> tuple[Array, Array | None]:
     """The causal scores ``M_ij`` of one chunk (see the module's docstring), ``0`` above the diagonal.
 
@@ -70,6 +89,8 @@ def decayed_scores(
       log_decay: ``[..., C, 1]`` (one decay per token), ``[..., C, F]`` (one per feature) or None (no decay).
       key_log: the keys' log-scales ``s [..., C]`` (``-inf``: a key left out), or None (0, and no reference).
       precision: of the contractions.
+      operands: the contractions' operand dtype (:func:`contract`; None: the inputs'); the decays, their sums and
+        their exponentials stay in the inputs' dtype.
 
     Returns:
       ``(M [..., C, C], r [..., C])``: with ``key_log`` the reference ``r_i = max_{j≤i, f} s_j + b_ijf`` (no
@@ -83,7 +104,7 @@ def decayed_scores(
       [1.125, 1.25, 1.5, 2.0]
     """
     if log_decay is not None and log_decay.shape[-1] > 1:
-        return _per_feature(x, y, log_decay, key_log, precision)
+        return _per_feature(x, y, log_decay, key_log, precision, operands)
     size = x.shape[-2]
     causal = jnp.tril(jnp.ones((size, size), jnp.bool_))
     log_weight = jnp.zeros((size, size), x.dtype) if log_decay is None else segment_log_decays(log_decay)[..., 0]
@@ -94,7 +115,7 @@ def decayed_scores(
         ref, safe = _reference(jnp.max(log_weight, axis=-1))
         log_weight = log_weight - safe[..., None]
     weights = jnp.where(causal, jnp.exp(jnp.where(causal, log_weight, -jnp.inf)), 0.0)
-    return jnp.einsum("...if,...jf->...ij", x, y, precision=precision) * weights, ref
+    return contract("...if,...jf->...ij", x, y, precision=precision, operands=operands) * weights, ref
 
 
 def _reference(largest: Array) -> tuple[Array, Array]:
@@ -103,7 +124,7 @@ def _reference(largest: Array) -> tuple[Array, Array]:
     return ref, jnp.where(jnp.isfinite(ref), ref, 0.0)
 
 
-def _per_feature(x, y, g, key_log, precision) -> tuple[Array, Array | None]:
+def _per_feature(x, y, g, key_log, precision, operands) -> tuple[Array, Array | None]:
     """:func:`decayed_scores` with a decay per feature, by sub-chunks (the module's docstring)."""
     size = x.shape[-2]
     sub = min(SUB_CHUNK, size)
@@ -149,8 +170,9 @@ def _per_feature(x, y, g, key_log, precision) -> tuple[Array, Array | None]:
         diagonal_log = diagonal_log - safe[..., None, None]
     queries = xs * jnp.exp(jnp.where(reached[..., None, :], query_log + shift[..., None, :], -jnp.inf))
     carried_queries = queries[..., :, None, :, :] * carry[..., :, :, None, :]  # [..., a, b, i, f]
-    below = jnp.einsum("...abif,...bjf->...aibj", carried_queries, keys, precision=precision)  # [..., a, i, b, j]
-    diagonal = jnp.einsum("...aif,...ajf,...aijf->...aij", xs, ys, jnp.exp(diagonal_log), precision=precision)
+    mixed = dict(precision=precision, operands=operands)
+    below = contract("...abif,...bjf->...aibj", carried_queries, keys, **mixed)  # [..., a, i, b, j]
+    diagonal = contract("...aif,...ajf,...aijf->...aij", xs, ys, jnp.exp(diagonal_log), **mixed)
     diagonal = jnp.einsum("...aij,ab->...aibj", diagonal, jnp.eye(num, dtype=diagonal.dtype))
     scores = (below + diagonal).reshape(x.shape[:-2] + (padded, padded))[..., :size, :size]
     return scores, None if ref is None else ref.reshape(x.shape[:-2] + (padded,))[..., :size]

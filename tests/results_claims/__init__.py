@@ -31,6 +31,7 @@ from . import (
     estimators_in_models_qk,
     forecasting,
     lra,
+    precision,
     readme,
     recall,
     recall_pairs4_l64,
@@ -43,6 +44,7 @@ from . import (
 from .common import NOT_A_RESULT, NOT_AN_ORDER, NUMBER, ORDER, PAGES, Claim
 
 PAGE_MODULES = (
+    precision,
     benchmarks_attention,
     benchmarks_scaling,
     benchmarks_delta_rule_decoding,

@@ -142,9 +142,8 @@ MUTANTS = [
     Mutant(
         "diagonal-sub-chunk-read-as-off-diagonal",
         CHUNK_SCORES,
-        '    diagonal = jnp.einsum("...aif,...ajf,...aijf->...aij", xs, ys, jnp.exp(diagonal_log),'
-        " precision=precision)\n",
-        '    diagonal = jnp.einsum("...aif,...ajf->...aij", queries, ys, precision=precision) * causal[..., 0]\n',
+        '    diagonal = contract("...aif,...ajf,...aijf->...aij", xs, ys, jnp.exp(diagonal_log), **mixed)\n',
+        '    diagonal = contract("...aif,...ajf->...aij", queries, ys, **mixed) * causal[..., 0]\n',
         PER_FEATURE_TESTS,
         "a diagonal sub-chunk weighed as one below it: keys undecayed, queries decayed from the sub-chunk's start",
     ),

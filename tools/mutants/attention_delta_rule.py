@@ -15,8 +15,8 @@ MUTANTS = [
     Mutant(
         "delta-wy-solve-sign",
         DELTA_CHUNKED,
-        "    system = beta[..., None] * decayed_scores(k, k, g)[0]",
-        "    system = -beta[..., None] * decayed_scores(k, k, g)[0]",
+        "    system = beta[..., None] * decayed_scores(k, k, g, operands=operands)[0]",
+        "    system = -beta[..., None] * decayed_scores(k, k, g, operands=operands)[0]",
         DELTA_TESTS,
         "a sign in the WY/UT solve: the chunk's errors add the earlier writes' overlap instead of removing it",
     ),
@@ -106,5 +106,21 @@ MUTANTS = [
         "    return out, end",
         ("tests/attention/test_sequence_parallel.py",),
         "the returned state is typed as varying, so shard_map refuses out_specs=P() for it",
+    ),
+    Mutant(
+        "delta-rule-bfloat16-state",
+        "rfa/attention/delta_rule/api.py",
+        "    return q, k, v, beta, log_decay, state.astype(jnp.promote_types(dtype, state.dtype))",
+        "    return q, k, v, beta, log_decay, state",
+        ("tests/attention/test_precision.py",),
+        "a bfloat16 state given to the delta rule is kept in bfloat16: decoding with decays near 1 drifts 20% off",
+    ),
+    Mutant(
+        "delta-rule-chunk-operands-ignored",
+        "rfa/attention/delta_rule/chunked.py",
+        "        return contract(spec, a, b, operands=operands)",
+        "        return contract(spec, a, b, operands=jnp.bfloat16)",
+        ("tests/attention/test_delta_rule.py",),
+        "the chunk's matmuls take bfloat16 operands whatever compute_dtype says (float32 runs lose their digits)",
     ),
 ]

@@ -29,7 +29,8 @@ BETA_RANGE = (
 def check_delta_rule_call(q, k, v, beta, log_decay, initial_state):
     """Checks a call's arrays; returns them as arrays, ``beta`` broadcast to ``[batch..., L, heads]``, ``log_decay``
     to ``[batch..., L, heads]`` or, with as many axes as q (one decay per key channel), ``[batch..., L, heads, d_k]``,
-    and the state (zeros when None) ``[batch..., heads, d_k, d_v]``."""
+    and the state (zeros when None) ``[batch..., heads, d_k, d_v]`` in float32 at least (a bfloat16 state given
+    is promoted: rounding the state every token loses the small writes and the decays near 1)."""
     q, k, v = check_qkv(q, k, v)
     check_causal_lengths(q, k)
     tokens = q.shape[:-1]  # [batch..., L, heads]
@@ -53,16 +54,16 @@ def check_delta_rule_call(q, k, v, beta, log_decay, initial_state):
         check_decay_sign(log_decay)
         log_decay = jnp.broadcast_to(log_decay, target)
     state_shape = q.shape[:-3] + (q.shape[-2], q.shape[-1], v.shape[-1])
+    dtype = jnp.promote_types(q.dtype, jnp.float32)  # the state is float32 at least, whatever it is given in
     if initial_state is None:
-        state = jnp.zeros(state_shape, jnp.promote_types(q.dtype, jnp.float32))
-    else:
-        state = check_floating(initial_state, "initial_state")
-        if state.shape != state_shape:
-            raise InputError(
-                f"initial_state must have shape [batch..., heads, d_k, d_v] = {state_shape} for these q, k, v, got "
-                f"{tuple(state.shape)}."
-            )
-    return q, k, v, beta, log_decay, state
+        return q, k, v, beta, log_decay, jnp.zeros(state_shape, dtype)
+    state = check_floating(initial_state, "initial_state")
+    if state.shape != state_shape:
+        raise InputError(
+            f"initial_state must have shape [batch..., heads, d_k, d_v] = {state_shape} for these q, k, v, got "
+            f"{tuple(state.shape)}."
+        )
+    return q, k, v, beta, log_decay, state.astype(jnp.promote_types(dtype, state.dtype))
 
 
 def delta_rule_attention(
@@ -77,6 +78,7 @@ def delta_rule_attention(
     chunk_size: int = 64,
     sequence_axis: str | None = None,
     segment_ids: Array | None = None,
+    compute_dtype=None,
 ) -> Array | tuple[Array, Array]:
     """Causal attention by the (gated) delta rule: a state that overwrites the value of a key instead of adding.
 
@@ -90,7 +92,9 @@ def delta_rule_attention(
     normalization. Stability needs ``‖k_t‖ ≤ 1``: the papers' map (SiLU, L2 normalization, q scaled by
     ``1/√d_k``) is the model kinds' (:mod:`rfa.models`); with ``β ≤ 2`` the transition's eigenvalues stay in
     [−1, 1] (Grazzi et al., ICLR 2025, allow β in (1, 2] for negative eigenvalues). Computation runs in float32
-    (float64 for float64 inputs) and the output has ``q.dtype``.
+    (float64 for float64 inputs) and the output has ``q.dtype``; ``compute_dtype=jnp.bfloat16`` runs the chunked
+    form's matmuls on bfloat16 operands, summed in float32, with the state, the decays and their sums, and the
+    triangular solve in float32 (docs/howto/precision.md).
 
     Forms (:mod:`rfa.attention.delta_rule`): chunked (``chunk_size > 1``: per chunk a unit lower-triangular solve,
     across chunks a scan carrying S; autodiff runs through it) and recurrent (``chunk_size=1``, and any call on
@@ -120,10 +124,13 @@ def delta_rule_attention(
         ``initial_state`` is the first sequence's. Padding inside a packed row (β = 0, g = 0) should carry the id
         of the sequence before it, or it would start one (``rfa.attention.segments.sequence_index`` makes such
         ids from any ids and a padding mask). Not with ``sequence_axis``.
+      compute_dtype: the operand dtype of the chunked form's matmuls (the scores, and the state's reads and
+        writes), or None (the computation's own dtype). The recurrent form (decoding) ignores it.
 
     Returns:
       ``[batch..., L, heads, d_v]`` in ``q.dtype``; with ``return_state``, ``(output, state)``, the state
-      ``[batch..., heads, d_k, d_v]`` in float32 (float64 for float64 inputs).
+      ``[batch..., heads, d_k, d_v]`` in float32 (float64 for float64 inputs or state), a bfloat16
+      ``initial_state`` included.
 
     Example:
       >>> keys = jax.random.split(jax.random.key(0), 3)
@@ -145,12 +152,18 @@ def delta_rule_attention(
         segment_ids = check_segment_ids(segment_ids, q.shape[:-2])
         log_decay = with_resets(log_decay, sequence_starts(segment_ids)[..., None])
     check_finite(q=q, k=k, v=v)
-    out, state = _run(q, k, v, beta, log_decay, state, chunk_size=chunk_size, sequence_axis=sequence_axis)
+    if compute_dtype is not None:
+        compute_dtype = jnp.dtype(compute_dtype)
+        if not jnp.issubdtype(compute_dtype, jnp.floating):
+            raise InputError(f"delta_rule_attention: compute_dtype must be a floating dtype, got {compute_dtype}.")
+    out, state = _run(
+        q, k, v, beta, log_decay, state, chunk_size=chunk_size, sequence_axis=sequence_axis, operands=compute_dtype
+    )
     return (out, state) if return_state else out
 
 
-@functools.partial(jax.jit, static_argnames=("chunk_size", "sequence_axis"))
-def _run(q, k, v, beta, log_decay, state, *, chunk_size: int, sequence_axis: str | None):
+@functools.partial(jax.jit, static_argnames=("chunk_size", "sequence_axis", "operands"))
+def _run(q, k, v, beta, log_decay, state, *, chunk_size: int, sequence_axis: str | None, operands=None):
     """Lays the tokens out as rows ``[batch·heads, L, ·]``, runs the form, and lays the output back."""
     dtype = state.dtype
     batch_shape, (length, heads) = q.shape[:-3], q.shape[-3:-1]
@@ -161,7 +174,9 @@ def _run(q, k, v, beta, log_decay, state, *, chunk_size: int, sequence_axis: str
     def token_rows(x):  # [batch..., L, heads] -> [rows, L]
         return rows(x[..., None])[..., 0]
 
-    form = recurrent if chunk_size == 1 or length == 1 else functools.partial(chunked, chunk=chunk_size)
+    form = (
+        recurrent if chunk_size == 1 or length == 1 else functools.partial(chunked, chunk=chunk_size, operands=operands)
+    )
     if log_decay is not None:  # [rows, L] or, one per key channel, [rows, L, d_k]
         log_decay = rows(log_decay) if log_decay.ndim == q.ndim else token_rows(log_decay)
     args = (rows(q), rows(k), rows(v), token_rows(beta), log_decay)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from rfa.attention.chunk_scores import decayed_scores, later_sums
+from rfa.attention.chunk_scores import contract, decayed_scores, later_sums
 from rfa.attention.kernelized.causal import from_chunks, to_chunks
 
 Array = jax.Array
@@ -77,12 +77,17 @@ solve_unit_lower.__doc__ = (
 )
 
 
-def chunked(q: Array, k: Array, v: Array, beta: Array, log_decay: Array | None, state: Array, *, chunk: int):
+def chunked(
+    q: Array, k: Array, v: Array, beta: Array, log_decay: Array | None, state: Array, *, chunk: int, operands=None
+):
     """The delta rule over rows: ``q, k [R, L, d_k]``, ``v [R, L, d_v]``, ``beta [R, L]``, ``log_decay [R, L]``
     (one per token), ``[R, L, d_k]`` (one per key channel) or None, ``state [R, d_k, d_v]``; returns ``(output
     [R, L, d_v], state after the L tokens)``.
 
-    The last chunk is padded with β = 0 and g = 0, which leave the state as it is."""
+    ``operands`` (None: the inputs' dtype) is the dtype of the matmuls' operands (the scores, and the reads and
+    writes of the state), summed in the inputs' dtype (:func:`rfa.attention.chunk_scores.contract`); the state,
+    the decays, their sums and the triangular solve stay in it. The last chunk is padded with β = 0 and g = 0,
+    which leave the state as it is."""
     length = q.shape[-2]
     chunk = max(1, min(chunk, length))
     q, k, v = (to_chunks(x, chunk) for x in (q, k, v))  # [N, R, C, ·]
@@ -92,8 +97,8 @@ def chunked(q: Array, k: Array, v: Array, beta: Array, log_decay: Array | None, 
         g = to_chunks(log_decay if log_decay.ndim == 3 else log_decay[..., None], chunk)
     # I + diag(β) A with A_ti = Σ_f k_tf k_if exp(b_tif) below the diagonal; the solve reads the strictly lower part
     # only, so the diagonal that the scores hold is never used.
-    system = beta[..., None] * decayed_scores(k, k, g)[0]
-    scores = decayed_scores(q, k, g)[0]  # M
+    system = beta[..., None] * decayed_scores(k, k, g, operands=operands)[0]
+    scores = decayed_scores(q, k, g, operands=operands)[0]  # M
     if g is None:
         q_decayed, k_decayed, k_to_end, chunk_decay = q, k, k, jnp.ones((q.shape[0], 1, 1, 1), q.dtype)
     else:
@@ -104,11 +109,14 @@ def chunked(q: Array, k: Array, v: Array, beta: Array, log_decay: Array | None, 
     solved = solve_unit_lower(system, beta[..., None] * jnp.concatenate([v, k_decayed], axis=-1))
     tv, w = solved[..., : v.shape[-1]], solved[..., v.shape[-1] :]  # T V, W = T (Γ K)
 
+    def mm(spec, a, b):
+        return contract(spec, a, b, operands=operands)
+
     def step(s, chunk_terms):
         tv_c, w_c, scores_c, q_c, k_c, decay_c = chunk_terms
-        u = tv_c - w_c @ s
-        out = q_c @ s + scores_c @ u
-        return decay_c * s + jnp.swapaxes(k_c, -1, -2) @ u, out
+        u = tv_c - mm("...ck,...kv->...cv", w_c, s)
+        out = mm("...ck,...kv->...cv", q_c, s) + mm("...cj,...jv->...cv", scores_c, u)
+        return decay_c * s + mm("...ck,...cv->...kv", k_c, u), out
 
     state, out = jax.lax.scan(step, state, (tv, w, scores, q_decayed, k_to_end, chunk_decay))
     return from_chunks(out, length), state

@@ -37,8 +37,11 @@ Initialization: ``A`` uniform in [1, 16] (Mamba2's range, which fla's KDA keeps;
 softplus(dt_bias)`` log-uniform in [0.001, 0.1] (Mamba2's and fla 0.6's, KDA's too); with ``safe_gate`` ``A_log``
 starts at 0 (fla's); the convolutions uniform in ±1/√conv_size (PyTorch's ``Conv1d``, as fla).
 
-Precision: the projections in ``dtype``, the parameters in ``param_dtype``; the convolution, the gates, the delta
-rule and its state in ``state_dtype``: float32, or float64 for a float64 layer under ``jax.enable_x64``.
+Precision (docs/howto/precision.md): the parameters in ``param_dtype``; the projections in ``dtype``; the
+convolution, the gates, the decays and their sums, the triangular solve and the state in ``state_dtype``: float32,
+or float64 for a float64 layer under ``jax.enable_x64``. A ``dtype`` narrower than float32 (bfloat16) is also the
+operand dtype of the chunked form's matmuls, summed in float32 (``compute_dtype`` of
+:func:`rfa.attention.delta_rule_attention`).
 
 Decoding keeps the state ``S [batch, num_v_heads, d_k, d_v]`` and the convolution's last ``conv_size − 1`` inputs:
 O(d_k·d_v) per token at any position. A padding token (``keep`` False) enters nothing, wherever it sits: the
@@ -104,8 +107,8 @@ class DeltaRuleLayer(RandomMap):
       num_heads: query/key heads.
       out_features: the output's width (default ``in_features``).
       sequence_axis: a mesh axis along which :meth:`run` splits L where the mesh set by ``jax.set_mesh`` has it.
-      dtype: of the projections (None: float32); the delta rule, its state and its gates run in float32, or in
-        float64 for a float64 layer (``jax.enable_x64``).
+      dtype: of the projections (None: float32), and of the chunk's matmul operands when narrower than float32;
+        the gates, the decays, the solve and the state run in float32, or in float64 for a float64 layer.
       param_dtype: of the parameters.
       rngs: ``params`` initializes the weights; ``projection`` (else ``params``) draws a ``qk_map``'s W.
     """
@@ -147,6 +150,7 @@ class DeltaRuleLayer(RandomMap):
         self.key_dim = dk if self.qk_map is None else self.qk_map.num_outputs(o.num_features, dk)
         d, dtype = in_features, jnp.dtype(dtype or jnp.float32)
         self.state_dtype = jnp.promote_types(dtype, jnp.float32)  # float32, or float64 for a float64 layer
+        self.compute_dtype = dtype if dtype.itemsize < 4 else None  # bfloat16 operands of the chunk's matmuls
         widths = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
         self.q_proj, self.k_proj = (_linear(d, h * dk, **widths) for _ in range(2))
         self.v_proj = _linear(d, hv * dv, **widths)
@@ -264,6 +268,7 @@ class DeltaRuleLayer(RandomMap):
             initial_state=cache["state"],
             return_state=True,
             chunk_size=o.chunk_size,
+            compute_dtype=self.compute_dtype,
             sequence_axis=axis,
             segment_ids=None if segment_ids is None else sequence_index(segment_ids, keep),
         )

@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from absl import flags
+
+import rfa
+from rfa.experiments.benchmarks.guard import warn_against_committed
+from rfa.experiments.benchmarks.precision import __doc__  # noqa: F401 (--help shows the benchmark's description)
+from rfa.experiments.benchmarks.precision.report import KINDS, table
+from rfa.experiments.common.cli import run_main
+from rfa.experiments.common.report import output_path, write_report
+from rfa.experiments.common.timing import environment, run_once, timing_summary
+
+_LENGTHS = flags.DEFINE_list("lengths", ["512", "2048"], "Sequence lengths L.")
+_KINDS = flags.DEFINE_list("kinds", list(KINDS), "Kinds: deltanet, gated_deltanet, kda.")
+_REPEATS = flags.DEFINE_integer("repeats", 5, "Timed calls per case (median reported).")
+_OUTPUT = flags.DEFINE_string("output", None, "JSON path; default <workdir>/benchmark_precision.json.")
+_WORKDIR = flags.DEFINE_string("workdir", "workdir/benchmarks", "Where the JSON and table go.")
+
+B, H, D, CHUNK = 1, 8, 64, 64  # batch, heads, head dimension, chunk length
+attend = rfa.attention.delta_rule_attention
+
+
+def inputs(kind: str, length: int, weak: bool = False) -> tuple:
+    """q, k (unit), v, β and the kind's log-decays, rounded to bfloat16 (weak: in [−0.001, 0])."""
+    keys = jax.random.split(jax.random.key(length), 5)
+    q, k = (jax.random.normal(key, (B, length, H, D)) for key in keys[:2])
+    q, k = (x / jnp.linalg.norm(x, axis=-1, keepdims=True) for x in (q, k))
+    v, beta = jax.random.normal(keys[2], (B, length, H, D)), jax.nn.sigmoid(jax.random.normal(keys[3], (B, length, H)))
+    shape = {"deltanet": None, "gated_deltanet": (B, length, H), "kda": (B, length, H, D)}[kind]
+    g = None
+    if shape is not None:
+        g = (
+            -0.001 * jax.random.uniform(keys[4], shape)
+            if weak
+            else jax.nn.log_sigmoid(3.0 + jax.random.normal(keys[4], shape))
+        )
+    return tuple(None if x is None else x.astype(jnp.bfloat16) for x in (q, k, v, beta, g))
+
+
+def loss(compute_dtype):
+    """The output against a fixed direction, and its gradients in every input."""
+
+    def value(q, k, v, beta, g):
+        out = attend(q, k, v, beta, log_decay=g, chunk_size=CHUNK, compute_dtype=compute_dtype)
+        return jnp.sum(out.astype(jnp.float32) * jnp.cos(jnp.arange(out.size).reshape(out.shape)))
+
+    return jax.jit(jax.value_and_grad(value, argnums=(0, 1, 2, 3, 4)))
+
+
+def relative_rms(out, expected) -> float:
+    out, expected = out.astype(jnp.float32), expected.astype(jnp.float32)
+    return float(jnp.sqrt(jnp.mean((out - expected) ** 2) / jnp.mean(expected**2)))
+
+
+def decode_errors(kind: str, length: int) -> dict:
+    """The recurrent form token by token, its state carried in float32 or rounded to bfloat16 after each token,
+    against the float32 chunked run, with weak decays."""
+    q, k, v, beta, g = inputs(kind, length, weak=True)
+    exact = [None if x is None else x.astype(jnp.float32) for x in (q, k, v, beta, g)]
+    expected = attend(*exact[:4], log_decay=exact[4], chunk_size=CHUNK)
+
+    tokens = tuple(None if x is None else jnp.moveaxis(x, 1, 0)[:, :, None] for x in exact)  # [L, B, 1, ...]
+
+    @functools.partial(jax.jit, static_argnums=0)
+    def decode(state_dtype):
+        def token(s, t):
+            q_t, k_t, v_t, beta_t, g_t = t
+            out, s = attend(q_t, k_t, v_t, beta_t, log_decay=g_t, initial_state=s, return_state=True)
+            return s.astype(state_dtype).astype(jnp.float32), out[:, 0]
+
+        state = jnp.zeros((B, H, D, D), jnp.float32)
+        return jnp.moveaxis(jax.lax.scan(token, state, tokens)[1], 0, 1)
+
+    return {
+        name: relative_rms(decode(dtype), expected)
+        for name, dtype in (("float32", jnp.float32), ("bfloat16", jnp.bfloat16))
+    }
+
+
+def measure(kind: str, length: int, repeats: int) -> dict:
+    args = inputs(kind, length)
+    exact = tuple(None if x is None else x.astype(jnp.float32) for x in args)
+    cases = {"float32": (loss(None), exact), "bfloat16": (loss(jnp.bfloat16), args)}
+    compiled = {name: (f.lower(*a).compile(), a) for name, (f, a) in cases.items()}
+    for program, a in compiled.values():
+        run_once(program, a)  # warm-up
+    seconds = {name: [] for name in cases}
+    for _ in range(repeats):
+        for name, (program, a) in compiled.items():
+            seconds[name].append(run_once(program, a))
+    out32, s32 = attend(*exact[:4], log_decay=exact[4], chunk_size=CHUNK, return_state=True)
+    out16, s16 = attend(*args[:4], log_decay=args[4], chunk_size=CHUNK, return_state=True, compute_dtype=jnp.bfloat16)
+    return {
+        "kind": kind,
+        "length": length,
+        **{name: timing_summary(seconds[name]) for name in cases},
+        "output_error": relative_rms(out16, out32),
+        "state_error": relative_rms(s16, s32),
+        "state_dtype": str(s16.dtype),
+        "decode_error": decode_errors(kind, length),
+    }
+
+
+def main(argv):
+    del argv
+    lengths = [int(x) for x in _LENGTHS.value]
+    rows = []
+    for kind in _KINDS.value:
+        for length in lengths:
+            rows.append(measure(kind, length, _REPEATS.value))
+            row = rows[-1]
+            print(
+                f"{kind} L = {length}: float32 {row['float32']['median_ms']:.1f} ms, bfloat16 "
+                f"{row['bfloat16']['median_ms']:.1f} ms",
+                flush=True,
+            )
+    results = {
+        "config": {"batch": B, "heads": H, "head_dim": D, "chunk_size": CHUNK, "lengths": lengths},
+        "results": rows,
+        "ratios": {
+            f"bfloat16_over_float32_{kind}": {
+                r["length"]: r["bfloat16"]["median_ms"] / r["float32"]["median_ms"] for r in rows if r["kind"] == kind
+            }
+            for kind in _KINDS.value
+        },
+        "environment": environment(),
+    }
+    text = table(results)
+    print(text)
+    output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_precision.json")
+    write_report(output, results, text)
+    warn_against_committed(output, results)
+
+
+if __name__ == "__main__":
+    run_main(main)
