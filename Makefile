@@ -60,6 +60,7 @@ benchmark: $(VENV)/.installed-experiments
 	$(PY) -m rfa.experiments.benchmarks.relative
 	$(PY) -m rfa.experiments.benchmarks.delta_rule
 	$(PY) -m rfa.experiments.benchmarks.precision
+	$(PY) -m rfa.experiments.benchmarks.prefill
 	$(PY) -m rfa.experiments.benchmarks.train_step
 
 lint: $(VENV)/.installed-test

@@ -29,6 +29,7 @@ from rfa.experiments.benchmarks.delta_rule import report as delta_rule
 from rfa.experiments.benchmarks.flax_decoding import report as flax_decoding
 from rfa.experiments.benchmarks.input_work import report as input_work
 from rfa.experiments.benchmarks.precision import report as precision
+from rfa.experiments.benchmarks.prefill import report as prefill
 from rfa.experiments.benchmarks.relative import report as relative
 from rfa.experiments.benchmarks.scaling import report as scaling
 from rfa.experiments.benchmarks.train_step import report as train_step
@@ -110,6 +111,7 @@ TABLES: dict[str, Callable[[object], str]] = {
     "benchmark_delta_rule_cpu": delta_rule.table,
     "benchmark_delta_rule_gpu": delta_rule.table,
     "benchmark_precision_cpu": precision.table,
+    "benchmark_prefill_cpu": prefill.table,
     "benchmark_scaling_cpu": lambda result: scaling.by_length(result["results"]),
     "benchmark_sequence_parallel_cpu": lambda result: scaling.sequence_parallel(result["results"]),
     "benchmark_relative_cpu": relative.table,

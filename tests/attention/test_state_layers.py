@@ -155,3 +155,17 @@ def test_deltanet_gated_true_is_the_gated_layer_with_a_warning_for_one_release()
         old = rfa.nnx.DeltaNet(4, 32, gated=True, chunk_size=4, rngs=nnx.Rngs(0))
     np.testing.assert_array_equal(call(old, X), call(LAYERS["gated_deltanet"](), X))
     assert not hasattr(LAYERS["deltanet"](), "A_log")  # DeltaNet itself has no decay
+
+
+def test_a_short_prompt_enters_the_cache_by_the_recurrent_form_with_the_chunked_result():
+    """``recurrent_below`` (64) prefills 11 tokens token by token; 0 runs them in chunks of 4: the same outputs and
+    the same state."""
+    recurrent, chunked = (
+        rfa.nnx.KimiDeltaAttention(4, 32, chunk_size=4, recurrent_below=below, rngs=nnx.Rngs(0)) for below in (64, 0)
+    )
+    step = nnx.jit(lambda layer, x, state: layer.step(x, state))
+    (out, state), (out_chunked, state_chunked) = (step(m, X, m.empty_state(2)) for m in (recurrent, chunked))
+    np.testing.assert_allclose(out, out_chunked, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(state["state"], state_chunked["state"], rtol=1e-5, atol=1e-6)
+    with pytest.raises(rfa.InputError, match=r"recurrent_below must be an int >= 0"):
+        rfa.nnx.GatedDeltaNet(4, 32, recurrent_below=-1, rngs=nnx.Rngs(0))

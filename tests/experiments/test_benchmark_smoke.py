@@ -1,9 +1,9 @@
 """Every benchmark runs as a user runs it, at smoke sizes, and writes its JSON and figure (split from
 test_runner.py so that the two halves run on both test workers).
 
-The eleven command lines run in turn in one subprocess (``IN_TURN``), each as ``python -m MODULE FLAGS`` runs it
-(``runpy``, ``__main__``, its own ``sys.argv`` and flags): eleven subprocesses would pay Python's, JAX's and rfa's
-start-up eleven times, about 3 s of CPU each. A command that fails (an exception, a non-zero exit) ends the
+The twelve command lines run in turn in one subprocess (``IN_TURN``), each as ``python -m MODULE FLAGS`` runs it
+(``runpy``, ``__main__``, its own ``sys.argv`` and flags): twelve subprocesses would pay Python's, JAX's and rfa's
+start-up twelve times, about 3 s of CPU each. A command that fails (an exception, a non-zero exit) ends the
 subprocess there, with its traceback in the assertion's message."""
 
 import json
@@ -109,6 +109,7 @@ def test_benchmarks_write_json(tmp_path, data_dir):
                 "--repeats=1",
                 f"--output={tmp_path / 'precision.json'}",
             ],
+            [benchmark + "prefill", "--lengths=4,8", "--repeats=1", f"--output={tmp_path / 'prefill.json'}"],
             [
                 benchmark + "train_step",
                 "--configs=compare_kernels:quick,recall:quick",  # sort and MQAR, exact and positive at m = 8
@@ -140,6 +141,8 @@ def test_benchmarks_write_json(tmp_path, data_dir):
     assert {name: row["features"] for name, row in rows.items()} == {"positive": 256, "hybrid": 1536, "aderf": 256}
     assert rows["positive"]["over_positive"] == 1.0 and "fit" not in rows["positive"]
     assert rows["aderf"]["fit"]["median_ms"] > 0 and rows["aderf"]["fit_over_forward"] > 0
+    prefill = json.loads((tmp_path / "prefill.json").read_text())
+    assert [r["length"] for r in prefill["results"]] == [4, 8] and prefill["results"][0]["channel"]["recurrent_ms"] > 0
     precision = json.loads((tmp_path / "precision.json").read_text())["results"][0]
     assert precision["state_dtype"] == "float32" and 0 < precision["output_error"] < 0.02
     mse = json.loads((tmp_path / "mse.json").read_text())

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 
-from rfa.experiments.common.report import CHECKOUT_RESULTS
+from rfa.experiments.common.report import CHECKOUT_RESULTS, output_path, write_report
 
 RESULTS = CHECKOUT_RESULTS
 TOLERANCE = 0.10
@@ -90,3 +90,13 @@ def warn_against_committed(output: str, data, backend: str = "cpu") -> list[str]
             "ratios carry between runs on one CPU model only; measure both versions here before reading a regression."
         )
     return lines
+
+
+def publish(results: dict, text: str, output: str | None, workdir: str, name: str, plot=None) -> None:
+    """A benchmark's last step: prints its table ``text``, writes ``results`` as JSON (``output``, else
+    ``<workdir>/<name>``) with the table (and ``plot``'s figure) beside it, and warns where a ratio moved from the
+    committed figures (:func:`warn_against_committed`)."""
+    print(text)
+    path = output_path(output, workdir, name)
+    write_report(path, results, text, plot)
+    warn_against_committed(path, results)

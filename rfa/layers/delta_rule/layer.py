@@ -226,11 +226,12 @@ class DeltaRuleLayer(RandomMap):
             return beta, jnp.where(kept, o.lower_bound * jax.nn.sigmoid(a * rate), 0.0)
         return beta, jnp.where(kept, -a * jax.nn.softplus(rate), 0.0)
 
-    def _mix(self, qkv, keep, beta, log_decay, cache, weights, axis, segment_ids=None):
+    def _mix(self, qkv, keep, beta, log_decay, cache, weights, axis, segment_ids=None, chunk=None):
         """From the projected ``qkv [batch, L, channels]`` to the delta rule's output ``[batch, L, num_v_heads,
         d_v]`` and the cache after the tokens: the convolution over the kept tokens, the activations and norms (or
         ``qk_map``'s features), the delta rule. ``axis``: inside ``shard_map``, the mesh axis splitting L;
-        ``segment_ids``: packed sequences (not with ``axis``)."""
+        ``segment_ids``: packed sequences (not with ``axis``); ``chunk``: the chunk's length (None: the
+        options')."""
         o, (b, length) = self.options, qkv.shape[:2]
         h, dk, hv, dv = self.num_heads, self.head_dim, self.num_v_heads, self.head_v_dim
         history = cache["conv"]
@@ -267,7 +268,7 @@ class DeltaRuleLayer(RandomMap):
             log_decay=log_decay,
             initial_state=cache["state"],
             return_state=True,
-            chunk_size=o.chunk_size,
+            chunk_size=chunk or o.chunk_size,
             compute_dtype=self.compute_dtype,
             sequence_axis=axis,
             segment_ids=None if segment_ids is None else sequence_index(segment_ids, keep),
@@ -282,7 +283,7 @@ class DeltaRuleLayer(RandomMap):
         return self.o_proj(out.reshape(out.shape[:2] + (-1,)).astype(self.o_proj.dtype or x.dtype))
 
     def run(
-        self, x: Array, keep: Array, cache: dict | None = None, segment_ids: Array | None = None
+        self, x: Array, keep: Array, cache: dict | None = None, segment_ids: Array | None = None, *, prefill=False
     ) -> tuple[Array, dict]:
         """``x [batch, L, in_features]`` (``keep [batch, L]``, False: padding) continuing ``cache`` (None: from
         nothing): ``(y [batch, L, out_features], the cache after the kept tokens)``. With ``segment_ids [batch,
@@ -294,7 +295,11 @@ class DeltaRuleLayer(RandomMap):
         the blocks before (:func:`history_entering_block`) and the delta rule passes the state on
         (:func:`rfa.attention.delta_rule_attention` with ``sequence_axis``). Inside the user's ``jax.shard_map``
         over that axis, the inputs are this device's block and the same happens without a ``shard_map`` of its
-        own."""
+        own.
+
+        A prompt entering a cache (``prefill``, or a ``cache`` given) of at most ``recurrent_below`` tokens runs the
+        recurrent form, token by token, as fla's layers do at inference; the output is the same."""
+        short = (prefill or cache is not None) and x.shape[1] <= self.options.recurrent_below
         cache = self.empty_state(x.shape[0]) if cache is None else cache
         qkv = jnp.concatenate([self.q_proj(x), self.k_proj(x), self.v_proj(x)], axis=-1).astype(self.state_dtype)
         beta, log_decay = self._write_and_decay(x, keep)
@@ -307,7 +312,7 @@ class DeltaRuleLayer(RandomMap):
                 weights["conv_bias"] = jnp.concatenate([c.bias[...] for c in convs])
         mesh, axis = jax.sharding.get_abstract_mesh(), self.sequence_axis
         if axis is None or axis not in mesh.axis_names or mesh.shape[axis] == 1:
-            out, cache = self._mix(qkv, keep, beta, log_decay, cache, weights, None, segment_ids)
+            out, cache = self._mix(qkv, keep, beta, log_decay, cache, weights, None, segment_ids, 1 if short else None)
         elif segment_ids is not None:
             raise InputError(
                 f"{type(self).__name__}: segment_ids (packed sequences) are not supported with the sequence split "

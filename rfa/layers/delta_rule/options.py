@@ -87,6 +87,9 @@ class DeltaRuleOptions(MapOptions):
         fla's kernels use for speed; here it requires that range and starts ``A_log`` at 0, as fla's layer does.
       norm_eps: ε of the output RMSNorm.
       chunk_size: tokens per chunk of the chunked form.
+      recurrent_below: a prompt of at most this many tokens entering a decode cache (a prefill) runs the recurrent
+        form, token by token; 0: always chunked. The default is fla's threshold for its GPU kernels (64); on the
+        2-core CPU of ``rfa benchmark prefill`` the recurrent form was the faster prefill at every length measured.
       qk_map: None (the q/k activation and norm above), or a registered estimator whose L2-normalized features
         replace them (the kernelized delta rule, :func:`rfa.attention.delta_rule.normalized_features`), with
         ``num_features`` its m; its W is drawn from the layer's ``rngs`` and redrawn by :func:`rfa.nnx.redraw`.
@@ -113,12 +116,14 @@ class DeltaRuleOptions(MapOptions):
     safe_gate: bool = False
     norm_eps: float = 1e-5
     chunk_size: int = 64
+    recurrent_below: int = 64
     qk_map: str | None = None
     num_features: int = 64
 
     def __post_init__(self):
         super().__post_init__()
         check_int(self, "chunk_size")
+        check_int(self, "recurrent_below", minimum=0)
         self.check_qk_map(type(self).__name__)
         for name in ("head_dim", "num_v_heads"):
             if getattr(self, name) is not None:

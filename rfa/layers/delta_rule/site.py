@@ -60,7 +60,7 @@ class DeltaRuleCore(nnx.Module):
 
     def prefill(self, x: Array, *, key_mask: Array, positions: Array, max_length: int):
         del positions, max_length
-        return self.layer.run(x, key_mask)
+        return self.layer.run(x, key_mask, prefill=True)  # a short prompt by the recurrent form
 
     def decode_step(self, x: Array, cache: dict, position: Array, keep: Array):
         del position

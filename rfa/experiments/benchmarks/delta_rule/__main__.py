@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 from absl import flags
@@ -7,9 +9,8 @@ from absl import flags
 import rfa
 from rfa.experiments.benchmarks.delta_rule import __doc__  # noqa: F401 (--help shows the benchmark's description)
 from rfa.experiments.benchmarks.delta_rule.report import CASES, RATIOS, figure, ratio, table
-from rfa.experiments.benchmarks.guard import warn_against_committed
+from rfa.experiments.benchmarks.guard import publish
 from rfa.experiments.common.cli import run_main
-from rfa.experiments.common.report import output_path, write_report
 from rfa.experiments.common.timing import environment, memory_bytes, run_once, slope, timing_summary
 
 _LENGTHS = flags.DEFINE_list("lengths", ["512", "1024", "2048", "4096"], "Sequence lengths L.")
@@ -90,12 +91,8 @@ def main(argv):
         "environment": environment(),
     }
 
-    text = table(results)
-    print(text)
-
-    output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_delta_rule.json")
-    write_report(output, results, text, lambda path: figure(results, path))
-    warn_against_committed(output, results)
+    plot = functools.partial(figure, results)
+    publish(results, table(results), _OUTPUT.value, _WORKDIR.value, "benchmark_delta_rule.json", plot)
 
 
 if __name__ == "__main__":

@@ -7,11 +7,10 @@ import jax.numpy as jnp
 from absl import flags
 
 import rfa
-from rfa.experiments.benchmarks.guard import warn_against_committed
+from rfa.experiments.benchmarks.guard import publish
 from rfa.experiments.benchmarks.precision import __doc__  # noqa: F401 (--help shows the benchmark's description)
 from rfa.experiments.benchmarks.precision.report import KINDS, table
 from rfa.experiments.common.cli import run_main
-from rfa.experiments.common.report import output_path, write_report
 from rfa.experiments.common.timing import environment, run_once, timing_summary
 
 _LENGTHS = flags.DEFINE_list("lengths", ["512", "2048"], "Sequence lengths L.")
@@ -129,11 +128,7 @@ def main(argv):
         },
         "environment": environment(),
     }
-    text = table(results)
-    print(text)
-    output = output_path(_OUTPUT.value, _WORKDIR.value, "benchmark_precision.json")
-    write_report(output, results, text)
-    warn_against_committed(output, results)
+    publish(results, table(results), _OUTPUT.value, _WORKDIR.value, "benchmark_precision.json")
 
 
 if __name__ == "__main__":
