@@ -178,7 +178,8 @@ PREFILL_CLAIMS = [
     Claim(
         PAGE,
         "Without a gradient the recurrent form is the cheaper one at every length measured on this CPU, up to {} "
-        "tokens: {}x the chunked form's time with a decay per token and {}x with one per key channel.",
+        "tokens: {}x the chunked form's time with a decay per token and {}x with one per key channel, in this one run "
+        "at batch 1",
         lambda: (
             data(PREFILL)["results"][-1]["length"],
             span(_prefill_ratios("token"), "{:.2f}"),
