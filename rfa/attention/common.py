@@ -10,6 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from rfa._dtypes import computation_dtype
 from rfa._validation import InputError, InputTypeError, check_broadcastable_to, check_floating, check_rank
 from rfa.checks import raise_if
 
@@ -111,6 +112,7 @@ def renormalize(numerator: Array, normalizer: Array) -> Array:
             f"normalizer must have shape numerator.shape[:-1] = {tuple(numerator.shape[:-1])}, "
             f"got {tuple(normalizer.shape)}."
         )
-    den = normalizer.astype(jnp.float32)
+    dtype = computation_dtype(numerator, normalizer)
+    den = normalizer.astype(dtype)
     safe = jnp.where(den == 0, 1.0, den)
-    return (numerator.astype(jnp.float32) / safe[..., None]).astype(numerator.dtype)
+    return (numerator.astype(dtype) / safe[..., None]).astype(numerator.dtype)

@@ -12,6 +12,7 @@ import math
 import jax
 import jax.numpy as jnp
 
+from rfa._dtypes import computation_dtype
 from rfa.attention.common import (
     check_causal_lengths,
     check_mask,
@@ -26,12 +27,14 @@ Array = jax.Array
 
 
 def _attention_matrix(q, k, mask, is_causal, stabilize: bool) -> Array:
-    """``A = exp(QKᵀ/√d)`` as ``[batch..., heads, q_len, kv_len]`` float32, masked entries 0.
+    """``A = exp(QKᵀ/√d)`` as ``[batch..., heads, q_len, kv_len]`` in the computation dtype (float32, float64 for
+    float64 inputs), masked entries 0.
 
     With ``stabilize`` each row is divided by ``exp`` of its largest logit, which cancels in
     ``D⁻¹ A V``.
     """
-    logits = jnp.einsum("...qhd,...khd->...hqk", q.astype(jnp.float32), k.astype(jnp.float32)) / math.sqrt(q.shape[-1])
+    dtype = computation_dtype(q, k)
+    logits = jnp.einsum("...qhd,...khd->...hqk", q.astype(dtype), k.astype(dtype)) / math.sqrt(q.shape[-1])
     allowed = jnp.ones(logits.shape, jnp.bool_)
     if mask is not None:
         allowed = allowed & mask
@@ -57,7 +60,7 @@ def _numerator_and_normalizer(q, k, v, mask, is_causal, stabilize):
     if is_causal:
         check_causal_lengths(q, k)
     a = _attention_matrix(q, k, mask, is_causal, stabilize)
-    out = jnp.einsum("...hqk,...khd->...qhd", a, with_ones_column(v.astype(jnp.float32)))
+    out = jnp.einsum("...hqk,...khd->...qhd", a, with_ones_column(v.astype(computation_dtype(v))))
     return out[..., :-1], out[..., -1]
 
 
@@ -99,7 +102,7 @@ def packed_mask(q, k, mask, segment_ids, where: str) -> Array:
 def softmax_attention(
     q: Array, k: Array, v: Array, *, mask=None, is_causal: bool = False, segment_ids: Array | None = None
 ) -> Array:
-    """Exact softmax attention ``D⁻¹ exp(QKᵀ/√d) V``, computed in float32.
+    """Exact softmax attention ``D⁻¹ exp(QKᵀ/√d) V``, computed in float32 (float64 for float64 inputs).
 
     Rows are max-stabilized; a query that attends to no key outputs 0.
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from rfa._dtypes import computation_dtype
 from rfa._validation import check_broadcastable_to
 from rfa.attention.common import check_causal_lengths, check_mask, check_qkv, renormalize, with_ones_column
 from rfa.checks import check_finite, raise_if
@@ -59,7 +60,7 @@ def fourier_integral_attention(
 
     Nguyen et al., "FourierFormer", NeurIPS 2022. Quadratic in the length (the weights are formed); the
     weights can be negative and their sum can vanish (module docstring: what the output is there).
-    Computed in float32.
+    Computed in float32 (float64 for float64 inputs).
 
     Args:
       q: ``[batch..., q_len, heads, d_k]``.
@@ -81,14 +82,15 @@ def fourier_integral_attention(
     """
     q, k, v = check_qkv(q, k, v)
     check_finite(q=q, k=k, v=v)
-    radius = jnp.asarray(radius, jnp.float32)
+    dtype = computation_dtype(q, k, v)
+    radius = jnp.asarray(radius, dtype)
     target = q.shape[:-1] + (1,)
     check_broadcastable_to(radius.shape, target, "radius", "[batch..., q_len, heads, 1] =")
     raise_if(radius <= 0, "fourier_integral_attention: radius must be > 0.")
     if is_causal:
         check_causal_lengths(q, k)
     radius = jnp.broadcast_to(radius, target)[..., None, :, :]  # [batch..., q_len, 1, heads, 1]: every key
-    log_abs, sign = _log_weights(q.astype(jnp.float32), k.astype(jnp.float32), radius)
+    log_abs, sign = _log_weights(q.astype(dtype), k.astype(dtype), radius)
     allowed = jnp.ones(log_abs.shape, jnp.bool_)
     if mask is not None:
         allowed = allowed & check_mask(mask, q, k)
@@ -97,5 +99,5 @@ def fourier_integral_attention(
     log_abs = jnp.where(allowed, log_abs, -jnp.inf)
     row_max = jax.lax.stop_gradient(jnp.max(log_abs, axis=-1, keepdims=True))
     weights = sign * jnp.exp(log_abs - jnp.where(jnp.isfinite(row_max), row_max, 0.0))
-    out = jnp.einsum("...hqk,...khd->...qhd", weights, with_ones_column(v.astype(jnp.float32)))
+    out = jnp.einsum("...hqk,...khd->...qhd", weights, with_ones_column(v.astype(dtype)))
     return renormalize(out[..., :-1], out[..., -1]).astype(q.dtype)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from rfa._dtypes import computation_dtype
 from rfa._validation import InputError, renamed_keywords
 from rfa.attention.common import check_mask, check_qkv
 from rfa.attention.kernelized.prepare import check_decay_features, check_log_decay, check_relative_bias, per_feature
@@ -124,23 +125,24 @@ def naive_kernelized_attention(
 
     # Head-major [batch..., heads, length, d], scaled so that φ(q)ᵀφ(k) estimates exp(qᵀk/√d).
     scale = q.shape[-1] ** -0.25 if fm.temperature_scaled else 1.0
-    q32 = jnp.where(keep_q[..., None], jnp.swapaxes(q, -3, -2).astype(jnp.float32) * scale, 0.0)
-    k32 = jnp.where(keep_k[..., None], jnp.swapaxes(k, -3, -2).astype(jnp.float32) * scale, 0.0)
-    v32 = jnp.where(keep_k[..., None], jnp.swapaxes(v, -3, -2).astype(jnp.float32), 0.0)
+    dtype = computation_dtype(q, k, v)  # float32, float64 for float64 inputs
+    qh = jnp.where(keep_q[..., None], jnp.swapaxes(q, -3, -2).astype(dtype) * scale, 0.0)
+    kh = jnp.where(keep_k[..., None], jnp.swapaxes(k, -3, -2).astype(dtype) * scale, 0.0)
+    vh = jnp.where(keep_k[..., None], jnp.swapaxes(v, -3, -2).astype(dtype), 0.0)
     stateful = initial_state is not None or bool(return_state)
     why = "in causal mode" if is_causal else "with a state"
     params = _fixed_or_fitted(
         fm,
         feature_params,
-        q32,
-        k32,
+        qh,
+        kh,
         None if key_padding else keep_q[..., None],
         keep_k[..., None],
         fixed=is_causal or stateful,
         why=why,
     )
-    phi_q = fm(q32, projection, **params)
-    phi_k = fm(k32, projection, side="key", **params)
+    phi_q = fm(qh, projection, **params)
+    phi_k = fm(kh, projection, side="key", **params)
     if initial_state is not None and initial_state.kv.shape[-2] != phi_q.shape[-1]:
         raise InputError(
             f"initial_state has F = {initial_state.kv.shape[-2]} features but feature map {fm.name!r} gives "
@@ -150,7 +152,7 @@ def naive_kernelized_attention(
     # G_if = Σ_{t<=i} g_tf at the queries and at the keys, [batch..., heads, length, 1 or F] (one sequence when
     # decaying: causal, q_len == kv_len); one decay per token is the case of one column.
     if log_decay is None:
-        G_q, G_k, G_total = (jnp.zeros(batch + (heads, n, 1), jnp.float32) for n in (q_len, kv_len, 1))
+        G_q, G_k, G_total = (jnp.zeros(batch + (heads, n, 1), dtype) for n in (q_len, kv_len, 1))
     else:
         if per_feature(log_decay, q):
             g = jnp.moveaxis(jnp.broadcast_to(log_decay, q.shape[:-1] + log_decay.shape[-1:]), -2, -3)
@@ -171,7 +173,7 @@ def naive_kernelized_attention(
         jnp.broadcast_to(jnp.exp(log_weights), log_weights.shape[:-1] + phi_q.shape[-1:]),
         precision=precision,
     )
-    v_aug = jnp.concatenate([v32, jnp.ones(v32.shape[:-1] + (1,), jnp.float32)], axis=-1)  # [V, 1]
+    v_aug = jnp.concatenate([vh, jnp.ones(vh.shape[:-1] + (1,), dtype)], axis=-1)  # [V, 1]
     num_aug = jnp.einsum("...qk,...kd->...qd", a, v_aug, precision=precision)
     if initial_state is not None:
         state_scale = initial_state.log_reference[..., None, None] + G_q  # S_0 decayed up to i (per feature)

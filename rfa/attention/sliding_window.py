@@ -15,6 +15,7 @@ import math
 import jax
 import jax.numpy as jnp
 
+from rfa._dtypes import computation_dtype
 from rfa._validation import InputError, check_broadcastable_to, check_positive_int
 from rfa.attention.common import as_bool_mask, check_causal_lengths, check_qkv
 from rfa.attention.segments import check_segment_ids
@@ -47,8 +48,8 @@ def sliding_window_attention(
         of its own id in its window (:mod:`rfa.attention.segments`).
 
     Returns:
-      ``[batch..., L, heads, d_v]`` in ``q.dtype``, computed in float32; a query with no key in its window
-      outputs 0.
+      ``[batch..., L, heads, d_v]`` in ``q.dtype``, computed in float32 (float64 for float64 inputs); a query with
+      no key in its window outputs 0.
 
     Example:
       >>> q = k = v = jax.random.normal(jax.random.key(0), (2, 100, 4, 16))
@@ -96,7 +97,8 @@ def _blocks(q, k, v, keep, segment_ids, *, window: int, is_causal: bool) -> Arra
         )
         return x.reshape(x.shape[:-2] + (-1, window, x.shape[-1]))
 
-    heads_first = [jnp.swapaxes(x, -2, -3).astype(jnp.float32) for x in (q, k, v)]  # [..., heads, L, ·]
+    dtype = computation_dtype(q, k, v)
+    heads_first = [jnp.swapaxes(x, -2, -3).astype(dtype) for x in (q, k, v)]  # [..., heads, L, ·]
     heads_first[2] = jnp.where(keep[..., None], heads_first[2], 0.0)  # a padded value, NaN too, reaches no output
     q_blocks = blocks(heads_first[0], 0, 0, 0.0)  # [..., heads, N, w, d]
     k_blocks, v_blocks = (blocks(x, before, after, 0.0) for x in heads_first[1:])

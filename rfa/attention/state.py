@@ -19,6 +19,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from rfa._dtypes import computation_dtype
 from rfa._validation import InputError, InputTypeError, check_positive_int
 
 Array = jax.Array
@@ -30,9 +31,10 @@ class RecurrentState(NamedTuple):
     """The state ``S = kv · exp(log_reference)`` of kernelized attention.
 
     Attributes:
-      kv: ``[batch..., heads, F, d_v + 1]`` float32: ``Σ_j exp(s_j + G_t - G_j - R) φ̃(k_j) [v_j, 1]ᵀ``
-        (``s_j`` the key's log-scale, ``G`` the cumulative log-decay).
-      log_reference: ``[batch..., heads]`` float32, R: the log of the state's scale.
+      kv: ``[batch..., heads, F, d_v + 1]``, float32 (float64 for float64 inputs):
+        ``Σ_j exp(s_j + G_t - G_j - R) φ̃(k_j) [v_j, 1]ᵀ`` (``s_j`` the key's log-scale, ``G`` the cumulative
+        log-decay).
+      log_reference: ``[batch..., heads]``, as kv's dtype, R: the log of the state's scale.
     """
 
     kv: Array
@@ -43,7 +45,9 @@ class RecurrentState(NamedTuple):
         return self.kv * jnp.exp(self.log_reference)[..., None, None]
 
 
-def init_state(batch_shape: tuple[int, ...], num_heads: int, num_outputs: int, value_dim: int) -> RecurrentState:
+def init_state(
+    batch_shape: tuple[int, ...], num_heads: int, num_outputs: int, value_dim: int, dtype=jnp.float32
+) -> RecurrentState:
     """The empty state (no token seen yet).
 
     Args:
@@ -52,6 +56,7 @@ def init_state(batch_shape: tuple[int, ...], num_heads: int, num_outputs: int, v
       num_outputs: F, the feature-map output length,
         ``rfa.estimator(name).num_outputs(num_features, head_dim)``.
       value_dim: d_v.
+      dtype: the state's dtype, float32 (float64 for a float64 computation; a lower one is raised to float32).
 
     Returns:
       A :class:`RecurrentState` of zeros, with the reference at the lowest float32.
@@ -67,9 +72,10 @@ def init_state(batch_shape: tuple[int, ...], num_heads: int, num_outputs: int, v
     num_outputs = check_positive_int(num_outputs, "num_outputs")
     value_dim = check_positive_int(value_dim, "value_dim")
     batch_shape = tuple(batch_shape)
+    dtype = computation_dtype(dtype)
     return RecurrentState(
-        kv=jnp.zeros(batch_shape + (num_heads, num_outputs, value_dim + 1), jnp.float32),
-        log_reference=jnp.full(batch_shape + (num_heads,), LOWEST, jnp.float32),
+        kv=jnp.zeros(batch_shape + (num_heads, num_outputs, value_dim + 1), dtype),
+        log_reference=jnp.full(batch_shape + (num_heads,), LOWEST, dtype),
     )
 
 
@@ -90,4 +96,5 @@ def check_state(state, batch_heads: tuple[int, ...], value_dim: int) -> Recurren
         raise InputError(
             f"initial_state.log_reference must have shape [batch..., heads] = {batch_heads}, got {ref_shape}."
         )
-    return RecurrentState(jnp.asarray(state.kv, jnp.float32), jnp.asarray(state.log_reference, jnp.float32))
+    kv, log_reference = jnp.asarray(state.kv), jnp.asarray(state.log_reference)
+    return RecurrentState(kv.astype(computation_dtype(kv)), log_reference.astype(computation_dtype(log_reference)))

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rfa._dtypes import computation_dtype
 from rfa._validation import InputError
 from rfa.attention.kernelized import attention_over, kernelized_attention
 from rfa.attention.state import init_state
@@ -159,6 +160,7 @@ class KernelizedCore(Calibratable):
         self.estimator, self.attention, self.causal = fm, attention, causal
         self.num_heads, self.head_dim = widths.num_heads, widths.head_dim
         self.sequence_axis = widths.sequence_axis
+        self.state_dtype = computation_dtype(widths.dtype)  # float32, float64 for a float64 site
         random = fm.needs_projection or bool(fm.sampled)
         key = projection_key(rngs) if random else None
         self.projection, self.random_params = random_variables(
@@ -225,7 +227,7 @@ class KernelizedCore(Calibratable):
             feature_params=params,
         )
         if self.gate is not None and x is not None:
-            logits = self.gate(x).astype(jnp.float32)  # [batch, L, heads] or, per feature, [batch, L, heads * F]
+            logits = self.gate(x).astype(self.state_dtype)  # [batch, L, heads] or, per feature, [batch, L, heads * F]
             if self.attention.gate == "feature":
                 logits = logits.reshape(logits.shape[:-1] + (self.num_heads, -1))  # [batch, L, heads, F]
             options["log_decay"] = jax.nn.log_sigmoid(logits)
@@ -266,7 +268,7 @@ class KernelizedCore(Calibratable):
 
     def init_cache(self, batch: int, max_length: int):
         features = self.estimator.num_outputs(self.attention.num_features, self.head_dim)
-        return init_state((batch,), self.num_heads, features, self.head_dim)
+        return init_state((batch,), self.num_heads, features, self.head_dim, self.state_dtype)
 
     def prefill(self, q, k, v, x, *, key_mask, positions, max_length):
         """The prompt's outputs and the state after it, from one causal pass."""

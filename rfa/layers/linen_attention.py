@@ -243,7 +243,7 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
         initialized = self.has_variable("cache", "state")
         batch = query.shape[:-3]
         state = self.variable(
-            "cache", "state", lambda: empty_state(fm, self.num_features, head_dim, batch, self.num_heads)
+            "cache", "state", lambda: empty_state(fm, self.num_features, head_dim, batch, self.num_heads, query.dtype)
         )
         index = self.variable("cache", "cache_index", lambda: jnp.array(0, jnp.int32))
         ready = self.variable("cache", "memory_ready", lambda: jnp.array(False))

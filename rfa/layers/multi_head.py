@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rfa._dtypes import computation_dtype
 from rfa._validation import InputError, InputTypeError
 from rfa.layers.kinds import KindOptions, SiteWidths, check_int
 from rfa.layers.positional import rotate
@@ -133,7 +134,8 @@ class AttentionSite(nnx.Module):
     def _output(self, out, x):
         """The output projection of the core's output, gated by ``sigmoid(W_g x)`` where the site has a gate."""
         if self.gate is not None:
-            out = out * jax.nn.sigmoid(self.gate(x).astype(jnp.float32)).reshape(out.shape)
+            gate = self.gate(x)
+            out = out * jax.nn.sigmoid(gate.astype(computation_dtype(gate))).reshape(out.shape)
         return self.out(out.astype(x.dtype))
 
     def __call__(

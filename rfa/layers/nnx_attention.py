@@ -64,8 +64,9 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
       **kwargs: Flax's other keywords, passed to ``nnx.MultiHeadAttention``. What rfa does with each:
         ``decode`` makes the cache the recurrent state (given here or in the call, as Flax requires);
         ``dtype``, ``param_dtype``, ``precision`` apply to the projections and the attention's contractions
-        (the state stays float32); ``normalize_qk``, ``use_bias``, the initializers, the ``*_promote_dtype``
-        and ``*_dot_general`` hooks, ``keep_rngs`` and the metadata act on the projections as in Flax;
+        (the state stays float32, float64 for float64); ``normalize_qk``, ``use_bias``, the initializers, the
+        ``*_promote_dtype`` and ``*_dot_general`` hooks, ``keep_rngs`` and the metadata act on the projections as
+        in Flax;
         ``dropout_rate`` must be 0 in training and ``broadcast_dropout``/``deterministic`` only decide that
         (there are no attention weights to drop); ``attention_fn`` raises ``TypeError``.
 
@@ -140,10 +141,11 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
 
     def init_cache(self, input_shape: tuple[int, ...], dtype=jnp.float32) -> None:
         """The empty recurrent state for inputs ``[batch..., length, features]``: ``[batch..., heads, F,
-        head_dim + 1]`` float32 (the state's precision, whatever ``dtype``), independent of ``length``."""
-        del dtype
+        head_dim + 1]`` float32 (the state's precision for any lower ``dtype``; float64 for float64), independent of
+        ``length``."""
         fn = self.attention_fn
-        state = empty_state(fn.estimator, fn.num_features, self.head_dim, tuple(input_shape[:-2]), self.num_heads)
+        batch = tuple(input_shape[:-2])
+        state = empty_state(fn.estimator, fn.num_features, self.head_dim, batch, self.num_heads, dtype)
         self.cached_state = nnx.Cache(state)
         self.cache_index = nnx.Cache(jnp.array(0, jnp.int32))
         self.memory_ready = nnx.Cache(jnp.array(False))
@@ -158,7 +160,7 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
                 if batch_size is None:
                     raise InputTypeError("'batch_size' must be provided when initializing the cache.")
                 batch = (batch_size,) if isinstance(batch_size, int) else tuple(batch_size)
-                self.init_cache(batch + (1, self.in_features))
+                self.init_cache(batch + (1, self.in_features), self.dtype or jnp.float32)
 
     def redraw(self, key: Array) -> None:
         """Replaces the random projection (and the map's other random parameters) by a draw from ``key``."""

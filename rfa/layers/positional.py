@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from rfa._dtypes import computation_dtype
 from rfa._validation import InputError
 
 Array = jax.Array
@@ -114,10 +115,11 @@ def rotate(x: Array, positions: Array, *, base: float = 10000.0) -> Array:
       (1, 3, 2, 8)
     """
     half = x.shape[-1] // 2
-    rate = base ** (-jnp.arange(half, dtype=jnp.float32) / half)
-    angle = positions[..., None, None].astype(jnp.float32) * rate  # [batch, length, 1, half]
+    dtype = computation_dtype(x)  # float32, float64 for float64 x
+    rate = base ** (-jnp.arange(half, dtype=dtype) / half)
+    angle = positions[..., None, None].astype(dtype) * rate  # [batch, length, 1, half]
     cos, sin = jnp.cos(angle), jnp.sin(angle)
-    x1, x2 = x[..., :half].astype(jnp.float32), x[..., half:].astype(jnp.float32)
+    x1, x2 = x[..., :half].astype(dtype), x[..., half:].astype(dtype)
     return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1).astype(x.dtype)
 
 

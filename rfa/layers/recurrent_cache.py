@@ -27,9 +27,12 @@ from rfa.random_features.feature_maps import Estimator
 Array = jax.Array
 
 
-def empty_state(fm: Estimator, num_features: int, head_dim: int, batch_shape: tuple, num_heads: int) -> RecurrentState:
-    """The state of no token for ``fm`` with ``num_features`` rows of ``head_dim``-wide heads."""
-    return init_state(tuple(batch_shape), num_heads, fm.num_outputs(num_features, head_dim), head_dim)
+def empty_state(
+    fm: Estimator, num_features: int, head_dim: int, batch_shape: tuple, num_heads: int, dtype=jnp.float32
+) -> RecurrentState:
+    """The state of no token for ``fm`` with ``num_features`` rows of ``head_dim``-wide heads, float32 (float64 for a
+    float64 ``dtype``)."""
+    return init_state(tuple(batch_shape), num_heads, fm.num_outputs(num_features, head_dim), head_dim, dtype)
 
 
 def check_decode_mask(mask, q_len: int):

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rfa._dtypes import computation_dtype
 from rfa._validation import InputError
 from rfa.attention.fourier_integral import fourier_integral_attention
 from rfa.checks import check_finite
@@ -20,13 +21,26 @@ Array = jax.Array
 
 
 def softmax_attention(q, k, v, *, bias=None, mask=None) -> Array:
-    """``jax.nn.dot_product_attention``; a query that sees no key gets 0, not a uniform average over all keys."""
+    """``softmax(QKᵀ/√d + bias) V`` of ``q [batch, q_len, heads, d]`` over ``k, v [batch, kv_len, heads, d]``, ``mask``
+    (True = attend) and ``bias`` broadcastable to ``[batch, heads, q_len, kv_len]``.
+
+    As ``jax.nn.dot_product_attention``'s XLA path: logits and softmax in float32 from the inputs' dtype, the
+    probabilities cast to the values' dtype. Unlike it, float64 inputs stay float64 (its logits are float32) and a
+    query that sees no key gets 0, not a uniform average over all keys.
+    """
     if q.dtype == jnp.float16 and jax.default_backend() == "cpu":
-        # jax.nn.dot_product_attention asks float16 dots for float32 results, a precision
-        # XLA:CPU rejects under jit; float32 copies give the same products.
+        # XLA:CPU rejects float16 dots asked for float32 results under jit; float32 copies give the same products.
         q, k, v = (x.astype(jnp.float32) for x in (q, k, v))
     check_finite(q=q, k=k, v=v)
-    out = jax.nn.dot_product_attention(q, k, v, bias=bias, mask=mask)
+    dtype = computation_dtype(k)
+    logits = jnp.einsum("bqhd,blhd->bhql", q.astype(k.dtype), k, preferred_element_type=dtype)
+    logits = logits / jnp.sqrt(q.shape[-1]).astype(dtype)
+    if bias is not None:
+        logits = logits + bias
+    if mask is not None:  # jax.nn's finite stand-in for -inf: a bias added to it cannot overflow
+        logits = jnp.where(mask, logits, -0.7 * jnp.finfo(dtype).max)
+    probs = jax.nn.softmax(logits, axis=-1).astype(v.dtype)
+    out = jnp.einsum("bhql,blhd->bqhd", probs, v, preferred_element_type=dtype).astype(v.dtype)
     if mask is None:
         return out
     sees_a_key = jnp.any(jnp.broadcast_to(mask, mask.shape[:2] + (q.shape[1], k.shape[1])), axis=-1)
@@ -34,19 +48,11 @@ def softmax_attention(q, k, v, *, bias=None, mask=None) -> Array:
 
 
 def attend_one(q: Array, k: Array, v: Array, mask: Array, bias: Array | None) -> Array:
-    """Softmax attention of one query per batch row: ``q [b, h, d]``, ``k, v [b, L, h, d]``, ``mask [b, L]``.
-
-    As ``jax.nn.dot_product_attention`` (the teacher-forced path): logits and softmax in float32
-    from the cache's dtype, probabilities cast to the values' dtype.
-    """
-    logits = jnp.einsum("bhd,blhd->bhl", q.astype(k.dtype), k, preferred_element_type=jnp.float32)
-    logits = logits / jnp.sqrt(q.shape[-1]).astype(jnp.float32)
-    if bias is not None:
-        logits = logits + bias
-    logits = jnp.where(mask[:, None, :], logits, jnp.finfo(jnp.float32).min)
-    probs = jax.nn.softmax(logits, axis=-1).astype(v.dtype)
-    out = jnp.einsum("bhl,blhd->bhd", probs, v, preferred_element_type=jnp.float32)
-    return jnp.where(jnp.any(mask, axis=-1)[:, None, None], out, 0.0)  # no visible key: 0
+    """:func:`softmax_attention` of one query per batch row: ``q [b, h, d]``, ``k, v [b, L, h, d]``, ``mask [b, L]``,
+    ``bias [b, h, L]`` or None; ``[b, h, d]`` in the computation dtype of the cache (float32, float64)."""
+    bias = None if bias is None else bias[:, :, None, :]
+    out = softmax_attention(q[:, None], k, v, bias=bias, mask=mask[:, None, None, :])[:, 0]
+    return out.astype(computation_dtype(k))
 
 
 def write(cache: dict, start: Array | int, k: Array, v: Array, keep: Array) -> dict:

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rfa._dtypes import at_least_float32
 from rfa._validation import InputError
 from rfa.checks import raise_if
 from rfa.layers.positional import PositionalEmbedding
@@ -91,7 +92,7 @@ class ForecastConfig:
 
 
 class Forecaster(nnx.Module):
-    """``x [batch, lookback, channels]`` → forecast ``[batch, horizon, channels]`` (float32).
+    """``x [batch, lookback, channels]`` → forecast ``[batch, horizon, channels]`` (at least float32).
 
     Input holding NaN or inf is refused (a ValueError; under ``jit`` when the compiled call runs).
 
@@ -130,4 +131,4 @@ class Forecaster(nnx.Module):
         positions = jnp.broadcast_to(jnp.arange(length), (batch, length))
         h = self.encoder(h, key_mask=jnp.ones((batch, length), bool), positions=positions)
         forecast = self.head(h.reshape(batch, -1)).reshape(batch, c.horizon, c.channels)
-        return (forecast + level).astype(jnp.float32)
+        return at_least_float32(forecast + level)

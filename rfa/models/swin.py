@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from rfa._dtypes import at_least_float32
 from rfa._validation import InputError
 from rfa.layers.positional import PositionalEmbedding
 from rfa.models.blocks import MLP, Residual, attention_site
@@ -255,7 +256,7 @@ class PatchMerging(nnx.Module):
 
 
 class SwinTransformer(nnx.Module):
-    """``images [batch, H, W, C]`` (floats) → class logits ``[batch, num_classes]`` (float32).
+    """``images [batch, H, W, C]`` (floats) → class logits ``[batch, num_classes]`` (at least float32).
 
     Example:
       >>> config = SwinConfig(image_size=(8, 8), patch_size=1, window_size=4)
@@ -315,4 +316,4 @@ class SwinTransformer(nnx.Module):
                 x = block(x)
             if i < len(self.merges):
                 x = self.merges[i](x)
-        return self.head(self.norm(x).mean(axis=(1, 2))).astype(jnp.float32)
+        return at_least_float32(self.head(self.norm(x).mean(axis=(1, 2))))

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from rfa._dtypes import at_least_float32
 from rfa._validation import InputError, InputTypeError, is_concrete
 from rfa.layers.feature_variables import redraw
 from rfa.layers.positional import PositionalEmbedding
@@ -76,8 +77,8 @@ class Embedder(nnx.Module):
         return self(token[:, None], jnp.broadcast_to(position, token.shape)[:, None])[:, 0]
 
     def logits(self, x: Array) -> Array:
-        """Output logits tied to the embedding matrix (paper, Sec. 3.4), in float32."""
-        return self.tokens.attend(x).astype(jnp.float32)
+        """Output logits tied to the embedding matrix (paper, Sec. 3.4), at least float32."""
+        return at_least_float32(self.tokens.attend(x))
 
 
 def _positions(tokens: Array) -> Array:
@@ -280,4 +281,4 @@ class Encoder(nnx.Module):
         else:
             weights = mask[..., None].astype(x.dtype)
             pooled = (x * weights).sum(1) / jnp.maximum(weights.sum(1), 1)
-        return self.classifier(pooled).astype(jnp.float32)
+        return at_least_float32(self.classifier(pooled))

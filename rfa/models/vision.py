@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rfa._dtypes import at_least_float32
 from rfa._validation import InputError, InputTypeError
 from rfa.layers.positional import PositionalEmbedding
 from rfa.models.config import EncoderConfig
@@ -153,7 +154,7 @@ def patches(images: Array, patch_size: int) -> Array:
 
 
 class VisionTransformer(nnx.Module):
-    """``images [batch, H, W, C]`` (floats, e.g. in [0, 1]) → class logits ``[batch, num_classes]`` (float32).
+    """``images [batch, H, W, C]`` (floats, e.g. in [0, 1]) → class logits ``[batch, num_classes]`` (at least float32).
 
     Example:
       >>> config = VisionConfig(image_size=(8, 8), patch_size=2, d_model=32, num_heads=4, mlp_dim=64,
@@ -206,4 +207,4 @@ class VisionTransformer(nnx.Module):
         positions = jnp.broadcast_to(jnp.arange(length), (batch, length))
         x = self.encoder(x, key_mask=jnp.ones((batch, length), bool), positions=positions)
         pooled = x[:, 0] if self.cls is not None else x.mean(axis=1)
-        return self.head(pooled).astype(jnp.float32)
+        return at_least_float32(self.head(pooled))

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import jax
 import jax.numpy as jnp
 
+from rfa._dtypes import computation_dtype
 from rfa._validation import InputError, InputTypeError, check_floating, check_rank, renamed_function, renamed_keywords
 from rfa.random_features.projections import sample_projection
 
@@ -38,7 +39,7 @@ _HIGHEST = jax.lax.Precision.HIGHEST
 
 
 def project(x: Array, W: Array) -> Array:
-    """``Wx`` for ``x [..., d]`` and ``W [m, d]``, at full float32 precision: ``[..., m]``."""
+    """``Wx`` for ``x [..., d]`` and ``W [m, d]``, at the inputs' full precision: ``[..., m]``."""
     return jnp.einsum("...d,md->...m", x, W, precision=_HIGHEST)
 
 
@@ -115,7 +116,7 @@ class Estimator:
 
     Attributes:
       name: registry name.
-      terms_fn: the query map, ``(x, W, **params) -> (base, log)`` on float32 inputs with
+      terms_fn: the query map, ``(x, W, **params) -> (base, log)`` on float32 (or float64) inputs with
         ``φ = base ⊙ exp(log)``; ``base`` is ``[..., F]`` or None (all ones), ``log`` is
         ``[..., F]`` or ``[..., 1]``.
       kernel: ``"softmax"`` or ``"gaussian"`` for the kernel estimated without bias, ``None`` for
@@ -265,7 +266,8 @@ class Estimator:
                 spec.check(params[spec.name])
 
     def terms(self, x: Array, projection: Array | None, *, side: str = "query", **params) -> tuple[Array | None, Array]:
-        """Checks the inputs and returns the float32 pair ``(base, log)`` with ``φ = base ⊙ exp(log)``.
+        """Checks the inputs and returns the pair ``(base, log)`` with ``φ = base ⊙ exp(log)``, float32 (float64 for
+        float64 x).
 
         ``side="key"`` gives the key map's terms (the same as the query map's for symmetric estimators).
         """
@@ -285,16 +287,17 @@ class Estimator:
                     f"projection must have shape [m, d] with d = x.shape[-1] = {x.shape[-1]}, "
                     f"got {tuple(projection.shape)}."
                 )
-            projection = projection.astype(jnp.float32)
+            projection = projection.astype(computation_dtype(x))
         elif projection is not None:
             raise InputError(f"feature map {self.name!r} is deterministic and takes no projection; pass None.")
         if side not in ("query", "key"):
             raise InputError(f"side must be 'query' or 'key', got {side!r}.")
         terms_fn = self.key_terms_fn if side == "key" and self.key_terms_fn is not None else self.terms_fn
-        return terms_fn(x.astype(jnp.float32), projection, **params)
+        return terms_fn(x.astype(computation_dtype(x)), projection, **params)
 
     def split(self, x: Array, projection: Array | None, *, side: str = "query", **params) -> tuple[Array, Array]:
-        """``(φ̃(x), s(x))`` in float32 with ``φ = φ̃ · exp(s)``, ``s = max log`` per row (no gradient)."""
+        """``(φ̃(x), s(x))`` with ``φ = φ̃ · exp(s)``, ``s = max log`` per row (no gradient), in float32 (float64 for
+        float64 x)."""
         base, log = self.terms(x, projection, side=side, **params)
         s = row_log_scale(log)
         return features_at(base, log, s), s
@@ -302,7 +305,7 @@ class Estimator:
     def __call__(
         self, x: Array, projection: Array | None = None, *, stabilize: bool = False, side: str = "query", **params
     ) -> Array:
-        """Computes φ(x) in float32 and returns it in ``x.dtype``.
+        """Computes φ(x) in float32 (float64 for float64 x) and returns it in ``x.dtype``.
 
         Args:
           x: inputs ``[..., d]``.

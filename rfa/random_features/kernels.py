@@ -9,6 +9,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from rfa._dtypes import computation_dtype
 from rfa._validation import (
     InputError,
     check_broadcastable,
@@ -41,14 +42,15 @@ def softmax_kernel(x: Array, y: Array) -> Array:
       y: ``[..., d]``; leading dims broadcast against those of ``x``.
 
     Returns:
-      ``[...]`` in the inputs' dtype (computed in float32).
+      ``[...]`` in the inputs' dtype (computed in float32, float64 for float64 inputs).
 
     Example:
       >>> round(float(rfa.softmax_kernel(jnp.ones(2), jnp.ones(2))), 4)  # e²
       7.3891
     """
     x, y, dtype = check_pair(x, y)
-    dot = jnp.sum(x.astype(jnp.float32) * y.astype(jnp.float32), axis=-1)
+    x, y = (a.astype(computation_dtype(dtype)) for a in (x, y))
+    dot = jnp.sum(x * y, axis=-1)
     return jnp.exp(dot).astype(dtype)
 
 
@@ -60,7 +62,7 @@ def gaussian_kernel(x: Array, y: Array) -> Array:
       1.0
     """
     x, y, dtype = check_pair(x, y)
-    delta = x.astype(jnp.float32) - y.astype(jnp.float32)
+    delta = x.astype(computation_dtype(dtype)) - y.astype(computation_dtype(dtype))
     return jnp.exp(-0.5 * jnp.sum(delta * delta, axis=-1)).astype(dtype)
 
 
@@ -79,7 +81,7 @@ def _estimate(kernel: str, x, y, projection, estimator, params) -> Array:
         )
     missing = fm.to_fit(params)
     if missing:  # fitted to the pair itself: a "sequence" of one query and one key
-        fitted = fm.fit(x[..., None, :].astype(jnp.float32), y[..., None, :].astype(jnp.float32))
+        fitted = fm.fit(*(a[..., None, :].astype(computation_dtype(dtype)) for a in (x, y)))
         params = {**params, **{name: _drop_length_axis(fitted[name], fm.event_ndim(name)) for name in missing}}
     phi_x, s_x = fm.split(x, projection, **params)
     phi_y, s_y = fm.split(y, projection, side="key", **params)

@@ -183,7 +183,7 @@ def run_rfa(mode, name, q, k, v, W, A, keep, log_decay):
         return state, out[:, 0]
 
     sequence = (jnp.arange(L), *(jnp.swapaxes(x, 0, 1) for x in (q, k, v, keep, decay)))
-    state, outs = jax.lax.scan(one_token, init_state((B,), H, num_outputs, D), sequence)
+    state, outs = jax.lax.scan(one_token, init_state((B,), H, num_outputs, D, dtype=q.dtype), sequence)
     return jnp.swapaxes(outs, 0, 1), state
 
 
@@ -273,6 +273,37 @@ def test_outputs_and_gradients_equal_the_reference(mode, name):
         for i, (grad, naive_grad) in enumerate(zip(grads, naive_grads, strict=True)):
             atol = 2e-4 * float(np.max(np.abs(naive_grad))) + 1e-7
             np.testing.assert_allclose(grad, naive_grad, rtol=2e-3, atol=atol, err_msg=f"gradient {i}")
+
+
+# float64 inputs are computed in float64 (rfa._dtypes.computation_dtype): a mode and a map per shape of the state.
+FLOAT64_CASES = [
+    (mode, name) for mode in ("bidirectional", "causal_decay", "recurrent_decay") for name in ("positive", "trig")
+]
+
+
+@pytest.mark.parametrize("mode, name", tiered(FLOAT64_CASES, {("causal_decay", "positive")}))
+def test_float64_inputs_are_computed_in_float64(mode, name):
+    """Under x64, float64 inputs give a float64 output equal to the float64 reference to 1e-12 (float32 anywhere on
+    the way would leave ~1e-7), and gradients equal to its central differences to 1e-8 of their scale."""
+    with jax.enable_x64(True):
+        q, k, v, keep, log_decay = (np.asarray(x, np.float64) if x.dtype != bool else x for x in inputs(mode))
+        W = np.asarray(rfa.sample_projection(jax.random.key(0), M, D), np.float64)
+        G, theta = np.asarray(normal(4, q.shape[:-1] + (D,)), np.float64), A_PER_HEAD
+        (_, (out, _)), grads = compiled_value_and_grad(mode, name)(q, k, v, W, theta, keep, log_decay, G)
+        assert out.dtype == jnp.float64 and all(g.dtype == jnp.float64 for g in grads)
+        expected = run_reference(mode, name, q, k, v, W, theta, keep, log_decay)
+        np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+
+        def loss(q, k, v, W, log_decay):
+            return np.sum(run_reference(mode, name, q, k, v, W, theta, keep, log_decay) * G)
+
+        reference_args, rng = (q, k, v, W, log_decay), np.random.default_rng(6)
+        grads = (*grads[:4], grads[5])  # those of q, k, v, W, log_decay (positive and trig have no parameter)
+        for i, grad in enumerate(grads[: 4 + (mode in DECAY_MODES)]):
+            direction = rng.standard_normal(np.shape(reference_args[i]))
+            expected_derivative = references.directional_derivative(loss, reference_args, i, direction)
+            scale = np.linalg.norm(grad) * np.linalg.norm(direction)
+            assert abs(float(np.sum(grad * direction)) - expected_derivative) <= 1e-8 * scale, i
 
 
 @functools.cache

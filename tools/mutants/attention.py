@@ -49,8 +49,8 @@ MUTANTS = [
     Mutant(
         "exact-no-temperature",
         "rfa/attention/exact.py",
-        "k.astype(jnp.float32)) / math.sqrt(q.shape[-1])",
-        "k.astype(jnp.float32))",
+        "k.astype(dtype)) / math.sqrt(q.shape[-1])",
+        "k.astype(dtype))",
         ("tests/attention/test_exact.py",),
         "softmax attention without 1/√d",
     ),

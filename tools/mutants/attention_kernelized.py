@@ -44,7 +44,7 @@ MUTANTS = [
     Mutant(
         "low-precision-arithmetic",
         PREPARE,
-        "    q = q.astype(jnp.float32)\n    k = k.astype(jnp.float32)\n",
+        "    q, k = q.astype(dtype), k.astype(dtype)\n",
         "",
         ("tests/attention/test_kernelized.py::test_inputs_with_norm_10_in_low_precision_equal_the_reference",),
         "bfloat16/float16 inputs computed in their own precision",
@@ -61,8 +61,8 @@ MUTANTS = [
     Mutant(
         "padded-queries-not-zeroed",
         PREPARE,
-        "        q32 = jnp.where(keep_q, q32, 0.0)\n",
-        "        q32 = q32 + 0.0\n",
+        "        qh = jnp.where(keep_q, qh, 0.0)\n",
+        "        qh = qh + 0.0\n",
         ("tests/attention/test_masks.py",),
         "NaN in a padded query reaches the gradients",
     ),
@@ -267,5 +267,13 @@ MUTANTS = [
         "[lambda: attend(True), lambda: attend(False)]",
         ("tests/attention/test_sequence_parallel.py",),
         "a traced Flax padding mask runs the causal form across devices, and a causal one the bidirectional",
+    ),
+    Mutant(
+        "float64-queries-scaled-in-float32",
+        PREPARE,
+        "    dtype = computation_dtype(q, k)\n    q, k = q.astype(dtype), k.astype(dtype)",
+        "    dtype = jnp.float32\n    q, k = q.astype(dtype), k.astype(dtype)",
+        ("tests/attention/test_against_references.py",),
+        "float64 queries and keys are cast to float32 for the map: a float64 call keeps float32's precision",
     ),
 ]

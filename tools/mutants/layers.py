@@ -55,8 +55,8 @@ MUTANTS = [
     Mutant(
         "rotary-not-relative",
         "rfa/layers/positional.py",
-        "    angle = positions[..., None, None].astype(jnp.float32) * rate",
-        "    angle = positions[..., None, None].astype(jnp.float32) ** 2 * rate",
+        "    angle = positions[..., None, None].astype(dtype) * rate",
+        "    angle = positions[..., None, None].astype(dtype) ** 2 * rate",
         ("tests/models/test_positional.py",),
         "rotary angle grows with position², scores stop being relative",
     ),
@@ -336,5 +336,21 @@ MUTANTS = [
         "    if False:\n        check_layer_options(layer, config)\n",
         ("tests/attention/test_fla_fixtures.py",),
         "a safe-gate KDA's weights load into a plain KDA although fla's config is given",
+    ),
+    Mutant(
+        "float64-gate-in-float32",
+        "rfa/layers/kernelized.py",
+        "            logits = self.gate(x).astype(self.state_dtype)",
+        "            logits = self.gate(x).astype(jnp.float32)",
+        ("tests/models/test_float64.py",),
+        "a float64 GLA layer computes its decays from float32 gate logits",
+    ),
+    Mutant(
+        "float64-softmax-logits-in-float32",
+        "rfa/layers/softmax.py",
+        '    dtype = computation_dtype(k)\n    logits = jnp.einsum("bqhd',
+        '    dtype = jnp.float32\n    logits = jnp.einsum("bqhd',
+        ("tests/models/test_float64.py",),
+        "a float64 softmax layer computes its logits in float32, as jax.nn.dot_product_attention does",
     ),
 ]

@@ -29,8 +29,8 @@ MUTANTS = [
     Mutant(
         "forecast-level-dropped",
         "rfa/models/forecaster.py",
-        "        return (forecast + level).astype(jnp.float32)\n",
-        "        return forecast.astype(jnp.float32)\n",
+        "        return at_least_float32(forecast + level)\n",
+        "        return at_least_float32(forecast)\n",
         ("tests/models/test_forecaster.py",),
         "the forecaster centres each window but never adds its level back",
     ),

@@ -50,7 +50,8 @@ def kernelized_attention(
     For every map with ``temperature_scaled`` (all registered ones but elu) q and k are scaled by
     ``d^{-1/4}`` before the map, so that the softmax-kernel maps (trig, positive, hyperbolic, gerf,
     oprf) estimate ``exp(qᵀk/√d)``; the Gaussian maps then estimate ``exp(-|q-k|²/(2√d))`` and relu
-    is Performer's generalized attention. Computation runs in float32 and the output has ``q.dtype``.
+    is Performer's generalized attention. Computation runs in float32 (float64 for float64 inputs) and the output
+    has ``q.dtype``.
 
     Modes: bidirectional (``is_causal=False``; also cross-attention), chunked causal
     (``is_causal=True``), recurrent (a causal call on one token with ``initial_state`` and

@@ -56,7 +56,7 @@ def bidirectional(call: Call) -> tuple[Array, RecurrentState]:
     keys = fm.terms(r.k, call.projection, side="key", **r.params)
     initial = None
     if call.initial_state is not None:
-        initial = initial_rows(call.initial_state, r.shape, fm, phi_q.shape[-1])
+        initial = initial_rows(call.initial_state, r, fm, phi_q.shape[-1])
     num_aug, log_ref, (kv, log_scale) = combine(
         phi_q, keys, r.key_log_mask, with_ones_column(r.v), initial, call.precision
     )

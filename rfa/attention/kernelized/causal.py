@@ -114,8 +114,8 @@ def scan_chunks(phi_q, keys, key_log_mask, v_aug, log_decay, initial, precision)
     num_rows = phi_q.shape[1]
     if initial is None:
         initial = (
-            jnp.zeros((num_rows, v_aug.shape[-1], phi_q.shape[-1]), jnp.float32),
-            jnp.full((num_rows, 1, 1), LOWEST),
+            jnp.zeros((num_rows, v_aug.shape[-1], phi_q.shape[-1]), jnp.result_type(phi_q, v_aug)),
+            jnp.full((num_rows, 1, 1), LOWEST, s_k.dtype),
         )
     chunks = (phi_q, phi_k, v_aug, scores, own_ref, from_start, to_end)
     final, (num_aug, log_ref) = jax.lax.scan(chunk_step, initial, chunks)
@@ -137,7 +137,7 @@ def causal(call: Call) -> tuple[Array, RecurrentState]:
     keys = fm.terms(k, call.projection, side="key", **params)
     initial = None
     if call.initial_state is not None:
-        kv0, ref0 = initial_rows(call.initial_state, r.shape, fm, phi_q.shape[-1])
+        kv0, ref0 = initial_rows(call.initial_state, r, fm, phi_q.shape[-1])
         initial = (jnp.swapaxes(kv0, -1, -2), ref0)
     num_aug, log_ref, (kv, log_scale) = scan_chunks(
         phi_q, keys, key_log_mask, with_ones_column(v), log_decay, initial, call.precision

@@ -2,9 +2,10 @@
 
 :func:`check_call` checks a call once (shapes, map, mask, decay, state, parameter values) and returns a
 :class:`Call`, the one argument of every mode (``mode(call) -> (output, state)``). :func:`rows` turns it
-into the float32 arrays a mode works on: q and k scaled for the map's temperature, head-major with
-``[batch..., heads]`` merged into one row axis, padded keys and queries zeroed, the padded keys' log-mask,
-the decays, and the map's parameters (fitted from the call's tokens where that is allowed).
+into the arrays a mode works on, in the computation dtype (float32, float64 for float64 inputs): q and k scaled
+for the map's temperature, head-major with ``[batch..., heads]`` merged into one row axis, padded keys and queries
+zeroed, the padded keys' log-mask, the decays, and the map's parameters (fitted from the call's tokens where that
+is allowed).
 :func:`output` turns a mode's numerator and normalizer back into the caller's layout and dtype.
 """
 
@@ -17,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rfa._dtypes import computation_dtype
 from rfa._validation import InputError, check_broadcastable_to, check_floating
 from rfa.attention.chunk_scores import later_sums
 from rfa.attention.common import check_causal_lengths, check_qkv
@@ -41,11 +43,12 @@ class Call:
       projection: ``W [m, d_k]`` or None.
       keep_keys: ``[batch..., heads or 1, length]`` bools of the keys the mask keeps (its key padding), or None.
       keep_queries: ``[batch..., heads or 1, length]`` bools of the queries the mask keeps, or None.
-      log_decay: float32 log-decays broadcastable to ``[batch..., q_len, heads]`` (one per token), or of as many
-        axes as q, ``[batch..., q_len, heads, F or 1]`` (one per feature), or None.
+      log_decay: log-decays (at least float32) broadcastable to ``[batch..., q_len, heads]`` (one per token), or
+        of as many axes as q, ``[batch..., q_len, heads, F or 1]`` (one per feature), or None.
       initial_state: the state earlier keys left, or None.
       feature_params: the caller's map parameters, or None.
-      relative_bias: float32 ``[heads or 1, 2L − 1]`` biases per relative position (the relative-bias mode), or None.
+      relative_bias: ``[heads or 1, 2L − 1]`` biases per relative position (at least float32; the relative-bias
+        mode), or None.
       fm: the estimator.
       is_causal: the caller's causal flag (the sequence-parallel mode reads it; the others are the mode).
       stateful: a state is read or returned: the map's parameters must be fixed, not fitted to the call.
@@ -91,7 +94,7 @@ def per_feature(log_decay: Array, q: Array) -> bool:
 
 def check_log_decay(log_decay, q: Array, is_causal: bool) -> Array:
     """Checks ``log_decay`` (floating, <= 0, broadcastable to ``[batch..., q_len, heads]``, or to
-    ``[batch..., q_len, heads, F]`` with as many axes as q); returns it float32."""
+    ``[batch..., q_len, heads, F]`` with as many axes as q); returns it at least float32."""
     if not is_causal:
         raise InputError(
             "log_decay needs is_causal=True: a decay weighs key j for query i by exp(G_i - G_j), which is "
@@ -104,7 +107,7 @@ def check_log_decay(log_decay, q: Array, is_causal: bool) -> Array:
     else:
         check_broadcastable_to(log_decay.shape, q.shape[:-1], "log_decay", "[batch..., q_len, heads] =")
     check_decay_sign(log_decay)
-    return log_decay.astype(jnp.float32)
+    return log_decay.astype(computation_dtype(log_decay))
 
 
 def check_decay_features(log_decay: Array | None, num_outputs: int, fm: Estimator) -> None:
@@ -128,7 +131,7 @@ def check_decay_sign(log_decay: Array) -> None:
 
 def check_relative_bias(relative_bias, q: Array, k: Array, *, log_decay, stateful: bool, sequence_axis) -> Array:
     """Checks ``relative_bias`` (floating, ``[heads or 1, 2L − 1]``, self-attention of one sequence, no state, decay
-    or split sequence); returns it float32."""
+    or split sequence); returns it at least float32."""
     relative_bias = check_floating(relative_bias, "relative_bias")
     length, heads = q.shape[-3], q.shape[-2]
     if k.shape[-3] != length:
@@ -156,7 +159,7 @@ def check_relative_bias(relative_bias, q: Array, k: Array, *, log_decay, statefu
             "(the sums over earlier keys change with every new query). Use rotary positions for decoding, or "
             "exact attention with a bias."
         )
-    return relative_bias.astype(jnp.float32)
+    return relative_bias.astype(computation_dtype(relative_bias))
 
 
 def check_call(
@@ -217,9 +220,10 @@ def check_call(
 
 
 def temperature(fm: Estimator, q: Array, k: Array) -> tuple[Array, Array]:
-    """float32 q and k, scaled by d^{-1/4} each for maps that estimate ``exp(qᵀk/√d)``."""
-    q = q.astype(jnp.float32)
-    k = k.astype(jnp.float32)
+    """q and k in their computation dtype (:func:`rfa._dtypes.computation_dtype`), scaled by d^{-1/4} each for maps
+    that estimate ``exp(qᵀk/√d)``."""
+    dtype = computation_dtype(q, k)
+    q, k = q.astype(dtype), k.astype(dtype)
     if fm.temperature_scaled:
         scale = q.shape[-1] ** -0.25
         q, k = q * scale, k * scale
@@ -263,7 +267,7 @@ def _head_major(keep: Array, batch: tuple[int, ...]) -> Array:
 
 @dataclasses.dataclass(frozen=True)
 class Rows:
-    """A call's float32 inputs, row-major: ``[rows, length, ·]`` with ``rows = prod([batch..., heads])``.
+    """A call's inputs in their computation dtype, row-major: ``[rows, length, ·]``, ``rows = prod([batch..., heads])``.
 
     Attributes:
       q, k, v: the temperature-scaled queries and keys and the values; padded ones are 0.
@@ -286,18 +290,18 @@ class Rows:
 def rows(call: Call, *, causal: bool) -> Rows:
     """Lays out ``call`` for a mode (``causal``: the chunked causal form reads decays as they are)."""
     fm = call.fm
-    # Head-major [batch..., heads, length, ·] inside: every contraction is a plain batched matmul.
-    q32, k32 = (jnp.swapaxes(x, -3, -2) for x in temperature(fm, call.q, call.k))
-    v32 = jnp.swapaxes(call.v, -3, -2).astype(jnp.float32)
+    # Head-major [batch..., heads, length, ·] inside (qh, kh, vh): every contraction is a plain batched matmul.
+    qh, kh = (jnp.swapaxes(x, -3, -2) for x in temperature(fm, call.q, call.k))
+    vh = jnp.swapaxes(call.v, -3, -2).astype(computation_dtype(call.v, qh))
     batch = call.q.shape[:-3]
     keep_k, keep_q = (None if x is None else _head_major(x, batch) for x in (call.keep_keys, call.keep_queries))
     if keep_q is not None:  # padded queries change no statistic or gradient; their outputs are set to 0
-        q32 = jnp.where(keep_q, q32, 0.0)
+        qh = jnp.where(keep_q, qh, 0.0)
     if keep_k is None:
-        key_log_mask = jnp.zeros(k32.shape[:-1] + (1,), jnp.float32)
+        key_log_mask = jnp.zeros(kh.shape[:-1] + (1,), kh.dtype)
     else:
-        key_log_mask = jnp.where(keep_k, 0.0, -jnp.inf)
-        k32, v32 = jnp.where(keep_k, k32, 0.0), jnp.where(keep_k, v32, 0.0)  # padding may hold inf or NaN
+        key_log_mask = jnp.where(keep_k, 0.0, -jnp.inf).astype(kh.dtype)
+        kh, vh = jnp.where(keep_k, kh, 0.0), jnp.where(keep_k, vh, 0.0)  # padding may hold inf or NaN
     log_decay = call.log_decay
     if log_decay is not None:  # head-major [batch..., heads, L, 1 or F]
         if per_feature(log_decay, call.q):
@@ -309,11 +313,11 @@ def rows(call: Call, *, causal: bool) -> Rows:
         if not causal:  # the keys' state at the end of the sequence: key j decayed by the decays after it
             key_log_mask = key_log_mask + later_sums(log_decay)
             log_decay = None
-    params = resolve_feature_params(fm, call.feature_params, q32, k32, keep_q, keep_k, fixed=causal or call.stateful)
+    params = resolve_feature_params(fm, call.feature_params, qh, kh, keep_q, keep_k, fixed=causal or call.stateful)
     # [batch..., heads] merged into one axis: with a size-1 axis among them (batch 1) XLA:CPU copies
     # F-wide arrays between layouts that differ only in where that axis goes.
-    shape = q32.shape[:-2]
-    q32, k32, v32, key_log_mask = (merge_rows(x, shape, 2) for x in (q32, k32, v32, key_log_mask))
+    shape = qh.shape[:-2]
+    qh, kh, vh, key_log_mask = (merge_rows(x, shape, 2) for x in (qh, kh, vh, key_log_mask))
     log_decay = None if log_decay is None else merge_rows(log_decay, shape, 2)
     params = {
         name: merge_rows(value, shape, 1 + fm.event_ndim(name))
@@ -321,18 +325,19 @@ def rows(call: Call, *, causal: bool) -> Rows:
         else value
         for name, value in params.items()
     }  # per-token parameters take the token layout; the others (arrays of the map: phases, R) stay as they are
-    return Rows(q32, k32, v32, key_log_mask, log_decay, params, shape)
+    return Rows(qh, kh, vh, key_log_mask, log_decay, params, shape)
 
 
-def initial_rows(state: RecurrentState, shape: tuple[int, ...], fm: Estimator, num_outputs: int) -> tuple:
-    """The state row-major: ``(kv [rows, F, dv+1], R [rows, 1, 1])``."""
+def initial_rows(state: RecurrentState, r: Rows, fm: Estimator, num_outputs: int) -> tuple:
+    """The state row-major, ``(kv [rows, F, dv+1], R [rows, 1, 1])``, at least in the dtype of the rows ``r``."""
     if state.kv.shape[-2] != num_outputs:
         raise InputError(
             f"initial_state has F = {state.kv.shape[-2]} features but feature map {fm.name!r} gives "
             f"{num_outputs} with this projection; build the state with num_outputs={num_outputs}."
         )
-    kv = state.kv.reshape((math.prod(shape),) + state.kv.shape[-2:])
-    return kv, state.log_reference.reshape(-1, 1, 1)
+    dtype = jnp.promote_types(state.kv.dtype, r.q.dtype)  # a float32 cache read by a float64 call: float64
+    kv = state.kv.reshape((math.prod(r.shape),) + state.kv.shape[-2:])
+    return kv.astype(dtype), state.log_reference.reshape(-1, 1, 1).astype(dtype)
 
 
 def output(call: Call, num_aug: Array, log_reference: Array, s_q: Array, shape: tuple[int, ...]) -> Array:

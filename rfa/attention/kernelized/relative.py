@@ -70,7 +70,7 @@ def relative(call: Call, *, causal: bool) -> tuple[Array, RecurrentState]:
     base_k, log_k = fm.terms(r.k, call.projection, side="key", **r.params)
     key_ref = key_reference(log_k, r.key_log_mask)  # the bidirectional mode's: no key's features overflow
     phi_k = features_at(base_k, log_k, key_ref - r.key_log_mask)
-    bias = merge_rows(call.relative_bias.astype(jnp.float32), r.shape, 1)  # [rows, 2L - 1]
+    bias = merge_rows(call.relative_bias, r.shape, 1)  # [rows, 2L - 1]
     bias_max = jax.lax.stop_gradient(jnp.max(bias, axis=-1, keepdims=True))
     kernel = jnp.exp(bias - bias_max)
     if causal:  # c_n = 0 for n < 0: entries before L - 1

@@ -25,6 +25,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from rfa._dtypes import computation_dtype
 from rfa._validation import InputError
 from rfa.attention.kernelized.bidirectional import bidirectional
 from rfa.attention.kernelized.causal import causal
@@ -90,7 +91,7 @@ def _causal(call: Call, axis: str) -> tuple[Array, RecurrentState]:
     """Causal attention across the devices' blocks: ``(this block's output, the state after the sequence)``."""
     q, decay = call.q, call.log_decay  # decay: [batch..., L, heads, 1 or F]
     if decay is None:
-        decay = jnp.zeros(q.shape[:-1] + (1,), jnp.float32)
+        decay = jnp.zeros(q.shape[:-1] + (1,), computation_dtype(q))
     elif per_feature(decay, q):
         decay = jnp.broadcast_to(decay, q.shape[:-1] + decay.shape[-1:])
     else:

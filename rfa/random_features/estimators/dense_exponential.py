@@ -46,6 +46,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rfa._dtypes import computation_dtype
 from rfa._validation import InputError, InputTypeError, is_concrete
 from rfa.random_features.closed_forms import (
     COUPLED_PROJECTIONS,
@@ -80,9 +81,11 @@ def transform(T: Array, x: Array) -> Array:
     return jnp.einsum("...ij,...j->...i", T, x, precision=_HIGHEST)
 
 
-def _per_coordinate(A, dim: int) -> Array:
-    """A as ``[..., d]``: one value per coordinate (a scalar or a last axis of 1 broadcasts)."""
-    A = jnp.asarray(A, jnp.float32)
+def _per_coordinate(A, x: Array) -> Array:
+    """A as ``[..., d]`` for ``x [..., d]``, in x's computation dtype: one value per coordinate (a scalar or a last
+    axis of 1 broadcasts)."""
+    dim = x.shape[-1]
+    A = jnp.asarray(A, computation_dtype(x))
     A = A[None] if A.ndim == 0 else A
     return jnp.broadcast_to(A, A.shape[:-1] + (dim,))
 
@@ -90,7 +93,7 @@ def _per_coordinate(A, dim: int) -> Array:
 def _transformed(x: Array, T) -> Array:
     if T is None:
         return x
-    T = jnp.asarray(T, jnp.float32)
+    T = jnp.asarray(T, computation_dtype(x))
     if T.shape[-2:] != (x.shape[-1],) * 2:
         raise InputError(f"the DERF transforms must have shape [..., d, d] with d = {x.shape[-1]}, got {T.shape}.")
     return transform(T, x)
@@ -109,8 +112,8 @@ def _derf_terms(side: str):
     def terms(x, W, *, A, query_transform=None, key_transform=None):
         _check_transforms(query_transform, key_transform)
         x = _transformed(x, query_transform if side == "query" else key_transform)
-        m, d = W.shape
-        a = _per_coordinate(A, d)
+        m = W.shape[0]
+        a = _per_coordinate(A, x)
         log_phi = (
             jnp.einsum("...l,ml->...m", a, W * W, precision=_HIGHEST)
             + project(jnp.sqrt(1.0 - 4.0 * a) * x, W)
@@ -265,7 +268,7 @@ def log_derf_variance(x: Array, y: Array, A, query_transform=None, key_transform
     """log V of one random vector at ``(x, y) [..., d]`` (module docstring): ``[...]``."""
     _check_transforms(query_transform, key_transform)
     x_t, y_t = _transformed(x, query_transform), _transformed(y, key_transform)
-    a = _per_coordinate(A, x.shape[-1])
+    a = _per_coordinate(A, x)
     z = x_t + y_t
     L = jnp.sum(jnp.log1p(-4.0 * a) - 0.5 * jnp.log1p(-8.0 * a) + z * z / (1.0 - 8.0 * a), axis=-1)
     return log_variance_from_exponent(jnp.sum(x_t * y_t, axis=-1), L)

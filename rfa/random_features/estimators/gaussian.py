@@ -27,7 +27,7 @@ def _gaussian_trig(x, W):
 
 
 def _gaussian_cosine(x, W, *, phases):
-    phases = jnp.asarray(phases, jnp.float32)
+    phases = jnp.asarray(phases, x.dtype)
     if phases.shape != (W.shape[0],):
         raise InputError(f"phases must have shape [m] = ({W.shape[0]},), got {tuple(phases.shape)}.")
     return no_log(math.sqrt(2.0 / W.shape[0]) * jnp.cos(project(x, W) + phases))

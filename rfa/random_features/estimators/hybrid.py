@@ -43,6 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rfa._dtypes import computation_dtype
 from rfa._validation import InputError
 from rfa.random_features.closed_forms import Theory, central_moments, log_one_minus_exp, mean_fourth_moment, pair_stats
 from rfa.random_features.feature_maps import (
@@ -64,14 +65,14 @@ def side_indicators(x: Array, angular: Array, *, swapped: bool = False) -> Array
     side, ``u(x)ᵀu_swapped(y)`` those that separate them, each divided by n."""
     up = project(x, angular) >= 0.0
     halves = (~up, up) if swapped else (up, ~up)
-    return jnp.concatenate(halves, axis=-1).astype(jnp.float32) / math.sqrt(angular.shape[0])
+    return jnp.concatenate(halves, axis=-1).astype(computation_dtype(x)) / math.sqrt(angular.shape[0])
 
 
 def _hybrid_terms(side: str, num_angular: int):
     """The query or key map: ``(base, log)`` of Φ or Ψ."""
 
     def terms(x, W, *, angular):
-        angular = jnp.asarray(angular, jnp.float32)
+        angular = jnp.asarray(angular, x.dtype)
         if angular.shape != (num_angular, x.shape[-1]):
             raise InputError(
                 f"angular must have shape [n, d] = ({num_angular}, {x.shape[-1]}) (this estimator has n = "

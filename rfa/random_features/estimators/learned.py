@@ -33,13 +33,13 @@ def _normalized(x):
 
 def _rfa_query(x, W, *, sigma=1.0, key_log_weight=0.0):
     del key_log_weight  # the gate's input weight is the keys'
-    wz = project(jnp.asarray(sigma, jnp.float32) * _normalized(x), W)
+    wz = project(jnp.asarray(sigma, x.dtype) * _normalized(x), W)
     return no_log(jnp.concatenate([jnp.cos(wz), jnp.sin(wz)], axis=-1) / math.sqrt(W.shape[0]))
 
 
 def _rfa_key(x, W, *, sigma=1.0, key_log_weight=0.0):
     base, log = _rfa_query(x, W, sigma=sigma)
-    return base, log + jnp.asarray(key_log_weight, jnp.float32)[..., None]
+    return base, log + jnp.asarray(key_log_weight, x.dtype)[..., None]
 
 
 def _rfa_init(num_heads, num_features, dim):
@@ -58,7 +58,7 @@ def _check_hedgehog_weight(weight):
 def _hedgehog(x, W, *, weight, bias=0.0):
     del W  # no projection: the map is learned
     _check_hedgehog_weight(weight)
-    z = jnp.einsum("...d,...df->...f", x, jnp.asarray(weight, jnp.float32)) + jnp.asarray(bias, jnp.float32)
+    z = jnp.einsum("...d,...df->...f", x, jnp.asarray(weight, x.dtype)) + jnp.asarray(bias, x.dtype)
     return None, jnp.concatenate([jax.nn.log_softmax(z, axis=-1), jax.nn.log_softmax(-z, axis=-1)], axis=-1)
 
 

@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import comb, logsumexp
 
+from rfa._dtypes import computation_dtype
 from rfa._validation import InputError, is_concrete
 from rfa.random_features.closed_forms import (
     COUPLED_PROJECTIONS,
@@ -52,11 +53,12 @@ Array = jax.Array
 
 
 def check_gerf_parameter(A):
-    """Raises a ValueError for a concrete ``A >= 1/8`` (infinite variance); returns ``A`` as float32."""
+    """Raises a ValueError for a concrete ``A >= 1/8`` (infinite variance); returns ``A``, at least float32."""
     # Checked before conversion: inside jit a Python float is concrete, jnp.asarray(A) is not.
     if is_concrete(A) and np.any(np.asarray(A) >= 0.125):
         raise InputError(f"A must be < 1/8 for GERF features (the variance is infinite otherwise), got {A}.")
-    return jnp.asarray(A, jnp.float32)
+    A = jnp.asarray(A)
+    return A.astype(computation_dtype(A))
 
 
 def masked_mean(x: Array, keep: Array | None) -> Array:
@@ -117,7 +119,7 @@ def _hyperbolic(x, W):
 
 
 def _gerf(x, W, *, A):
-    A = jnp.asarray(A, jnp.float32)[..., None]
+    A = jnp.asarray(A, x.dtype)[..., None]
     m, d = W.shape
     b = jnp.sqrt(1.0 - 4.0 * A)
     log_phi = (
