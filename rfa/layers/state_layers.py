@@ -72,8 +72,10 @@ class _StateLayer(nnx.Module):
 
     def step(self, inputs: Array, state, *, mask: Array | None = None, segment_ids: Array | None = None):
         """The layer as a function of the state: ``(outputs, state after the tokens)`` from ``state`` (a state of
-        :meth:`empty_state`), or the outputs of a whole sequence when ``state`` is None. A padded query outputs 0
-        (as fla's layers, which leave padding out). With ``segment_ids`` the state given is the first sequence's
+        :meth:`empty_state`), or the outputs of a whole sequence when ``state`` is None. A token is padding where
+        no query sees it as a key or where it sees no key (a key mask ``[batch, 1, 1, L]`` or ``make_attention_mask``
+        of the key padding alone included): it is left out of the state and outputs 0, as fla's layers leave out
+        the padding of their ``attention_mask``. With ``segment_ids`` the state given is the first sequence's
         and the state returned the last one's."""
         batch, length = inputs.shape[0], inputs.shape[-2]
         heads = jax.ShapeDtypeStruct((batch, length, self.num_heads, 1), inputs.dtype)  # the mask's layout
@@ -91,8 +93,8 @@ class _StateLayer(nnx.Module):
             segment_ids = check_segment_ids(segment_ids, (batch, length))
         out, after = self.run(inputs, keep, state, segment_ids)
         if plan.keep_queries is not None:
-            keep_q = jnp.broadcast_to(jnp.any(plan.keep_queries, axis=-2), (batch, length))
-            out = jnp.where(keep_q[..., None], out, 0.0)
+            keep = keep & jnp.broadcast_to(jnp.any(plan.keep_queries, axis=-2), (batch, length))
+        out = jnp.where(keep[..., None], out, 0.0)  # a token left out as a key is padding as a query too
         return out if state is None else (out, after)
 
 

@@ -292,7 +292,7 @@ MUTANTS = [
         "rfa/layers/state_layers.py",
         "plan = plan_mask(mask, heads, heads, is_causal=False, refusal=refusal)",
         "plan = plan_mask(mask, heads, heads, is_causal=True, refusal=refusal)",
-        ("tests/attention/test_state_layers.py",),
+        ("tests/attention/test_flax_masks.py",),
         "a prefix-LM mask on a causal layer is cut to its causal part and answered as plain causal attention",
     ),
     Mutant(
@@ -352,5 +352,13 @@ MUTANTS = [
         '    dtype = jnp.float32\n    logits = jnp.einsum("bqhd',
         ("tests/models/test_float64.py",),
         "a float64 softmax layer computes its logits in float32, as jax.nn.dot_product_attention does",
+    ),
+    Mutant(
+        "state-layer-key-padding-query-kept",
+        "rfa/layers/state_layers.py",
+        "            keep = keep & jnp.broadcast_to(jnp.any(plan.keep_queries, axis=-2), (batch, length))",
+        "            keep = jnp.broadcast_to(jnp.any(plan.keep_queries, axis=-2), (batch, length))",
+        ("tests/attention/test_flax_masks.py",),
+        "under a key-padding mask a padded token's output is the packed core's, read from the tokens after it",
     ),
 ]
