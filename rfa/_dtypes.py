@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from rfa._validation import InputError
+
 
 def computation_dtype(*arrays) -> jnp.dtype:
     """The promoted dtype of ``arrays`` (arrays or dtypes), at least float32.
@@ -29,3 +31,31 @@ def at_least_float32(x):
       dtype('float32')
     """
     return x.astype(computation_dtype(x))
+
+
+def check_compute_dtype(compute_dtype, where: str):
+    """``compute_dtype`` (the operand dtype of a chunked form's matmuls) as a dtype, or None; a non-floating one
+    raises ``InputError`` naming ``where``.
+
+    Example:
+      >>> check_compute_dtype("bfloat16", "delta_rule_attention")
+      dtype(bfloat16)
+    """
+    if compute_dtype is None:
+        return None
+    dtype = jnp.dtype(compute_dtype)
+    if not jnp.issubdtype(dtype, jnp.floating):
+        raise InputError(f"{where}: compute_dtype must be a floating dtype, got {dtype}.")
+    return dtype
+
+
+def layer_compute_dtype(dtype) -> jnp.dtype | None:
+    """The matmul operand dtype of a layer computing in ``dtype``: bfloat16 or float16 for a half-precision layer
+    (their sums in float32), None (the computation dtype) otherwise.
+
+    Example:
+      >>> layer_compute_dtype(jnp.bfloat16), layer_compute_dtype(jnp.float32)
+      (dtype(bfloat16), None)
+    """
+    dtype = jnp.dtype(dtype)
+    return dtype if dtype.itemsize < 4 else None

@@ -483,6 +483,11 @@ def test_kernelized_attention_chunk_size_zero():
         _kernelized(*_qkv(), is_causal=True, chunk_size=0)
 
 
+def test_kernelized_attention_integer_compute_dtype():
+    with pytest.raises(ValueError, match=_msg("kernelized_attention", "compute_dtype", "floating", "int32")):
+        _kernelized(*_qkv(), is_causal=True, compute_dtype=jnp.int32)
+
+
 def test_kernelized_attention_unknown_feature_map():
     with pytest.raises(ValueError, match=_msg("unknown estimator 'nope'", "registered")):
         _kernelized(*_qkv(), estimator="nope")

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from rfa._dtypes import computation_dtype
+from rfa._dtypes import computation_dtype, layer_compute_dtype
 from rfa._validation import InputError
 from rfa.attention.kernelized import attention_over, kernelized_attention
 from rfa.attention.state import init_state
@@ -161,6 +161,7 @@ class KernelizedCore(Calibratable):
         self.num_heads, self.head_dim = widths.num_heads, widths.head_dim
         self.sequence_axis = widths.sequence_axis
         self.state_dtype = computation_dtype(widths.dtype)  # float32, float64 for a float64 site
+        self.compute_dtype = layer_compute_dtype(widths.dtype)  # bfloat16 operands of the matmuls, summed in float32
         random = fm.needs_projection or bool(fm.sampled)
         key = projection_key(rngs) if random else None
         self.projection, self.random_params = random_variables(
@@ -225,6 +226,7 @@ class KernelizedCore(Calibratable):
             estimator=self.estimator,
             projection=None if self.projection is None else self.projection[...],
             feature_params=params,
+            compute_dtype=self.compute_dtype,
         )
         if self.gate is not None and x is not None:
             logits = self.gate(x).astype(self.state_dtype)  # [batch, L, heads] or, per feature, [batch, L, heads * F]

@@ -28,6 +28,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from rfa._dtypes import layer_compute_dtype
 from rfa._validation import InputError, InputTypeError
 from rfa.attention.kernelized import attention_over, kernelized_attention
 from rfa.layers.attention_fn import refuse_attention_weights
@@ -237,6 +238,7 @@ class MultiHeadDotProductAttention(nn.MultiHeadDotProductAttention):
             renormalize=self.renormalize,
             chunk_size=self.chunk_size,
             precision=self.precision,
+            compute_dtype=layer_compute_dtype(query.dtype),  # bfloat16 operands of the matmuls, summed in float32
         )
         if not self.decode:
             return attention_over(self.sequence_axis)(query, key, value, mask=mask, is_causal=self.is_causal, **options)

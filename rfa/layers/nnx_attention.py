@@ -22,6 +22,7 @@ import jax.numpy as jnp
 from flax import nnx
 from flax.nnx.module import first_from
 
+from rfa._dtypes import layer_compute_dtype
 from rfa._validation import InputError, InputTypeError, check_positive_int, renamed_keywords
 from rfa.layers.attention_fn import KernelizedAttention, refuse_attention_weights, repeat_kv_heads
 from rfa.layers.feature_variables import projection_key
@@ -202,7 +203,11 @@ class MultiHeadAttention(nnx.MultiHeadAttention):
             query, key = self.query_ln(query), self.key_ln(key)
         key, value = repeat_kv_heads(query, key, value)
         fn = self.attention_fn
-        attend = functools.partial(fn.attention(sequence_parallel=False), precision=self.precision)
+        attend = functools.partial(
+            fn.attention(sequence_parallel=False),
+            precision=self.precision,
+            compute_dtype=layer_compute_dtype(query.dtype),  # bfloat16 operands of the matmuls, summed in float32
+        )
         state = self.cached_state.get_value()
         if cross:
             out, state = cross_attention_step(

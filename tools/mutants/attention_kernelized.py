@@ -86,8 +86,8 @@ MUTANTS = [
     Mutant(
         "causal-state-read-unscaled",
         CAUSAL,
-        "phi_q_c, state, precision=precision) * jnp.exp(state_log - ref)\n",
-        "phi_q_c, state, precision=precision)\n",
+        "phi_q_c, state, **contraction) * jnp.exp(state_log - ref)\n",
+        "phi_q_c, state, **contraction)\n",
         REFERENCE_TESTS,
         "queries read the carried state without its decay and reference",
     ),
@@ -275,5 +275,13 @@ MUTANTS = [
         "    dtype = jnp.float32\n    q, k = q.astype(dtype), k.astype(dtype)",
         ("tests/attention/test_against_references.py",),
         "float64 queries and keys are cast to float32 for the map: a float64 call keeps float32's precision",
+    ),
+    Mutant(
+        "kernelized-compute-dtype-ignored",
+        PREPARE,
+        '        return {"precision": self.precision, "operands": self.compute_dtype}',
+        '        return {"precision": self.precision, "operands": None}',
+        ("tests/attention/test_precision.py",),
+        "compute_dtype=bfloat16 leaves kernelized attention's matmuls on float32 operands",
     ),
 ]

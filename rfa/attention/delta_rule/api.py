@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rfa._dtypes import check_compute_dtype
 from rfa._validation import InputError, check_broadcastable_to, check_floating, check_positive_int
 from rfa.attention.common import check_causal_lengths, check_qkv
 from rfa.attention.delta_rule.chunked import chunked
@@ -152,10 +153,7 @@ def delta_rule_attention(
         segment_ids = check_segment_ids(segment_ids, q.shape[:-2])
         log_decay = with_resets(log_decay, sequence_starts(segment_ids)[..., None])
     check_finite(q=q, k=k, v=v)
-    if compute_dtype is not None:
-        compute_dtype = jnp.dtype(compute_dtype)
-        if not jnp.issubdtype(compute_dtype, jnp.floating):
-            raise InputError(f"delta_rule_attention: compute_dtype must be a floating dtype, got {compute_dtype}.")
+    compute_dtype = check_compute_dtype(compute_dtype, "delta_rule_attention")
     out, state = _run(
         q, k, v, beta, log_decay, state, chunk_size=chunk_size, sequence_axis=sequence_axis, operands=compute_dtype
     )

@@ -44,6 +44,7 @@ def kernelized_attention(
     sequence_axis: str | None = None,
     relative_bias: Array | None = None,
     segment_ids: Array | None = None,
+    compute_dtype=None,
 ) -> Array | tuple[Array, RecurrentState]:
     """Random-feature attention ``D̂⁻¹ φ(Q)(φ(K)ᵀV)`` in O(L·m·d) time and memory, in every mode.
 
@@ -51,7 +52,9 @@ def kernelized_attention(
     ``d^{-1/4}`` before the map, so that the softmax-kernel maps (trig, positive, hyperbolic, gerf,
     oprf) estimate ``exp(qᵀk/√d)``; the Gaussian maps then estimate ``exp(-|q-k|²/(2√d))`` and relu
     is Performer's generalized attention. Computation runs in float32 (float64 for float64 inputs) and the output
-    has ``q.dtype``.
+    has ``q.dtype``; ``compute_dtype=jnp.bfloat16`` runs the chunked and bidirectional forms' matmuls on bfloat16
+    operands, summed in float32, with the feature maps, the references, the decays and their sums, and the state
+    in float32 (docs/results/precision.md).
 
     Modes: bidirectional (``is_causal=False``; also cross-attention), chunked causal
     (``is_causal=True``), recurrent (a causal call on one token with ``initial_state`` and
@@ -102,6 +105,8 @@ def kernelized_attention(
         broadcastable to ``[batch..., L]``, one id per sequence packed in the row (Flax's convention). Each
         sequence is computed as if alone: the state starts fresh at a kept token whose id differs from the last
         kept token's (:mod:`rfa.attention.segments`); ``initial_state`` is the first sequence's.
+      compute_dtype: the operand dtype of every mode's matmuls (the chunk's scores and values, the state's reads and
+        writes, the bidirectional form's sums), or None (the computation's own dtype).
 
     Returns:
       ``[batch..., q_len, heads, d_v]`` in ``q.dtype`` (a query with no attended key outputs 0);
@@ -138,6 +143,7 @@ def kernelized_attention(
         precision=precision,
         sequence_axis=sequence_axis,
         relative_bias=relative_bias,
+        compute_dtype=compute_dtype,
     )
     if segment_ids is not None:
         call = _with_sequence_starts(call, segment_ids)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from rfa.attention.chunk_scores import contract
 from rfa.attention.common import with_ones_column
 from rfa.attention.kernelized.prepare import Call, check_decay_features, initial_rows, output, rows, state
 from rfa.attention.state import LOWEST, RecurrentState
@@ -30,19 +31,20 @@ def key_reference(log_k: Array, key_log_mask: Array, initial_reference: Array | 
     return jnp.maximum(ref, LOWEST)
 
 
-def combine(phi_q, keys, key_log_mask, v_aug, initial, precision):
+def combine(phi_q, keys, key_log_mask, v_aug, initial, contraction):
     """One global key reference ``R = max s(k)`` per row; returns ``(num_aug, R, (kv [F, dv+1], R))``.
 
     Row-major: ``phi_q [rows, q_len, F]``, ``keys = (base, log)`` of ``[rows, kv_len, ·]``,
-    ``key_log_mask [rows, kv_len, 1]`` (0 keep, -inf drop), ``initial = (kv [rows, F, dv+1], R0 [rows, 1, 1])``.
+    ``key_log_mask [rows, kv_len, 1]`` (0 keep, -inf drop), ``initial = (kv [rows, F, dv+1], R0 [rows, 1, 1])``;
+    ``contraction``: the keywords of :func:`~rfa.attention.chunk_scores.contract` (precision, operand dtype).
     """
     base_k, log_k = keys
     ref = key_reference(log_k, key_log_mask, None if initial is None else initial[1])
     phi_k = features_at(base_k, log_k, ref - key_log_mask)
-    kv = jnp.einsum("...kf,...kd->...fd", phi_k, v_aug, precision=precision)
+    kv = contract("...kf,...kd->...fd", phi_k, v_aug, **contraction)
     if initial is not None:
         kv = kv + initial[0] * jnp.exp(initial[1] - ref)
-    num_aug = jnp.einsum("...qf,...fd->...qd", phi_q, kv, precision=precision)
+    num_aug = contract("...qf,...fd->...qd", phi_q, kv, **contraction)
     return num_aug, ref[..., 0], (kv, ref)
 
 
@@ -58,6 +60,6 @@ def bidirectional(call: Call) -> tuple[Array, RecurrentState]:
     if call.initial_state is not None:
         initial = initial_rows(call.initial_state, r, fm, phi_q.shape[-1])
     num_aug, log_ref, (kv, log_scale) = combine(
-        phi_q, keys, r.key_log_mask, with_ones_column(r.v), initial, call.precision
+        phi_q, keys, r.key_log_mask, with_ones_column(r.v), initial, call.contraction
     )
     return output(call, num_aug, log_ref, s_q[..., 0], r.shape), state(kv, log_scale, r.shape)

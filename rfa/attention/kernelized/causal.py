@@ -23,7 +23,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from rfa.attention.chunk_scores import decayed_scores, later_sums
+from rfa.attention.chunk_scores import contract, decayed_scores, later_sums
 from rfa.attention.common import with_ones_column
 from rfa.attention.kernelized.prepare import Call, check_decay_features, initial_rows, output, rows, state
 from rfa.attention.state import LOWEST, RecurrentState
@@ -63,7 +63,7 @@ def _chunk_token_params(fm: Estimator, params: dict, token_shape: tuple[int, ...
     return chunked
 
 
-def scan_chunks(phi_q, keys, key_log_mask, v_aug, log_decay, initial, precision):
+def scan_chunks(phi_q, keys, key_log_mask, v_aug, log_decay, initial, contraction):
     """Chunked causal form on chunk-major ``[chunks, rows, C, ·]`` inputs; returns ``(num_aug, log_ref, state)``.
 
     Query i of a chunk reads ``exp(c_i) ⊙ S_prev + Σ_{j<=i} exp(b_ij) ⊙ φ(k_j)[v_j, 1]ᵀ`` with ``c_i`` the
@@ -78,7 +78,8 @@ def scan_chunks(phi_q, keys, key_log_mask, v_aug, log_decay, initial, precision)
     and does the rest of a chunk's work, so the states are never materialized as one array and a step's matmuls stay
     batched over rows. ``S`` is held transposed, ``[dv+1, F]``: XLA:CPU contracts a chunk's tokens into that
     orientation faster than into ``[F, dv+1]`` (implementation notes in the docs). ``initial = (S [rows, dv+1, F],
-    P [rows, 1, 1])``.
+    P [rows, 1, 1])``; ``contraction``: the keywords of :func:`~rfa.attention.chunk_scores.contract` (precision, and
+    the operand dtype of every matmul: the decays, references and the carried state stay in the inputs' dtype).
     """
     base_k, log_k = keys
     s_k = row_log_scale(log_k)
@@ -87,7 +88,7 @@ def scan_chunks(phi_q, keys, key_log_mask, v_aug, log_decay, initial, precision)
 
     # Everything within a chunk, for all chunks at once: the scores at their own reference (the keys of the
     # chunk), the cumulative decays the carried state is read with, each key's decay to the chunk's end.
-    scores, own_ref = decayed_scores(phi_q, phi_k, log_decay, key_log=s_k[..., 0], precision=precision)  # [.., C]
+    scores, own_ref = decayed_scores(phi_q, phi_k, log_decay, key_log=s_k[..., 0], **contraction)  # [.., C]
     if log_decay is None:
         from_start, to_end = jnp.zeros(s_k.shape[:2] + (1, 1), s_k.dtype), s_k
     else:
@@ -102,12 +103,12 @@ def scan_chunks(phi_q, keys, key_log_mask, v_aug, log_decay, initial, precision)
         ref = ref[..., None]
         chunk_ref = ref[..., -1:, :]
         if state_log.shape[-1] == 1:  # one decay per token: scale the d_v + 1 side, narrower than the F side
-            inter = jnp.einsum("...qf,...df->...qd", phi_q_c, state, precision=precision) * jnp.exp(state_log - ref)
-            kv = jnp.einsum("...kd,...kf->...df", v_c * jnp.exp(to_end_c - chunk_ref), phi_k_c, precision=precision)
+            inter = contract("...qf,...df->...qd", phi_q_c, state, **contraction) * jnp.exp(state_log - ref)
+            kv = contract("...kd,...kf->...df", v_c * jnp.exp(to_end_c - chunk_ref), phi_k_c, **contraction)
         else:
-            inter = jnp.einsum("...qf,...df->...qd", phi_q_c * jnp.exp(state_log - ref), state, precision=precision)
-            kv = jnp.einsum("...kd,...kf->...df", v_c, phi_k_c * jnp.exp(to_end_c - chunk_ref), precision=precision)
-        intra = jnp.einsum("...qk,...kd->...qd", scores_c, v_c, precision=precision)
+            inter = contract("...qf,...df->...qd", phi_q_c * jnp.exp(state_log - ref), state, **contraction)
+            kv = contract("...kd,...kf->...df", v_c, phi_k_c * jnp.exp(to_end_c - chunk_ref), **contraction)
+        intra = contract("...qk,...kd->...qd", scores_c, v_c, **contraction)
         state = state * jnp.exp(state_log[..., -1:, :] - chunk_ref) + kv
         return (state, chunk_ref), (intra + inter, ref)
 
@@ -140,7 +141,7 @@ def causal(call: Call) -> tuple[Array, RecurrentState]:
         kv0, ref0 = initial_rows(call.initial_state, r, fm, phi_q.shape[-1])
         initial = (jnp.swapaxes(kv0, -1, -2), ref0)
     num_aug, log_ref, (kv, log_scale) = scan_chunks(
-        phi_q, keys, key_log_mask, with_ones_column(v), log_decay, initial, call.precision
+        phi_q, keys, key_log_mask, with_ones_column(v), log_decay, initial, call.contraction
     )
     num_aug, log_ref, s_q = (from_chunks(x, length) for x in (num_aug, log_ref[..., None], s_q))
     out = output(call, num_aug, log_ref[..., 0], s_q[..., 0], r.shape)

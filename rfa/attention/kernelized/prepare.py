@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfa._dtypes import computation_dtype
+from rfa._dtypes import check_compute_dtype, computation_dtype
 from rfa._validation import InputError, check_broadcastable_to, check_floating
 from rfa.attention.chunk_scores import later_sums
 from rfa.attention.common import check_causal_lengths, check_qkv
@@ -55,6 +55,8 @@ class Call:
       renormalize: as in :func:`rfa.kernelized_attention`.
       chunk_size: as in :func:`rfa.kernelized_attention`.
       precision: as in :func:`rfa.kernelized_attention`.
+      compute_dtype: the operand dtype of the chunked and bidirectional forms' matmuls, or None (the computation
+        dtype), as in :func:`rfa.kernelized_attention`.
       sequence_axis: the mesh axis splitting the sequence, or None.
     """
 
@@ -74,10 +76,16 @@ class Call:
     renormalize: bool = dataclasses.field(metadata={"static": True})
     chunk_size: int = dataclasses.field(metadata={"static": True})
     precision: object = dataclasses.field(metadata={"static": True})
+    compute_dtype: object = dataclasses.field(metadata={"static": True})
     sequence_axis: str | None = dataclasses.field(metadata={"static": True})
 
     def replace(self, **changes) -> Call:
         return dataclasses.replace(self, **changes)
+
+    @property
+    def contraction(self) -> dict:
+        """The keywords of :func:`rfa.attention.chunk_scores.contract` for the modes' matmuls."""
+        return {"precision": self.precision, "operands": self.compute_dtype}
 
 
 jax.tree_util.register_dataclass(
@@ -180,6 +188,7 @@ def check_call(
     precision,
     sequence_axis,
     relative_bias=None,
+    compute_dtype=None,
 ) -> tuple[Call, MaskPlan]:
     """The checks every mode's call makes, before tracing: the :class:`Call` and the mask's plan."""
     q, k, v = check_qkv(q, k, v)
@@ -214,6 +223,7 @@ def check_call(
         renormalize=renormalize,
         chunk_size=chunk_size,
         precision=precision,
+        compute_dtype=check_compute_dtype(compute_dtype, "kernelized_attention"),
         sequence_axis=sequence_axis,
     )
     return call, plan

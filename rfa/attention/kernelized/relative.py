@@ -27,6 +27,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from rfa.attention.chunk_scores import contract
 from rfa.attention.common import with_ones_column
 from rfa.attention.kernelized.bidirectional import key_reference
 from rfa.attention.kernelized.prepare import Call, merge_rows, output, rows
@@ -77,10 +78,10 @@ def relative(call: Call, *, causal: bool) -> tuple[Array, RecurrentState]:
         kernel = jnp.where(jnp.arange(2 * length - 1) >= length - 1, kernel, 0.0)
     v_aug = with_ones_column(r.v)
     if length < FFT_FROM_LENGTH:  # the L × L weights: fewer operations than F·(dv+1) FFTs at these lengths
-        weights = jnp.einsum("...qf,...kf->...qk", phi_q, phi_k, precision=call.precision) * toeplitz(kernel, length)
-        num_aug = jnp.einsum("...qk,...kd->...qd", weights, v_aug, precision=call.precision)
+        weights = contract("...qf,...kf->...qk", phi_q, phi_k, **call.contraction) * toeplitz(kernel, length)
+        num_aug = contract("...qk,...kd->...qd", weights, v_aug, **call.contraction)
     else:
         sums = toeplitz_sums(kernel, phi_k[..., :, None] * v_aug[..., None, :])  # of the [rows, L, F, dv+1] products
-        num_aug = jnp.einsum("...qf,...qfd->...qd", phi_q, sums, precision=call.precision)
+        num_aug = contract("...qf,...qfd->...qd", phi_q, sums, **call.contraction)
     out = output(call, num_aug, key_ref[..., 0] + bias_max, s_q[..., 0], r.shape)
     return out, None

@@ -58,6 +58,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rfa._dtypes import layer_compute_dtype
 from rfa._validation import InputError
 from rfa.attention.delta_rule import delta_rule_attention, normalized_features
 from rfa.attention.segments import sequence_index
@@ -150,7 +151,7 @@ class DeltaRuleLayer(RandomMap):
         self.key_dim = dk if self.qk_map is None else self.qk_map.num_outputs(o.num_features, dk)
         d, dtype = in_features, jnp.dtype(dtype or jnp.float32)
         self.state_dtype = jnp.promote_types(dtype, jnp.float32)  # float32, or float64 for a float64 layer
-        self.compute_dtype = dtype if dtype.itemsize < 4 else None  # bfloat16 operands of the chunk's matmuls
+        self.compute_dtype = layer_compute_dtype(dtype)  # bfloat16 operands of the chunk's matmuls
         widths = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
         self.q_proj, self.k_proj = (_linear(d, h * dk, **widths) for _ in range(2))
         self.v_proj = _linear(d, hv * dv, **widths)

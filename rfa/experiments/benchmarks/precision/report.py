@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from rfa.experiments.common.report import markdown_table
 
-KINDS = ("deltanet", "gated_deltanet", "kda")
-"""The kinds of ``rfa benchmark precision``: no decay, one decay per token, one per key channel."""
+KINDS = ("deltanet", "gated_deltanet", "kda", "kernelized", "gla")
+"""The kinds of ``rfa benchmark precision``: the delta rule with no decay, one decay per token, one per key channel;
+kernelized attention with positive features and one decay per token, and with elu+1 and one per feature (GLA)."""
 
 
 def table(results: dict) -> str:
