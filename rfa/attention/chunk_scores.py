@@ -169,9 +169,9 @@ def _per_feature(x, y, g, key_log, precision, operands) -> tuple[Array, Array | 
         query_log = query_log - safe[..., None]
         diagonal_log = diagonal_log - safe[..., None, None]
     queries = xs * jnp.exp(jnp.where(reached[..., None, :], query_log + shift[..., None, :], -jnp.inf))
-    carried_queries = queries[..., :, None, :, :] * carry[..., :, :, None, :]  # [..., a, b, i, f]
+    carried_keys = carry[..., :, :, None, :] * keys[..., None, :, :, :]  # [..., a, b, j, f]: key j of b seen from a
     mixed = dict(precision=precision, operands=operands)
-    below = contract("...abif,...bjf->...aibj", carried_queries, keys, **mixed)  # [..., a, i, b, j]
+    below = contract("...aif,...abjf->...aibj", queries, carried_keys, **mixed)  # [..., a, i, b, j]
     diagonal = contract("...aif,...ajf,...aijf->...aij", xs, ys, jnp.exp(diagonal_log), **mixed)
     diagonal = jnp.einsum("...aij,ab->...aibj", diagonal, jnp.eye(num, dtype=diagonal.dtype))
     scores = (below + diagonal).reshape(x.shape[:-2] + (padded, padded))[..., :size, :size]

@@ -97,16 +97,20 @@ def chunked(
         g = to_chunks(log_decay if log_decay.ndim == 3 else log_decay[..., None], chunk)
     # I + diag(β) A with A_ti = Σ_f k_tf k_if exp(b_tif) below the diagonal; the solve reads the strictly lower part
     # only, so the diagonal that the scores hold is never used.
-    system = beta[..., None] * decayed_scores(k, k, g, operands=operands)[0]
-    scores = decayed_scores(q, k, g, operands=operands)[0]  # M
-    if g is None:
-        q_decayed, k_decayed, k_to_end, chunk_decay = q, k, k, jnp.ones((q.shape[0], 1, 1, 1), q.dtype)
-    else:
-        gamma = jnp.exp(jnp.cumsum(g, axis=-2))  # Γ_t
-        q_decayed, k_decayed = gamma * q, gamma * k  # Γ Q, Γ K
-        k_to_end = jnp.exp(later_sums(g)) * k  # Γ_C Γ⁻¹ K
-        chunk_decay = jnp.exp(jnp.sum(g, axis=-2))[..., :, None]  # Γ_C: [N, R, 1 or d_k, 1]
-    solved = solve_unit_lower(system, beta[..., None] * jnp.concatenate([v, k_decayed], axis=-1))
+    # The named scopes mark the parts in a profile (tools/profile_delta_rule.py), backward included.
+    with jax.named_scope("chunk_scores"):
+        system = beta[..., None] * decayed_scores(k, k, g, operands=operands)[0]
+        scores = decayed_scores(q, k, g, operands=operands)[0]  # M
+    with jax.named_scope("chunk_decays"):
+        if g is None:
+            q_decayed, k_decayed, k_to_end, chunk_decay = q, k, k, jnp.ones((q.shape[0], 1, 1, 1), q.dtype)
+        else:
+            gamma = jnp.exp(jnp.cumsum(g, axis=-2))  # Γ_t
+            q_decayed, k_decayed = gamma * q, gamma * k  # Γ Q, Γ K
+            k_to_end = jnp.exp(later_sums(g)) * k  # Γ_C Γ⁻¹ K
+            chunk_decay = jnp.exp(jnp.sum(g, axis=-2))[..., :, None]  # Γ_C: [N, R, 1 or d_k, 1]
+    with jax.named_scope("triangular_solve"):
+        solved = solve_unit_lower(system, beta[..., None] * jnp.concatenate([v, k_decayed], axis=-1))
     tv, w = solved[..., : v.shape[-1]], solved[..., v.shape[-1] :]  # T V, W = T (Γ K)
 
     def mm(spec, a, b):
@@ -118,5 +122,6 @@ def chunked(
         out = mm("...ck,...kv->...cv", q_c, s) + mm("...cj,...jv->...cv", scores_c, u)
         return decay_c * s + mm("...ck,...cv->...kv", k_c, u), out
 
-    state, out = jax.lax.scan(step, state, (tv, w, scores, q_decayed, k_to_end, chunk_decay))
+    with jax.named_scope("state_scan"):
+        state, out = jax.lax.scan(step, state, (tv, w, scores, q_decayed, k_to_end, chunk_decay))
     return from_chunks(out, length), state
