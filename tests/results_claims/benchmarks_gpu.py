@@ -116,8 +116,8 @@ GPU_CLAIMS = [
     ),
     Claim(
         PAGE,
-        "Both chunk targets that the CPU misses are met on the GPU: GLA's chunk is {:.2f}x the form with one decay per "
-        "token at 8192 ({:.2f}x at 4096 on the CPU), KDA's {:.2f}x Gated DeltaNet's ({:.2f}x).",
+        "Both chunk targets are met on the GPU: GLA's chunk is {:.2f}x the form with one decay per token at 8192 "
+        "({:.2f}x at 4096 on the CPU, which misses it), KDA's {:.2f}x Gated DeltaNet's ({:.2f}x).",
         lambda: (
             _gpu_delta_ratio("gla chunked", "gated causal", 8192),
             delta_ratio("gla_over_gated_causal", 4096),
@@ -126,7 +126,7 @@ GPU_CLAIMS = [
         ),
         lambda: (
             _gpu_delta_ratio("gla chunked", "gated causal", 8192) <= 2 < delta_ratio("gla_over_gated_causal", 4096)
-            and _gpu_delta_ratio("kda chunked", "delta chunked", 8192) <= 2 < delta_ratio("kda_over_delta", 4096)
+            and _gpu_delta_ratio("kda chunked", "delta chunked", 8192) <= 2
         ),
     ),
 ]
