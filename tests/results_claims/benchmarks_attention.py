@@ -3,7 +3,17 @@
 
 from collections.abc import Callable
 
-from .common import ATTENTION, ESTIMATOR_COSTS, Claim, attention_case, attention_ratio, data, estimator_cost, shown
+from .common import (
+    ATTENTION,
+    ESTIMATOR_COSTS,
+    Claim,
+    attention_case,
+    attention_ratio,
+    data,
+    estimator_cost,
+    shown,
+    span,
+)
 
 PAGE = "benchmarks.md"
 
@@ -225,7 +235,57 @@ ATTENTION_CLAIMS = [
     ),
 ]
 
-CLAIMS = RELEASE_CLAIMS + GATED_CLAIMS + ATTENTION_CLAIMS
+VERSIONS = "causal_speed_versions_cpu"
+
+
+def _versions(cores: str, case: str) -> dict:
+    return data(VERSIONS)["results"][cores]["summary"][case]
+
+
+def _version_span(cores: str, case: str) -> str:
+    return span(_versions(cores, case)["new_over_old"], "{:.2f}")
+
+
+VERSION_CLAIMS = [
+    Claim(
+        PAGE,
+        "On one core the causal form's time in the later version over the earlier one has a median of {:.2f} over the "
+        "rounds ({}; later slower in {} of {}), the bidirectional form's {:.2f} ({}).",
+        lambda: (
+            _versions("one core", "causal")["new_over_old_median"],
+            _version_span("one core", "causal"),
+            _versions("one core", "causal")["rounds_new_slower"],
+            data(VERSIONS)["config"]["rounds"],
+            _versions("one core", "bidirectional")["new_over_old_median"],
+            _version_span("one core", "bidirectional"),
+        ),
+        lambda: (
+            min(_versions("one core", "causal")["new_over_old"])
+            < 1
+            < max(_versions("one core", "causal")["new_over_old"])
+        ),
+    ),
+    Claim(
+        PAGE,
+        "On two cores the causal form's median is {:.2f} ({}; later slower in {} of {}), the bidirectional form's "
+        "{:.2f} ({}).",
+        lambda: (
+            _versions("two cores", "causal")["new_over_old_median"],
+            _version_span("two cores", "causal"),
+            _versions("two cores", "causal")["rounds_new_slower"],
+            data(VERSIONS)["config"]["rounds"],
+            _versions("two cores", "bidirectional")["new_over_old_median"],
+            _version_span("two cores", "bidirectional"),
+        ),
+        lambda: (
+            min(_versions("two cores", "causal")["new_over_old"])
+            < 1
+            < max(_versions("two cores", "causal")["new_over_old"])
+        ),
+    ),
+]
+
+CLAIMS = RELEASE_CLAIMS + GATED_CLAIMS + ATTENTION_CLAIMS + VERSION_CLAIMS
 
 SETUP = (
     "moved by more than 10%",
