@@ -158,7 +158,7 @@ def check_layer_options(layer: nnx.Module, config: Mapping[str, object] | object
         name, arguments = config["layer"], {key: value for key, value in config.items() if key != "layer"}
     else:
         name, arguments = layer_arguments(config)
-    if not isinstance(layer, FLA_LAYERS[name].layer) if name in FLA_LAYERS else True:
+    if name not in FLA_LAYERS or not isinstance(layer, FLA_LAYERS[name].layer):
         raise InputError(f"fla's {name} cannot load into rfa's {type(layer).__name__}.")
     wanted = rfa_arguments(name, arguments)
     differ = [
