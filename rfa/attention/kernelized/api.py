@@ -51,31 +51,26 @@ def kernelized_attention(
     For every map with ``temperature_scaled`` (all registered ones but elu) q and k are scaled by
     ``d^{-1/4}`` before the map, so that the softmax-kernel maps (trig, positive, hyperbolic, gerf,
     oprf) estimate ``exp(qᵀk/√d)``; the Gaussian maps then estimate ``exp(-|q-k|²/(2√d))`` and relu
-    is Performer's generalized attention. Computation runs in float32 (float64 for float64 inputs) and the output
-    has ``q.dtype``; ``compute_dtype=jnp.bfloat16`` runs the chunked and bidirectional forms' matmuls on bfloat16
-    operands, summed in float32, with the feature maps, the references, the decays and their sums, and the state
-    in float32 (docs/results/precision.md).
+    is Performer's generalized attention. Computation runs in float32 (float64 for float64 inputs), ``compute_dtype``
+    aside, and the output has ``q.dtype``.
 
-    Modes: bidirectional (``is_causal=False``; also cross-attention), chunked causal
-    (``is_causal=True``), recurrent (a causal call on one token with ``initial_state`` and
-    ``return_state=True``: O(F·d_v) per token at any position), prefill (``return_state=True``; the
-    state of keys alone: pass a query of length 0) and reading a state (``initial_state`` with keys
-    of length 0, e.g. cross-attention while decoding).
+    Modes: bidirectional (``is_causal=False``; also cross-attention), chunked causal (``is_causal=True``), recurrent
+    (a causal call on one token with ``initial_state`` and ``return_state=True``: O(F·d_v) per token at any
+    position), prefill (``return_state=True``; the state of keys alone: pass a query of length 0) and reading a state
+    (``initial_state`` with keys of length 0, e.g. cross-attention while decoding).
 
     Args:
       q: ``[batch..., q_len, heads, d_k]``.
       k: ``[batch..., kv_len, heads, d_k]``; kv_len may differ from q_len (cross-attention).
       v: ``[batch..., kv_len, heads, d_v]``.
       estimator: a registered name (``rfa.registered_estimators()``) or an ``Estimator``.
-      projection: ``W`` of shape ``[m, d_k]`` from ``rfa.sample_projection``, shared by all heads;
-        ``None`` for deterministic maps (elu).
+      projection: ``W [m, d_k]`` from ``rfa.sample_projection``, shared by all heads; None for deterministic maps.
       mask: an attention mask of any bool or numeric dtype (nonzero = attend) broadcastable to
         ``[batch..., heads, q_len, kv_len]``, as Flax builds them: key padding (``[..., 1, kv_len]``),
         query ⊗ key padding, or causal ∧ padding (then the chunked causal form runs). Padded queries
         output 0. Other patterns raise a ValueError, traced ones when the compiled call runs (see
         :mod:`rfa.attention.masks`); a float mask with negative entries (additive, 0/-inf) is refused.
-      is_causal: each query attends to keys at or before its position (q_len == kv_len) and to the
-        initial state.
+      is_causal: each query attends to keys at or before its position (q_len == kv_len) and to the initial state.
       log_decay: per-token log-decays ``g <= 0`` broadcastable to ``[batch..., q_len, heads]``
         (causal only): ``S_t = exp(g_t) S_{t-1} + φ(k_t)[v_t, 1]ᵀ``. Gradients flow to it. A gate's
         input weight (``1 - gate`` in gated RFA) is the caller's: fold it into v (and the keys' weight).
@@ -84,19 +79,18 @@ def kernelized_attention(
         The normalizer is only guarded against exactly 0; with trig or Gaussian features it can be
         near 0 or negative, and the output then blows up — the estimator's own behaviour.
       chunk_size: tokens per chunk of the causal form.
-      feature_params: feature-map parameters, e.g. ``{"A": -0.1}`` for gerf; arrays broadcast
-        against ``[batch..., heads, length]`` (e.g. one value per head: ``[heads, 1]``). For oprf,
-        ``phi_sq`` is ``|q + k|²`` of the temperature-scaled inputs (``d^{-1/2}|q + k|²``). Parameters
-        the map fits from data (``fm.fitted``, e.g. oprf's ``phi_sq``) default to ``fm.fit`` of q and
-        k in bidirectional mode without a state and are required otherwise.
+      feature_params: feature-map parameters, e.g. ``{"A": -0.1}`` for gerf; arrays broadcast against ``[batch...,
+        heads, length]`` (e.g. one value per head: ``[heads, 1]``). For oprf, ``phi_sq`` is ``|q + k|²`` of the
+        temperature-scaled inputs (``d^{-1/2}|q + k|²``). Parameters the map fits from data (``fm.fitted``, e.g.
+        oprf's ``phi_sq``) default to ``fm.fit`` of q and k in bidirectional mode without a state, else required.
       precision: ``jax.lax.Precision`` of the contractions.
       initial_state: a :class:`~rfa.attention.RecurrentState` of earlier keys (``[batch..., heads, F,
         d_v + 1]``): every query also attends to them (causal: decayed by the log-decays up to it).
       return_state: also return the state after this call's keys (and the initial state).
-      sequence_axis: inside ``jax.shard_map``, the mesh axis along which the sequence is split: q, k, v
-        are this device's contiguous block (device order is sequence order), the output is this
-        block's, and the state is the whole sequence's (:mod:`rfa.attention.sequence_parallel`). Masks
-        must be key padding (``[..., 1, kv_len]``) of this block; map parameters must be fixed.
+      sequence_axis: inside ``jax.shard_map``, the mesh axis along which the sequence is split: q, k, v are this
+        device's contiguous block (device order is sequence order), the output is this block's, and the state is
+        the whole sequence's (:mod:`rfa.attention.sequence_parallel`). Masks must be key padding
+        (``[..., 1, kv_len]``) of this block; map parameters must be fixed.
       relative_bias: ``b [heads or 1, 2L − 1]``, self-attention only (q_len == kv_len = L): query i weighs key j by
         ``exp(b[L − 1 + i − j]) φ(q_i)ᵀφ(k_j)`` (Luo et al., NeurIPS 2021), bidirectional or causal, computed by FFT
         in O(L log L) per feature and value column (:mod:`rfa.attention.kernelized.relative`, with its round-off).
@@ -105,8 +99,8 @@ def kernelized_attention(
         broadcastable to ``[batch..., L]``, one id per sequence packed in the row (Flax's convention). Each
         sequence is computed as if alone: the state starts fresh at a kept token whose id differs from the last
         kept token's (:mod:`rfa.attention.segments`); ``initial_state`` is the first sequence's.
-      compute_dtype: the operand dtype of every mode's matmuls (the chunk's scores and values, the state's reads and
-        writes, the bidirectional form's sums), or None (the computation's own dtype).
+      compute_dtype: the operand dtype of every mode's matmuls, summed in float32 (``jnp.bfloat16``: the maps, decays
+        and state stay float32; docs/results/precision.md), or None (the computation's own dtype).
 
     Returns:
       ``[batch..., q_len, heads, d_v]`` in ``q.dtype`` (a query with no attended key outputs 0);
