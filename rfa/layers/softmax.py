@@ -22,7 +22,7 @@ Array = jax.Array
 
 def softmax_attention(q, k, v, *, bias=None, mask=None) -> Array:
     """``softmax(QKᵀ/√d + bias) V`` of ``q [batch, q_len, heads, d]`` over ``k, v [batch, kv_len, heads, d]``, ``mask``
-    (True = attend) and ``bias`` broadcastable to ``[batch, heads, q_len, kv_len]``.
+    (True = attend) and ``bias`` broadcastable to ``[batch, heads, q_len, kv_len]``, in the values' dtype.
 
     As ``jax.nn.dot_product_attention``'s XLA path: logits and softmax in float32 from the inputs' dtype, the
     probabilities cast to the values' dtype. Unlike it, float64 inputs stay float64 (its logits are float32) and a
@@ -32,6 +32,11 @@ def softmax_attention(q, k, v, *, bias=None, mask=None) -> Array:
         # XLA:CPU rejects float16 dots asked for float32 results under jit; float32 copies give the same products.
         q, k, v = (x.astype(jnp.float32) for x in (q, k, v))
     check_finite(q=q, k=k, v=v)
+    return _attend(q, k, v, bias, mask).astype(v.dtype)
+
+
+def _attend(q, k, v, bias, mask) -> Array:
+    """:func:`softmax_attention` without its checks, in the computation dtype of ``k`` (float32, float64)."""
     dtype = computation_dtype(k)
     logits = jnp.einsum("bqhd,blhd->bhql", q.astype(k.dtype), k, preferred_element_type=dtype)
     logits = logits / jnp.sqrt(q.shape[-1]).astype(dtype)
@@ -40,7 +45,7 @@ def softmax_attention(q, k, v, *, bias=None, mask=None) -> Array:
     if mask is not None:  # jax.nn's finite stand-in for -inf: a bias added to it cannot overflow
         logits = jnp.where(mask, logits, -0.7 * jnp.finfo(dtype).max)
     probs = jax.nn.softmax(logits, axis=-1).astype(v.dtype)
-    out = jnp.einsum("bhql,blhd->bqhd", probs, v, preferred_element_type=dtype).astype(v.dtype)
+    out = jnp.einsum("bhql,blhd->bqhd", probs, v, preferred_element_type=dtype)
     if mask is None:
         return out
     sees_a_key = jnp.any(jnp.broadcast_to(mask, mask.shape[:2] + (q.shape[1], k.shape[1])), axis=-1)
@@ -48,11 +53,11 @@ def softmax_attention(q, k, v, *, bias=None, mask=None) -> Array:
 
 
 def attend_one(q: Array, k: Array, v: Array, mask: Array, bias: Array | None) -> Array:
-    """:func:`softmax_attention` of one query per batch row: ``q [b, h, d]``, ``k, v [b, L, h, d]``, ``mask [b, L]``,
-    ``bias [b, h, L]`` or None; ``[b, h, d]`` in the computation dtype of the cache (float32, float64)."""
+    """The decoding step's :func:`softmax_attention`, unchecked (a check would read the whole cache each token), one
+    query per batch row: ``q [b, h, d]``, ``k, v [b, L, h, d]``, ``mask [b, L]``, ``bias [b, h, L]`` or None;
+    ``[b, h, d]`` in the computation dtype of the cache (float32, float64)."""
     bias = None if bias is None else bias[:, :, None, :]
-    out = softmax_attention(q[:, None], k, v, bias=bias, mask=mask[:, None, None, :])[:, 0]
-    return out.astype(computation_dtype(k))
+    return _attend(q[:, None], k, v, bias, mask[:, None, None, :])[:, 0]
 
 
 def write(cache: dict, start: Array | int, k: Array, v: Array, keep: Array) -> dict:

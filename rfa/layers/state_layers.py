@@ -94,7 +94,8 @@ class _StateLayer(nnx.Module):
         out, after = self.run(inputs, keep, state, segment_ids)
         if plan.keep_queries is not None:
             keep = keep & jnp.broadcast_to(jnp.any(plan.keep_queries, axis=-2), (batch, length))
-        out = jnp.where(keep[..., None], out, 0.0)  # a token left out as a key is padding as a query too
+        if mask is not None:  # a token left out as a key is padding as a query too
+            out = jnp.where(keep[..., None], out, 0.0)
         return out if state is None else (out, after)
 
 

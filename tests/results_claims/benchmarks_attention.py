@@ -246,42 +246,34 @@ def _version_span(cores: str, case: str) -> str:
     return span(_versions(cores, case)["new_over_old"], "{:.2f}")
 
 
-VERSION_CLAIMS = [
-    Claim(
+def _version_claim(cores: str, text: str) -> Claim:
+    """``text`` filled with the causal and bidirectional forms' later-over-earlier ratios on ``cores``; the claim
+    holds where the causal rounds fall on both sides of 1."""
+    return Claim(
         PAGE,
-        "On one core the causal form's time in the later version over the earlier one has a median of {:.2f} over the "
-        "rounds ({}; later slower in {} of {}), the bidirectional form's {:.2f} ({}).",
+        text,
         lambda: (
-            _versions("one core", "causal")["new_over_old_median"],
-            _version_span("one core", "causal"),
-            _versions("one core", "causal")["rounds_new_slower"],
+            _versions(cores, "causal")["new_over_old_median"],
+            _version_span(cores, "causal"),
+            _versions(cores, "causal")["rounds_new_slower"],
             data(VERSIONS)["config"]["rounds"],
-            _versions("one core", "bidirectional")["new_over_old_median"],
-            _version_span("one core", "bidirectional"),
+            _versions(cores, "bidirectional")["new_over_old_median"],
+            _version_span(cores, "bidirectional"),
         ),
-        lambda: (
-            min(_versions("one core", "causal")["new_over_old"])
-            < 1
-            < max(_versions("one core", "causal")["new_over_old"])
-        ),
+        lambda: min(_versions(cores, "causal")["new_over_old"]) < 1 < max(_versions(cores, "causal")["new_over_old"]),
+    )
+
+
+VERSION_CLAIMS = [
+    _version_claim(
+        "one core",
+        "On one core the causal form's time in the later version over the earlier one has a median of {:.2f} over "
+        "the rounds ({}; later slower in {} of {}), the bidirectional form's {:.2f} ({}).",
     ),
-    Claim(
-        PAGE,
+    _version_claim(
+        "two cores",
         "On two cores the causal form's median is {:.2f} ({}; later slower in {} of {}), the bidirectional form's "
         "{:.2f} ({}).",
-        lambda: (
-            _versions("two cores", "causal")["new_over_old_median"],
-            _version_span("two cores", "causal"),
-            _versions("two cores", "causal")["rounds_new_slower"],
-            data(VERSIONS)["config"]["rounds"],
-            _versions("two cores", "bidirectional")["new_over_old_median"],
-            _version_span("two cores", "bidirectional"),
-        ),
-        lambda: (
-            min(_versions("two cores", "causal")["new_over_old"])
-            < 1
-            < max(_versions("two cores", "causal")["new_over_old"])
-        ),
     ),
 ]
 
