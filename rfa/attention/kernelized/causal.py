@@ -73,10 +73,10 @@ def scan_chunks(phi_q, keys, key_log_mask, v_aug, log_decay, initial, contractio
     one matmul for a decay per token, GLA's secondary chunking for a decay per feature. Query i's reference is
     ``r_i = max(P + max_f c_if, max_{j<=i, f} s_j + b_ijf)``, ``P`` the log-scale of the state entering the chunk,
     so every exponent is <= 0; ``exp(r_i)`` is returned as ``log_ref`` (it cancels when normalized). The state leaves
-    a chunk at the reference of its last token. The scores within each chunk are formed for all chunks at once, at
-    the reference of the chunk's own keys, and rescaled to ``r_i`` in the scan over chunks, which carries ``(S, P)``
-    and does the rest of a chunk's work, so the states are never materialized as one array and a step's matmuls stay
-    batched over rows. ``S`` is held transposed, ``[dv+1, F]``: XLA:CPU contracts a chunk's tokens into that
+    a chunk at the reference of its last token. A scan over chunks carries ``(S, P)`` and does all of a chunk's work:
+    it forms the chunk's scores at the reference of the chunk's own keys and rescales them to ``r_i``, so neither the
+    states nor the ``[chunks, rows, C, C]`` scores are materialized as one array (formed before the scan, the scores
+    cost the causal form 6–7% on one CPU core; the benchmarks page), and a step's matmuls stay batched over rows. ``S`` is held transposed, ``[dv+1, F]``: XLA:CPU contracts a chunk's tokens into that
     orientation faster than into ``[F, dv+1]`` (implementation notes in the docs). ``initial = (S [rows, dv+1, F],
     P [rows, 1, 1])``; ``contraction``: the keywords of :func:`~rfa.attention.chunk_scores.contract` (precision, and
     the operand dtype of every matmul: the decays, references and the carried state stay in the inputs' dtype).
@@ -86,9 +86,7 @@ def scan_chunks(phi_q, keys, key_log_mask, v_aug, log_decay, initial, contractio
     phi_k = features_at(base_k, log_k, s_k)
     s_k = s_k + key_log_mask  # -inf: left out (padding, or the tail of the last chunk)
 
-    # Everything within a chunk, for all chunks at once: the scores at their own reference (the keys of the
-    # chunk), the cumulative decays the carried state is read with, each key's decay to the chunk's end.
-    scores, own_ref = decayed_scores(phi_q, phi_k, log_decay, key_log=s_k[..., 0], **contraction)  # [.., C]
+    # The cumulative decays the carried state is read with, each key's decay to the chunk's end.
     if log_decay is None:
         from_start, to_end = jnp.zeros(s_k.shape[:2] + (1, 1), s_k.dtype), s_k
     else:
@@ -96,7 +94,8 @@ def scan_chunks(phi_q, keys, key_log_mask, v_aug, log_decay, initial, contractio
 
     def chunk_step(carry, chunk):
         state, log_scale = carry
-        phi_q_c, phi_k_c, v_c, scores_c, own_c, from_start_c, to_end_c = chunk
+        phi_q_c, phi_k_c, v_c, s_k_c, g_c, from_start_c, to_end_c = chunk
+        scores_c, own_c = decayed_scores(phi_q_c, phi_k_c, g_c, key_log=s_k_c[..., 0], **contraction)  # [rows, C]
         state_log = log_scale + from_start_c  # P + c_if, [rows, C, 1 or F]
         ref = jax.lax.stop_gradient(jnp.maximum(own_c, jnp.max(state_log, axis=-1)))  # r_i, [rows, C]
         scores_c = scores_c * jnp.exp(jnp.where(jnp.isfinite(own_c), own_c - ref, -jnp.inf))[..., None]
@@ -118,7 +117,7 @@ def scan_chunks(phi_q, keys, key_log_mask, v_aug, log_decay, initial, contractio
             jnp.zeros((num_rows, v_aug.shape[-1], phi_q.shape[-1]), jnp.result_type(phi_q, v_aug)),
             jnp.full((num_rows, 1, 1), LOWEST, s_k.dtype),
         )
-    chunks = (phi_q, phi_k, v_aug, scores, own_ref, from_start, to_end)
+    chunks = (phi_q, phi_k, v_aug, s_k, log_decay, from_start, to_end)
     final, (num_aug, log_ref) = jax.lax.scan(chunk_step, initial, chunks)
     return num_aug, log_ref[..., 0], final
 
