@@ -5,14 +5,17 @@ Each version is checked out in a git worktree of its own and timed in a fresh pr
 swapped every round), on one core (``taskset -c 0``) and on two: forward and backward of
 ``rfa.kernelized_attention`` with positive features, causal and bidirectional, at B = 1, H = 8, d = 64, m = 256
 (the shapes of ``rfa benchmark attention``), the median of ``--repeats`` calls per process. A drift of the machine
-falls on both versions alike; one round gives one ratio, and the rounds give their spread. Writes
-``results/causal_speed_versions_cpu.json``.
+falls on both versions alike; one round gives one ratio, and the rounds give their spread: the geometric mean of the
+ratios with its 95% interval (a one-sample t on their logarithms, :func:`rfa.experiments.common.spread.compare`).
+Writes ``results/causal_speed_versions_cpu.json`` (or ``--output``); ``--append`` adds the new rounds to the rounds
+that file holds for the same two commits and shapes.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import pathlib
 import statistics
@@ -66,10 +69,16 @@ def time_version(tree: pathlib.Path, cores: str, length: int, repeats: int) -> d
 
 
 def summary(rounds: list[dict], old: str, new: str) -> dict:
+    from rfa.experiments.common.spread import compare
+
     out = {}
     for case in ("causal", "bidirectional"):
         ratios = [r[new][case] / r[old][case] for r in rounds]
+        logs = compare({i: math.log(x) for i, x in enumerate(ratios)}, 0.0)
         out[case] = {
+            "new_over_old_geometric_mean": math.exp(logs.difference),
+            "new_over_old_interval": [math.exp(logs.low), math.exp(logs.high)],
+            "new_over_old_p": logs.p,
             "median_ms": {v: statistics.median(r[v][case] for r in rounds) for v in (old, new)},
             "new_over_old": ratios,
             "new_over_old_median": statistics.median(ratios),
@@ -88,6 +97,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--length", type=int, default=8192)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--output", type=pathlib.Path, default=OUTPUT)
+    parser.add_argument("--append", action="store_true", help="add the rounds to those the output file holds")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from rfa.experiments.common.timing import environment
@@ -99,13 +110,22 @@ def main() -> None:
         for name, c in (("old", args.old), ("new", args.new))
     }
     old, new = commits["old"], commits["new"]
+    config = {"length": args.length, "batch": 1, "heads": 8, "head_dim": 64, "num_features": 256}
+    config |= {"repeats": args.repeats, "old": old, "new": new}
+    earlier = {label: [] for label in CORES}
+    if args.append:
+        committed = json.loads(args.output.read_text())
+        same = {name: value for name, value in committed["config"].items() if name != "rounds"}
+        if same != config:
+            sys.exit(f"--append: {args.output} holds the rounds of {same}, not of {config}")
+        earlier = {label: committed["results"][label]["rounds"] for label in CORES}
     results = {}
     with tempfile.TemporaryDirectory() as parent:
         trees = {c: worktree(c, pathlib.Path(parent)) for c in (old, new)}
         try:
             for label, cores in CORES.items():
-                rounds = []
-                for i in range(args.rounds):
+                rounds = list(earlier[label])
+                for i in range(len(rounds), len(rounds) + args.rounds):
                     order = (old, new) if i % 2 == 0 else (new, old)
                     rounds.append({c: time_version(trees[c], cores, args.length, args.repeats) for c in order})
                     print(label, i, json.dumps(rounds[-1]), flush=True)
@@ -114,22 +134,12 @@ def main() -> None:
             for tree in trees.values():
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
     out = {
-        "config": {
-            "length": args.length,
-            "batch": 1,
-            "heads": 8,
-            "head_dim": 64,
-            "num_features": 256,
-            "repeats": args.repeats,
-            "rounds": args.rounds,
-            "old": old,
-            "new": new,
-        },
+        "config": config | {"rounds": len(results["one core"]["rounds"])},
         "results": results,
         "environment": environment(),
     }
-    OUTPUT.write_text(json.dumps(out, indent=1) + "\n")
-    print(f"wrote {OUTPUT}")
+    args.output.write_text(json.dumps(out, indent=1) + "\n")
+    print(f"wrote {args.output}")
 
 
 if __name__ == "__main__":

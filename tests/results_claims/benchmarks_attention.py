@@ -235,45 +235,88 @@ ATTENTION_CLAIMS = [
     ),
 ]
 
-VERSIONS = "causal_speed_versions_cpu"
+# tools/interleaved_versions.py's three comparisons: the loss, the fix, and the fixed version against the earlier one
+LOSS, FIX, AFTER_FIX = "causal_speed_versions_cpu", "causal_speed_fix_cpu", "causal_speed_after_fix_cpu"
 
 
-def _versions(cores: str, case: str) -> dict:
-    return data(VERSIONS)["results"][cores]["summary"][case]
+def _versions(name: str, cores: str, case: str) -> dict:
+    return data(name)["results"][cores]["summary"][case]
 
 
-def _version_span(cores: str, case: str) -> str:
-    return span(_versions(cores, case)["new_over_old"], "{:.2f}")
+def _version_claim(name: str, cores: str, text: str, holds: Callable[[float, float], bool]) -> Claim:
+    """``text`` filled from ``results/<name>.json`` on ``cores``: the causal form's later-over-earlier time (geometric
+    mean over the rounds, its 95% interval, the rounds the later version was slower in, the rounds), then the
+    bidirectional form's mean and interval; the claim holds where ``holds(low, high)`` of the causal interval."""
 
+    def ratio(case: str) -> dict:
+        return _versions(name, cores, case)
 
-def _version_claim(cores: str, text: str) -> Claim:
-    """``text`` filled with the causal and bidirectional forms' later-over-earlier ratios on ``cores``; the claim
-    holds where the causal rounds fall on both sides of 1."""
     return Claim(
         PAGE,
         text,
         lambda: (
-            _versions(cores, "causal")["new_over_old_median"],
-            _version_span(cores, "causal"),
-            _versions(cores, "causal")["rounds_new_slower"],
-            data(VERSIONS)["config"]["rounds"],
-            _versions(cores, "bidirectional")["new_over_old_median"],
-            _version_span(cores, "bidirectional"),
+            ratio("causal")["new_over_old_geometric_mean"],
+            span(ratio("causal")["new_over_old_interval"], "{:.2f}"),
+            ratio("causal")["rounds_new_slower"],
+            data(name)["config"]["rounds"],
+            ratio("bidirectional")["new_over_old_geometric_mean"],
+            span(ratio("bidirectional")["new_over_old_interval"], "{:.2f}"),
         ),
-        lambda: min(_versions(cores, "causal")["new_over_old"]) < 1 < max(_versions(cores, "causal")["new_over_old"]),
+        lambda: holds(*ratio("causal")["new_over_old_interval"]),
     )
+
+
+def _slower(low: float, high: float) -> bool:
+    return low > 1
+
+
+def _faster(low: float, high: float) -> bool:
+    return high < 1
+
+
+def _not_separated(low: float, high: float) -> bool:
+    return low < 1 < high
 
 
 VERSION_CLAIMS = [
     _version_claim(
+        LOSS,
         "one core",
-        "On one core the causal form's time in the later version over the earlier one has a median of {:.2f} over "
-        "the rounds ({}; later slower in {} of {}), the bidirectional form's {:.2f} ({}).",
+        "On one core the causal form's time in c3758bf over d3d8aaf's has a geometric mean of {:.2f} (95% interval "
+        "{}; c3758bf slower in {} of {} rounds), the bidirectional form's {:.2f} ({}).",
+        _slower,
     ),
     _version_claim(
+        LOSS,
         "two cores",
-        "On two cores the causal form's median is {:.2f} ({}; later slower in {} of {}), the bidirectional form's "
-        "{:.2f} ({}).",
+        "On two cores the causal form's is {:.2f} ({}; slower in {} of {}), the bidirectional form's {:.2f} ({}).",
+        _slower,
+    ),
+    _version_claim(
+        FIX,
+        "one core",
+        "On one core the causal form's time in a43cc02 over c3758bf's has a geometric mean of {:.2f} ({}; a43cc02 "
+        "slower in {} of {} rounds), the bidirectional form's {:.2f} ({}).",
+        _faster,
+    ),
+    _version_claim(
+        FIX,
+        "two cores",
+        "On two cores the causal form's is {:.2f} ({}; slower in {} of {}), the bidirectional form's {:.2f} ({}).",
+        _faster,
+    ),
+    _version_claim(
+        AFTER_FIX,
+        "one core",
+        "On one core the causal form's time in a43cc02 over d3d8aaf's has a geometric mean of {:.2f} ({}; a43cc02 "
+        "slower in {} of {} rounds), the bidirectional form's {:.2f} ({}).",
+        _not_separated,
+    ),
+    _version_claim(
+        AFTER_FIX,
+        "two cores",
+        "On two cores the causal form's is {:.2f} ({}; slower in {} of {}), the bidirectional form's {:.2f} ({}).",
+        _not_separated,
     ),
 ]
 

@@ -76,8 +76,9 @@ def scan_chunks(phi_q, keys, key_log_mask, v_aug, log_decay, initial, contractio
     a chunk at the reference of its last token. A scan over chunks carries ``(S, P)`` and does all of a chunk's work:
     it forms the chunk's scores at the reference of the chunk's own keys and rescales them to ``r_i``, so neither the
     states nor the ``[chunks, rows, C, C]`` scores are materialized as one array (formed before the scan, the scores
-    cost the causal form 6–7% on one CPU core; the benchmarks page), and a step's matmuls stay batched over rows. ``S`` is held transposed, ``[dv+1, F]``: XLA:CPU contracts a chunk's tokens into that
-    orientation faster than into ``[F, dv+1]`` (implementation notes in the docs). ``initial = (S [rows, dv+1, F],
+    cost the causal form 6–7% on the project's CPU; the benchmarks page), and a step's matmuls stay batched over
+    rows. ``S`` is held transposed, ``[dv+1, F]``: XLA:CPU contracts a chunk's tokens into that orientation faster
+    than into ``[F, dv+1]`` (implementation notes in the docs). ``initial = (S [rows, dv+1, F],
     P [rows, 1, 1])``; ``contraction``: the keywords of :func:`~rfa.attention.chunk_scores.contract` (precision, and
     the operand dtype of every matmul: the decays, references and the carried state stay in the inputs' dtype).
     """
