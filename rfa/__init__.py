@@ -3,40 +3,49 @@
 Functional primitives (projections, feature maps, kernel estimators, closed-form theory, exact and
 kernelized attention) that work under ``jit``, ``vmap`` and ``grad``. See the documentation (``docs/``, ``make docs``).
 
-``import rfa`` imports the core (jax, flax, numpy). The subpackages built on it, ``rfa.models``, ``rfa.tasks``,
-``rfa.data`` and ``rfa.train``, are imported when first used (``rfa.train.weight_decay_mask`` after a plain ``import
-rfa``), as numpy and scipy do with theirs, so the core never imports the extras that ``rfa.data``, ``rfa.tasks`` and
-``rfa.train`` need (``pip install 'rfa[train]'``).
+``import rfa`` imports nothing yet: each name below, and each subpackage, is imported when first used
+(``rfa.kernelized_attention`` imports the core, jax, flax and numpy; ``rfa.train.weight_decay_mask`` after a plain
+``import rfa`` imports ``rfa.train``), as numpy and scipy do with their subpackages. So the ``rfa`` command answers
+``rfa --help`` and re-executes itself with huge pages (``rfa.experiments.common.host_memory``) before it has paid for
+JAX, and the core never imports the extras that ``rfa.data``, ``rfa.tasks`` and ``rfa.train`` need (``pip install
+'rfa[train]'``).
 """
 
-from rfa import attention, checks, layers, linen, nnx
-from rfa._validation import InputError, InputTypeError
-from rfa.attention import (
-    kernelized_attention,
-    renormalize,
-    softmax_attention,
-    unnormalized_softmax_attention,
-)
-from rfa.layers import make_attention_fn
-from rfa.random_features import (
-    Estimator,
-    FeatureMap,
-    Param,
-    estimate_gaussian_kernel,
-    estimate_softmax_kernel,
-    estimator,
-    feature_map,
-    gaussian_kernel,
-    optimal_gerf_parameter,
-    register_estimator,
-    register_feature_map,
-    registered_estimators,
-    registered_feature_maps,
-    sample_phases,
-    sample_projection,
-    softmax_kernel,
-    theory,
-)
+_CORE_SUBPACKAGES = ("attention", "checks", "layers", "linen", "nnx")
+"""The core's subpackages, imported on first use like every name below."""
+
+_EXPORTS = {  # name: the module that defines it
+    "InputError": "rfa._validation",
+    "InputTypeError": "rfa._validation",
+    "kernelized_attention": "rfa.attention",
+    "renormalize": "rfa.attention",
+    "softmax_attention": "rfa.attention",
+    "unnormalized_softmax_attention": "rfa.attention",
+    "make_attention_fn": "rfa.layers",
+    **dict.fromkeys(
+        (
+            "Estimator",
+            "FeatureMap",
+            "Param",
+            "estimate_gaussian_kernel",
+            "estimate_softmax_kernel",
+            "estimator",
+            "feature_map",
+            "gaussian_kernel",
+            "optimal_gerf_parameter",
+            "register_estimator",
+            "register_feature_map",
+            "registered_estimators",
+            "registered_feature_maps",
+            "sample_phases",
+            "sample_projection",
+            "softmax_kernel",
+            "theory",
+        ),
+        "rfa.random_features",
+    ),
+}
+"""The top-level names, each read from its module on first use."""
 
 __version__ = "0.3.0.dev0"
 
@@ -45,9 +54,15 @@ _SUBPACKAGES = {"models": None, "tasks": "data", "data": "data", "train": "train
 
 
 def __getattr__(name: str):
-    """``rfa.models``, ``rfa.tasks``, ``rfa.data``, ``rfa.train``: imported on first use (a missing extra is named)."""
+    """The names of ``__all__`` and the subpackages, imported on first use (a missing extra is named)."""
     import importlib
 
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    if name in _CORE_SUBPACKAGES:
+        return importlib.import_module(f"rfa.{name}")
     if name not in _SUBPACKAGES:
         raise AttributeError(f"module 'rfa' has no attribute {name!r}")
     try:
@@ -61,37 +76,7 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_SUBPACKAGES})
+    return sorted({*globals(), *__all__, *_SUBPACKAGES})
 
 
-__all__ = [
-    "Estimator",
-    "FeatureMap",
-    "InputError",
-    "InputTypeError",
-    "Param",
-    "attention",
-    "checks",
-    "estimate_gaussian_kernel",
-    "estimate_softmax_kernel",
-    "estimator",
-    "feature_map",
-    "gaussian_kernel",
-    "kernelized_attention",
-    "layers",
-    "linen",
-    "make_attention_fn",
-    "nnx",
-    "optimal_gerf_parameter",
-    "register_estimator",
-    "register_feature_map",
-    "registered_estimators",
-    "registered_feature_maps",
-    "renormalize",
-    "sample_phases",
-    "sample_projection",
-    "softmax_attention",
-    "softmax_kernel",
-    "theory",
-    "unnormalized_softmax_attention",
-]
+__all__ = sorted([*_EXPORTS, *_CORE_SUBPACKAGES])

@@ -100,8 +100,12 @@ def test_the_command_answers_help_with_status_0(venv, tmp_path):
     that pays rfa's start-up. Each subcommand's --help is absl's, whose status 0 rfa.experiments.common.cli.run_main
     sees to for every command (tests/experiments/test_sweep.py); ``rfa train`` from the wheel runs in the test below,
     and a wrong subcommand's message and status are tests/experiments/test_command.py's (the same code as the
-    wheel's)."""
-    _, bin_dir, *_ = venv
+    wheel's). The command's module imports neither JAX nor NumPy: ``rfa --help`` answers, and a subcommand
+    re-executes itself with huge pages, before the 3 s of JAX's import (``import rfa`` is lazy)."""
+    python, bin_dir, *_ = venv
+    code = "import sys, rfa.experiments.command; print(sorted({'jax', 'flax', 'numpy'} & set(sys.modules)))"
+    light = _run([str(python), "-c", code], tmp_path)
+    assert light.returncode == 0 and light.stdout.strip() == "[]", light.stdout + light.stderr[-2000:]
     rfa = str(bin_dir / "rfa")
     for args in (["--help"], ["benchmark", "--help"], ["study", "recall", "--help"], ["configs"]):
         done = _run([rfa, *args], tmp_path)
