@@ -100,6 +100,53 @@ def run_module(*args, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, **kwargs)
 
 
+_IN_TURN = r"""
+import importlib.util, json, os, runpy, sys
+from absl import flags
+end = sys.argv[2]
+for module, *args in json.loads(sys.argv[1]):
+    sys.argv = [module, *args]  # runpy sets sys.argv[0] to the module's file while it runs
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)  # what python -m MODULE ARGS runs
+        status = 0
+    except SystemExit as exit_:  # as the interpreter ends on one: a message goes to stderr, with status 1
+        status = 0 if exit_.code is None else exit_.code if isinstance(exit_.code, int) else 1
+        if isinstance(exit_.code, str):
+            print(exit_.code, file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        print(f"\n{end} {status}", file=stream, flush=True)
+    # the command's own flags (registered under its file, as __main__'s are: a package's __main__.py) go, with the
+    # overrides of a config flag (--config.task, registered as they are parsed): the next command defines its own
+    spec = importlib.util.find_spec(module)
+    main = os.path.join(os.path.dirname(spec.origin), "__main__.py") if spec.submodule_search_locations else spec.origin
+    own = {flag.name for flag in flags.FLAGS.flags_by_module_dict().get(main, [])}
+    for name in [name for name in flags.FLAGS if name in own or name.split(".")[0] in own]:
+        delattr(flags.FLAGS, name)
+"""
+_END = "rfa-tests: the command ended with status"
+
+
+def run_in_turn(commands: list[list[str]], **kwargs) -> list[subprocess.CompletedProcess]:
+    """Runs each ``[module, *flags]`` of ``commands`` as ``python -m module *flags`` would (``runpy``, ``__main__``,
+    its own ``sys.argv`` and flags), in turn in one subprocess from the checkout's root: separate subprocesses would
+    pay Python's, JAX's and rfa's start-up each, about 4 s of CPU. Each command's exit status, stdout and stderr, in
+    order. An exception that is not ``SystemExit`` ends the subprocess there and fails the test with its traceback."""
+    done = subprocess.run(
+        [sys.executable, "-c", _IN_TURN, json.dumps(commands), _END],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        **kwargs,
+    )
+    assert done.returncode == 0, done.stderr[-6000:]
+    outs, errs = (re.split(rf"\n{_END} (-?\d+)\n", text)[:-1] for text in (done.stdout, done.stderr))
+    assert len(outs) == len(errs) == 2 * len(commands), done.stderr[-6000:]
+    return [
+        subprocess.CompletedProcess([sys.executable, "-m", *command], int(status), out, err)
+        for command, out, err, status in zip(commands, outs[::2], errs[::2], errs[1::2], strict=True)
+    ]
+
+
 def lines(text: str) -> list[str]:
     """The non-blank lines of ``text`` (progress bars' carriage returns split lines too)."""
     return [line for line in re.split(r"[\r\n]+", text) if line.strip()]

@@ -1,51 +1,21 @@
 """Every benchmark runs as a user runs it, at smoke sizes, and writes its JSON and figure (split from
 test_runner.py so that the two halves run on both test workers).
 
-The twelve command lines run in turn in one subprocess (``IN_TURN``), each as ``python -m MODULE FLAGS`` runs it
-(``runpy``, ``__main__``, its own ``sys.argv`` and flags): twelve subprocesses would pay Python's, JAX's and rfa's
-start-up twelve times, about 3 s of CPU each. A command that fails (an exception, a non-zero exit) ends the
-subprocess there, with its traceback in the assertion's message."""
+The twelve command lines run in turn in one subprocess (:func:`helpers.run_in_turn`), each as ``python -m MODULE
+FLAGS`` runs it: twelve subprocesses would pay Python's, JAX's and rfa's start-up twelve times. An exception ends
+the subprocess there, with its traceback in the assertion's message; every command must exit with status 0."""
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-IN_TURN = """
-import importlib.util, json, os, runpy, sys
-from absl import flags
-for module, *args in json.loads(sys.argv[1]):
-    sys.argv = [module, *args]  # runpy sets sys.argv[0] to the module's file while it runs
-    try:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)  # what python -m MODULE ARGS runs
-    except SystemExit as exit_:
-        if exit_.code not in (None, 0):
-            raise
-    # the command's own flags (registered under its file, as __main__'s are: a benchmark package's __main__.py)
-    # go: the next command defines its own
-    spec = importlib.util.find_spec(module)
-    main = os.path.join(os.path.dirname(spec.origin), "__main__.py") if spec.submodule_search_locations else spec.origin
-    for flag in list(flags.FLAGS.flags_by_module_dict().get(main, [])):
-        delattr(flags.FLAGS, flag.name)
-"""
-
-
-def run_in_turn(commands: list[list[str]]) -> None:
-    """Runs each ``[module, *flags]`` of ``commands`` as ``python -m module *flags`` would, in one subprocess."""
-    result = subprocess.run(
-        [sys.executable, "-c", IN_TURN, json.dumps(commands)], cwd=REPO, capture_output=True, text=True
-    )
-    assert result.returncode == 0, result.stderr[-6000:]
+from helpers import run_in_turn
 
 
 @pytest.mark.slow
 def test_benchmarks_write_json(tmp_path, data_dir):
     benchmark = "rfa.experiments.benchmarks."
-    run_in_turn(
+    ran = run_in_turn(
         [
             [
                 benchmark + "attention",
@@ -130,6 +100,8 @@ def test_benchmarks_write_json(tmp_path, data_dir):
             ],
         ]
     )
+    for done in ran:
+        assert done.returncode == 0, done.stderr[-6000:]
     attention = json.loads((tmp_path / "attention.json").read_text())
     assert [r["length"] for r in attention["results"]] == [64]
     assert attention["environment"]["xla_flags"] == os.environ.get("XLA_FLAGS")  # what the compiler was told

@@ -4,10 +4,9 @@ import importlib.util
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
+from helpers import run_in_turn
 
 from rfa import workdir
 from rfa.configs.common import sweep_config
@@ -174,22 +173,13 @@ def test_write_atomic_interrupted_mid_write_leaves_the_old_file(tmp_path, monkey
 
 @pytest.mark.slow
 def test_command_line_rejects_a_misspelt_override(tmp_path):
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rfa.experiments.sweep",
-            "--config=performer_fig2:quick",
-            "--config.repetiton=5",
-            f"--workdir={tmp_path}",
-        ],
-        capture_output=True,
-        text=True,
+    sweep = "rfa.experiments.sweep"
+    result, helped = run_in_turn(
+        [[sweep, "--config=performer_fig2:quick", "--config.repetiton=5", f"--workdir={tmp_path}"], [sweep, "--help"]]
     )
     assert result.returncode != 0
     assert "repetiton" in result.stderr
     assert not os.listdir(tmp_path)
-    helped = subprocess.run([sys.executable, "-m", "rfa.experiments.sweep", "--help"], capture_output=True, text=True)
     assert helped.returncode == 0 and "--workdir" in helped.stdout  # absl's own --help exits 1
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 from flax import nnx
-from helpers import lines, non_progress_lines, run_module
+from helpers import lines, non_progress_lines, run_in_turn
 
 from rfa.configs.tasks import digits_swin, listops, pathfinder_vit, python_source, sort
 from rfa.tasks import eval_batches, get_task
@@ -488,18 +488,17 @@ def test_eight_devices_match_one_device(sort_run, data_dir, tmp_path):
 def test_decode_answers_inputs_from_the_command_line_and_a_file(sort_run, tmp_path):
     workdir = sort_run[1]
     (tmp_path / "inputs.txt").write_text("dcba\nhello\n")
-    for extra in ([], ["--beam_size", "2"]):
-        done = run_module(
-            "rfa.experiments.decode",
-            "--workdir",
-            workdir,
-            "--input",
-            "abc",
-            "--input_file",
-            str(tmp_path / "inputs.txt"),
-            *extra,
-            check=True,
-        )
+    decode = [
+        "rfa.experiments.decode",
+        "--workdir",
+        workdir,
+        "--input",
+        "abc",
+        "--input_file",
+        f"{tmp_path}/inputs.txt",
+    ]
+    for done in run_in_turn([decode, [*decode, "--beam_size", "2"]]):  # greedy, then beam search
+        assert done.returncode == 0, done.stderr
         lines = done.stdout.splitlines()
         assert [line.split("\t")[0] for line in lines] == ["abc", "dcba", "hello"]
         assert all(len(line.split("\t")) == 2 for line in lines)
