@@ -12,7 +12,7 @@ import sys
 import time
 
 import pytest
-from helpers import non_progress_lines, own_estimators
+from helpers import non_progress_lines, own_estimators, run_module
 
 from rfa import registered_estimators
 from rfa.configs.sweeps import performer_fig2 as fig2_config
@@ -311,8 +311,10 @@ def test_kill_9_loses_no_finished_cell_and_resuming_gives_the_uninterrupted_numb
     assert 20 <= len(finished) < 6 * 10, "the run should be killed half-way"
     for path in finished:
         json.loads(path.read_text())  # every file there is complete
+    config = _config("performer_lemma2")  # the command's config; resumed and run whole in this process
+    config.estimators, config.num_features = ("positive",), (2, 4, 8, 16, 32, 64)
     for workdir in ("killed", "uninterrupted"):
-        subprocess.run([*command, f"--workdir={tmp_path / workdir}"], cwd=REPO, check=True, capture_output=True)
+        runner.run(config, str(tmp_path / workdir), progress=False)
     resumed, whole = (json.loads((tmp_path / w / "results.json").read_text()) for w in ("killed", "uninterrupted"))
     for record in resumed + whole:
         record.pop("seconds")
@@ -343,17 +345,12 @@ def test_main_job_command_prints_verdicts_and_where_the_reports_are_without_libr
 
 @pytest.mark.slow
 def test_command_line_refuses_a_workdir_of_another_config(tmp_path):
-    base = [sys.executable, "-m", "rfa.experiments.sweep", "--config=performer_fig2:quick"]
-    base.append(f"--workdir={tmp_path}")
-    first = ["--config.geometry.norms=(1.0,)", "--config.geometry.angles=(90.0,)"]
-    subprocess.run([*base, *first], cwd=REPO, check=True, capture_output=True)
+    config = fig2_config.get_config("quick")  # the command's config below, with 1.0 in place of its norm 2.0
+    config.geometry.norms, config.geometry.angles = (1.0,), (90.0,)
+    runner.run(config, str(tmp_path), progress=False)  # in this process: the main job compiled its programs here
     before = sorted(p.name for p in (tmp_path / "cells").iterdir())
-    result = subprocess.run(
-        [*base, "--config.geometry.norms=(2.0,)", "--config.geometry.angles=(90.0,)"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-    )
+    overrides = ["--config.geometry.norms=(2.0,)", "--config.geometry.angles=(90.0,)"]
+    result = run_module("rfa.experiments.sweep", "--config=performer_fig2:quick", f"--workdir={tmp_path}", *overrides)
     assert result.returncode == 1
     assert "holds results of a different config" in result.stderr and "geometry.norms" in result.stderr
     assert sorted(p.name for p in (tmp_path / "cells").iterdir()) == before
