@@ -41,6 +41,7 @@ SLOW = {
     "rfa.tasks.batches",
     "rfa.attention.kernelized.api",
     "rfa.layers.attention_fn",
+    "rfa.layers.linen_state_layers",
     "rfa.attention.naive",
     "rfa.models.swin",
     "rfa.models.vision",

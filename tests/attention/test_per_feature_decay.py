@@ -68,8 +68,14 @@ def compiled(name, form):
     return jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3), has_aux=True))
 
 
-@pytest.mark.parametrize("form", ["chunked", "recurrent", "continued"])
-@pytest.mark.parametrize("name", list(MAPS))
+@pytest.mark.parametrize(  # the fast tier: every form of positive features, one of elu+1's
+    "name, form",
+    tiered(
+        [(n, f) for n in MAPS for f in ("chunked", "recurrent", "continued")],
+        {("positive", "chunked"), ("positive", "recurrent"), ("positive", "continued"), ("elu", "chunked")},
+        ids=[f"{n}-{f}" for n in MAPS for f in ("chunked", "recurrent", "continued")],
+    ),
+)
 def test_outputs_states_and_gradients_equal_the_float64_reference(name, form):
     g, G = decays(name), normal(5, (B, L, H, D))
     (_, (out, state)), grads = compiled(name, form)(Q, K, V, g, G)
