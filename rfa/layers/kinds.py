@@ -40,6 +40,7 @@ class SiteWidths:
     """What a site's layer reads of its model (a model's come from ``EncoderConfig.at_site``; a drop-in layer such as
     ``rfa.nnx.GatedLinearAttention`` makes its own from its arguments): the widths, the dtype, the positions (with
     ``cross_rotary``: cross-attention rotates its queries and keys too), and the mesh axis that splits the sequence.
+    ``head_width`` sets a head's width apart from ``d_model / num_heads``.
 
     Example:
       >>> SiteWidths(d_model=32, num_heads=4).head_dim
@@ -55,10 +56,13 @@ class SiteWidths:
     relative_buckets: int = 32
     relative_max_distance: int = 128
     cross_rotary: bool = False
+    head_width: int | None = None
 
     @property
     def head_dim(self) -> int:
-        return self.d_model // self.num_heads
+        """A head's width: ``head_width`` where the site sets one (Qwen3's 128 at d_model 1024 and 16 heads), else
+        ``d_model / num_heads``."""
+        return self.head_width or self.d_model // self.num_heads
 
     def rotary(self, cross: bool) -> bool:
         """Whether a site rotates its queries and keys by their positions."""

@@ -20,11 +20,15 @@ import jax.numpy as jnp
 from flax import nnx
 
 from rfa._dtypes import computation_dtype
-from rfa._validation import InputError, InputTypeError
-from rfa.layers.kinds import KindOptions, SiteWidths, check_int
+from rfa._validation import InputError
+from rfa.layers.kinds import KindOptions, SiteWidths, check_bool, check_int
+from rfa.layers.norms import RMSNorm
 from rfa.layers.positional import rotate
 
 Array = jax.Array
+
+
+QK_NORMS = (None, "rms", "zero_centered")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -40,27 +44,54 @@ class HeadsOptions(KindOptions):
         projection (gated attention, as Qwen3-Next's full-attention layers; Qiu et al., "Gated Attention for Large
         Language Models", 2025).
       rope_base: the rotary base of the site's positions (a model with ``positional="rotary"``).
+      head_dim: a head's width; None: ``d_model / num_heads``. Qwen3's heads are wider than that (128 at d_model
+        1024 and 16 heads).
+      qk_norm: an RMSNorm (ε = ``qk_norm_eps``) over each query and key head before the rotation, as Qwen3's
+        ``q_norm`` and ``k_norm`` (Dehghani et al., "Scaling Vision Transformers to 22 Billion Parameters", ICML
+        2023): ``"rms"`` (scale ``w``) or ``"zero_centered"`` (scale ``1 + w``: Qwen3.5's, Qwen3-Next's); None: none.
+      rotary_fraction: the share of each head's channels that rotary positions rotate (the rest pass unrotated:
+        Hugging Face's ``partial_rotary_factor``).
+      bias: biases on the query, key, value, gate and output projections (Hugging Face's ``attention_bias``).
     """
 
     num_kv_heads: int | None = None
     output_gate: bool = False
     rope_base: float = 10000.0
+    head_dim: int | None = None
+    qk_norm: str | None = None
+    qk_norm_eps: float = 1e-6
+    rotary_fraction: float = 1.0
+    bias: bool = True
 
     def __post_init__(self):
         super().__post_init__()
         check_int(self, "num_kv_heads", optional=True)
-        if not isinstance(self.output_gate, bool):
-            raise InputTypeError(f"{type(self).__name__}.output_gate must be a bool, got {self.output_gate!r}.")
+        check_int(self, "head_dim", optional=True)
+        check_bool(self, "output_gate", "bias")
+        if self.qk_norm not in QK_NORMS:
+            raise InputError(f"{type(self).__name__}.qk_norm must be one of {list(QK_NORMS)}, got {self.qk_norm!r}.")
+        fraction = self.rotary_fraction
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+            raise InputError(f"{type(self).__name__}.rotary_fraction must be in (0, 1], got {fraction!r}.")
         if isinstance(self.rope_base, bool) or not isinstance(self.rope_base, (int, float)) or self.rope_base <= 1:
             raise InputError(f"{type(self).__name__}.rope_base must be a number > 1, got {self.rope_base!r}.")
+        if (
+            isinstance(self.qk_norm_eps, bool)
+            or not isinstance(self.qk_norm_eps, (int, float))
+            or self.qk_norm_eps <= 0
+        ):
+            raise InputError(f"{type(self).__name__}.qk_norm_eps must be a number > 0, got {self.qk_norm_eps!r}.")
 
     def check_site(self, site: str, widths: SiteWidths, *, causal: bool, stateful: bool) -> None:
         heads = self.num_heads or widths.num_heads
-        if widths.d_model % heads or heads % (self.num_kv_heads or heads):
+        if (self.head_dim is None and widths.d_model % heads) or heads % (self.num_kv_heads or heads):
             raise InputError(
-                f"{site}: {heads} heads must divide d_model = {widths.d_model}, and num_kv_heads = "
+                f"{site}: {heads} heads must divide d_model = {widths.d_model} (or set head_dim), and num_kv_heads = "
                 f"{self.num_kv_heads} must divide the heads."
             )
+        rotated = int((self.head_dim or widths.d_model // heads) * self.rotary_fraction)
+        if widths.positional == "rotary" and rotated % 2:
+            raise InputError(f"{site}: rotary positions rotate pairs of channels; rotary_fraction gives {rotated}.")
 
 
 def projected(core: type):
@@ -105,31 +136,41 @@ class AttentionSite(nnx.Module):
     def __init__(
         self, widths: SiteWidths, options: HeadsOptions, *, core: type, causal: bool, cross: bool, rngs: nnx.Rngs
     ):
-        if options.num_heads is not None and options.num_heads != widths.num_heads:
-            widths = dataclasses.replace(widths, num_heads=options.num_heads)  # the site's own heads
+        widths = dataclasses.replace(  # the site's own heads and their width
+            widths, num_heads=options.num_heads or widths.num_heads, head_width=options.head_dim or widths.head_width
+        )
         d, h, dh = widths.d_model, widths.num_heads, widths.head_dim
         kv = options.num_kv_heads or h
-        dtype = jnp.dtype(widths.dtype)
-        self.query = nnx.LinearGeneral(d, (h, dh), dtype=dtype, rngs=rngs)
-        self.key = nnx.LinearGeneral(d, (kv, dh), dtype=dtype, rngs=rngs)
-        self.value = nnx.LinearGeneral(d, (kv, dh), dtype=dtype, rngs=rngs)
-        self.gate = nnx.LinearGeneral(d, (h, dh), dtype=dtype, rngs=rngs) if options.output_gate else None
-        self.out = nnx.LinearGeneral((h, dh), d, axis=(-2, -1), dtype=dtype, rngs=rngs)
+        linear = {"use_bias": options.bias, "dtype": jnp.dtype(widths.dtype), "rngs": rngs}
+        self.query = nnx.LinearGeneral(d, (h, dh), **linear)
+        self.key = nnx.LinearGeneral(d, (kv, dh), **linear)
+        self.value = nnx.LinearGeneral(d, (kv, dh), **linear)
+        self.gate = nnx.LinearGeneral(d, (h, dh), **linear) if options.output_gate else None
+        self.out = nnx.LinearGeneral((h, dh), d, axis=(-2, -1), **linear)
+        norm = {"eps": options.qk_norm_eps, "zero_centered": options.qk_norm == "zero_centered"}
+        self.query_norm = RMSNorm(dh, **norm) if options.qk_norm else None
+        self.key_norm = RMSNorm(dh, **norm) if options.qk_norm else None
         self.rotary = widths.rotary(cross)
-        self.rope_base, self.groups = options.rope_base, h // kv
+        self.rope_base, self.rotary_fraction, self.groups = options.rope_base, options.rotary_fraction, h // kv
         self.core = core(widths, options, causal=causal, cross=cross, rngs=rngs)
         self.causal = causal
 
     def _rotate(self, x, positions):
-        return rotate(x, positions, base=self.rope_base) if self.rotary else x
+        return rotate(x, positions, base=self.rope_base, fraction=self.rotary_fraction) if self.rotary else x
+
+    def _queries(self, x, positions):
+        q = self.query(x)
+        return self._rotate(q if self.query_norm is None else self.query_norm(q), positions)
 
     def _keys_values(self, memory, positions):
-        """Keys and values, rotated keys, each key/value head repeated over its group of query heads (GQA)."""
-        k, v = self._rotate(self.key(memory), positions), self.value(memory)
+        """Keys and values, normed and rotated keys, each key/value head repeated over its group of query heads
+        (GQA)."""
+        k, v = self.key(memory), self.value(memory)
+        k = self._rotate(k if self.key_norm is None else self.key_norm(k), positions)
         return jnp.repeat(k, self.groups, axis=-2), jnp.repeat(v, self.groups, axis=-2)
 
     def _queries_keys(self, x, memory, q_positions, k_positions):
-        return self._rotate(self.query(x), q_positions), *self._keys_values(memory, k_positions)
+        return self._queries(x, q_positions), *self._keys_values(memory, k_positions)
 
     def _output(self, out, x):
         """The output projection of the core's output, gated by ``sigmoid(W_g x)`` where the site has a gate."""
@@ -210,5 +251,5 @@ class AttentionSite(nnx.Module):
 
     def attend_memory(self, x: Array, prepared, position: Array) -> Array:
         """Cross-attention of one decoder token ``x [batch, d_model]`` to :meth:`prepare_memory`'s result."""
-        q = self._rotate(self.query(x[:, None]), jnp.broadcast_to(position, x.shape[:1])[:, None])
+        q = self._queries(x[:, None], jnp.broadcast_to(position, x.shape[:1])[:, None])
         return self._output(self.core.attend_memory(q, prepared), x)

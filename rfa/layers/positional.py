@@ -104,16 +104,23 @@ class PositionalEmbedding(nnx.Module):
         return table if positions is None else table[positions]
 
 
-def rotate(x: Array, positions: Array, *, base: float = 10000.0) -> Array:
+def rotate(x: Array, positions: Array, *, base: float = 10000.0, fraction: float = 1.0) -> Array:
     """Rotary position embedding of ``x [batch, length, heads, d]`` at integer ``positions [batch, length]``.
 
-    Pairs ``(x_i, x_{i + d/2})`` are rotated by ``positions · base^{-2i/d}`` (Su et al., RoFormer, 2021: base 10000;
-    long-context models raise it, Qwen3-Next's layers use 10⁷).
+    Pairs ``(x_i, x_{i + r/2})`` of the first ``r = int(d · fraction)`` channels are rotated by
+    ``positions · base^{-2i/r}`` (Su et al., RoFormer, 2021: base 10000; long-context models raise it, Qwen3-Next's
+    layers use 10⁷); the other ``d - r`` pass unrotated (partial rotary: Qwen3.5's and Qwen3-Next's
+    ``partial_rotary_factor``, 0.25).
 
     Example:
       >>> rotate(jnp.ones((1, 3, 2, 8)), jnp.arange(3)[None]).shape
       (1, 3, 2, 8)
+      >>> bool(jnp.all(rotate(jnp.ones((1, 3, 2, 8)), jnp.arange(3)[None], fraction=0.5)[..., 4:] == 1))
+      True
     """
+    rotated = int(x.shape[-1] * fraction)
+    if rotated < x.shape[-1]:
+        return jnp.concatenate([rotate(x[..., :rotated], positions, base=base), x[..., rotated:]], axis=-1)
     half = x.shape[-1] // 2
     dtype = computation_dtype(x)  # float32, float64 for float64 x
     rate = base ** (-jnp.arange(half, dtype=dtype) / half)

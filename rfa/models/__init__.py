@@ -4,10 +4,14 @@
 from rfa.layers.delta_rule.options import DeltaRuleOptions
 from rfa.layers.kinds import SiteWidths
 from rfa.layers.multi_head import AttentionInputs, AttentionSite
-from rfa.models import decoding
+from rfa.models import decoding, pretrained, qwen3, qwen3_5
+from rfa.models.causal_lm import CausalLM, CausalLMConfig
 from rfa.models.config import EncoderConfig, TransformerConfig
 from rfa.models.forecaster import ForecastConfig, Forecaster
 from rfa.models.presets import PRESETS, preset
+from rfa.models.pretrained import from_pretrained, save_pretrained
+from rfa.models.qwen3 import Qwen3Config
+from rfa.models.qwen3_5 import Qwen3_5Config
 from rfa.models.site import AttentionConfig, Site
 from rfa.models.swin import SwinConfig, SwinStage, SwinTransformer
 from rfa.models.transformer import Decoder, Encoder, EncoderDecoder, redraw_projections
@@ -24,6 +28,8 @@ __all__ = [
     "AttentionConfig",
     "AttentionInputs",
     "AttentionSite",
+    "CausalLM",
+    "CausalLMConfig",
     "Decoder",
     "DeltaRuleOptions",
     "Encoder",
@@ -32,6 +38,8 @@ __all__ = [
     "ForecastConfig",
     "Forecaster",
     "MultiHeadAttention",
+    "Qwen3Config",
+    "Qwen3_5Config",
     "Site",
     "SiteWidths",
     "SwinConfig",
@@ -41,6 +49,11 @@ __all__ = [
     "VisionConfig",
     "VisionTransformer",
     "decoding",
+    "from_pretrained",
     "preset",
+    "pretrained",
+    "qwen3",
+    "qwen3_5",
     "redraw_projections",
+    "save_pretrained",
 ]

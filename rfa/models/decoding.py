@@ -59,16 +59,31 @@ def _choose(logits: Array, key: Array, temperature: float, top_k: int | None) ->
 
 def _cache_length(model, inputs: Array, max_new_tokens: int) -> int:
     """Slots for every position decoding writes: the prompt (or bos) and each new token."""
-    return (inputs.shape[1] if isinstance(model, Decoder) else 1) + max_new_tokens
+    return (1 if isinstance(model, EncoderDecoder) else inputs.shape[1]) + max_new_tokens
+
+
+def _settings(model):
+    """What decoding reads of a model (``vocab_size``, ``output_vocab_size``, ``max_length``, ``pad_id``): a
+    :class:`~rfa.models.causal_lm.CausalLM`'s decoder config, or the model's config."""
+    return getattr(model, "lm", None) or model.config
+
+
+def _is_decoder(model) -> bool:
+    """A decoder-only model: a :class:`~rfa.models.Decoder`, or another with ``prefill(prompt, max_length)``,
+    ``decode_step(token, cache, position)`` and :func:`_settings` (a pretrained family's
+    :class:`~rfa.models.causal_lm.CausalLM`)."""
+    return isinstance(model, Decoder) or (callable(getattr(model, "prefill", None)) and hasattr(model, "config"))
 
 
 def _check_decoding(model, inputs, max_new_tokens: int, bos_id: int, eos_id: int | None) -> None:
     """Raises a clear error for anything the jitted decoders could only get wrong silently."""
-    if not isinstance(model, Decoder | EncoderDecoder):
-        raise InputTypeError(f"decoding needs a Decoder or an EncoderDecoder, got {type(model).__name__}.")
-    config = model.config
+    if not (isinstance(model, EncoderDecoder) or _is_decoder(model)):
+        raise InputTypeError(
+            f"decoding needs a Decoder, an EncoderDecoder or a decoder-only family's model, got {type(model).__name__}."
+        )
+    config = _settings(model)
     check_tokens(inputs, "inputs", config.vocab_size, config.max_length)
-    if isinstance(model, Decoder):
+    if not isinstance(model, EncoderDecoder) and config.pad_id is not None:
         check_prompt_end(inputs, config.pad_id)
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
         raise InputError(f"max_new_tokens must be an int >= 1, got {max_new_tokens!r}.")
@@ -76,7 +91,7 @@ def _check_decoding(model, inputs, max_new_tokens: int, bos_id: int, eos_id: int
         raise InputError("inputs must hold at least one token (the prompt or the source).")
     if _cache_length(model, inputs, max_new_tokens) > config.max_length:
         raise InputError(
-            f"decoding {max_new_tokens} tokens after {inputs.shape[1] if isinstance(model, Decoder) else 'bos'} "
+            f"decoding {max_new_tokens} tokens after {'bos' if isinstance(model, EncoderDecoder) else inputs.shape[1]} "
             f"needs {_cache_length(model, inputs, max_new_tokens)} positions > config.max_length = {config.max_length}."
         )
     for name, token in (("bos_id", bos_id), ("eos_id", eos_id)):
@@ -90,7 +105,7 @@ def _check_decoding(model, inputs, max_new_tokens: int, bos_id: int, eos_id: int
 
 
 def generate(
-    model: Decoder | EncoderDecoder,
+    model,
     inputs: Array,
     *,
     max_new_tokens: int,
@@ -103,7 +118,8 @@ def generate(
     """Greedy (``temperature=0``) or sampled decoding of ``max_new_tokens`` tokens.
 
     Args:
-      model: a Decoder (``inputs`` = prompt ``[batch, P]``, P >= 1, no padding inside) or an
+      model: a Decoder or a pretrained family's :class:`~rfa.models.causal_lm.CausalLM` (``inputs`` = prompt
+        ``[batch, P]``, P >= 1, left-padded with the padding token) or an
         EncoderDecoder (``inputs`` = source ``[batch, S]``; decoding starts from ``bos_id``), in
         evaluation mode.
       max_new_tokens: tokens to produce; the prompt (or bos) plus them must fit ``config.max_length``.
@@ -128,8 +144,8 @@ def generate(
         raise InputError(f"temperature must be >= 0 (0: greedy), got {temperature}.")
     if temperature > 0 and key is None:
         raise InputError("sampling (temperature > 0) needs a PRNG key.")
-    if top_k is not None and not 1 <= top_k <= model.config.output_vocab_size:
-        raise InputError(f"top_k must be None or in [1, {model.config.output_vocab_size}], got {top_k}.")
+    if top_k is not None and not 1 <= top_k <= _settings(model).output_vocab_size:
+        raise InputError(f"top_k must be None or in [1, {_settings(model).output_vocab_size}], got {top_k}.")
     key = jax.random.key(0) if key is None else key
     return _generate(
         model,
@@ -214,7 +230,7 @@ def beam_search(
       ((1, 4, 6), (1, 4))
     """
     _check_decoding(model, inputs, max_new_tokens, bos_id, eos_id)
-    vocab = model.config.output_vocab_size
+    vocab = _settings(model).output_vocab_size
     if isinstance(beam_size, bool) or not isinstance(beam_size, int) or not 1 <= beam_size <= vocab:
         raise InputError(f"beam_size must be an int in [1, {vocab}], got {beam_size!r}.")
     if isinstance(length_penalty, bool) or not isinstance(length_penalty, numbers.Real):

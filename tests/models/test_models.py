@@ -439,7 +439,7 @@ def test_decoding_refuses_training_mode_padding_bos_and_bad_beams():
         decoding.beam_search(translation, source, beam_size=2, max_new_tokens=2, length_penalty="0.6")
     with pytest.raises(ValueError, match="length_penalty must be finite, got nan"):
         decoding.beam_search(translation, source, beam_size=2, max_new_tokens=2, length_penalty=float("nan"))
-    with pytest.raises(TypeError, match="needs a Decoder or an EncoderDecoder"):
+    with pytest.raises(TypeError, match="needs a Decoder, an EncoderDecoder or a decoder-only family"):
         decoding.generate(Encoder(config(), rngs=nnx.Rngs(0)), source, max_new_tokens=2)
 
 

@@ -153,8 +153,8 @@ MUTANTS = [
     Mutant(
         "rope-base-ignored",
         "rfa/layers/multi_head.py",
-        "rotate(x, positions, base=self.rope_base)",
-        "rotate(x, positions)",
+        "rotate(x, positions, base=self.rope_base, fraction=self.rotary_fraction)",
+        "rotate(x, positions, fraction=self.rotary_fraction)",
         (HYBRID_TESTS,),
         "a site's rotary base is left at 10000",
     ),

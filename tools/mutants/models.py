@@ -5,7 +5,7 @@ Kept in the order of the one list they came from, under its section headings (th
 """
 
 from .mutant import Mutant
-from .paths import HYBRID_TESTS
+from .paths import HYBRID_TESTS, QWEN3_TESTS
 
 MUTANTS = [
     # The bugs an audit found passing every test (issue 14).
@@ -127,5 +127,54 @@ MUTANTS = [
             "test_a_bidirectional_site_a_second_gate_or_a_window_across_sequences_is_refused",
         ),
         "a kind placed at a site it cannot run (a window across two sequences)",
+    ),
+    # Real checkpoints (issue 70).
+    Mutant(
+        "qwen3-rope-theta-ignored",
+        "rfa/models/pretrained.py",
+        '    theta = float(rope.pop("rope_theta", hf.get("rope_theta", default_theta)))\n',
+        "    theta = default_theta\n",
+        (QWEN3_TESTS,),
+        "the checkpoint's rotary base replaced by Qwen3's default",
+    ),
+    Mutant(
+        "qwen3-output-projection-transposed",
+        "rfa/models/pretrained.py",
+        "            lambda w: (w.T.reshape(*inputs, *outputs),),\n",
+        "            lambda w: (w.reshape(*outputs, *inputs).T.reshape(*inputs, *outputs),),\n",
+        (QWEN3_TESTS,),
+        "a PyTorch Linear's [out, in] weight read with its axes' parts in the wrong order",
+    ),
+    Mutant(
+        "pretrained-unknown-field-accepted",
+        "rfa/models/pretrained.py",
+        "    unknown = sorted(set(hf) - reproduced - inert)\n",
+        "    unknown = []\n",
+        (QWEN3_TESTS,),
+        "a config.json field rfa does not reproduce is ignored",
+    ),
+    Mutant(
+        "qwen3_5-query-and-gate-swapped",
+        "rfa/models/qwen3_5.py",
+        "        return w[:, :, 0], w[:, :, 1]\n",
+        "        return w[:, :, 1], w[:, :, 0]\n",
+        (QWEN3_TESTS,),
+        "Qwen3.5's fused q_proj read with each head's gate rows as its query's",
+    ),
+    Mutant(
+        "qwen3_5-convolution-split-misordered",
+        "rfa/models/qwen3_5.py",
+        '            for name in ("q_conv1d", "k_conv1d", "v_conv1d")\n',
+        '            for name in ("k_conv1d", "q_conv1d", "v_conv1d")\n',
+        (QWEN3_TESTS,),
+        "the one depthwise convolution over [q | k | v] split with the query's and key's taps exchanged",
+    ),
+    Mutant(
+        "qwen3_5-decoder-norms-plain",
+        "rfa/models/qwen3_5.py",
+        "zero_centered_norms=True)",
+        "zero_centered_norms=False)",
+        (QWEN3_TESTS,),
+        "Qwen3.5's zero-centered decoder norms read as x · w",
     ),
 ]

@@ -7,3 +7,4 @@ MULTIPROCESS = (
 PACKED_TESTS = "tests/attention/test_packed_sequences.py"
 PER_FEATURE_TESTS = ("tests/attention/test_per_feature_decay.py",)
 HYBRID_TESTS = "tests/models/test_delta_window_hybrid.py"
+QWEN3_TESTS = "tests/models/test_pretrained.py"

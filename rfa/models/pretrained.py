@@ -1,0 +1,247 @@
+"""Hugging Face checkpoints: a directory of ``config.json`` and ``*.safetensors`` as an rfa model, and back.
+
+A family is one registry entry (:class:`Family`), registered in the module that defines its model (``"qwen3"``:
+:mod:`rfa.models.qwen3`), keyed by the ``model_type`` of its ``config.json``: how that config becomes the family's
+config (refusing, by name, any field whose value the model does not reproduce), and where each of the checkpoint's
+tensors goes in the model. :func:`from_pretrained` builds the model's structure without its values, then reads the
+tensors one at a time into it (the rest of its state, such as a kernelized site's random projection, initialized as
+the model's constructor does), so that the weights are never held twice; a tensor it has no place for, a place no
+tensor fills and a shape that differs are refused by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from rfa._validation import InputError
+from rfa.models.causal_lm import CausalLM
+from rfa.models.safetensors import iter_checkpoint, read_tensor, write_tensors
+
+
+@dataclasses.dataclass(frozen=True)
+class Tensor:
+    """One checkpoint tensor's places: the ``paths`` in the model's parameters (the keys of ``nnx.to_flat_state``,
+    as strings) that it fills, the map ``to_model`` from the checkpoint's array to theirs (one array per path) and its
+    inverse ``to_checkpoint``. Most tensors fill one parameter; a fused one (Qwen3.5's ``in_proj_qkv``) several.
+
+    Example:
+      >>> t = Tensor.linear("q_proj.weight", ("query", "kernel"), inputs=(8,), outputs=(2, 4))
+      >>> [a.shape for a in t.to_model(np.zeros((8, 8)))]  # PyTorch's Linear.weight is [out, in]
+      [(8, 2, 4)]
+    """
+
+    name: str
+    paths: tuple[tuple[str, ...], ...]
+    to_model: Callable[[np.ndarray], tuple[np.ndarray, ...]]
+    to_checkpoint: Callable[..., np.ndarray]
+
+    @classmethod
+    def same(cls, name: str, path: tuple[str, ...]) -> Tensor:
+        """A tensor of the same layout in the checkpoint and the model (an embedding, a norm)."""
+        return cls(name, (path,), lambda x: (x,), lambda x: x)
+
+    @classmethod
+    def linear(cls, name: str, path: tuple[str, ...], *, inputs: tuple, outputs: tuple) -> Tensor:
+        """A PyTorch ``Linear.weight`` ``[prod(outputs), prod(inputs)]`` as a kernel ``[*inputs, *outputs]``."""
+        fan_in, fan_out = int(np.prod(inputs)), int(np.prod(outputs))
+        return cls(
+            name,
+            (path,),
+            lambda w: (w.T.reshape(*inputs, *outputs),),
+            lambda kernel: kernel.reshape(fan_in, fan_out).T,
+        )
+
+    @classmethod
+    def reshaped(cls, name: str, path: tuple[str, ...], shape: tuple) -> Tensor:
+        """A flat tensor (a bias) as ``shape``."""
+        return cls(name, (path,), lambda b: (b.reshape(shape),), lambda b: b.reshape(-1))
+
+    @classmethod
+    def split(cls, name: str, parts: dict[tuple[str, ...], Tensor], *, sizes: tuple[int, ...], axis: int = 0) -> Tensor:
+        """A fused tensor, split along ``axis`` into ``sizes``, each part a one-path :class:`Tensor` of its own
+        (``parts``, in order: path -> the part's map)."""
+        bounds = np.cumsum(sizes)[:-1]
+        maps = list(parts.values())
+        return cls(
+            name,
+            tuple(parts),
+            lambda x: tuple(m.to_model(p)[0] for m, p in zip(maps, np.split(x, bounds, axis=axis), strict=True)),
+            lambda *arrays: np.concatenate([m.to_checkpoint(a) for m, a in zip(maps, arrays, strict=True)], axis=axis),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """A model family of Hugging Face's layout.
+
+    Attributes:
+      model_type: ``config.json``'s ``model_type``.
+      config_class: the family's config (its ``lm``: the decoder it describes).
+      config: ``config.json``'s dict (and keywords given to :func:`from_pretrained`) -> the family's config.
+      hf_config: the family's config -> ``config.json``'s dict (:func:`save_pretrained`).
+      tensors: the family's config -> every :class:`Tensor` of its checkpoint.
+      model: the NNX model class, ``model(config, rngs=)`` (:class:`~rfa.models.causal_lm.CausalLM`).
+    """
+
+    model_type: str
+    config_class: type
+    config: Callable
+    hf_config: Callable
+    tensors: Callable
+    model: type = CausalLM
+
+
+_FAMILIES: dict[str, Family] = {}
+
+
+def register_family(family: Family) -> Family:
+    """Adds ``family`` to the registry (a ``model_type`` registered again is replaced)."""
+    _FAMILIES[family.model_type] = family
+    return family
+
+
+def registered_families() -> tuple[str, ...]:
+    """The ``model_type`` of every registered family.
+
+    Example:
+      >>> "qwen3" in registered_families()
+      True
+    """
+    return tuple(sorted(_FAMILIES))
+
+
+def read_config(directory: str) -> dict:
+    """``config.json`` of ``directory``."""
+    path = os.path.join(directory, "config.json")
+    if not os.path.exists(path):
+        raise InputError(f"{directory} has no config.json: not a Hugging Face model directory.")
+    with open(path) as f:
+        return json.load(f)
+
+
+def refuse_unknown(hf: dict, reproduced: set[str], inert: set[str], family: str) -> None:
+    """Refuses every field of ``hf`` that is neither mapped to the family's config (``reproduced``) nor without
+    effect on its outputs (``inert``: token ids, dtypes, training-only settings)."""
+    unknown = sorted(set(hf) - reproduced - inert)
+    if unknown:
+        raise InputError(
+            f"{family}: config.json sets {unknown}, which rfa's {family} does not reproduce; it refuses the "
+            "checkpoint rather than approximate it."
+        )
+
+
+INERT = {
+    "model_type",
+    "architectures",
+    "transformers_version",
+    "torch_dtype",
+    "dtype",
+    "bos_token_id",
+    "eos_token_id",
+    "initializer_range",
+    "use_cache",
+    "attention_dropout",
+}
+"""``config.json`` fields without effect on a model's outputs: names, token ids, dtypes, training-only settings."""
+
+
+def default_rope(hf: dict, family: str, *, default_theta: float, inert: tuple[str, ...] = ()) -> tuple[float, float]:
+    """``(rope_theta, partial_rotary_factor)`` of a ``config.json`` (transformers 5's ``rope_parameters``, 4.x's
+    ``rope_theta``, ``partial_rotary_factor`` and ``rope_scaling``), refusing any RoPE variant but the default and
+    any field of ``rope_parameters`` besides these and ``inert``."""
+    rope = dict(hf.get("rope_parameters") or {})
+    kind, scaling = rope.pop("rope_type", "default"), hf.get("rope_scaling")
+    if kind != "default" or (scaling and scaling.get("rope_type", scaling.get("type")) != "default"):
+        raise InputError(f"{family}: RoPE variant {kind if kind != 'default' else scaling!r} is not reproduced.")
+    theta = float(rope.pop("rope_theta", hf.get("rope_theta", default_theta)))
+    fraction = float(rope.pop("partial_rotary_factor", hf.get("partial_rotary_factor", 1.0)))
+    unknown = sorted(set(rope) - set(inert))
+    if unknown:
+        raise InputError(f"{family}: rope_parameters sets {unknown}, which rfa does not reproduce.")
+    return theta, fraction
+
+
+def from_pretrained(directory: str, *, dtype: str | None = None, **config):
+    """The model of a Hugging Face directory (``config.json`` and ``model.safetensors`` or its shards), its weights
+    loaded.
+
+    Args:
+      directory: the checkpoint's directory (``huggingface_hub.snapshot_download``'s, or ``save_pretrained``'s).
+      dtype: the computation dtype (``"float32"``, ``"bfloat16"``, ...); parameters keep float32. None: float32.
+      config: fields of the family's config to set over the checkpoint's: ``attention=Site(...)`` swaps the
+        attention kind at every layer, the checkpoint's projections kept (:mod:`rfa.models.qwen3`).
+
+    Example:
+      >>> import tempfile
+      >>> from rfa.models.causal_lm import CausalLM
+      >>> from rfa.models.qwen3 import Qwen3Config
+      >>> config = Qwen3Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+      ...                      num_attention_heads=4, num_key_value_heads=2, head_dim=8)
+      >>> directory = tempfile.mkdtemp()
+      >>> save_pretrained(CausalLM(config, rngs=nnx.Rngs(0)), directory)
+      >>> type(from_pretrained(directory).config).__name__
+      'Qwen3Config'
+    """
+    hf = read_config(directory)
+    family = _FAMILIES.get(hf.get("model_type"))
+    if family is None:
+        raise InputError(
+            f"{directory}: model_type {hf.get('model_type')!r} is not a registered family "
+            f"({list(registered_families())})."
+        )
+    model_config = family.config(hf, **({} if dtype is None else {"dtype": dtype}), **config)
+    build = lambda: family.model(model_config, rngs=nnx.Rngs(0))  # noqa: E731
+    model = nnx.eval_shape(build)  # the structure, no values
+    # the state that is no checkpoint's (a kernelized site's random projection, its RNG counters), initialized under
+    # jit: XLA leaves out the parameters' initial values, which nothing returns
+    nnx.update(model, jax.jit(lambda: nnx.state(build(), nnx.Not(nnx.Param)))())
+    places = {t.name: t for t in family.tensors(model_config)}
+    params = nnx.state(model, nnx.Param)
+    expected = {tuple(str(p) for p in path): variable for path, variable in nnx.to_flat_state(params)}
+    filled = set()
+    for name, path, entry in iter_checkpoint(directory):
+        if name not in places:
+            raise InputError(f"{directory}: tensor {name!r} has no place in rfa's {family.model_type}.")
+        place = places[name]
+        variables = [expected[p] for p in place.paths]
+        layout = tuple(place.to_checkpoint(*(np.zeros(v.shape, np.int8) for v in variables)).shape)
+        if tuple(entry["shape"]) != layout:
+            names = ", ".join(".".join(p) for p in place.paths)
+            raise InputError(
+                f"{directory}: tensor {name!r} has shape {tuple(entry['shape'])}; rfa's {names} take {layout}."
+            )
+        for variable, value in zip(variables, place.to_model(read_tensor(path, entry)), strict=True):
+            variable.set_value(jnp.asarray(value, variable.dtype))
+        filled.update(place.paths)
+    missing = sorted(t.name for t in places.values() if not set(t.paths) <= filled)
+    if missing:
+        raise InputError(f"{directory}: the checkpoint lacks {missing}.")
+    nnx.update(model, params)
+    return model
+
+
+def save_pretrained(model, directory: str) -> None:
+    """Writes ``model`` as a Hugging Face directory (``config.json``, ``model.safetensors``) that
+    :func:`from_pretrained` and transformers read: the inverse of its tensors' maps."""
+    family = next((f for f in _FAMILIES.values() if isinstance(getattr(model, "config", None), f.config_class)), None)
+    if family is None:
+        raise InputError(
+            f"{type(model).__name__} is not the model of a registered family ({list(registered_families())})."
+        )
+    os.makedirs(directory, exist_ok=True)
+    params = {tuple(str(p) for p in path): v for path, v in nnx.to_flat_state(nnx.state(model, nnx.Param))}
+    tensors = {
+        t.name: t.to_checkpoint(*(np.asarray(jax.device_get(params[p][...])) for p in t.paths))
+        for t in family.tensors(model.config)
+    }
+    write_tensors(os.path.join(directory, "model.safetensors"), tensors, {"format": "pt"})
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(family.hf_config(model.config), f, indent=2)

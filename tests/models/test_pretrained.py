@@ -1,0 +1,193 @@
+"""The pretrained families from their Hugging Face layout against transformers' own models (tests/fixtures/hf/<family>,
+made by tools/hf_fixtures.py: a tiny random checkpoint in bfloat16 and what transformers computed with it in float32):
+Qwen3 (``Qwen3ForCausalLM``: heads wider than hidden_size / heads) and Qwen3.5's text decoder (``Qwen3_5ForCausalLM``:
+three Gated DeltaNet layers with grouped value heads, then gated attention with partial rotary positions). Logits,
+greedy generations (a left-padded batch too), the writer's round trip, the loader's refusals, and the checkpoint's
+projections under another attention kind."""
+
+import json
+import pathlib
+import re
+import shutil
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+import rfa
+from rfa.models import Site, decoding, from_pretrained, save_pretrained
+from rfa.models.safetensors import iter_checkpoint, read_tensor, write_tensors
+
+FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "hf"
+FAMILIES = ["qwen3", "qwen3_5"]
+FIXTURE = FIXTURES / "qwen3"  # the loader's and writer's representative
+EXPECTED = {family: np.load(FIXTURES / family / "expected.npz") for family in FAMILIES}
+LOADED = {}
+
+
+def loaded(family: str):
+    """The family's fixture model, loaded once per test process."""
+    if family not in LOADED:
+        LOADED[family] = from_pretrained(str(FIXTURES / family))
+    return LOADED[family]
+
+
+@pytest.fixture(scope="module")
+def model():
+    return loaded("qwen3")
+
+
+def relative(a, b) -> float:
+    return float(np.max(np.abs(np.asarray(a) - b)) / np.max(np.abs(b)))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_logits_are_transformers_logits(family):
+    expected = EXPECTED[family]
+    logits = nnx.jit(lambda model, tokens: model(tokens))(loaded(family), jnp.asarray(expected["tokens"]))
+    assert logits.dtype == jnp.float32 and relative(logits, expected["logits"]) < 2e-5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_greedy_generations_are_transformers_own_a_left_padded_batch_too(family):
+    """The padded rows' logits at their tokens, and both rows' tokens: a row's padding shifts its rotary positions,
+    which enter attention only by their differences, and the Gated DeltaNet layers leave padding out of their state
+    and convolution (transformers zeroes it: the same state)."""
+    model, expected = loaded(family), EXPECTED[family]
+    tokens, _ = decoding.generate(model, jnp.asarray(expected["prompt"]), max_new_tokens=8)
+    np.testing.assert_array_equal(tokens, expected["greedy"])
+    padded, mask = jnp.asarray(expected["padded"]), expected["padded_mask"]
+    assert relative(np.asarray(model(padded))[mask], expected["padded_logits"][mask]) < 2e-5
+    tokens, logits = decoding.generate(model, padded, max_new_tokens=8)
+    np.testing.assert_array_equal(tokens, expected["padded_greedy"])
+    whole = model(jnp.concatenate([padded, tokens[:, :-1]], axis=1))[:, padded.shape[1] - 1 :]
+    assert relative(logits, np.asarray(whole)) < 2e-5  # prefill and decoding: the full pass
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", FAMILIES)
+def test_save_pretrained_writes_the_checkpoint_read(family, tmp_path):
+    model, fixture, expected = loaded(family), FIXTURES / family, EXPECTED[family]
+    save_pretrained(model, str(tmp_path))
+    ours = {name: read_tensor(path, entry) for name, path, entry in iter_checkpoint(str(tmp_path))}
+    theirs = {name: read_tensor(path, entry) for name, path, entry in iter_checkpoint(str(fixture))}
+    assert sorted(ours) == sorted(theirs)
+    for name, value in theirs.items():  # bfloat16 there, float32 here: the same values
+        np.testing.assert_array_equal(ours[name], value.astype(np.float32), err_msg=name)
+    written = json.loads((tmp_path / "config.json").read_text())
+    read = json.loads((fixture / "config.json").read_text())
+    assert {k: v for k, v in written.items() if k != "torch_dtype"} == {
+        k: read[k] for k in written if k != "torch_dtype"
+    }
+    again = from_pretrained(str(tmp_path))
+    tokens = jnp.asarray(expected["tokens"])
+    np.testing.assert_array_equal(again(tokens), model(tokens))
+
+
+def _copy(tmp_path, config=None, tensors=None, family="qwen3") -> str:
+    """A fixture's directory with ``config`` fields set (None: removed) and ``tensors`` replaced or added."""
+    directory = tmp_path / "checkpoint"
+    shutil.copytree(FIXTURES / family, directory)
+    hf = json.loads((directory / "config.json").read_text())
+    for key, value in (config or {}).items():
+        hf.pop(key) if value is None else hf.__setitem__(key, value)
+    (directory / "config.json").write_text(json.dumps(hf))
+    if tensors is not None:
+        weights = {name: read_tensor(path, entry) for name, path, entry in iter_checkpoint(str(directory))}
+        for name, value in tensors.items():
+            weights.pop(name) if value is None else weights.__setitem__(name, value)
+        write_tensors(str(directory / "model.safetensors"), weights)
+    return str(directory)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("config", "tensors", "message"),
+    [
+        ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 1e4, "factor": 4.0}}, None, "RoPE variant 'yarn'"),
+        ({"use_sliding_window": True}, None, "sliding-window layers"),
+        ({"layer_types": ["full_attention"] * 3 + ["sliding_attention"]}, None, "sliding-window layers"),
+        ({"qk_layernorm_type": "l2"}, None, "sets ['qk_layernorm_type']"),
+        ({"model_type": "llama"}, None, "model_type 'llama' is not a registered family"),
+        (None, {"model.layers.1.self_attn.q_norm.weight": np.ones(16, np.float32)}, "q_norm.weight' has shape (16,)"),
+        (None, {"model.layers.3.mlp.up_proj.weight": None}, "lacks ['model.layers.3.mlp.up_proj.weight']"),
+        (None, {"model.layers.4.mlp.up_proj.weight": np.ones((96, 64), np.float32)}, "has no place"),
+    ],
+    ids=["rope", "sliding_window", "layer_types", "unknown_field", "family", "shape", "missing", "extra"],
+)
+def test_the_loader_refuses_what_it_does_not_reproduce_by_name(tmp_path, config, tensors, message):
+    with pytest.raises(rfa.InputError, match=re.escape(message)):
+        from_pretrained(_copy(tmp_path, config, tensors))
+
+
+@pytest.mark.slow
+def test_qwen3_5_reads_the_vision_grids_rotary_layout_as_inert_and_refuses_another_rope_field(tmp_path):
+    """Text positions are one grid of Qwen3.5's multimodal rotary layout (``mrope_section``), so it changes no
+    logit; a rotary field rfa does not know is refused."""
+    rope = {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 0.25}
+    layout = {"rope_parameters": {**rope, "mrope_section": [11, 11, 10], "mrope_interleaved": True}}
+    model, expected = from_pretrained(_copy(tmp_path / "a", layout, family="qwen3_5")), EXPECTED["qwen3_5"]
+    assert relative(model(jnp.asarray(expected["tokens"])), expected["logits"]) < 2e-5
+    unknown = {"rope_parameters": {**rope, "beta_fast": 32}}
+    with pytest.raises(rfa.InputError, match=re.escape("rope_parameters sets ['beta_fast']")):
+        from_pretrained(_copy(tmp_path / "b", unknown, family="qwen3_5"))
+
+
+@pytest.mark.slow
+def test_a_swapped_attention_keeps_the_checkpoint_s_projections_trains_and_decodes():
+    """Qwen3.5's full-attention layer's softmax becomes positive random features (m = 64) on the same q, k, v, gate
+    and output projections (and q/k norms), its Gated DeltaNet layers kept: a linearization study's start. At the
+    first position, where attention has one key whatever its kernel, the logits are the checkpoint's; a gradient
+    step lowers the loss, and it decodes."""
+    model, expected = loaded("qwen3_5"), EXPECTED["qwen3_5"]
+    swapped = from_pretrained(str(FIXTURES / "qwen3_5"), attention=Site("positive", num_features=64))
+    layer = 3  # the full-attention layer
+    assert type(swapped.layers[layer].attention.core).__name__ == "KernelizedCore"
+    for name in ("query", "key", "value", "gate", "out", "query_norm", "key_norm"):
+        a, b = (getattr(m.layers[layer].attention, name) for m in (model, swapped))
+        leaf = "kernel" if hasattr(a, "kernel") else "weight"
+        np.testing.assert_array_equal(getattr(a, leaf)[...], getattr(b, leaf)[...], err_msg=name)
+    tokens = jnp.asarray(expected["tokens"])
+    assert relative(swapped(tokens)[:, 0], expected["logits"][:, 0]) < 2e-5
+
+    def loss(model):
+        logits = model(tokens[:, :-1])
+        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), tokens[:, 1:, None], -1))
+
+    before, grads = nnx.value_and_grad(loss)(swapped)
+    nnx.update(swapped, jax.tree.map(lambda p, g: p - 0.05 * g, nnx.state(swapped, nnx.Param), grads))
+    assert loss(swapped) < before
+    generated, _ = decoding.generate(swapped, jnp.asarray(expected["prompt"]), max_new_tokens=4)
+    assert generated.shape == (1, 4)
+
+
+def test_bad_tokens_and_masks_are_refused(model):
+    with pytest.raises(rfa.InputError, match="ids outside"):
+        model(jnp.array([[3, 256]]))
+    with pytest.raises(rfa.InputError, match="ids outside"):
+        model(jnp.array([[3, -1]]))
+    with pytest.raises(rfa.InputError, match="key_mask must be a boolean array"):
+        model(jnp.array([[3, 4]]), key_mask=jnp.ones((1, 3), bool))
+    with pytest.raises(rfa.InputError, match="key_mask must be a boolean array"):
+        model(jnp.array([[3, 4]]), key_mask=jnp.zeros((1, 2)))
+
+
+@pytest.mark.slow
+def test_a_sharded_checkpoint_is_the_one_file_and_bfloat16_holds_to_float32(model, tmp_path):
+    """``model.safetensors.index.json`` and two shards give the same model; computing in bfloat16 (float32
+    parameters) stays within 5% of float32's logits."""
+    weights = {name: read_tensor(path, entry) for name, path, entry in iter_checkpoint(str(FIXTURE))}
+    names = sorted(weights)
+    shards = {"model-00001-of-00002.safetensors": names[::2], "model-00002-of-00002.safetensors": names[1::2]}
+    for file, members in shards.items():
+        write_tensors(str(tmp_path / file), {name: weights[name] for name in members})
+    index = {"weight_map": {name: file for file, members in shards.items() for name in members}}
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
+    shutil.copy(FIXTURE / "config.json", tmp_path / "config.json")
+    tokens = jnp.asarray(EXPECTED["qwen3"]["tokens"])
+    np.testing.assert_array_equal(from_pretrained(str(tmp_path))(tokens), model(tokens))
+    low = from_pretrained(str(FIXTURE), dtype="bfloat16")(tokens)
+    assert low.dtype == jnp.float32 and relative(low, EXPECTED["qwen3"]["logits"]) < 0.05
