@@ -39,6 +39,7 @@ SLOW = {
     "rfa.models.decoding",
     "rfa.models.qwen3",
     "rfa.models.causal_lm",
+    "rfa.models.qwen3_next",
     "rfa.models.pretrained",
     "rfa.layers.multi_head",
     "rfa.tasks.batches",

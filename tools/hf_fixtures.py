@@ -28,44 +28,41 @@ import transformers
 
 OUT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "hf"
 VOCAB, PAD = 256, 0
+DECODER = dict(  # every family's: 4 layers, heads wider than hidden_size / heads (as Qwen3's own), GQA
+    vocab_size=VOCAB,
+    hidden_size=64,
+    intermediate_size=96,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=32,
+    max_position_embeddings=64,
+    tie_word_embeddings=False,
+    pad_token_id=PAD,
+)
+HYBRID = dict(  # Qwen3.5's and Qwen3-Next's: three Gated DeltaNet layers with grouped value heads, then gated attention
+    linear_num_key_heads=2,
+    linear_num_value_heads=4,
+    linear_key_head_dim=16,
+    linear_value_head_dim=16,
+    linear_conv_kernel_dim=4,
+    rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25},
+)
 FAMILIES = {
-    "qwen3": (
-        "Qwen3Config",
-        "Qwen3ForCausalLM",
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", dict(**DECODER, rope_theta=10000.0)),
+    "qwen3_5": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", dict(**DECODER, **HYBRID)),
+    "qwen3_next": (
+        "Qwen3NextConfig",
+        "Qwen3NextForCausalLM",
         dict(
-            vocab_size=VOCAB,
-            hidden_size=64,
-            intermediate_size=96,
-            num_hidden_layers=4,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            head_dim=32,  # wider than hidden_size / heads, as Qwen3's own
-            max_position_embeddings=64,
-            rope_theta=10000.0,
-            tie_word_embeddings=False,
-            pad_token_id=PAD,
-        ),
-    ),
-    "qwen3_5": (
-        "Qwen3_5TextConfig",
-        "Qwen3_5ForCausalLM",
-        dict(
-            vocab_size=VOCAB,
-            hidden_size=64,
-            intermediate_size=96,
-            num_hidden_layers=4,  # three Gated DeltaNet layers, then one of gated attention
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            head_dim=32,
-            linear_num_key_heads=2,
-            linear_num_value_heads=4,  # grouped value heads
-            linear_key_head_dim=16,
-            linear_value_head_dim=16,
-            linear_conv_kernel_dim=4,
-            max_position_embeddings=64,
-            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25},
-            tie_word_embeddings=False,
-            pad_token_id=PAD,
+            **DECODER,
+            **HYBRID,
+            num_experts=4,
+            num_experts_per_tok=2,
+            moe_intermediate_size=32,
+            shared_expert_intermediate_size=48,
+            decoder_sparse_step=1,
+            mlp_only_layers=[1],  # a dense layer among the sparse ones
         ),
     ),
 }

@@ -4,7 +4,7 @@
 from rfa.layers.delta_rule.options import DeltaRuleOptions
 from rfa.layers.kinds import SiteWidths
 from rfa.layers.multi_head import AttentionInputs, AttentionSite
-from rfa.models import decoding, pretrained, qwen3, qwen3_5
+from rfa.models import decoding, pretrained, qwen3, qwen3_5, qwen3_next
 from rfa.models.causal_lm import CausalLM, CausalLMConfig
 from rfa.models.config import EncoderConfig, TransformerConfig
 from rfa.models.forecaster import ForecastConfig, Forecaster
@@ -12,6 +12,7 @@ from rfa.models.presets import PRESETS, preset
 from rfa.models.pretrained import from_pretrained, save_pretrained
 from rfa.models.qwen3 import Qwen3Config
 from rfa.models.qwen3_5 import Qwen3_5Config
+from rfa.models.qwen3_next import Qwen3NextConfig
 from rfa.models.site import AttentionConfig, Site
 from rfa.models.swin import SwinConfig, SwinStage, SwinTransformer
 from rfa.models.transformer import Decoder, Encoder, EncoderDecoder, redraw_projections
@@ -39,6 +40,7 @@ __all__ = [
     "Forecaster",
     "MultiHeadAttention",
     "Qwen3Config",
+    "Qwen3NextConfig",
     "Qwen3_5Config",
     "Site",
     "SiteWidths",
@@ -54,6 +56,7 @@ __all__ = [
     "pretrained",
     "qwen3",
     "qwen3_5",
+    "qwen3_next",
     "redraw_projections",
     "save_pretrained",
 ]

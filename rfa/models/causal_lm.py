@@ -3,8 +3,9 @@
 ``x + MLP(RMSNorm(x))``, a final RMSNorm and the output projection (or the embedding's transpose).
 
 Each layer's token mixer is a :class:`~rfa.models.Site` (any registered kind: softmax with grouped-query heads and
-rotary positions, Gated DeltaNet, kernelized attention, ...), so a hybrid stack is a tuple of sites; the MLP is SwiGLU
-(:class:`~rfa.layers.GatedMLP`), the norms plain or zero-centered (:class:`~rfa.layers.RMSNorm`).
+rotary positions, Gated DeltaNet, kernelized attention, ...), so a hybrid stack is a tuple of sites; the MLP is
+SwiGLU (:class:`~rfa.layers.GatedMLP`), or a mixture of experts at the sparse layers
+(:class:`~rfa.layers.moe.MixtureOfExperts`); the norms are plain or zero-centered (:class:`~rfa.layers.RMSNorm`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from rfa._dtypes import at_least_float32
 from rfa._validation import InputError, InputTypeError
 from rfa.layers.gated_mlp import ACTIVATIONS, GatedMLP
 from rfa.layers.kinds import SiteWidths, check_int
+from rfa.layers.moe import ExpertsOptions, MixtureOfExperts
 from rfa.layers.norms import RMSNorm
 from rfa.models.config import DTYPES
 from rfa.models.site import Site
@@ -34,6 +36,8 @@ class CausalLMConfig:
     Attributes:
       vocab_size, d_model, mlp_dim: widths.
       sites: each layer's token mixer, its options complete (its heads set: ``num_heads``).
+      experts: the sparse layers' mixture of experts (:class:`~rfa.layers.moe.ExpertsOptions`), at the layers
+        ``sparse_layers`` names; the other layers' MLP is dense, ``mlp_dim`` wide.
       norm_eps: ε of the layers' and the final RMSNorms; ``zero_centered_norms``: they scale by ``1 + w``.
       tie_embeddings: the output projection is the embedding's transpose.
       activation: the MLP's (:data:`rfa.layers.gated_mlp.ACTIVATIONS`).
@@ -46,6 +50,8 @@ class CausalLMConfig:
     d_model: int
     mlp_dim: int
     sites: tuple[Site, ...]
+    experts: ExpertsOptions | None = None
+    sparse_layers: tuple[int, ...] = ()
     norm_eps: float = 1e-6
     zero_centered_norms: bool = False
     tie_embeddings: bool = False
@@ -59,6 +65,13 @@ class CausalLMConfig:
             check_int(self, name)
         if not self.sites or not all(isinstance(site, Site) for site in self.sites):
             raise InputTypeError(f"sites must be a non-empty tuple of rfa.models.Site, got {self.sites!r}.")
+        if self.experts is not None and not isinstance(self.experts, ExpertsOptions):
+            raise InputTypeError(f"experts must be an ExpertsOptions or None, got {self.experts!r}.")
+        if set(self.sparse_layers) - set(range(len(self.sites))) or (self.sparse_layers and self.experts is None):
+            raise InputError(
+                f"sparse_layers must name layers of [0, {len(self.sites)}) and come with experts, got "
+                f"{self.sparse_layers} and {self.experts}."
+            )
         if self.activation not in ACTIVATIONS:
             raise InputError(f"activation must be one of {list(ACTIVATIONS)}, got {self.activation!r}.")
         if self.dtype not in DTYPES:
@@ -90,13 +103,18 @@ class CausalLMConfig:
 class CausalLMLayer(nnx.Module):
     """``x + Mixer(RMSNorm(x))``, then ``x + MLP(RMSNorm(x))``."""
 
-    def __init__(self, config: CausalLMConfig, site: Site, *, rngs: nnx.Rngs):
+    def __init__(self, config: CausalLMConfig, layer: int, *, rngs: nnx.Rngs):
         norm = {"eps": config.norm_eps, "zero_centered": config.zero_centered_norms}
+        site = config.sites[layer]
         self.input_norm = RMSNorm(config.d_model, **norm)
         self.attention = site.entry.layer(config.widths(site), site.options, causal=True, cross=False, rngs=rngs)
         self.post_attention_norm = RMSNorm(config.d_model, **norm)
-        dtype = jnp.dtype(config.dtype)
-        self.mlp = GatedMLP(config.d_model, config.mlp_dim, activation=config.activation, dtype=dtype, rngs=rngs)
+        mlp = {"activation": config.activation, "dtype": jnp.dtype(config.dtype), "rngs": rngs}
+        self.mlp = (
+            MixtureOfExperts(config.d_model, config.experts, **mlp)
+            if layer in config.sparse_layers
+            else GatedMLP(config.d_model, config.mlp_dim, **mlp)
+        )
 
     def __call__(self, x: Array, *, key_mask: Array, positions: Array) -> Array:
         h = self.input_norm(x)
@@ -140,7 +158,7 @@ class CausalLM(nnx.Module):
         self.config, self.lm = config, lm
         dtype = jnp.dtype(lm.dtype)
         self.embed = nnx.Embed(lm.vocab_size, lm.d_model, dtype=dtype, rngs=rngs)
-        self.layers = nnx.List([CausalLMLayer(lm, site, rngs=rngs) for site in lm.sites])
+        self.layers = nnx.List([CausalLMLayer(lm, i, rngs=rngs) for i in range(len(lm.sites))])
         self.norm = RMSNorm(lm.d_model, eps=lm.norm_eps, zero_centered=lm.zero_centered_norms)
         self.lm_head = (
             None if lm.tie_embeddings else nnx.Linear(lm.d_model, lm.vocab_size, use_bias=False, dtype=dtype, rngs=rngs)

@@ -30,7 +30,8 @@ from rfa.models.safetensors import iter_checkpoint, read_tensor, write_tensors
 class Tensor:
     """One checkpoint tensor's places: the ``paths`` in the model's parameters (the keys of ``nnx.to_flat_state``,
     as strings) that it fills, the map ``to_model`` from the checkpoint's array to theirs (one array per path) and its
-    inverse ``to_checkpoint``. Most tensors fill one parameter; a fused one (Qwen3.5's ``in_proj_qkv``) several.
+    inverse ``to_checkpoint``. Most tensors fill one parameter; a fused one (Qwen3.5's ``in_proj_qkv``) several; with
+    ``index``, each fills one slice of a stacked parameter (an expert of a mixture, ``experts.{e}.*``).
 
     Example:
       >>> t = Tensor.linear("q_proj.weight", ("query", "kernel"), inputs=(8,), outputs=(2, 4))
@@ -42,6 +43,7 @@ class Tensor:
     paths: tuple[tuple[str, ...], ...]
     to_model: Callable[[np.ndarray], tuple[np.ndarray, ...]]
     to_checkpoint: Callable[..., np.ndarray]
+    index: int | None = None
 
     @classmethod
     def same(cls, name: str, path: tuple[str, ...]) -> Tensor:
@@ -49,15 +51,34 @@ class Tensor:
         return cls(name, (path,), lambda x: (x,), lambda x: x)
 
     @classmethod
-    def linear(cls, name: str, path: tuple[str, ...], *, inputs: tuple, outputs: tuple) -> Tensor:
-        """A PyTorch ``Linear.weight`` ``[prod(outputs), prod(inputs)]`` as a kernel ``[*inputs, *outputs]``."""
+    def linear(
+        cls, name: str, path: tuple[str, ...], *, inputs: tuple, outputs: tuple, index: int | None = None
+    ) -> Tensor:
+        """A PyTorch ``Linear.weight`` ``[prod(outputs), prod(inputs)]`` as a kernel ``[*inputs, *outputs]``; with
+        ``index``, the slice ``index`` of a stacked parameter (one expert of a mixture)."""
         fan_in, fan_out = int(np.prod(inputs)), int(np.prod(outputs))
         return cls(
             name,
             (path,),
             lambda w: (w.T.reshape(*inputs, *outputs),),
             lambda kernel: kernel.reshape(fan_in, fan_out).T,
+            index,
         )
+
+    @classmethod
+    def grouped_linear(cls, name: str, paths: tuple, *, groups: int, sizes: tuple[int, ...], fan_in: int) -> Tensor:
+        """A fused PyTorch ``Linear.weight`` whose rows are, per group, each part's ``sizes`` rows in turn (Qwen3-Next's
+        ``in_proj_qkvz``, per key-head group): kernels ``[fan_in, groups · size]``, one per path."""
+        bounds = np.cumsum(sizes)[:-1]
+
+        def to_model(w):
+            parts = np.split(w.reshape(groups, sum(sizes), fan_in), bounds, axis=1)
+            return tuple(part.reshape(-1, fan_in).T for part in parts)
+
+        def to_checkpoint(*kernels):
+            return np.concatenate([k.T.reshape(groups, -1, fan_in) for k in kernels], axis=1).reshape(-1, fan_in)
+
+        return cls(name, tuple(paths), to_model, to_checkpoint)
 
     @classmethod
     def reshaped(cls, name: str, path: tuple[str, ...], shape: tuple) -> Tensor:
@@ -206,24 +227,30 @@ def from_pretrained(directory: str, *, dtype: str | None = None, **config):
     places = {t.name: t for t in family.tensors(model_config)}
     params = nnx.state(model, nnx.Param)
     expected = {tuple(str(p) for p in path): variable for path, variable in nnx.to_flat_state(params)}
-    filled = set()
+    stacks = {}  # parameters that several tensors fill, one slice each (a mixture's experts): filled in NumPy
+    read = set()
     for name, path, entry in iter_checkpoint(directory):
         if name not in places:
             raise InputError(f"{directory}: tensor {name!r} has no place in rfa's {family.model_type}.")
-        place = places[name]
+        place, read = places[name], read | {name}
         variables = [expected[p] for p in place.paths]
-        layout = tuple(place.to_checkpoint(*(np.zeros(v.shape, np.int8) for v in variables)).shape)
+        shapes = [v.shape if place.index is None else v.shape[1:] for v in variables]
+        layout = tuple(place.to_checkpoint(*(np.zeros(shape, np.int8) for shape in shapes)).shape)
         if tuple(entry["shape"]) != layout:
-            names = ", ".join(".".join(p) for p in place.paths)
+            names = ", ".join(".".join(p) + ("" if place.index is None else f"[{place.index}]") for p in place.paths)
             raise InputError(
                 f"{directory}: tensor {name!r} has shape {tuple(entry['shape'])}; rfa's {names} take {layout}."
             )
-        for variable, value in zip(variables, place.to_model(read_tensor(path, entry)), strict=True):
-            variable.set_value(jnp.asarray(value, variable.dtype))
-        filled.update(place.paths)
-    missing = sorted(t.name for t in places.values() if not set(t.paths) <= filled)
+        for key, variable, value in zip(place.paths, variables, place.to_model(read_tensor(path, entry)), strict=True):
+            if place.index is None:
+                variable.set_value(jnp.asarray(value, variable.dtype))
+            else:
+                stacks.setdefault(key, np.zeros(variable.shape, variable.dtype))[place.index] = value
+    missing = sorted(set(places) - read)
     if missing:
         raise InputError(f"{directory}: the checkpoint lacks {missing}.")
+    for key, stack in stacks.items():
+        expected[key].set_value(jnp.asarray(stack))
     nnx.update(model, params)
     return model
 
@@ -231,7 +258,7 @@ def from_pretrained(directory: str, *, dtype: str | None = None, **config):
 def save_pretrained(model, directory: str) -> None:
     """Writes ``model`` as a Hugging Face directory (``config.json``, ``model.safetensors``) that
     :func:`from_pretrained` and transformers read: the inverse of its tensors' maps."""
-    family = next((f for f in _FAMILIES.values() if isinstance(getattr(model, "config", None), f.config_class)), None)
+    family = next((f for f in _FAMILIES.values() if type(getattr(model, "config", None)) is f.config_class), None)
     if family is None:
         raise InputError(
             f"{type(model).__name__} is not the model of a registered family ({list(registered_families())})."
@@ -239,7 +266,9 @@ def save_pretrained(model, directory: str) -> None:
     os.makedirs(directory, exist_ok=True)
     params = {tuple(str(p) for p in path): v for path, v in nnx.to_flat_state(nnx.state(model, nnx.Param))}
     tensors = {
-        t.name: t.to_checkpoint(*(np.asarray(jax.device_get(params[p][...])) for p in t.paths))
+        t.name: t.to_checkpoint(
+            *(np.asarray(jax.device_get(params[p][...] if t.index is None else params[p][t.index])) for p in t.paths)
+        )
         for t in family.tensors(model.config)
     }
     write_tensors(os.path.join(directory, "model.safetensors"), tensors, {"format": "pt"})

@@ -202,9 +202,41 @@ def decoder_tensors(lm: CausalLMConfig, mixer) -> list[pretrained.Tensor]:
             T.same(f"{hf}post_attention_layernorm.weight", ours + ("post_attention_norm", "weight")),
             *mixer(i, hf, ours + ("attention",)),
         ]
-        for name, (fan_in, fan_out) in {"gate": (H, inner), "up": (H, inner), "down": (inner, H)}.items():
-            path = ours + ("mlp", name, "kernel")
-            found.append(T.linear(f"{hf}mlp.{name}_proj.weight", path, inputs=(fan_in,), outputs=(fan_out,)))
+        if i in lm.sparse_layers:
+            found += experts_tensors(lm, f"{hf}mlp.", ours + ("mlp",))
+        else:
+            found += mlp_tensors(f"{hf}mlp.", ours + ("mlp",), H, inner)
+    return found
+
+
+def mlp_tensors(hf: str, ours: tuple, d_model: int, inner: int, index: int | None = None) -> list[pretrained.Tensor]:
+    """A SwiGLU MLP's ``gate_proj``, ``up_proj`` and ``down_proj`` (with ``index``: one expert's slices)."""
+    widths = {"gate": (d_model, inner), "up": (d_model, inner), "down": (inner, d_model)}
+    return [
+        pretrained.Tensor.linear(
+            f"{hf}{name}_proj.weight",
+            ours + (name, *(() if index is not None else ("kernel",))),
+            inputs=(fan_in,),
+            outputs=(fan_out,),
+            index=index,
+        )
+        for name, (fan_in, fan_out) in widths.items()
+    ]
+
+
+def experts_tensors(lm: CausalLMConfig, hf: str, ours: tuple) -> list[pretrained.Tensor]:
+    """A sparse block's tensors in Qwen's layout (Qwen3-MoE, Qwen3-Next): the router ``gate``, each expert's MLP
+    (``experts.{e}.*``: a slice of the stacked ``gate``, ``up`` and ``down``), the shared expert and its gate."""
+    T, H, experts = pretrained.Tensor, lm.d_model, lm.experts
+    found = [T.linear(f"{hf}gate.weight", ours + ("router",), inputs=(H,), outputs=(experts.num_experts,))]
+    for e in range(experts.num_experts):
+        found += mlp_tensors(f"{hf}experts.{e}.", ours, H, experts.expert_dim, index=e)
+    if experts.shared_dim is not None:
+        found += mlp_tensors(f"{hf}shared_expert.", ours + ("shared",), H, experts.shared_dim)
+    if experts.shared_gate:
+        found.append(
+            T.linear(f"{hf}shared_expert_gate.weight", ours + ("shared_gate", "kernel"), inputs=(H,), outputs=(1,))
+        )
     return found
 
 

@@ -115,30 +115,38 @@ class Qwen3_5Config(QwenConfig):  # noqa: N801 (Hugging Face's name)
 # Hugging Face's layout (rfa.models.pretrained).
 
 _OWN = {"pad_id", "rope_theta", "partial_rotary_factor", "dtype", "attention", "linear_attention"}
-_SAME_NAME = sorted({f.name for f in dataclasses.fields(Qwen3_5Config)} - _OWN)
-_READ = {*_SAME_NAME, "rope_parameters", "rope_theta", "rope_scaling", "partial_rotary_factor", "pad_token_id"}
 _MROPE = ("mrope_section", "mrope_interleaved")  # the vision grids' rotary layout: text positions are one grid
 
 
-def config_from_hf(hf: dict, **fields) -> Qwen3_5Config:
-    """:class:`Qwen3_5Config` of a ``config.json`` dict, with ``fields`` over it; refuses what it does not
-    reproduce."""
-    pretrained.refuse_unknown(hf, _READ, pretrained.INERT, "qwen3_5_text")
-    theta, fraction = pretrained.default_rope(hf, "qwen3_5_text", default_theta=10_000_000.0, inert=_MROPE)
-    values = {name: hf[name] for name in _SAME_NAME if name in hf}
-    return Qwen3_5Config(
+def _same_name(config_class: type) -> list[str]:
+    """The fields of ``config_class`` that ``config.json`` names as it does."""
+    return sorted({f.name for f in dataclasses.fields(config_class)} - _OWN)
+
+
+def read_hf(hf: dict, config_class: type, family: str, *, inert: frozenset = frozenset(), **fields):
+    """``config_class`` (:class:`Qwen3_5Config` or a subclass) of a ``config.json`` dict, with ``fields`` over it;
+    refuses what it does not reproduce (``inert``: the family's fields without effect on its outputs)."""
+    same = _same_name(config_class)
+    read = {*same, "rope_parameters", "rope_theta", "rope_scaling", "partial_rotary_factor", "pad_token_id"}
+    pretrained.refuse_unknown(hf, read, pretrained.INERT | inert, family)
+    theta, fraction = pretrained.default_rope(hf, family, default_theta=10_000_000.0, inert=_MROPE)
+    values = {name: hf[name] for name in same if name in hf}
+    return config_class(
         **values, rope_theta=theta, partial_rotary_factor=fraction, pad_id=hf.get("pad_token_id"), **fields
     )
 
 
-def config_to_hf(config: Qwen3_5Config) -> dict:
-    """``config.json``'s dict of ``config``, for ``Qwen3_5ForCausalLM``."""
+def write_hf(config: Qwen3_5Config, model_type: str, architecture: str) -> dict:
+    """``config.json``'s dict of ``config`` for transformers' ``architecture``."""
     if (config.attention.kind, config.linear_attention.kind) != ("softmax", "gated_deltanet"):
-        raise InputError("a Qwen3.5 with other attention kinds is not a Qwen3.5 checkpoint transformers would run.")
+        raise InputError(f"a {model_type} with other attention kinds is not a checkpoint transformers would run.")
     return {
-        "model_type": "qwen3_5_text",
-        "architectures": ["Qwen3_5ForCausalLM"],
-        **{name: list(value) if isinstance(value := getattr(config, name), tuple) else value for name in _SAME_NAME},
+        "model_type": model_type,
+        "architectures": [architecture],
+        **{
+            name: list(value) if isinstance(value := getattr(config, name), tuple) else value
+            for name in _same_name(type(config))
+        },
         "rope_parameters": {
             "rope_type": "default",
             "rope_theta": config.rope_theta,
@@ -147,6 +155,16 @@ def config_to_hf(config: Qwen3_5Config) -> dict:
         "pad_token_id": config.pad_id,
         "torch_dtype": "float32",
     }
+
+
+def config_from_hf(hf: dict, **fields) -> Qwen3_5Config:
+    """:class:`Qwen3_5Config` of a ``config.json`` dict (:func:`read_hf`)."""
+    return read_hf(hf, Qwen3_5Config, "qwen3_5_text", **fields)
+
+
+def config_to_hf(config: Qwen3_5Config) -> dict:
+    """``config.json``'s dict of ``config``, for ``Qwen3_5ForCausalLM``."""
+    return write_hf(config, "qwen3_5_text", "Qwen3_5ForCausalLM")
 
 
 def _depthwise(name: str, path: tuple) -> pretrained.Tensor:
@@ -167,36 +185,49 @@ def _query_and_gate(name: str, ours: tuple, heads: int, head_dim: int, d_model: 
     return pretrained.Tensor(name, (ours + ("query", "kernel"), ours + ("gate", "kernel")), to_model, to_checkpoint)
 
 
-def tensors(config: Qwen3_5Config) -> list[pretrained.Tensor]:
-    """Every tensor of a Qwen3.5 text checkpoint and its place in the model."""
+def linear_attention_tensors(config: Qwen3_5Config, hf: str, ours: tuple) -> list[pretrained.Tensor]:
+    """A Gated DeltaNet layer's ``linear_attn.*`` tensors in Qwen3.5's layout (``in_proj_qkv``, ``in_proj_z``,
+    ``in_proj_b``, ``in_proj_a``): the queries', keys' and values' fused, each part in turn."""
+    T, H = pretrained.Tensor, config.hidden_size
+    key, value, heads = _widths(config)
+    projections = {
+        ours + (name, "kernel"): T.linear(
+            f"{hf}in_proj_qkv.weight", ours + (name, "kernel"), inputs=(H,), outputs=(size,)
+        )
+        for name, size in (("q_proj", key), ("k_proj", key), ("v_proj", value))
+    }
+    return [
+        T.split(f"{hf}in_proj_qkv.weight", projections, sizes=(key, key, value)),
+        T.linear(f"{hf}in_proj_z.weight", ours + ("g_proj", "kernel"), inputs=(H,), outputs=(value,)),
+        T.linear(f"{hf}in_proj_b.weight", ours + ("b_proj", "kernel"), inputs=(H,), outputs=(heads,)),
+        T.linear(f"{hf}in_proj_a.weight", ours + ("a_proj", "kernel"), inputs=(H,), outputs=(heads,)),
+    ]
+
+
+def _widths(config: Qwen3_5Config) -> tuple[int, int, int]:
+    """The Gated DeltaNet layers' query/key width, value width and value heads."""
+    key = config.linear_num_key_heads * config.linear_key_head_dim
+    return key, config.linear_num_value_heads * config.linear_value_head_dim, config.linear_num_value_heads
+
+
+def tensors(config: Qwen3_5Config, projections=linear_attention_tensors) -> list[pretrained.Tensor]:
+    """Every tensor of a Qwen3.5 text checkpoint (or, with its ``projections`` of the linear layers, Qwen3-Next's)
+    and its place in the model."""
     T, H, full = pretrained.Tensor, config.hidden_size, config.full_site.options
-    key, value = (
-        config.linear_num_key_heads * config.linear_key_head_dim,
-        config.linear_num_value_heads * config.linear_value_head_dim,
-    )
-    heads = config.linear_num_value_heads
+    key, value, _ = _widths(config)
 
     def mixer(layer, hf, ours):
         if config.layer_types[layer] == "full_attention":
             query = [_query_and_gate(f"{hf}self_attn.q_proj.weight", ours, full.num_heads, full.head_dim, H)]
             return attention_tensors(hf, ours, full, H, query)
         hf, ours = f"{hf}linear_attn.", ours + ("layer",)
-        projections = {
-            ours + (name, "kernel"): T.linear(
-                f"{hf}in_proj_qkv.weight", ours + (name, "kernel"), inputs=(H,), outputs=(size,)
-            )
-            for name, size in (("q_proj", key), ("k_proj", key), ("v_proj", value))
-        }
         convolutions = {
             ours + (name, "weight"): _depthwise(f"{hf}conv1d.weight", ours + (name, "weight"))
             for name in ("q_conv1d", "k_conv1d", "v_conv1d")
         }
         return [
-            T.split(f"{hf}in_proj_qkv.weight", projections, sizes=(key, key, value)),
+            *projections(config, hf, ours),
             T.split(f"{hf}conv1d.weight", convolutions, sizes=(key, key, value)),
-            T.linear(f"{hf}in_proj_z.weight", ours + ("g_proj", "kernel"), inputs=(H,), outputs=(value,)),
-            T.linear(f"{hf}in_proj_b.weight", ours + ("b_proj", "kernel"), inputs=(H,), outputs=(heads,)),
-            T.linear(f"{hf}in_proj_a.weight", ours + ("a_proj", "kernel"), inputs=(H,), outputs=(heads,)),
             T.same(f"{hf}A_log", ours + ("A_log",)),
             T.same(f"{hf}dt_bias", ours + ("dt_bias",)),
             T.same(f"{hf}norm.weight", ours + ("o_norm", "scale")),

@@ -1,7 +1,9 @@
 """The pretrained families from their Hugging Face layout against transformers' own models (tests/fixtures/hf/<family>,
 made by tools/hf_fixtures.py: a tiny random checkpoint in bfloat16 and what transformers computed with it in float32):
-Qwen3 (``Qwen3ForCausalLM``: heads wider than hidden_size / heads) and Qwen3.5's text decoder (``Qwen3_5ForCausalLM``:
-three Gated DeltaNet layers with grouped value heads, then gated attention with partial rotary positions). Logits,
+Qwen3 (``Qwen3ForCausalLM``: heads wider than hidden_size / heads), Qwen3.5's text decoder (``Qwen3_5ForCausalLM``:
+three Gated DeltaNet layers with grouped value heads, then gated attention with partial rotary positions) and
+Qwen3-Next (``Qwen3NextForCausalLM``: the same with projections fused per key-head group, and a mixture of four
+experts with a gated shared expert at three of its four layers). Logits,
 greedy generations (a left-padded batch too), the writer's round trip, the loader's refusals, and the checkpoint's
 projections under another attention kind."""
 
@@ -21,7 +23,7 @@ from rfa.models import Site, decoding, from_pretrained, save_pretrained
 from rfa.models.safetensors import iter_checkpoint, read_tensor, write_tensors
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "hf"
-FAMILIES = ["qwen3", "qwen3_5"]
+FAMILIES = ["qwen3", "qwen3_5", "qwen3_next"]
 FIXTURE = FIXTURES / "qwen3"  # the loader's and writer's representative
 EXPECTED = {family: np.load(FIXTURES / family / "expected.npz") for family in FAMILIES}
 LOADED = {}

@@ -1,6 +1,6 @@
 """Mutants of rfa/layers/ that the pretrained families' checkpoints catch (issue 70): the parts Qwen3 and Qwen3.5
 add to the layers (the query and key norms, grouped-query heads, the output gate, partial rotary, the zero-centered
-norm); the families' own, of rfa/models/, are in models.py."""
+norm, the mixture of experts); the families' own, of rfa/models/, are in models.py."""
 
 from .mutant import Mutant
 from .paths import QWEN3_TESTS
@@ -45,5 +45,21 @@ MUTANTS = [
         "    rotated = x.shape[-1]\n",
         (QWEN3_TESTS,),
         "partial rotary (partial_rotary_factor) rotates the whole head",
+    ),
+    Mutant(
+        "moe-top-k-not-renormalized",
+        "rfa/layers/moe.py",
+        "        if self.options.norm_topk_prob:\n",
+        "        if False:\n",
+        (QWEN3_TESTS, "tests/layers/test_moe.py"),
+        "the top experts' probabilities kept raw where norm_topk_prob asks them to sum to 1",
+    ),
+    Mutant(
+        "moe-shared-expert-gate-dropped",
+        "rfa/layers/moe.py",
+        "out = out + (shared if self.shared_gate is None else jax.nn.sigmoid(self.shared_gate(h)) * shared)",
+        "out = out + shared",
+        (QWEN3_TESTS, "tests/layers/test_moe.py"),
+        "the shared expert's sigmoid gate (Qwen3-Next's shared_expert_gate) is never applied",
     ),
 ]

@@ -177,4 +177,12 @@ MUTANTS = [
         (QWEN3_TESTS,),
         "Qwen3.5's zero-centered decoder norms read as x · w",
     ),
+    Mutant(
+        "qwen3_next-qkvz-read-contiguous",
+        "rfa/models/qwen3_next.py",
+        "groups=groups, sizes=(dk, dk, per * dv, per * dv)",
+        "groups=1, sizes=(groups * dk, groups * dk, groups * per * dv, groups * per * dv)",
+        (QWEN3_TESTS,),
+        "Qwen3-Next's in_proj_qkvz read as [q | k | v | z] whole, not per key-head group",
+    ),
 ]
