@@ -246,7 +246,7 @@ references = json.loads(sys.argv[1])
 order = ["", *json.loads(sys.argv[2])]
 rank = lambda reference: order.index(reference.split(".")[1]) if reference.split(".")[1] in order else 0
 unreached = []
-for reference in sorted({r for _, r in references}, key=rank):  # the core first, then each lazy subpackage in turn
+for reference in sorted(sorted({r for _, r in references}), key=rank):  # the core, then each lazy subpackage
     try:
         functools.reduce(getattr, reference.split(".")[1:], rfa)
     except AttributeError:

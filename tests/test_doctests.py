@@ -40,6 +40,7 @@ SLOW = {
     "rfa.models.qwen3",
     "rfa.models.causal_lm",
     "rfa.models.qwen3_next",
+    "rfa.models.kimi_linear",
     "rfa.models.pretrained",
     "rfa.layers.multi_head",
     "rfa.tasks.batches",

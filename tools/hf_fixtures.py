@@ -65,6 +65,31 @@ FAMILIES = {
             mlp_only_layers=[1],  # a dense layer among the sparse ones
         ),
     ),
+    "kimi_linear": (
+        "KimiLinearConfig",
+        "KimiLinearForCausalLM",
+        dict(
+            **{k: v for k, v in DECODER.items() if k not in ("head_dim", "num_key_value_heads")},
+            num_key_value_heads=4,
+            kv_lora_rank=16,  # multi-head latent attention, without rotary positions
+            qk_nope_head_dim=16,
+            qk_rope_head_dim=8,
+            v_head_dim=16,
+            linear_num_heads=4,  # KDA
+            linear_head_dim=16,
+            linear_conv_kernel_dim=4,
+            layer_types=["linear_attention"] * 3 + ["full_attention"],
+            mlp_layer_types=["dense"] + ["sparse"] * 3,
+            num_local_experts=4,
+            num_experts_per_tok=2,
+            moe_intermediate_size=32,
+            n_shared_experts=1,
+            n_group=2,  # DeepSeek-V3's router: two groups, the better one's experts
+            topk_group=1,
+            routed_scaling_factor=2.446,
+            rms_norm_eps=1e-5,
+        ),
+    ),
 }
 
 
@@ -82,6 +107,9 @@ def build(config_class: str, model_class: str, arguments: dict, seed: int = 0):
             else:
                 parameter.copy_(torch.randn_like(parameter) / parameter.shape[-1] ** 0.5)
             parameter.copy_(parameter.to(torch.bfloat16).to(torch.float32))
+        for name, buffer in model.named_buffers():
+            if name.endswith("e_score_correction_bias"):  # a router's bias that changes which experts are chosen
+                buffer.copy_((0.3 * torch.randn_like(buffer)).to(torch.bfloat16).to(torch.float32))
     return model
 
 

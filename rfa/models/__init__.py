@@ -4,10 +4,11 @@
 from rfa.layers.delta_rule.options import DeltaRuleOptions
 from rfa.layers.kinds import SiteWidths
 from rfa.layers.multi_head import AttentionInputs, AttentionSite
-from rfa.models import decoding, pretrained, qwen3, qwen3_5, qwen3_next
+from rfa.models import decoding, kimi_linear, pretrained, qwen3, qwen3_5, qwen3_next
 from rfa.models.causal_lm import CausalLM, CausalLMConfig
 from rfa.models.config import EncoderConfig, TransformerConfig
 from rfa.models.forecaster import ForecastConfig, Forecaster
+from rfa.models.kimi_linear import KimiLinearConfig
 from rfa.models.presets import PRESETS, preset
 from rfa.models.pretrained import from_pretrained, save_pretrained
 from rfa.models.qwen3 import Qwen3Config
@@ -38,6 +39,7 @@ __all__ = [
     "EncoderDecoder",
     "ForecastConfig",
     "Forecaster",
+    "KimiLinearConfig",
     "MultiHeadAttention",
     "Qwen3Config",
     "Qwen3NextConfig",
@@ -52,6 +54,7 @@ __all__ = [
     "VisionTransformer",
     "decoding",
     "from_pretrained",
+    "kimi_linear",
     "preset",
     "pretrained",
     "qwen3",

@@ -22,6 +22,7 @@ import numpy as np
 from flax import nnx
 
 from rfa._validation import InputError
+from rfa.layers.moe import CorrectionBias
 from rfa.models.causal_lm import CausalLM
 from rfa.models.safetensors import iter_checkpoint, read_tensor, write_tensors
 
@@ -79,6 +80,11 @@ class Tensor:
             return np.concatenate([k.T.reshape(groups, -1, fan_in) for k in kernels], axis=1).reshape(-1, fan_in)
 
         return cls(name, tuple(paths), to_model, to_checkpoint)
+
+    @classmethod
+    def depthwise(cls, name: str, path: tuple[str, ...]) -> Tensor:
+        """A depthwise ``Conv1d.weight`` ``[channels, 1, taps]`` as rfa's ``[taps, channels]``."""
+        return cls(name, (path,), lambda w: (w[:, 0, :].T,), lambda k: k.T[:, None, :])
 
     @classmethod
     def reshaped(cls, name: str, path: tuple[str, ...], shape: tuple) -> Tensor:
@@ -159,6 +165,8 @@ def refuse_unknown(hf: dict, reproduced: set[str], inert: set[str], family: str)
         )
 
 
+LOADED = nnx.Any(nnx.Param, CorrectionBias)
+"""The variables a checkpoint holds: the parameters, and a sigmoid router's correction bias (a buffer in PyTorch)."""
 INERT = {
     "model_type",
     "architectures",
@@ -223,10 +231,13 @@ def from_pretrained(directory: str, *, dtype: str | None = None, **config):
     model = nnx.eval_shape(build)  # the structure, no values
     # the state that is no checkpoint's (a kernelized site's random projection, its RNG counters), initialized under
     # jit: XLA leaves out the parameters' initial values, which nothing returns
-    nnx.update(model, jax.jit(lambda: nnx.state(build(), nnx.Not(nnx.Param)))())
+    nnx.update(model, jax.jit(lambda: nnx.state(build(), nnx.Not(LOADED)))())
     places = {t.name: t for t in family.tensors(model_config)}
-    params = nnx.state(model, nnx.Param)
+    params = nnx.state(model, LOADED)
     expected = {tuple(str(p) for p in path): variable for path, variable in nnx.to_flat_state(params)}
+    unplaced = sorted(".".join(p) for p in set(expected) - {p for t in places.values() for p in t.paths})
+    if unplaced:
+        raise InputError(f"rfa's {family.model_type} has parameters no checkpoint tensor fills: {unplaced}.")
     stacks = {}  # parameters that several tensors fill, one slice each (a mixture's experts): filled in NumPy
     read = set()
     for name, path, entry in iter_checkpoint(directory):
@@ -264,7 +275,7 @@ def save_pretrained(model, directory: str) -> None:
             f"{type(model).__name__} is not the model of a registered family ({list(registered_families())})."
         )
     os.makedirs(directory, exist_ok=True)
-    params = {tuple(str(p) for p in path): v for path, v in nnx.to_flat_state(nnx.state(model, nnx.Param))}
+    params = {tuple(str(p) for p in path): v for path, v in nnx.to_flat_state(nnx.state(model, LOADED))}
     tensors = {
         t.name: t.to_checkpoint(
             *(np.asarray(jax.device_get(params[p][...] if t.index is None else params[p][t.index])) for p in t.paths)

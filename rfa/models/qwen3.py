@@ -185,9 +185,10 @@ def config_to_hf(config: Qwen3Config) -> dict:
     }
 
 
-def decoder_tensors(lm: CausalLMConfig, mixer) -> list[pretrained.Tensor]:
+def decoder_tensors(lm: CausalLMConfig, mixer, mlp=None) -> list[pretrained.Tensor]:
     """The tensors of a Llama-style checkpoint of ``lm``: the embedding, the final norm, the output projection
-    (unless tied), each layer's norms and SwiGLU MLP, and its mixer's, ``mixer(layer, hf_prefix, path)``."""
+    (unless tied), each layer's norms, its mixer's, ``mixer(layer, hf_prefix, path)``, and its MLP's,
+    ``mlp(layer, hf_prefix, path)`` (default: Qwen's ``mlp.*``, a SwiGLU or a sparse block)."""
     T, H, inner = pretrained.Tensor, lm.d_model, lm.mlp_dim
     found = [
         T.same("model.embed_tokens.weight", ("embed", "embedding")),
@@ -202,7 +203,9 @@ def decoder_tensors(lm: CausalLMConfig, mixer) -> list[pretrained.Tensor]:
             T.same(f"{hf}post_attention_layernorm.weight", ours + ("post_attention_norm", "weight")),
             *mixer(i, hf, ours + ("attention",)),
         ]
-        if i in lm.sparse_layers:
+        if mlp is not None:
+            found += mlp(i, hf, ours + ("mlp",))
+        elif i in lm.sparse_layers:
             found += experts_tensors(lm, f"{hf}mlp.", ours + ("mlp",))
         else:
             found += mlp_tensors(f"{hf}mlp.", ours + ("mlp",), H, inner)

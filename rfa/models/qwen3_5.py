@@ -167,11 +167,6 @@ def config_to_hf(config: Qwen3_5Config) -> dict:
     return write_hf(config, "qwen3_5_text", "Qwen3_5ForCausalLM")
 
 
-def _depthwise(name: str, path: tuple) -> pretrained.Tensor:
-    """A depthwise ``Conv1d.weight`` ``[channels, 1, taps]`` as rfa's ``[taps, channels]``."""
-    return pretrained.Tensor(name, (path,), lambda w: (w[:, 0, :].T,), lambda k: k.T[:, None, :])
-
-
 def _query_and_gate(name: str, ours: tuple, heads: int, head_dim: int, d_model: int) -> pretrained.Tensor:
     """``q_proj.weight`` ``[heads · 2 · head_dim, d_model]``: per head its query's rows, then its gate's."""
 
@@ -222,7 +217,7 @@ def tensors(config: Qwen3_5Config, projections=linear_attention_tensors) -> list
             return attention_tensors(hf, ours, full, H, query)
         hf, ours = f"{hf}linear_attn.", ours + ("layer",)
         convolutions = {
-            ours + (name, "weight"): _depthwise(f"{hf}conv1d.weight", ours + (name, "weight"))
+            ours + (name, "weight"): pretrained.Tensor.depthwise(f"{hf}conv1d.weight", ours + (name, "weight"))
             for name in ("q_conv1d", "k_conv1d", "v_conv1d")
         }
         return [

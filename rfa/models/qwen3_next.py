@@ -29,10 +29,10 @@ class Qwen3NextConfig(Qwen3_5Config):
     experts'.
 
     Attributes:
-      num_experts, num_experts_per_tok: the routed experts and how many each token takes.
-      moe_intermediate_size, shared_expert_intermediate_size: a routed and the shared expert's hidden widths.
+      num_experts: the routed experts; ``num_experts_per_tok``: how many each token takes.
+      moe_intermediate_size: a routed expert's hidden width; ``shared_expert_intermediate_size``: the shared one's.
       norm_topk_prob: the top experts' probabilities renormalized.
-      decoder_sparse_step, mlp_only_layers: which layers are sparse.
+      decoder_sparse_step: every this many layers is sparse, ``mlp_only_layers`` aside.
 
     Example:
       >>> config = Qwen3NextConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=4,

@@ -25,7 +25,7 @@ from rfa.models import Site
 
 def test_every_kind_is_one_entry_and_the_variants_name_settings_of_them():
     assert set(registered_attention_kinds()) == {
-        "softmax", "fourier", "kernelized", "linformer", "sliding_window", "deltanet", "gated_deltanet", "kda"
+        "softmax", "fourier", "kernelized", "linformer", "sliding_window", "deltanet", "gated_deltanet", "kda", "mla"
     }  # fmt: skip
     variants = registered_variants()
     assert {"exact", "positive", "gla", "gated_rfa", "hybrid_kda", "deltanet", "sliding_window"} <= set(variants)

@@ -1,6 +1,6 @@
 """Mutants of rfa/layers/ that the pretrained families' checkpoints catch (issue 70): the parts Qwen3 and Qwen3.5
 add to the layers (the query and key norms, grouped-query heads, the output gate, partial rotary, the zero-centered
-norm, the mixture of experts); the families' own, of rfa/models/, are in models.py."""
+norm, the mixture of experts, multi-head latent attention); the families' own, of rfa/models/, are in models.py."""
 
 from .mutant import Mutant
 from .paths import QWEN3_TESTS
@@ -49,7 +49,7 @@ MUTANTS = [
     Mutant(
         "moe-top-k-not-renormalized",
         "rfa/layers/moe.py",
-        "        if self.options.norm_topk_prob:\n",
+        "        if o.norm_topk_prob:\n",
         "        if False:\n",
         (QWEN3_TESTS, "tests/layers/test_moe.py"),
         "the top experts' probabilities kept raw where norm_topk_prob asks them to sum to 1",
@@ -61,5 +61,29 @@ MUTANTS = [
         "out = out + shared",
         (QWEN3_TESTS, "tests/layers/test_moe.py"),
         "the shared expert's sigmoid gate (Qwen3-Next's shared_expert_gate) is never applied",
+    ),
+    Mutant(
+        "router-choice-without-correction-bias",
+        "rfa/layers/moe.py",
+        "            choice = scores + self.bias[...]\n",
+        "            choice = scores\n",
+        (QWEN3_TESTS,),
+        "Kimi Linear's router chooses its experts by their scores alone, without DeepSeek-V3's correction bias",
+    ),
+    Mutant(
+        "mla-shared-and-per-head-key-parts-swapped",
+        "rfa/layers/mla.py",
+        "jnp.concatenate([kv[..., :nope], shared.astype(kv.dtype)], axis=-1)",
+        "jnp.concatenate([shared.astype(kv.dtype), kv[..., :nope]], axis=-1)",
+        (QWEN3_TESTS,),
+        "MLA's key built [shared rope part, per-head nope part], against the queries' [nope, rope]",
+    ),
+    Mutant(
+        "kda-output-gate-bias-kept",
+        "rfa/layers/delta_rule/layer.py",
+        "low_rank(d, dv, hv * dv, bias=o.output_gate_bias, **widths)",
+        "low_rank(d, dv, hv * dv, bias=True, **widths)",
+        (QWEN3_TESTS,),
+        "KDA's low-rank output gate keeps fla's bias where Kimi Linear's checkpoint has none",
     ),
 ]

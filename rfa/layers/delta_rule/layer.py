@@ -169,7 +169,7 @@ class DeltaRuleLayer(RandomMap):
             self.dt_bias = nnx.Param(_dt_bias(rngs.params(), rates, param_dtype))
             self.A_log = nnx.Param(_a_log(rngs.params(), hv, param_dtype, zero=o.safe_gate))
         if spec.output_gate == "low_rank":
-            self.g_proj = low_rank(d, dv, hv * dv, bias=True, **widths)
+            self.g_proj = low_rank(d, dv, hv * dv, bias=o.output_gate_bias, **widths)
         elif spec.gated_by_default if o.use_gate is None else o.use_gate:
             self.g_proj = _linear(d, hv * dv, **widths)
         else:

@@ -44,6 +44,11 @@ class DeltaRuleSpec:
                 f"{self.fla_name}: lower_bound and safe_gate are options of KDA's gate (fla's KimiDeltaAttention), "
                 f"got lower_bound={options.lower_bound!r}, safe_gate={options.safe_gate!r}."
             )
+        if self.output_gate != "low_rank" and not options.output_gate_bias:
+            raise InputError(
+                f"{self.fla_name}: output_gate_bias is an option of KDA's low-rank output gate (its full-rank gate has "
+                "no bias)."
+            )
         if self.output_gate == "low_rank" and options.output_gate_activation not in (None, "sigmoid"):
             raise InputError(
                 f"{self.fla_name}: the output gate is low rank and a sigmoid, as fla's; output_gate_activation="
@@ -80,6 +85,8 @@ class DeltaRuleOptions(MapOptions):
       qk_norm: of q and k per head: ``"l2"`` or ``"sum"`` (divided by their sum).
       output_gate_activation: of the full-rank output gate, fla's ``"swish"`` (SiLU, the default), ``"silu"``
         (the same) or ``"sigmoid"`` (None: the kind's; KDA's low-rank gate is always a sigmoid).
+      output_gate_bias: a bias on the second map of KDA's low-rank output gate (fla's layer has one; Kimi Linear's
+        Hugging Face checkpoints, ``g_b_proj``, do not).
       lower_bound: KDA's lower-bounded gate ``g = lower_bound · sigmoid(exp(A_log) · (f_proj x + dt_bias))``, each
         log-decay in ``(lower_bound, 0)``, in place of ``−exp(A_log) · softplus(f_proj x + dt_bias)`` (None; fla's
         ``fla/ops/kda/gate.py``). Negative.
@@ -112,6 +119,7 @@ class DeltaRuleOptions(MapOptions):
     qk_activation: str = "silu"
     qk_norm: str = "l2"
     output_gate_activation: str | None = None
+    output_gate_bias: bool = True
     lower_bound: float | None = None
     safe_gate: bool = False
     norm_eps: float = 1e-5
@@ -129,7 +137,7 @@ class DeltaRuleOptions(MapOptions):
             if getattr(self, name) is not None:
                 check_positive_int(getattr(self, name), f"DeltaRuleOptions.{name}")
         check_positive_int(self.conv_size, "DeltaRuleOptions.conv_size")
-        for name in ("use_beta", "allow_neg_eigval", "use_short_conv", "conv_bias", "safe_gate"):
+        for name in ("use_beta", "allow_neg_eigval", "use_short_conv", "conv_bias", "safe_gate", "output_gate_bias"):
             if not isinstance(getattr(self, name), bool):
                 raise InputTypeError(f"DeltaRuleOptions.{name} must be a bool, got {getattr(self, name)!r}.")
         if self.use_gate is not None and not isinstance(self.use_gate, bool):
