@@ -42,8 +42,10 @@ KNOWN_STYLES: dict[str, tuple[str, str]] = {  # name: (color, marker), the atten
     "kda": ("#875692", "P"),
     "hybrid_kda": ("#b3446c", "X"),
     "gated_deltanet_elu": ("#f38400", "h"),
+    "mla": ("#008080", "d"),
 }
-"""The names with a fixed style, each its own color (tab10, then Kelly's colours of maximum contrast, then navy).
+"""The names with a fixed style, each its own color (tab10, then Kelly's colours of maximum contrast, then navy and
+teal).
 A style is written next to its name, so adding a name moves no other's; a name not listed takes a spare style."""
 KNOWN = tuple(KNOWN_STYLES)
 COLORS = tuple(dict.fromkeys(color for color, _ in KNOWN_STYLES.values()))
