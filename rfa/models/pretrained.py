@@ -5,8 +5,9 @@ A family is one registry entry (:class:`Family`), registered in the module that 
 config (refusing, by name, any field whose value the model does not reproduce), and where each of the checkpoint's
 tensors goes in the model. :func:`from_pretrained` builds the model's structure without its values, then reads the
 tensors one at a time into it (the rest of its state, such as a kernelized site's random projection, initialized as
-the model's constructor does), so that the weights are never held twice; a tensor it has no place for, a place no
-tensor fills and a shape that differs are refused by name.
+the model's constructor does), so that the weights are not held twice (but for a mixture's stacked experts, assembled
+in NumPy and then moved); a tensor it has no place for, a place no tensor fills and a shape that differs are refused
+by name.
 """
 
 from __future__ import annotations
