@@ -185,4 +185,12 @@ MUTANTS = [
         (QWEN3_TESTS,),
         "Qwen3-Next's in_proj_qkvz read as [q | k | v | z] whole, not per key-head group",
     ),
+    Mutant(
+        "causal-lm-final-norm-dropped",
+        "rfa/models/causal_lm.py",
+        "        x = self.norm(x)\n        return at_least_float32",
+        "        return at_least_float32",
+        (QWEN3_TESTS,),
+        "the pretrained decoders' final RMSNorm is loaded but never applied before the output projection",
+    ),
 ]
