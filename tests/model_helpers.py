@@ -53,3 +53,20 @@ def next_token_step(model, optimizer, sequence):
     value, grads = nnx.value_and_grad(loss)(model)
     optimizer.update(model, grads)
     return value
+
+
+@nnx.jit
+def packed_forward(model, tokens, segment_ids):
+    """The model's forward pass over packed rows, compiled once per model structure."""
+    return model(tokens, segment_ids=segment_ids)
+
+
+def packed_and_alone(model, lengths, vocab):
+    """Sequences of ``lengths`` (random ids of ``[1, vocab)``) packed into one row, then right-padded by two
+    padding tokens of their own segment: ``(the packed row's logits at the sequences' tokens, each sequence's own
+    logits)``, both ``[sum(lengths), vocab]``."""
+    sequences = [jax.random.randint(jax.random.key(i), (n,), 1, vocab) for i, n in enumerate(lengths)]
+    row = jnp.concatenate([*sequences, jnp.zeros(2, jnp.int32)])[None]
+    segment_ids = jnp.concatenate([jnp.full(n, i + 1) for i, n in enumerate([*lengths, 2])])[None]
+    packed = packed_forward(model, row, segment_ids)[0, : sum(lengths)]
+    return packed, jnp.concatenate([forward(model, s[None])[0] for s in sequences])

@@ -13,7 +13,10 @@ holds exactly the values rfa reads) and ``expected.npz``:
 - ``tokens``, ``logits``: 2 rows of 12 token ids and transformers' float32 logits;
 - ``prompt``, ``greedy``: one prompt of 6 tokens and its greedy continuation of 8 (``generate(do_sample=False)``);
 - ``padded``, ``padded_mask``, ``padded_logits``, ``padded_greedy``: prompts of 7 and 4 tokens left-padded with
-  ``pad_token_id`` (``attention_mask`` 0 there), their logits and their greedy continuation of 8.
+  ``pad_token_id`` (``attention_mask`` 0 there), their logits and their greedy continuation of 8;
+- ``bfloat16_logits``: the logits of ``tokens`` from the checkpoint loaded in bfloat16
+  (``from_pretrained(directory, dtype=torch.bfloat16)``, what a user runs), as float32: how far transformers' own
+  bfloat16 model is from its float32 one, beside rfa's.
 
 Every weight is redrawn at a scale that makes each part matter (the norms' too, which start at 1).
 """
@@ -90,6 +93,18 @@ FAMILIES = {
             rms_norm_eps=1e-5,
         ),
     ),
+    "qwen3_5_moe": (  # every layer sparse: no dense MLP (no intermediate_size)
+        "Qwen3_5MoeTextConfig",
+        "Qwen3_5MoeForCausalLM",
+        dict(
+            **{k: v for k, v in DECODER.items() if k != "intermediate_size"},
+            **HYBRID,
+            num_experts=4,
+            num_experts_per_tok=2,
+            moe_intermediate_size=32,
+            shared_expert_intermediate_size=48,
+        ),
+    ),
 }
 
 
@@ -139,9 +154,11 @@ def main() -> None:
         for row, length in enumerate(lengths):
             padded[row, -length:] = rng.integers(1, VOCAB, length)
         mask = (padded != PAD).astype(np.int64)
+        low = getattr(transformers, model_class).from_pretrained(directory, dtype=torch.bfloat16).eval()
         with torch.no_grad():
             logits = model(torch.tensor(tokens)).logits.numpy()
             padded_logits = model(torch.tensor(padded), attention_mask=torch.tensor(mask)).logits.numpy()
+            bfloat16_logits = low(torch.tensor(tokens)).logits.float().numpy()
         np.savez(
             directory / "expected.npz",
             tokens=tokens,
@@ -152,6 +169,7 @@ def main() -> None:
             padded_mask=mask.astype(bool),
             padded_logits=padded_logits,
             padded_greedy=greedy(model, padded, mask),
+            bfloat16_logits=bfloat16_logits,
         )
         print(family, "->", directory, sorted(p.name for p in directory.iterdir()))
 

@@ -73,6 +73,19 @@ def sequence_index(segment_ids: Array, keep: Array | None = None) -> Array:
     return jnp.cumsum(sequence_starts(segment_ids, keep), axis=-1, dtype=jnp.int32)
 
 
+def sequence_positions(segment_ids: Array) -> Array:
+    """``[..., L]`` int32: each token's position within its packed sequence, 0 where the id changes (a model's
+    positions over a packed row, so that absolute positions too see each sequence as if it were alone).
+
+    Example:
+      >>> sequence_positions(jnp.array([1, 1, 1, 2, 2, 0])).tolist()
+      [0, 1, 2, 0, 1, 0]
+    """
+    index = jnp.arange(segment_ids.shape[-1], dtype=jnp.int32)
+    start = jnp.where(sequence_starts(segment_ids), index, 0)
+    return index - jax.lax.cummax(start, axis=start.ndim - 1)
+
+
 def same_sequence(segment_ids: Array) -> Array:
     """``[..., 1, L, L]`` bools: query i and key j are in the same sequence (the mask of a quadratic kind)."""
     return (segment_ids[..., :, None] == segment_ids[..., None, :])[..., None, :, :]

@@ -72,7 +72,11 @@ class LinformerCore(nnx.Module):
             )
         return project_keys_values(k, v, self.key_projection[...], self.value_projection[...], key_mask)
 
-    def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions) -> Array:
+    def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions, segment_ids=None) -> Array:
+        if segment_ids is not None:
+            raise InputError(
+                "linformer cannot attend within packed sequences (segment_ids): its E and F mix every key of a row."
+            )
         return softmax_attention(q, *self._project(k, v, key_mask))
 
     def prepare_memory(self, k, v, key_mask):

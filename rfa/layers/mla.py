@@ -18,9 +18,10 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rfa.attention.segments import same_sequence
 from rfa.layers.kinds import AttentionKind, KindOptions, SiteWidths, check_int, register_attention_kind
 from rfa.layers.norms import RMSNorm
-from rfa.layers.softmax import attend_one, softmax_attention
+from rfa.layers.softmax import attend_one, check_slot, softmax_attention
 
 Array = jax.Array
 
@@ -93,12 +94,16 @@ class LatentAttention(nnx.Module):
         shared = jnp.broadcast_to(shared[..., None, :], kv.shape[:-1] + shared.shape[-1:])
         return jnp.concatenate([kv[..., :nope], shared.astype(kv.dtype)], axis=-1), kv[..., nope:]
 
-    def __call__(self, x: Array, memory=None, *, key_mask: Array, q_positions: Array, k_positions: Array) -> Array:
+    def __call__(
+        self, x: Array, memory=None, *, key_mask: Array, q_positions: Array, k_positions: Array, segment_ids=None
+    ) -> Array:
         del memory
         k, v = self._keys_values(*self._latents(x))
         mask = key_mask[:, None, None, :]
         if self.causal:
             mask = mask & (k_positions[:, None, None, :] <= q_positions[:, None, :, None])
+        if segment_ids is not None:  # packed sequences
+            mask = mask & same_sequence(segment_ids)
         return self.out(softmax_attention(self._queries(x), k, v, mask=mask).astype(x.dtype))
 
     def init_cache(self, batch: int, max_length: int) -> dict:
@@ -122,6 +127,7 @@ class LatentAttention(nnx.Module):
         return out, self._write(self.init_cache(x.shape[0], max_length), 0, *self._latents(x), key_mask)
 
     def decode_step(self, x: Array, cache: dict, position: Array, keep: Array):
+        check_slot(position, cache["mask"].shape[1], "the cache's slots")
         cache = self._write(cache, position, *(a[:, None] for a in self._latents(x)), keep[:, None])
         k, v = self._keys_values(cache["latent"], cache["shared"])
         slots = jnp.arange(cache["mask"].shape[1])

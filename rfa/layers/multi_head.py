@@ -180,7 +180,14 @@ class AttentionSite(nnx.Module):
         return self.out(out.astype(x.dtype))
 
     def __call__(
-        self, x: Array, memory: Array | None = None, *, key_mask: Array, q_positions: Array, k_positions: Array
+        self,
+        x: Array,
+        memory: Array | None = None,
+        *,
+        key_mask: Array,
+        q_positions: Array,
+        k_positions: Array,
+        segment_ids: Array | None = None,
     ) -> Array:
         """Attention over a whole sequence (training, teacher forcing, encoding).
 
@@ -189,12 +196,19 @@ class AttentionSite(nnx.Module):
           memory: ``[batch, kv_len, d_model]`` for cross-attention; None for self-attention.
           key_mask: ``[batch, kv_len]`` boolean, False for padding keys.
           q_positions, k_positions: ``[batch, q_len]`` and ``[batch, kv_len]`` integer positions.
+          segment_ids: ``[batch, q_len]`` integers (self-attention): packed sequences, each attended as if alone
+            (:mod:`rfa.attention.segments`); None: one sequence per row.
         """
+        if segment_ids is not None and memory is not None:
+            raise InputError("segment_ids (packed sequences) are for self-attention, not cross-attention.")
         q, k, v = self._queries_keys(x, x if memory is None else memory, q_positions, k_positions)
         if hasattr(self, "__captures__"):  # inside nnx.capture (sown outside, the values would stay on the module)
             self.sow(AttentionInputs, "inputs", (q, k, v, key_mask))
         return self._output(
-            self.core(q, k, v, x, key_mask=key_mask, q_positions=q_positions, k_positions=k_positions), x
+            self.core(
+                q, k, v, x, key_mask=key_mask, q_positions=q_positions, k_positions=k_positions, segment_ids=segment_ids
+            ),
+            x,
         )
 
     # Decoding.

@@ -12,7 +12,8 @@ from flax import nnx
 from rfa._dtypes import computation_dtype
 from rfa._validation import InputError
 from rfa.attention.fourier_integral import fourier_integral_attention
-from rfa.checks import check_finite
+from rfa.attention.segments import same_sequence
+from rfa.checks import check_finite, raise_if
 from rfa.layers.kinds import AttentionKind, SiteWidths, attention_kind, register_attention_kind, register_variant
 from rfa.layers.multi_head import HeadsOptions, projected
 from rfa.layers.positional import RelativeBias
@@ -60,6 +61,19 @@ def attend_one(q: Array, k: Array, v: Array, mask: Array, bias: Array | None) ->
     return _attend(q[:, None], k, v, bias, mask[:, None, None, :])[:, 0]
 
 
+def check_slot(position, slots: int, what: str) -> None:
+    """A decoding step's ``position`` (an integer scalar) in ``[0, slots)``, ``what`` naming the limit: eagerly
+    now, under ``jit`` when the program runs (:func:`rfa.models.decoding.generate`'s loop turns it off: its
+    positions are its own). A cache written past its last slot would overwrite that slot with no error."""
+    if jnp.ndim(position) != 0 or not jnp.issubdtype(jnp.result_type(position), jnp.integer):
+        raise InputError(f"position must be an integer scalar, got {position!r}.")
+    raise_if(
+        (position < 0) | (position >= slots),
+        lambda p: f"position {p} is outside {what} [0, {slots}).",
+        values=(jnp.asarray(position),),
+    )
+
+
 def write(cache: dict, start: Array | int, k: Array, v: Array, keep: Array) -> dict:
     """The exact cache with ``k, v [batch, n, heads, d]`` and ``keep [batch, n]`` written from slot ``start`` on.
 
@@ -101,10 +115,12 @@ class SoftmaxCore(nnx.Module):
             else None
         )
 
-    def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions) -> Array:
+    def __call__(self, q, k, v, x, *, key_mask, q_positions, k_positions, segment_ids=None) -> Array:
         mask = key_mask[:, None, None, :]
         if self.causal:
             mask = mask & (k_positions[:, None, None, :] <= q_positions[:, None, :, None])
+        if segment_ids is not None:  # packed sequences: a query sees the keys of its own
+            mask = mask & same_sequence(segment_ids)
         bias = None if self.relative is None else self.relative(q_positions, k_positions)
         return self.attend(q, k, v, mask, bias)
 
@@ -130,6 +146,7 @@ class SoftmaxCore(nnx.Module):
         return out, write(self.init_cache(q.shape[0], max_length), 0, k, v, key_mask)
 
     def decode(self, q, k, v, x, cache, *, position, keep):
+        check_slot(position, cache["k"].shape[1], "the cache's slots")
         cache = write(cache, position, k, v, keep[:, None])
         key_positions = jnp.broadcast_to(jnp.arange(cache["k"].shape[1]), cache["mask"].shape)
         mask = cache["mask"] & (key_positions <= position)

@@ -4,7 +4,7 @@
 from rfa.layers.delta_rule.options import DeltaRuleOptions
 from rfa.layers.kinds import SiteWidths
 from rfa.layers.multi_head import AttentionInputs, AttentionSite
-from rfa.models import decoding, kimi_linear, pretrained, qwen3, qwen3_5, qwen3_next
+from rfa.models import decoding, kimi_linear, pretrained, qwen3, qwen3_5, qwen3_5_moe, qwen3_next, sharding
 from rfa.models.causal_lm import CausalLM, CausalLMConfig
 from rfa.models.config import EncoderConfig, TransformerConfig
 from rfa.models.forecaster import ForecastConfig, Forecaster
@@ -13,6 +13,7 @@ from rfa.models.presets import PRESETS, preset
 from rfa.models.pretrained import from_pretrained, save_pretrained
 from rfa.models.qwen3 import Qwen3Config
 from rfa.models.qwen3_5 import Qwen3_5Config
+from rfa.models.qwen3_5_moe import Qwen3_5MoeConfig
 from rfa.models.qwen3_next import Qwen3NextConfig
 from rfa.models.site import AttentionConfig, Site
 from rfa.models.swin import SwinConfig, SwinStage, SwinTransformer
@@ -44,6 +45,7 @@ __all__ = [
     "Qwen3Config",
     "Qwen3NextConfig",
     "Qwen3_5Config",
+    "Qwen3_5MoeConfig",
     "Site",
     "SiteWidths",
     "SwinConfig",
@@ -59,7 +61,9 @@ __all__ = [
     "pretrained",
     "qwen3",
     "qwen3_5",
+    "qwen3_5_moe",
     "qwen3_next",
     "redraw_projections",
     "save_pretrained",
+    "sharding",
 ]

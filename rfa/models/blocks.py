@@ -88,10 +88,14 @@ class DecoderLayer(nnx.Module):
         self.mlp = MLP(config, rngs=rngs)
         self.mlp_residual = Residual(config, rngs=rngs)
 
-    def __call__(self, x, *, key_mask, positions, memory=None, memory_mask=None, memory_positions=None) -> Array:
+    def __call__(
+        self, x, *, key_mask, positions, segment_ids=None, memory=None, memory_mask=None, memory_positions=None
+    ) -> Array:
         return self._sublayers(
             x,
-            lambda h: self.self_attention(h, key_mask=key_mask, q_positions=positions, k_positions=positions),
+            lambda h: self.self_attention(
+                h, key_mask=key_mask, q_positions=positions, k_positions=positions, segment_ids=segment_ids
+            ),
             lambda h: self.cross_attention(
                 h, memory, key_mask=memory_mask, q_positions=positions, k_positions=memory_positions
             ),

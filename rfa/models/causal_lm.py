@@ -24,7 +24,7 @@ from rfa.layers.moe import ExpertsOptions, MixtureOfExperts
 from rfa.layers.norms import RMSNorm
 from rfa.models.config import DTYPES
 from rfa.models.site import Site
-from rfa.models.transformer import check_prompt_end, check_tokens
+from rfa.models.transformer import check_key_mask, check_packing, check_prompt_end, check_step, check_tokens
 
 Array = jax.Array
 
@@ -116,9 +116,11 @@ class CausalLMLayer(nnx.Module):
             else GatedMLP(config.d_model, config.mlp_dim, **mlp)
         )
 
-    def __call__(self, x: Array, *, key_mask: Array, positions: Array) -> Array:
-        h = self.input_norm(x)
-        return self._mlp(x + self.attention(h, key_mask=key_mask, q_positions=positions, k_positions=positions))
+    def __call__(self, x: Array, *, key_mask: Array, positions: Array, segment_ids: Array | None = None) -> Array:
+        h = self.attention(
+            self.input_norm(x), key_mask=key_mask, q_positions=positions, k_positions=positions, segment_ids=segment_ids
+        )
+        return self._mlp(x + h)
 
     def _mlp(self, x: Array) -> Array:
         return x + self.mlp(self.post_attention_norm(x))
@@ -172,21 +174,24 @@ class CausalLM(nnx.Module):
         pad = self.lm.pad_id
         return jnp.ones(tokens.shape, jnp.bool_) if pad is None else tokens != pad
 
-    def __call__(self, tokens: Array, *, key_mask: Array | None = None) -> Array:
-        """Logits of every position; ``key_mask [batch, length]`` (True: a token) defaults to the tokens other than
-        the padding token. Positions count slots, so a left-padded row's are shifted by its padding: rotary
-        positions enter attention only through their differences, so its outputs are those of the row alone."""
+    def __call__(self, tokens: Array, *, key_mask: Array | None = None, segment_ids: Array | None = None) -> Array:
+        """Logits of every position.
+
+        Args:
+          tokens: ``[batch, length]`` ids of ``[0, vocab_size)`` (checked under ``jit`` too).
+          key_mask: ``[batch, length]`` bools, True at a token (default: the tokens other than the padding token).
+            Positions count slots, so a left-padded row's are shifted by its padding: rotary positions enter
+            attention only through their differences, so its outputs are those of the row alone.
+          segment_ids: ``[batch, length]`` integers: several sequences packed in a row (Flax's convention), each
+            computed as if alone (the linear layers' states and convolutions restart at each); None: one sequence
+            per row.
+        """
         tokens = check_tokens(tokens, "tokens", self.lm.vocab_size, self.lm.max_length)
-        key_mask = self._key_mask(tokens) if key_mask is None else key_mask
-        if key_mask.shape != tokens.shape or key_mask.dtype != jnp.bool_:
-            raise InputError(
-                f"key_mask must be a boolean array of the tokens' shape {tuple(tokens.shape)}, got "
-                f"{key_mask.dtype} {tuple(key_mask.shape)}."
-            )
-        positions = jnp.broadcast_to(jnp.arange(tokens.shape[1]), tokens.shape)
+        key_mask = self._key_mask(tokens) if key_mask is None else check_key_mask(key_mask, tokens)
+        segment_ids, positions = check_packing(segment_ids, tokens)
         x = self.embed(tokens)
         for layer in self.layers:
-            x = layer(x, key_mask=key_mask, positions=positions)
+            x = layer(x, key_mask=key_mask, positions=positions, segment_ids=segment_ids)
         return self._logits(x)
 
     def prefill(self, prompt: Array, max_length: int | None = None) -> tuple[Array, list]:
@@ -208,7 +213,9 @@ class CausalLM(nnx.Module):
         return self._logits(x[:, -1]), caches
 
     def decode_step(self, token: Array, cache: list, position: Array) -> tuple[Array, list]:
-        """Logits ``[batch, vocab]`` after ``token [batch]`` at slot ``position``, and the caches."""
+        """Logits ``[batch, vocab]`` after ``token [batch]`` at slot ``position``, and the caches (the token's ids
+        and the position checked under ``jit`` too; :func:`rfa.models.decoding.generate`'s loop skips them)."""
+        token = check_step(token, position, self.lm.vocab_size, self.lm.max_length)
         keep, x, new_caches = self._key_mask(token[:, None])[:, 0], self.embed(token), []
         for layer, layer_cache in zip(self.layers, cache, strict=True):
             x, layer_cache = layer.decode_step(x, layer_cache, position, keep)

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from rfa import checks
 from rfa._validation import InputError, InputTypeError
 from rfa.models.transformer import Decoder, EncoderDecoder, check_prompt_end, check_tokens
 
@@ -42,9 +43,12 @@ def _start(model, inputs: Array, total_length: int, bos_id: int):
 
 
 def _step(model, token, cache, position, memories):
-    if memories is None:
-        return model.decode_step(token, cache, position)
-    return model.decode_step(token, cache, position, memories)
+    """One decoding step of the loop, its checks of values off: the token is the loop's own choice and the
+    position within the cache :func:`_check_decoding` sized (a check would put a host call in every token)."""
+    with checks.enabled(False):
+        if memories is None:
+            return model.decode_step(token, cache, position)
+        return model.decode_step(token, cache, position, memories)
 
 
 def _choose(logits: Array, key: Array, temperature: float, top_k: int | None) -> Array:

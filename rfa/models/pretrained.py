@@ -21,11 +21,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from rfa._validation import InputError
 from rfa.layers.moe import CorrectionBias
 from rfa.models.causal_lm import CausalLM
 from rfa.models.safetensors import iter_checkpoint, read_tensor, write_tensors
+from rfa.models.sharding import parameter_sharding
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,13 +202,16 @@ def default_rope(hf: dict, family: str, *, default_theta: float, inert: tuple[st
     return theta, fraction
 
 
-def from_pretrained(directory: str, *, dtype: str | None = None, **config):
+def from_pretrained(directory: str, *, dtype: str | None = None, mesh: jax.sharding.Mesh | None = None, **config):
     """The model of a Hugging Face directory (``config.json`` and ``model.safetensors`` or its shards), its weights
     loaded.
 
     Args:
       directory: the checkpoint's directory (``huggingface_hub.snapshot_download``'s, or ``save_pretrained``'s).
       dtype: the computation dtype (``"float32"``, ``"bfloat16"``, ...); parameters keep float32. None: float32.
+      mesh: a ``(data, sequence, model)`` mesh (:func:`rfa.train.make_mesh`): each tensor is placed as it is read,
+        split over ``model`` by :mod:`rfa.models.sharding`'s rules (heads, hidden units) or replicated; the rest of
+        the state replicated. None: the default device.
       config: fields of the family's config to set over the checkpoint's: ``attention=Site(...)`` swaps the
         attention kind at every layer, the checkpoint's projections kept (:mod:`rfa.models.qwen3`).
 
@@ -232,10 +238,16 @@ def from_pretrained(directory: str, *, dtype: str | None = None, **config):
     model = nnx.eval_shape(build)  # the structure, no values
     # the state that is no checkpoint's (a kernelized site's random projection, its RNG counters), initialized under
     # jit: XLA leaves out the parameters' initial values, which nothing returns
-    nnx.update(model, jax.jit(lambda: nnx.state(build(), nnx.Not(LOADED)))())
+    rest = jax.jit(lambda: nnx.state(build(), nnx.Not(LOADED)))()
+    nnx.update(model, rest if mesh is None else jax.device_put(rest, NamedSharding(mesh, P())))
     places = {t.name: t for t in family.tensors(model_config)}
     params = nnx.state(model, LOADED)
     expected = {tuple(str(p) for p in path): variable for path, variable in nnx.to_flat_state(params)}
+
+    def put(key, value):
+        value = np.asarray(value, expected[key].dtype)
+        return jnp.asarray(value) if mesh is None else jax.device_put(value, parameter_sharding(key, value.shape, mesh))
+
     unplaced = sorted(".".join(p) for p in set(expected) - {p for t in places.values() for p in t.paths})
     if unplaced:
         raise InputError(f"rfa's {family.model_type} has parameters no checkpoint tensor fills: {unplaced}.")
@@ -255,14 +267,14 @@ def from_pretrained(directory: str, *, dtype: str | None = None, **config):
             )
         for key, variable, value in zip(place.paths, variables, place.to_model(read_tensor(path, entry)), strict=True):
             if place.index is None:
-                variable.set_value(jnp.asarray(value, variable.dtype))
+                variable.set_value(put(key, value))
             else:
                 stacks.setdefault(key, np.zeros(variable.shape, variable.dtype))[place.index] = value
     missing = sorted(set(places) - read)
     if missing:
         raise InputError(f"{directory}: the checkpoint lacks {missing}.")
     for key, stack in stacks.items():
-        expected[key].set_value(jnp.asarray(stack))
+        expected[key].set_value(put(key, stack))
     nnx.update(model, params)
     return model
 

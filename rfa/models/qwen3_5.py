@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import numpy as np
 
@@ -61,6 +62,8 @@ class Qwen3_5Config(QwenConfig):  # noqa: N801 (Hugging Face's name)
     partial_rotary_factor: float = 0.25
     max_position_embeddings: int = 32768
     linear_attention: Site = dataclasses.field(default_factory=lambda: Site("gated_deltanet"))
+
+    HF_ABSENT: ClassVar[frozenset[str]] = frozenset()  # fields a subclass has that its config.json does not
 
     def __post_init__(self):
         for name in ("num_hidden_layers", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim"):
@@ -119,8 +122,8 @@ _MROPE = ("mrope_section", "mrope_interleaved")  # the vision grids' rotary layo
 
 
 def _same_name(config_class: type) -> list[str]:
-    """The fields of ``config_class`` that ``config.json`` names as it does."""
-    return sorted({f.name for f in dataclasses.fields(config_class)} - _OWN)
+    """The fields of ``config_class`` that ``config.json`` names as it does (none of its ``HF_ABSENT``)."""
+    return sorted({f.name for f in dataclasses.fields(config_class)} - _OWN - config_class.HF_ABSENT)
 
 
 def read_hf(hf: dict, config_class: type, family: str, *, inert: frozenset = frozenset(), **fields):

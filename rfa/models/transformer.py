@@ -17,8 +17,11 @@ from flax import nnx
 
 from rfa._dtypes import at_least_float32
 from rfa._validation import InputError, InputTypeError, is_concrete
+from rfa.attention.segments import sequence_positions
+from rfa.checks import raise_if
 from rfa.layers.feature_variables import redraw
 from rfa.layers.positional import PositionalEmbedding
+from rfa.layers.softmax import check_slot
 from rfa.models.blocks import DecoderLayer, EncoderLayer
 from rfa.models.config import EncoderConfig, TransformerConfig
 
@@ -27,7 +30,8 @@ EMBED_INIT = nnx.initializers.variance_scaling(1.0, "fan_in", "normal", out_axis
 
 
 def check_tokens(tokens, name: str, vocab_size: int, max_length: int) -> Array:
-    """Checks ``tokens [batch, length]`` are integers (and, outside ``jit``, ids below ``vocab_size``)."""
+    """Checks ``tokens [batch, length]`` are integers of ``[0, vocab_size)``: eagerly now, under ``jit`` when the
+    program runs (:func:`rfa.checks.raise_if`; an id outside would read no embedding row and give NaN logits)."""
     if not hasattr(tokens, "dtype") or not jnp.issubdtype(tokens.dtype, jnp.integer):
         raise InputTypeError(
             f"{name} must be an integer array of token ids, got {getattr(tokens, 'dtype', type(tokens))}."
@@ -36,11 +40,56 @@ def check_tokens(tokens, name: str, vocab_size: int, max_length: int) -> Array:
         raise InputError(f"{name} must have shape [batch, length], got {tuple(tokens.shape)}.")
     if tokens.shape[1] > max_length:
         raise InputError(f"{name} has length {tokens.shape[1]} > config.max_length = {max_length}.")
-    if is_concrete(tokens) and tokens.size:
+    if not tokens.size:
+        return jnp.asarray(tokens)
+
+    def message(low, high) -> str:
+        return f"{name} holds ids outside [0, {vocab_size}): min {low}, max {high}."
+
+    if is_concrete(tokens):
         ids = np.asarray(tokens)  # on the host: jnp.min would be traced under an enclosing transformation
         if not 0 <= ids.min() <= ids.max() < vocab_size:
-            raise InputError(f"{name} holds ids outside [0, {vocab_size}): min {ids.min()}, max {ids.max()}.")
-    return jnp.asarray(tokens)
+            raise InputError(message(ids.min(), ids.max()))
+        return jnp.asarray(tokens)
+    raise_if((tokens < 0) | (tokens >= vocab_size), message, values=(jnp.min(tokens), jnp.max(tokens)))
+    return tokens
+
+
+def check_step(token, position, vocab_size: int, max_length: int) -> Array:
+    """A decoding step's ``token [batch]`` (ids of ``[0, vocab_size)``) and ``position`` (in ``[0, max_length)``),
+    checked as :func:`check_tokens` does; a cache with fewer slots checks its own. :func:`rfa.models.decoding.
+    generate`'s loop turns these checks off: its tokens and positions are its own."""
+    if getattr(token, "ndim", None) != 1:
+        raise InputError(f"token must have shape [batch], got {getattr(token, 'shape', type(token).__name__)}.")
+    check_slot(position, max_length, "config.max_length")
+    return check_tokens(token[:, None], "token", vocab_size, max_length)[:, 0]
+
+
+def check_key_mask(key_mask, tokens: Array) -> Array:
+    """Checks a model's ``key_mask``: booleans of the tokens' shape ``[batch, length]`` (True: a token, False:
+    padding); an additive float mask (0 and −inf) is refused, as is any other dtype or shape."""
+    if getattr(key_mask, "dtype", None) != jnp.bool_ or key_mask.shape != tokens.shape:
+        raise InputError(
+            f"key_mask must be a boolean array of the tokens' shape {tuple(tokens.shape)} (True: a token), got "
+            f"{getattr(key_mask, 'dtype', type(key_mask).__name__)} {tuple(getattr(key_mask, 'shape', ()))}; an "
+            "additive mask (0 and -inf) is not one: pass key_mask = additive == 0."
+        )
+    return key_mask
+
+
+def check_packing(segment_ids, tokens: Array) -> tuple[Array | None, Array]:
+    """A model's ``segment_ids`` (None, or integers of the tokens' shape: packed sequences, Flax's convention)
+    checked, and the positions they give: each token's within its sequence (:func:`rfa.attention.segments.
+    sequence_positions`), or the slots ``0 … length − 1`` of every row without them."""
+    if segment_ids is None:
+        return None, _positions(tokens)
+    dtype = getattr(segment_ids, "dtype", None)
+    if dtype is None or not jnp.issubdtype(dtype, jnp.integer) or segment_ids.shape != tokens.shape:
+        raise InputError(
+            f"segment_ids must be an integer array of the tokens' shape {tuple(tokens.shape)} (one id per packed "
+            f"sequence), got {dtype or type(segment_ids).__name__} {tuple(getattr(segment_ids, 'shape', ()))}."
+        )
+    return jnp.asarray(segment_ids), sequence_positions(segment_ids)
 
 
 def check_prompt_end(prompt, pad_id: int) -> None:
@@ -156,11 +205,19 @@ class Decoder(nnx.Module):
         self.embed = Embedder(config.vocab_size, config, rngs=rngs)
         self.stack = DecoderStack(config, cross=False, rngs=rngs)
 
-    def __call__(self, tokens: Array, *, key_mask: Array | None = None) -> Array:
+    def __call__(self, tokens: Array, *, key_mask: Array | None = None, segment_ids: Array | None = None) -> Array:
+        """Logits of every position.
+
+        Args:
+          tokens: ``[batch, length]`` ids of ``[0, vocab_size)`` (checked under ``jit`` too).
+          key_mask: ``[batch, length]`` bools, True at a token (default: the tokens other than ``config.pad_id``).
+          segment_ids: ``[batch, length]`` integers: several sequences packed in a row (Flax's convention), each
+            computed as if alone, its positions counted from 0; None: one sequence per row.
+        """
         tokens = check_tokens(tokens, "tokens", self.config.vocab_size, self.config.max_length)
-        key_mask = tokens != self.config.pad_id if key_mask is None else key_mask
-        positions = _positions(tokens)
-        x = self.stack(self.embed(tokens, positions), key_mask=key_mask, positions=positions)
+        key_mask = tokens != self.config.pad_id if key_mask is None else check_key_mask(key_mask, tokens)
+        segment_ids, positions = check_packing(segment_ids, tokens)
+        x = self.stack(self.embed(tokens, positions), key_mask=key_mask, positions=positions, segment_ids=segment_ids)
         return self.embed.logits(x)
 
     def init_cache(self, batch: int, max_length: int | None = None) -> list:
@@ -206,6 +263,7 @@ class Decoder(nnx.Module):
 
     def decode_step(self, token: Array, cache: list, position: Array) -> tuple[Array, list]:
         """Logits ``[batch, vocab]`` of the next token after ``token [batch]`` at ``position``."""
+        token = check_step(token, position, self.config.vocab_size, self.config.max_length)
         keep = token != self.config.pad_id
         x, cache = self.stack.decode_step(self.embed.token(token, position), cache, position, keep)
         return self.embed.logits(x), cache
@@ -258,6 +316,9 @@ class EncoderDecoder(nnx.Module):
         return [layer.cross_attention.prepare_memory(memory, memory_mask) for layer in self.decoder.layers]
 
     def decode_step(self, token: Array, cache: list, position: Array, memories: list) -> tuple[Array, list]:
+        """Logits ``[batch, target vocab]`` after target ``token [batch]`` at ``position``, attending to
+        ``memories`` (:meth:`prepare_memory`)."""
+        token = check_step(token, position, self.config.output_vocab_size, self.config.max_length)
         keep = token != self.config.pad_id
         x, cache = self.decoder.decode_step(self.target_embed.token(token, position), cache, position, keep, memories)
         return self.target_embed.logits(x), cache

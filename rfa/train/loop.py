@@ -41,6 +41,7 @@ from jax.experimental import multihost_utils
 from rfa import checks
 from rfa.data.pipeline import examples_read, global_position, local_position
 from rfa.models import redraw_projections
+from rfa.models import sharding as model_sharding
 from rfa.tasks import Task, eval_batches, task_kind, train_batches
 from rfa.train import sharding
 from rfa.train.checkpoint import Checkpoints
@@ -214,7 +215,7 @@ def train_and_evaluate(
     graphdef, state = initial_state(config, task)
     try:
         mesh = sharding.make_mesh(config.mesh.data, config.mesh.model, config.mesh.sequence)
-        state_sharding = sharding.state_sharding(state, mesh)
+        state_sharding = model_sharding.state_sharding(state, mesh)
     except ValueError as error:
         raise ConfigError(f"config.mesh: {error}") from error
     _check_batch(config, mesh)

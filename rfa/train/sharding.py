@@ -1,9 +1,8 @@
 """Scale-out with ``jax.sharding``: a ``(data, sequence, model)`` device mesh, batch and parameter shardings.
 
 Data parallelism shards every batch along its first axis over ``data`` and replicates the
-parameters; with a ``model`` axis > 1 the attention heads (q/k/v/out kernels) and the MLP's
-hidden units are split over ``model`` as well (Megatron-style: Shoeybi et al., 2019), which
-XLA's SPMD partitioner turns into the matching collectives. With a ``sequence`` axis > 1 every
+parameters; with a ``model`` axis > 1 the attention heads and the MLP's hidden units are split
+over ``model`` as well (:func:`state_sharding`, :mod:`rfa.models.sharding`'s rules). With a ``sequence`` axis > 1 every
 token array is split along its length too: the model's kernelized sites exchange states over that
 axis (LASP-2, :func:`rfa.attention.sequence_parallel_attention`; the model is built with
 ``sequence_axis="sequence"``), and XLA splits the other layers along the length (exact attention
@@ -27,21 +26,6 @@ from jax.sharding import PartitionSpec as P
 
 MESH_AXES = ("data", "sequence", "model")
 SEQUENCE_AXIS = "sequence"
-# (path ending, parameter rank) -> spec of the heads / hidden-unit axis split over "model".
-_MODEL_AXIS_RULES = {
-    (("query", "kernel"), 3): P(None, "model", None),
-    (("key", "kernel"), 3): P(None, "model", None),
-    (("value", "kernel"), 3): P(None, "model", None),
-    (("query", "bias"), 2): P("model", None),
-    (("key", "bias"), 2): P("model", None),
-    (("value", "bias"), 2): P("model", None),
-    (("out", "kernel"), 3): P("model", None, None),
-    (("hidden", "kernel"), 2): P(None, "model"),
-    (("hidden", "bias"), 1): P("model"),
-    (("output", "kernel"), 2): P("model", None),
-}
-
-
 COORDINATOR_TIMEOUT = "RFA_COORDINATOR_TIMEOUT"  # seconds to reach the coordinator (default 300, JAX's)
 
 
@@ -138,33 +122,6 @@ def make_mesh(data: int, model: int = 1, sequence: int = 1) -> jax.sharding.Mesh
         )
     auto = (jax.sharding.AxisType.Auto,) * len(MESH_AXES)  # XLA propagates shardings from inputs
     return jax.make_mesh((data, sequence, model), MESH_AXES, axis_types=auto, devices=jax.devices()[:used])
-
-
-def _names(path) -> tuple:
-    return tuple(str(getattr(key, "key", getattr(key, "name", getattr(key, "idx", key)))) for key in path)
-
-
-def state_sharding(state, mesh: jax.sharding.Mesh):
-    """``NamedSharding`` per leaf of an ``nnx.State``: heads / MLP units over ``model``, everything else replicated."""
-    model_size = mesh.shape["model"]
-
-    def sharding(path, leaf):
-        names = list(_names(path))
-        names = names[:-1] if names[-1] == "value" else names  # the Variable's value field, not the V projection
-        spec = P()
-        if model_size > 1:
-            for (ending, rank), rule in _MODEL_AXIS_RULES.items():
-                if tuple(names[-2:]) == ending and np.ndim(leaf) == rank:
-                    axis = list(rule).index("model")
-                    if leaf.shape[axis] % model_size:
-                        raise ValueError(
-                            f"{'/'.join(names)} has {leaf.shape[axis]} heads/units on its sharded axis, not divisible "
-                            f"by mesh.model = {model_size}."
-                        )
-                    spec = rule
-        return NamedSharding(mesh, spec)
-
-    return jax.tree_util.tree_map_with_path(sharding, state)
 
 
 def batch_sharding(mesh: jax.sharding.Mesh, ndim: int = 1) -> NamedSharding:

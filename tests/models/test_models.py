@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import references
 from flax import nnx
-from model_helpers import VOCAB, encode, forward, step_by_step, tokens
+from model_helpers import VOCAB, decode_step, encode, forward, packed_and_alone, step_by_step, tokens
 
 import rfa
 from rfa.models import (
@@ -528,6 +528,49 @@ def test_wrong_tokens_raise_clear_errors():
         model(jnp.ones((3,), jnp.int32))
     with pytest.raises(ValueError, match=r"length 300 > config\.max_length = 256"):
         model(jnp.ones((1, 300), jnp.int32))
+
+
+def test_bad_inputs_are_refused_under_jit_too():
+    """Token ids outside the vocabulary (a negative one too) and a decoding position past the cache, when the
+    program runs; a mask of the wrong shape or kind (an additive one) and packed ids of the wrong shape, when it
+    traces."""
+    model = Decoder(config(), rngs=nnx.Rngs(0))
+    run, step = rfa.checks.checked(forward), rfa.checks.checked(decode_step)
+    for bad in ([[3, 23]], [[3, -1]]):
+        with pytest.raises(rfa.InputError, match=r"tokens holds ids outside \[0, 23\)"):
+            run(model, jnp.array(bad))
+    cache = model.init_cache(1, 4)
+    with pytest.raises(rfa.InputError, match=r"token holds ids outside \[0, 23\): min 23"):
+        step(model, jnp.array([23]), cache, jnp.asarray(0), None)
+    with pytest.raises(rfa.InputError, match=r"position 4 is outside the cache's slots \[0, 4\)"):
+        step(model, jnp.array([3]), cache, jnp.asarray(4), None)
+    with pytest.raises(rfa.InputError, match=r"position 256 is outside config.max_length \[0, 256\)"):
+        step(model, jnp.array([3]), cache, jnp.asarray(256), None)
+    two = jnp.array([[3, 4]])
+    with pytest.raises(rfa.InputError, match="additive mask"):
+        nnx.jit(lambda m, t: m(t, key_mask=jnp.zeros((1, 2))))(model, two)
+    with pytest.raises(rfa.InputError, match=r"key_mask must be a boolean array of the tokens' shape \(1, 2\)"):
+        nnx.jit(lambda m, t: m(t, key_mask=jnp.ones((1, 1, 2), bool)))(model, two)
+    with pytest.raises(rfa.InputError, match="segment_ids must be an integer array of the tokens' shape"):
+        model(two, segment_ids=jnp.ones((1, 3), jnp.int32))
+
+
+PACKED = {
+    "hybrid": (Site("gated_deltanet", chunk_size=4), Site()),
+    "softmax": Site(),
+    "gated_rfa": Site("rfa", num_features=8, gated=True),
+    "kda": Site("kda", chunk_size=4),
+    "sliding_window": Site("sliding_window", window=3),
+}
+
+
+@pytest.mark.parametrize("kind", [k if k == "hybrid" else pytest.param(k, marks=pytest.mark.slow) for k in PACKED])
+def test_a_packed_row_is_each_sequence_alone(kind):
+    """Three sequences in one row (``segment_ids``), then padding: each token's logits are those of its sequence
+    alone, absolute positions (sinusoidal) restarting with each sequence, states and convolutions too."""
+    model = Decoder(preset("tiny", vocab_size=VOCAB, decoder_attention=PACKED[kind], max_length=16), rngs=nnx.Rngs(0))
+    packed, alone = packed_and_alone(model, (5, 3, 4), VOCAB)
+    np.testing.assert_allclose(packed, alone, atol=2e-5 * float(jnp.max(jnp.abs(alone))))
 
 
 @pytest.mark.parametrize("kind", ["softmax", "positive"])

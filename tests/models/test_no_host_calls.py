@@ -1,4 +1,5 @@
-"""The training and decoding steps of rfa's stateful models and layers compile no host call.
+"""The training and decoding steps of rfa's stateful models and layers compile no host call but the checks of the
+arrays a user passes (a model's token ids and decoding position).
 
 Their gates, decays and masks are computed by the model (a sigmoid, a log-sigmoid, ``−exp(A)·softplus(·)``, a
 key-padding mask from bools), in range by construction; a run-time check of them (rfa.checks.raise_if) put a host
@@ -42,7 +43,11 @@ def test_a_users_traced_array_brings_a_host_call_and_the_switch_removes_it():
 
 
 @pytest.mark.parametrize("kind", tiered(list(STATEFUL), {"gated_rfa", "gated_deltanet"}))
-def test_the_training_and_decoding_steps_of_a_stateful_model_make_no_host_call(kind):
+def test_the_training_and_decoding_steps_of_a_stateful_model_check_the_users_arrays_alone(kind):
+    """A training step and a prefill check the token ids alone (one host call, made when one is outside the
+    vocabulary); a decoding step its token's ids and its position (and a KV cache its slot, the hybrid's exact
+    layer); inside ``rfa.checks.enabled(False)``, which :func:`rfa.models.decoding.generate`'s loop of its own
+    tokens runs in, none."""
     model = Decoder(preset("tiny", vocab_size=VOCAB, decoder_attention=STATEFUL[kind], max_length=16), rngs=nnx.Rngs(0))
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
     state = nnx.merge_state(params, rest)
@@ -57,9 +62,12 @@ def test_the_training_and_decoding_steps_of_a_stateful_model_make_no_host_call(k
     def prefill(state, prompt):
         return nnx.merge(graphdef, state).prefill(prompt, 16)
 
-    assert host_calls(jax.jit(jax.grad(loss)).lower(params, sequence)) == 0
-    assert host_calls(jax.jit(prefill).lower(state, sequence)) == 0
-    assert host_calls(jax.jit(decode).lower(state, model.init_cache(2, 16), sequence[:, 0], jnp.asarray(3))) == 0
+    cache, position = model.init_cache(2, 16), jnp.asarray(3)
+    assert host_calls(jax.jit(jax.grad(loss)).lower(params, sequence)) == 1
+    assert host_calls(jax.jit(prefill).lower(state, sequence)) == 1
+    assert host_calls(jax.jit(decode).lower(state, cache, sequence[:, 0], position)) == 2 + (kind == "hybrid")
+    with rfa.checks.enabled(False):
+        assert host_calls(jax.jit(decode).lower(state, cache, sequence[:, 0], position)) == 0
 
 
 LAYERS = {

@@ -26,7 +26,7 @@ import orbax.checkpoint as ocp
 from rfa.configs.tasks import listops, python_source, sort
 import rfa.attention.kernelized.api as api
 from rfa.tasks import train_batches
-from rfa.train import sharding, train_and_evaluate
+from rfa.train import sharding, state_sharding, train_and_evaluate
 from rfa.train.config import check_config
 from rfa.train.loop import initial_state
 from rfa.train.metrics import read_metrics
@@ -53,11 +53,11 @@ def one_step(module, attention, **mesh):
     task = check_config(config)
     graphdef, state = initial_state(config, task)
     mesh = sharding.make_mesh(config.mesh.data, config.mesh.model, config.mesh.sequence)
-    state_sharding = sharding.state_sharding(state, mesh)
-    state = jax.device_put(state, state_sharding)
+    shardings = state_sharding(state, mesh)
+    state = jax.device_put(state, shardings)
     batch = next(iter(train_batches(task, data_dir=data_dir, batch_size=config.batch_size,
                                     max_length=config.max_length, seed=0)))
-    step = make_train_step(graphdef, kind=task.kind, label_smoothing=0.0, seed=0, state_sharding=state_sharding)
+    step = make_train_step(graphdef, kind=task.kind, label_smoothing=0.0, seed=0, state_sharding=shardings)
     calls["count"] = 0
     with jax.set_mesh(mesh):
         state, sums = step(state, sharding.global_batch(batch, mesh), jnp.int32(3))

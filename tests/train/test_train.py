@@ -441,7 +441,7 @@ train_and_evaluate(config, f"{workdir}/4x2", progress=False)
 losses["4x2"] = [r["loss"] for r in read_metrics(f"{workdir}/4x2")]
 from rfa.tasks import get_task
 from rfa.train.loop import initial_state
-from rfa.train.sharding import make_mesh, state_sharding
+from rfa.train import make_mesh, state_sharding
 _, state = initial_state(config, get_task("sort"))
 specs = jax.tree_util.tree_flatten_with_path(state_sharding(state, make_mesh(4, 2)))[0]
 losses["specs"] = sorted({jax.tree_util.keystr(p).split("]")[-3] + "] " + str(s.spec) for p, s in specs

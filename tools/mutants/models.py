@@ -193,4 +193,37 @@ MUTANTS = [
         (QWEN3_TESTS,),
         "the pretrained decoders' final RMSNorm is loaded but never applied before the output projection",
     ),
+    # Packed sequences and bad inputs at the model level (issue 70).
+    Mutant(
+        "delta-rule-site-ignores-packing",
+        "rfa/layers/delta_rule/site.py",
+        "return self.layer.run(x, key_mask, segment_ids=segment_ids)[0]",
+        "return self.layer.run(x, key_mask)[0]",
+        ("tests/models/test_models.py::test_a_packed_row_is_each_sequence_alone",),
+        "a delta-rule layer in a model carries its state and convolution across the packed sequences of a row",
+    ),
+    Mutant(
+        "packed-positions-do-not-restart",
+        "rfa/models/transformer.py",
+        "return jnp.asarray(segment_ids), sequence_positions(segment_ids)",
+        "return jnp.asarray(segment_ids), _positions(tokens)",
+        ("tests/models/test_models.py::test_a_packed_row_is_each_sequence_alone",),
+        "a packed row's absolute positions count the row's slots, not each sequence's tokens",
+    ),
+    Mutant(
+        "traced-token-ids-unchecked",
+        "rfa/models/transformer.py",
+        "    raise_if((tokens < 0) | (tokens >= vocab_size), message, values=(jnp.min(tokens), jnp.max(tokens)))\n",
+        "",
+        ("tests/models/test_models.py::test_bad_inputs_are_refused_under_jit_too",),
+        "token ids outside the vocabulary pass under jit (NaN logits, a negative id wrapping around)",
+    ),
+    Mutant(
+        "kv-cache-slot-unchecked",
+        "rfa/layers/softmax.py",
+        """        check_slot(position, cache["k"].shape[1], "the cache's slots")\n""",
+        "",
+        ("tests/models/test_models.py::test_bad_inputs_are_refused_under_jit_too",),
+        "a decoding step past a KV cache's last slot overwrites that slot with no error",
+    ),
 ]

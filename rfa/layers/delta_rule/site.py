@@ -49,9 +49,11 @@ class DeltaRuleCore(nnx.Module):
         )
         self.causal = True
 
-    def __call__(self, x: Array, memory=None, *, key_mask: Array, q_positions: Array, k_positions: Array) -> Array:
+    def __call__(
+        self, x: Array, memory=None, *, key_mask: Array, q_positions: Array, k_positions: Array, segment_ids=None
+    ) -> Array:
         del memory, q_positions, k_positions  # self-attention; the convolution gives position
-        return self.layer.run(x, key_mask)[0]
+        return self.layer.run(x, key_mask, segment_ids=segment_ids)[0]
 
     def init_cache(self, batch: int, max_length: int) -> dict:
         """The empty state and convolution history (``max_length`` plays no part: the cache does not grow)."""

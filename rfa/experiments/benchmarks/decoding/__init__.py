@@ -12,9 +12,11 @@ Each timing decodes ``--steps`` tokens in one jitted ``lax.scan`` (as ``rfa.mode
 Python dispatch is not counted; median of ``--repeats`` calls, every (kind, position) timed in turn in a new random
 order each round, so that the machine's drift falls on every position alike (per-token times of 10–50 µs are at
 its noise). Each kind is compiled twice, as shipped and traced inside ``rfa.checks.enabled(False)`` (the same step
-without any run-time check), and the two are timed in turns: ``ratios/checks_over_unchecked`` is what the checks
-cost a decoded token (target: within 10%). ``ratios/over_kernelized`` divides a kind's time per token by ungated
-kernelized attention's at the same position (the median over the positions): ratios of one run, which the speed
-guard (``rfa.experiments.benchmarks.guard``) compares against the committed figures, so a kind whose step slows (as
-the gated kinds' did, 10-45x, when each token made host calls) is flagged. Writes JSON.
+without any run-time check, as ``generate``'s loop runs it), and the two are timed in turns:
+``ratios/checks_over_unchecked`` is what the checks cost a decoded token of one's own loop (target, until the
+models' ``decode_step`` checked its token's ids and its position under ``jit``: within 10%; the committed figures
+are of the steps before, which checked nothing of their own). ``ratios/over_kernelized`` divides a kind's time per
+token by ungated kernelized attention's at the same position (the median over the positions): ratios of one run,
+which the speed guard (``rfa.experiments.benchmarks.guard``) compares against the committed figures, so a kind whose
+step slows (as the gated kinds' did, 10-45x, when each token made host calls) is flagged. Writes JSON.
 """
