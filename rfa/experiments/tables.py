@@ -30,6 +30,7 @@ from rfa.experiments.benchmarks.flax_decoding import report as flax_decoding
 from rfa.experiments.benchmarks.input_work import report as input_work
 from rfa.experiments.benchmarks.precision import report as precision
 from rfa.experiments.benchmarks.prefill import report as prefill
+from rfa.experiments.benchmarks.pretrained import report as pretrained
 from rfa.experiments.benchmarks.relative import report as relative
 from rfa.experiments.benchmarks.scaling import report as scaling
 from rfa.experiments.benchmarks.train_step import report as train_step
@@ -112,6 +113,7 @@ TABLES: dict[str, Callable[[object], str]] = {
     "benchmark_delta_rule_gpu": delta_rule.table,
     "benchmark_precision_cpu": precision.table,
     "benchmark_prefill_cpu": prefill.table,
+    "benchmark_pretrained_cpu": pretrained.table,
     "benchmark_scaling_cpu": lambda result: scaling.by_length(result["results"]),
     "benchmark_sequence_parallel_cpu": lambda result: scaling.sequence_parallel(result["results"]),
     "benchmark_relative_cpu": relative.table,
@@ -138,6 +140,7 @@ FIGURES: dict[str, Callable[[object, str], None]] = {
     "benchmark_delta_rule_gpu": delta_rule.figure,
     "benchmark_flax_decoding_cpu": flax_decoding.figure,
     "benchmark_scaling_cpu": scaling.figure,
+    "benchmark_pretrained_cpu": pretrained.figure,
     "recall_cpu": recall.plot,
     "recall_pairs8_exact_cpu": recall.plot,
     "recall_pairs4_l64_cpu": recall.plot,

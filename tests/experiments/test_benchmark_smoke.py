@@ -1,8 +1,8 @@
 """Every benchmark runs as a user runs it, at smoke sizes, and writes its JSON and figure (split from
 test_runner.py so that the two halves run on both test workers).
 
-The twelve command lines run in turn in one subprocess (:func:`helpers.run_in_turn`), each as ``python -m MODULE
-FLAGS`` runs it: twelve subprocesses would pay Python's, JAX's and rfa's start-up twelve times. An exception ends
+The thirteen command lines run in turn in one subprocess (:func:`helpers.run_in_turn`), each as ``python -m MODULE
+FLAGS`` runs it: thirteen subprocesses would pay Python's, JAX's and rfa's start-up thirteen times. An exception ends
 the subprocess there, with its traceback in the assertion's message; every command must exit with status 0."""
 
 import json
@@ -81,6 +81,18 @@ def test_benchmarks_write_json(tmp_path, data_dir):
             ],
             [benchmark + "prefill", "--lengths=4,8", "--repeats=1", f"--output={tmp_path / 'prefill.json'}"],
             [
+                benchmark + "pretrained",
+                "--families=qwen3_5",  # a hybrid: Gated DeltaNet and gated attention
+                "--batches=1,2",
+                "--lengths=8,16",
+                "--max_tokens=16",  # B = 2 at P = 16 skipped
+                "--new_tokens=2",
+                "--repeats=1",
+                "--hidden=128",
+                "--vocab=256",
+                f"--output={tmp_path / 'pretrained.json'}",
+            ],
+            [
                 benchmark + "train_step",
                 "--configs=compare_kernels:quick,recall:quick",  # sort and MQAR, exact and positive at m = 8
                 "--repeats=2",
@@ -115,6 +127,14 @@ def test_benchmarks_write_json(tmp_path, data_dir):
     assert rows["aderf"]["fit"]["median_ms"] > 0 and rows["aderf"]["fit_over_forward"] > 0
     prefill = json.loads((tmp_path / "prefill.json").read_text())
     assert [r["length"] for r in prefill["results"]] == [4, 8] and prefill["results"][0]["channel"]["recurrent_ms"] > 0
+    pretrained = json.loads((tmp_path / "pretrained.json").read_text())
+    assert [(r["family"], r["batch"], r["prompt"]) for r in pretrained["results"]] == [
+        ("qwen3_5", 1, 8),
+        ("qwen3_5", 1, 16),
+        ("qwen3_5", 2, 8),
+    ]
+    assert all(r["rfa"]["prefill_tokens_per_s"] > 0 for r in pretrained["results"])
+    assert (tmp_path / "pretrained.png").stat().st_size > 10_000
     precision = json.loads((tmp_path / "precision.json").read_text())["results"][0]
     assert precision["state_dtype"] == "float32" and 0 < precision["output_error"] < 0.02
     mse = json.loads((tmp_path / "mse.json").read_text())
