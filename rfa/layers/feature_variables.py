@@ -202,8 +202,14 @@ class Calibratable(RandomMap):
     def map_params(self, fixed: dict | None) -> dict | None:
         """A call's map parameters: the ``fixed`` ones, the current random draw, the learned ones and the
         calibrated fit (which takes precedence); None if there are none."""
-        variables = {**self.random_params, **self.learned_params, **self.fitted_params}
-        return {**(fixed or {}), **{name: variable[...] for name, variable in variables.items()}} or None
+        variables = {**arrays(self.random_params), **arrays(self.learned_params), **arrays(self.fitted_params)}
+        return {**(fixed or {}), **variables} or None
+
+
+def arrays(variables: nnx.Dict) -> dict:
+    """``{name: array}`` of a dict of variables (an ``nnx.Dict``), without the entries nnx sets on every module of
+    its own (``nnx.capture``'s ``__captures__``)."""
+    return {name: variable[...] for name, variable in variables.items() if isinstance(variable, nnx.Variable)}
 
 
 @contextlib.contextmanager

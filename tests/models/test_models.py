@@ -13,6 +13,7 @@ from model_helpers import VOCAB, decode_step, encode, forward, packed_and_alone,
 
 import rfa
 from rfa.models import (
+    AttentionInputs,
     AttentionSite,
     Decoder,
     Encoder,
@@ -553,6 +554,18 @@ def test_bad_inputs_are_refused_under_jit_too():
         nnx.jit(lambda m, t: m(t, key_mask=jnp.ones((1, 1, 2), bool)))(model, two)
     with pytest.raises(rfa.InputError, match="segment_ids must be an integer array of the tokens' shape"):
         model(two, segment_ids=jnp.ones((1, 3), jnp.int32))
+
+
+def test_every_kind_s_inputs_are_captured_through_a_model():
+    """``nnx.capture`` of ``AttentionInputs`` through a hybrid stack: nnx sets ``__captures__`` on every module, the
+    ``nnx.Dict`` of a layer's random parameters too, which a layer that iterated that dict read as a parameter."""
+    sites = (Site("gated_deltanet", chunk_size=4), Site("positive", num_features=8))
+    model = Decoder(preset("tiny", vocab_size=VOCAB, decoder_attention=sites, max_length=16), rngs=nnx.Rngs(0))
+    sequence = tokens(0, (1, 6))
+    logits, sown = nnx.capture(lambda model, tokens: model(tokens), AttentionInputs)(model, sequence)
+    q, k, v, key_mask = sown["stack"]["layers"][1]["self_attention"]["inputs"][0]
+    assert q.shape == k.shape == v.shape and key_mask.shape == (1, 6)
+    np.testing.assert_allclose(logits, forward(model, sequence), atol=1e-5)
 
 
 PACKED = {

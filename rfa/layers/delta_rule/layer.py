@@ -64,7 +64,7 @@ from rfa.attention.delta_rule import delta_rule_attention, normalized_features
 from rfa.attention.segments import sequence_index
 from rfa.checks import call_unchecked
 from rfa.layers.delta_rule.options import QK_ACTIVATIONS, DeltaRuleOptions, DeltaRuleSpec
-from rfa.layers.feature_variables import RandomMap, projection_key, random_variables, redraw_variables
+from rfa.layers.feature_variables import RandomMap, arrays, projection_key, random_variables, redraw_variables
 from rfa.layers.short_convolution import ShortConvolution, causal_convolution, history_entering_block
 from rfa.random_features.feature_maps import estimator as lookup_estimator
 
@@ -304,7 +304,7 @@ class DeltaRuleLayer(RandomMap):
         cache = self.empty_state(x.shape[0]) if cache is None else cache
         qkv = jnp.concatenate([self.q_proj(x), self.k_proj(x), self.v_proj(x)], axis=-1).astype(self.state_dtype)
         beta, log_decay = self._write_and_decay(x, keep)
-        weights = {"random_params": {name: value[...] for name, value in self.random_params.items()}}
+        weights = {"random_params": arrays(self.random_params)}
         weights["projection"] = None if self.projection is None else self.projection[...]
         if self.options.use_short_conv:
             convs = (self.q_conv1d, self.k_conv1d, self.v_conv1d)

@@ -9,6 +9,8 @@ from rfa.experiments.common.report import markdown_table
 from rfa.experiments.common.styles import COLORS, legend_outside
 
 LIBRARIES = ("rfa", "transformers")
+LOOKS = ({"linestyle": "-", "marker": "o"}, {"linestyle": "--", "marker": "s", "markerfacecolor": "none"})
+"""Each library's series: rfa's solid with filled circles, transformers' dashed with hollow squares."""
 
 
 def _rate(row: dict, library: str, what: str) -> str:
@@ -38,8 +40,8 @@ def table(results: dict) -> str:
 
 
 def figure(results: dict, path: str) -> Figure:
-    """Prefill and decoding tokens per second against the prompt's length at batch 1, one color per family: rfa's
-    solid, transformers' dashed."""
+    """Prefill and decoding tokens per second against the prompt's length at batch 1, one color per family, each
+    library in its :data:`LOOKS`."""
     figure = Figure(figsize=(10, 4.2))
     axes = figure.subplots(1, 2)
     families = list(dict.fromkeys(r["family"] for r in results["results"]))
@@ -47,7 +49,7 @@ def figure(results: dict, path: str) -> Figure:
     for axis, what in zip(axes, ("prefill", "decode"), strict=True):
         for family in families:
             rows = [r for r in results["results"] if r["family"] == family and r["batch"] == 1]
-            for library, style in zip(LIBRARIES, ("-", "--"), strict=True):
+            for library, style in zip(LIBRARIES, LOOKS, strict=True):
                 points = [
                     (r["prompt"], r[library][f"{what}_tokens_per_s"])
                     for r in rows
@@ -55,7 +57,7 @@ def figure(results: dict, path: str) -> Figure:
                 ]
                 if points:
                     xs, ys = zip(*points, strict=True)
-                    axis.plot(xs, ys, style, marker="o", color=colors[family], label=f"{family} ({library})")
+                    axis.plot(xs, ys, color=colors[family], label=f"{family} ({library})", **style)
         axis.set(xscale="log", yscale="log", xlabel="prompt length P", ylabel=f"{what} tokens / s, batch 1")
         lengths = sorted({r["prompt"] for r in results["results"]})
         axis.set_xticks(lengths, [str(p) for p in lengths])
