@@ -556,6 +556,7 @@ def test_bad_inputs_are_refused_under_jit_too():
         model(two, segment_ids=jnp.ones((1, 3), jnp.int32))
 
 
+@pytest.mark.slow  # 5 s, most of it the eager pass nnx.capture runs
 def test_every_kind_s_inputs_are_captured_through_a_model():
     """``nnx.capture`` of ``AttentionInputs`` through a hybrid stack: nnx sets ``__captures__`` on every module, the
     ``nnx.Dict`` of a layer's random parameters too, which a layer that iterated that dict read as a parameter."""
