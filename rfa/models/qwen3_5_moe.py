@@ -17,7 +17,7 @@ from typing import ClassVar
 from rfa._validation import InputError
 from rfa.models import pretrained
 from rfa.models.qwen3_5 import read_hf, tensors, write_hf
-from rfa.models.qwen3_next import Qwen3NextConfig
+from rfa.models.qwen3_next import ROUTER_TRAINING, Qwen3NextConfig
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -58,8 +58,7 @@ class Qwen3_5MoeConfig(Qwen3NextConfig):  # noqa: N801 (Hugging Face's name)
 def config_from_hf(hf: dict, **fields) -> Qwen3_5MoeConfig:
     """:class:`Qwen3_5MoeConfig` of a ``config.json`` dict, with ``fields`` over it; refuses what it does not
     reproduce (the router's auxiliary loss and logits are training's)."""
-    inert = frozenset({"output_router_logits", "router_aux_loss_coef"})
-    return read_hf(hf, Qwen3_5MoeConfig, "qwen3_5_moe_text", inert=inert, **fields)
+    return read_hf(hf, Qwen3_5MoeConfig, "qwen3_5_moe_text", inert=ROUTER_TRAINING, **fields)
 
 
 def config_to_hf(config: Qwen3_5MoeConfig) -> dict:

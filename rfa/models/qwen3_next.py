@@ -80,12 +80,14 @@ class Qwen3NextConfig(Qwen3_5Config):
 
 # Hugging Face's layout (rfa.models.pretrained).
 
+ROUTER_TRAINING = frozenset({"output_router_logits", "router_aux_loss_coef"})
+"""A Qwen mixture's ``config.json`` fields of training only (the router's logits and auxiliary loss): inert here."""
+
 
 def config_from_hf(hf: dict, **fields) -> Qwen3NextConfig:
     """:class:`Qwen3NextConfig` of a ``config.json`` dict, with ``fields`` over it; refuses what it does not
     reproduce (the router's auxiliary loss and logits are training's)."""
-    inert = frozenset({"output_router_logits", "router_aux_loss_coef"})
-    return read_hf(hf, Qwen3NextConfig, "qwen3_next", inert=inert, **fields)
+    return read_hf(hf, Qwen3NextConfig, "qwen3_next", inert=ROUTER_TRAINING, **fields)
 
 
 def config_to_hf(config: Qwen3NextConfig) -> dict:
